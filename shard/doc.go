@@ -1,0 +1,18 @@
+// Package shard is the vocabulary shared by every part of shardlease: shard
+// identifiers, fencing tokens, claims, the lease policy and its rule, the fleet
+// configuration, and the Coordinator interface that the embedded coordinator
+// (shard/memory) and the Consul coordinator (shard/consul) implement.
+//
+// What it guarantees: a Token is the coordinator's write index of the acquiring
+// write, so for one shard tokens strictly increase across every change of owner,
+// including after an operator deleted the lock key. A LeasePolicy that passes
+// Validate leaves room for two renewal attempts and the stated pause budget
+// inside one TTL.
+//
+// What it does not guarantee: that a lease is still held. A holder that was
+// paused or partitioned may believe it owns a shard after the coordinator has
+// handed it to someone else; only a store that checks the Token (package
+// offsets) makes such a holder's writes harmless.
+//
+// The package depends on the standard library only.
+package shard

@@ -1,0 +1,27 @@
+package shard
+
+import "errors"
+
+// Sentinel errors. Implementations wrap them with %w and the offending value;
+// compare with errors.Is.
+var (
+	// ErrInvalidPolicy: a LeasePolicy breaks 2·RenewEvery + PauseBudget ≤ TTL.
+	ErrInvalidPolicy = errors.New("shard: invalid lease policy")
+	// ErrInvalidConfig: a fleet Config has an impossible shard count or name.
+	ErrInvalidConfig = errors.New("shard: invalid fleet config")
+	// ErrConfigMismatch: the fleet's stored Config differs from the one a
+	// worker brought. The worker must not start.
+	ErrConfigMismatch = errors.New("shard: fleet config mismatch")
+	// ErrSessionInvalid: the session does not exist any more (expired,
+	// destroyed, or never created). Everything it held is gone.
+	ErrSessionInvalid = errors.New("shard: session invalid")
+	// ErrMemberExists: another live session already registered this worker ID.
+	ErrMemberExists = errors.New("shard: worker id already registered by a live session")
+	// ErrUnknownShard: a shard ID is not part of the fleet's shard set.
+	ErrUnknownShard = errors.New("shard: unknown shard")
+	// ErrInvalidArgument: an empty worker ID, non-positive TTL, and the like.
+	ErrInvalidArgument = errors.New("shard: invalid argument")
+	// ErrUnavailable: the coordinator could not be reached or answered with a
+	// transient failure; the call may be retried.
+	ErrUnavailable = errors.New("shard: coordinator unavailable")
+)

@@ -1,0 +1,84 @@
+package shard
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ID names one shard, e.g. "stream/shard-007". IDs are compared as strings;
+// the fleet's Config generates them so that their order is the numeric order.
+type ID string
+
+// Token is a fencing token: the coordinator's write index of the write that
+// granted a claim. For one shard, a later owner always holds a higher token.
+type Token uint64
+
+// MaxShards bounds the shard count of a fleet. Consul's KV and the planner are
+// both comfortable well beyond it; the bound exists so that a typo (an extra
+// zero or two) is refused instead of creating a million lock keys.
+const MaxShards = 65536
+
+// Config is the fleet's shard set and settings, written once under the fleet's
+// prefix and checked by every worker that joins.
+type Config struct {
+	// Shards is the number of shards, 1..MaxShards.
+	Shards int `json:"shards"`
+	// Name is the shard name stem; shard i is named Name + "-" + i padded to
+	// at least three digits. Default "stream/shard".
+	Name string `json:"name"`
+}
+
+// DefaultName is the shard name stem used when Config.Name is empty.
+const DefaultName = "stream/shard"
+
+// Normalize returns c with defaults filled in. It does not modify c.
+func (c Config) Normalize() Config {
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	return c
+}
+
+// Validate reports every problem with c at once.
+func (c Config) Validate() error {
+	var problems []string
+	if c.Shards < 1 || c.Shards > MaxShards {
+		problems = append(problems, fmt.Sprintf("shard count %d is out of range: want 1..%d", c.Shards, MaxShards))
+	}
+	if n := c.Normalize().Name; strings.ContainsAny(n, " \t\n") || strings.HasPrefix(n, "/") || strings.HasSuffix(n, "/") {
+		problems = append(problems, fmt.Sprintf("shard name %q must not contain spaces or start or end with '/'", n))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Equal reports whether two configurations describe the same shard set.
+func (c Config) Equal(o Config) bool {
+	c, o = c.Normalize(), o.Normalize()
+	return c.Shards == o.Shards && c.Name == o.Name
+}
+
+// IDs returns the fleet's shard IDs in order.
+func (c Config) IDs() []ID {
+	c = c.Normalize()
+	width := len(fmt.Sprint(c.Shards - 1))
+	if width < 3 {
+		width = 3
+	}
+	ids := make([]ID, c.Shards)
+	for i := range ids {
+		ids[i] = ID(fmt.Sprintf("%s-%0*d", c.Name, width, i))
+	}
+	return ids
+}
+
+// Claim is a granted lock on one shard: the shard and the fencing token of
+// the write that granted it.
+type Claim struct {
+	Shard ID    `json:"shard"`
+	Token Token `json:"token"`
+}
+
+func (c Claim) String() string { return fmt.Sprintf("%s@%d", c.Shard, c.Token) }
