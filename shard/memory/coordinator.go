@@ -1,0 +1,234 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// MaxTxnShards is how many shards one transaction locks or unlocks. Consul
+// caps a transaction at 128 operations and shardlease spends two per shard (a
+// lock and a get that reads the token), so an Acquire or Release of more
+// shards is split into several transactions, each with its own index. The
+// embedded coordinator keeps the same cap so that tokens and write counts in
+// tests look like production.
+const MaxTxnShards = 64
+
+// DefaultMemberGrace is how long a dead member key (one whose session ended)
+// stays visible before it is deleted.
+const DefaultMemberGrace = time.Minute
+
+// Coordinator is the embedded coordinator: a tiny key-value store with
+// Consul's session, lock and blocking-query semantics, held in memory. Create
+// it with New; the zero value is not usable. All methods are safe for
+// concurrent use.
+type Coordinator struct {
+	clock       Clock
+	memberGrace time.Duration
+
+	// mu guards everything below. Every method holds it for its whole run,
+	// which is what makes a call (even one split into several transactions)
+	// atomic with respect to every other call and to watchers.
+	mu sync.Mutex
+	// index is the store's write index: 1 when empty, +1 per write. It is
+	// the ModifyIndex of the keys a write touches, hence the fencing token.
+	index uint64
+	// changed is closed and replaced by every write, waking every watcher.
+	changed chan struct{}
+
+	config *shard.Config
+	known  map[shard.ID]bool // the config's shard set; nil until configured
+
+	sessions    map[shard.SessionID]*session
+	nextSession uint64
+
+	members map[string]*memberKey
+	shards  map[shard.ID]*shardKey
+	// lockDelay holds, per shard, the moment its lock-delay ends. It lives
+	// beside the keys, not in them, so that deleting a key does not lift its
+	// lock-delay (as in Consul).
+	lockDelay map[shard.ID]time.Time
+}
+
+// shardKey is P/shards/<id>: the lock, its modify index and its value.
+type shardKey struct {
+	session shard.SessionID // empty: free
+	index   uint64
+	owner   shard.Owner
+}
+
+// memberKey is P/members/<id>.
+type memberKey struct {
+	member  shard.Member
+	session shard.SessionID // empty: dead member
+	index   uint64
+	// deadSince is when the key lost its session (zero while live); the key
+	// is deleted at deadSince + member grace, and gcTimer makes sure that
+	// happens even if nobody calls the coordinator.
+	deadSince time.Time
+	gcTimer   Timer
+}
+
+var _ shard.Coordinator = (*Coordinator)(nil)
+
+// Option configures a Coordinator.
+type Option func(*Coordinator)
+
+// WithClock makes the coordinator read time and schedule expiries on c
+// instead of the time package. A nil c keeps the time package.
+func WithClock(c Clock) Option {
+	return func(co *Coordinator) {
+		if c != nil {
+			co.clock = c
+		}
+	}
+}
+
+// WithMemberGrace sets how long a dead member key stays visible before it is
+// deleted (default DefaultMemberGrace). Zero or less deletes it right after
+// its session ends, in a write of its own.
+func WithMemberGrace(d time.Duration) Option {
+	return func(co *Coordinator) { co.memberGrace = max(d, 0) }
+}
+
+// WithStartIndex starts the store's index at n instead of 1 (n below 1 counts
+// as 1), so every token it hands out is above n. Use it when offsets outlive
+// the coordinator, e.g. an embedded coordinator in front of a file-backed
+// offsets store: start above the highest token the store has recorded, or a
+// restarted process would see all its commits refused as stale.
+func WithStartIndex(n uint64) Option {
+	return func(co *Coordinator) { co.index = max(n, 1) }
+}
+
+// New returns an empty coordinator, at index 1 unless WithStartIndex says
+// otherwise.
+//
+// In a testing/synctest bubble, create the coordinator inside the bubble: its
+// watch channel and timers then belong to the bubble, so a blocked watcher is
+// durably blocked and the fake clock advances past session TTLs.
+func New(opts ...Option) *Coordinator {
+	c := &Coordinator{
+		clock:       realClock{},
+		memberGrace: DefaultMemberGrace,
+		index:       1,
+		changed:     make(chan struct{}),
+		sessions:    make(map[shard.SessionID]*session),
+		members:     make(map[string]*memberKey),
+		shards:      make(map[shard.ID]*shardKey),
+		lockDelay:   make(map[shard.ID]time.Time),
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	return c
+}
+
+// Configure stores cfg (normalized) as the fleet's config if none is stored,
+// in one write. If the same config is stored it returns it without a write;
+// if a different one is, it returns the stored config and an error wrapping
+// shard.ErrConfigMismatch that names both. An invalid cfg gets cfg.Validate's
+// error and changes nothing.
+func (c *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
+	if err := ctxErr(ctx); err != nil {
+		return shard.Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return shard.Config{}, err
+	}
+	cfg = cfg.Normalize()
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.catchUpLocked()
+
+	if c.config != nil {
+		stored := *c.config
+		if stored.Equal(cfg) {
+			return stored, nil
+		}
+		return stored, fmt.Errorf("%w: the fleet has %d shards named %q, this config has %d shards named %q",
+			shard.ErrConfigMismatch, stored.Shards, stored.Name, cfg.Shards, cfg.Name)
+	}
+	c.commitLocked()
+	c.config = &cfg
+	c.known = make(map[shard.ID]bool, cfg.Shards)
+	for _, id := range cfg.IDs() {
+		c.known[id] = true
+	}
+	return cfg, nil
+}
+
+// DeleteShard deletes a shard's lock key, as an operator might in Consul, and
+// reports whether it existed. Deleting is a write, so the shard's next owner
+// still gets a higher token than every earlier one. A session that held the
+// key simply no longer holds it; a pending lock-delay on the shard remains.
+func (c *Coordinator) DeleteShard(id shard.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.catchUpLocked()
+
+	if _, ok := c.shards[id]; !ok {
+		return false
+	}
+	c.commitLocked()
+	delete(c.shards, id)
+	return true
+}
+
+// Sessions returns the live sessions, oldest first. Sessions are not part of
+// a Snapshot (as in Consul, they are not keys); this is for operators and
+// tests.
+func (c *Coordinator) Sessions() []shard.SessionID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.catchUpLocked()
+
+	live := make([]*session, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		live = append(live, s)
+	}
+	slices.SortFunc(live, func(a, b *session) int { return cmp.Compare(a.seq, b.seq) })
+	ids := make([]shard.SessionID, len(live))
+	for i, s := range live {
+		ids[i] = s.id
+	}
+	return ids
+}
+
+// commitLocked starts a write: the index advances, becomes the ModifyIndex of
+// every key the write touches, and every watcher is woken. Watchers cannot
+// see the write half-done: they re-read under mu, which the writer holds.
+func (c *Coordinator) commitLocked() uint64 {
+	c.index++
+	close(c.changed)
+	c.changed = make(chan struct{})
+	return c.index
+}
+
+// scheduleLocked makes sure the coordinator catches up at the moment at, even
+// if nobody calls it then. The timer only triggers a catch-up; what is due is
+// decided from the state, so a stale timer is harmless.
+func (c *Coordinator) scheduleLocked(at time.Time) Timer {
+	return c.clock.AfterFunc(max(at.Sub(c.clock.Now()), 0), c.tick)
+}
+
+func (c *Coordinator) tick() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.catchUpLocked()
+}
+
+// ctxErr returns the reason ctx ended, or nil while it is live.
+func ctxErr(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}

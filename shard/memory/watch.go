@@ -1,0 +1,67 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// Watch is a blocking query on the whole fleet. It returns a consistent
+// snapshot as soon as the index differs from after: at once when after is 0,
+// when a write has happened since after, or when after is ahead of the index
+// (a caller's index from another coordinator's history: returning lets
+// shard.NextIndex see the reset, where Consul would wait out its timeout).
+// Otherwise it blocks until the next write or until ctx ends, and then returns
+// context.Cause(ctx).
+//
+// The index changes only when the snapshot does, so a watcher is never woken
+// for nothing. Note that a lock-delay running out is not a write: a watcher
+// is not woken by it, and a worker refused by lock-delay must retry on its
+// own schedule.
+func (c *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) {
+	for {
+		if err := ctxErr(ctx); err != nil {
+			return shard.Snapshot{}, err
+		}
+		c.mu.Lock()
+		c.catchUpLocked()
+		if after == 0 || c.index != after {
+			snap := c.snapshotLocked()
+			c.mu.Unlock()
+			return snap, nil
+		}
+		changed := c.changed
+		c.mu.Unlock()
+
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return shard.Snapshot{}, context.Cause(ctx)
+		}
+	}
+}
+
+// snapshotLocked copies the store: the caller may keep and modify what it
+// gets without touching the coordinator.
+func (c *Coordinator) snapshotLocked() shard.Snapshot {
+	snap := shard.Snapshot{
+		Index:   c.index,
+		Members: make([]shard.MemberState, 0, len(c.members)),
+		Shards:  make([]shard.ShardState, 0, len(c.shards)),
+	}
+	if c.config != nil {
+		cfg := *c.config
+		snap.Config = &cfg
+	}
+	for _, k := range c.members {
+		snap.Members = append(snap.Members, shard.MemberState{Member: k.member, Session: k.session})
+	}
+	slices.SortFunc(snap.Members, func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) })
+	for id, k := range c.shards {
+		snap.Shards = append(snap.Shards, shard.ShardState{Shard: id, Session: k.session, Token: shard.Token(k.index), Owner: k.owner})
+	}
+	slices.SortFunc(snap.Shards, func(a, b shard.ShardState) int { return cmp.Compare(a.Shard, b.Shard) })
+	return snap
+}
