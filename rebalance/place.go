@@ -1,0 +1,107 @@
+package rebalance
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// assign returns the target member index of each shard.
+//
+// shards and ids are sorted; owner[i] is the index of shard i's live holder
+// or -1 when it is free; caps are the quotas (they sum to len(shards)).
+//
+// First every member keeps what it holds, up to its quota, preferring its
+// highest-scoring shards: keeping is what makes a plan sticky, and choosing
+// by score rather than by shard order spreads what is shed evenly over the
+// shard space and keeps the shards the member would also win by rendezvous.
+// Then each free shard, in shard order, goes
+// to the highest-scoring member that still has room. Without the capacity
+// bound this is plain rendezvous hashing; with it, placement stays O(F·W) and
+// deterministic, and a shard only deviates from its first choice when that
+// member is full.
+func assign(shards []shard.ID, ids []string, owner []int, caps []int) []int {
+	var sc scorer
+	target := make([]int, len(shards))
+	for i := range target {
+		target[i] = -1
+	}
+	room := slices.Clone(caps)
+
+	// Group held shards by holder (a counting sort into one slice, so that
+	// this costs three allocations, not one per member); order within a group
+	// is shard order.
+	start := make([]int, len(ids)+1)
+	for _, o := range owner {
+		if o >= 0 {
+			start[o+1]++
+		}
+	}
+	for m := range ids {
+		start[m+1] += start[m]
+	}
+	grouped := make([]int, start[len(ids)])
+	next := slices.Clone(start[:len(ids)])
+	for i, o := range owner {
+		if o >= 0 {
+			grouped[next[o]] = i
+			next[o]++
+		}
+	}
+	for m := range ids {
+		list := grouped[start[m]:start[m+1]]
+		if len(list) > caps[m] {
+			type scored struct {
+				i     int
+				score uint64
+			}
+			byScore := make([]scored, len(list))
+			for k, i := range list {
+				byScore[k] = scored{i, sc.score(shards[i], ids[m])}
+			}
+			slices.SortFunc(byScore, func(a, b scored) int {
+				if c := cmp.Compare(b.score, a.score); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.i, b.i) // a 64-bit tie: lower shard first
+			})
+			list = list[:caps[m]]
+			for k := range list {
+				list[k] = byScore[k].i
+			}
+		}
+		for _, i := range list {
+			target[i] = m
+		}
+		room[m] -= len(list)
+	}
+
+	// Members with room, in ID order; as they fill up they drop out, so in
+	// the common cases (one joiner, a few leavers' shards) the loop is short.
+	open := make([]int, 0, len(ids))
+	for m, r := range room {
+		if r > 0 {
+			open = append(open, m)
+		}
+	}
+	for i, s := range shards {
+		if target[i] >= 0 {
+			continue
+		}
+		// Σroom equals the number of free shards, so open is not empty.
+		sc.setShard(s)
+		best, bestScore := 0, sc.member(ids[open[0]])
+		for k := 1; k < len(open); k++ {
+			if v := sc.member(ids[open[k]]); v > bestScore {
+				best, bestScore = k, v // strict: a tie keeps the lower ID
+			}
+		}
+		m := open[best]
+		target[i] = m
+		if room[m]--; room[m] == 0 {
+			open = slices.Delete(open, best, best+1)
+		}
+	}
+	return target
+}
