@@ -1,0 +1,133 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// Mode is how a wrapped coordinator treats calls.
+type Mode int
+
+// Modes.
+const (
+	// Healthy passes calls through.
+	Healthy Mode = iota
+	// Hang makes every call block until the mode changes or ctx ends: a
+	// paused process or a stalled connection.
+	Hang
+	// Fail makes every call fail at once with shard.ErrUnavailable: a
+	// crashed process or a partition.
+	Fail
+)
+
+// Coordinator wraps a shard.Coordinator for one worker and lets a test or
+// the demo change how that worker's calls behave.
+type Coordinator struct {
+	inner shard.Coordinator
+
+	mu      sync.Mutex
+	mode    Mode
+	changed chan struct{} // closed and replaced on every mode change
+}
+
+var _ shard.Coordinator = (*Coordinator)(nil)
+
+// Wrap returns a healthy wrapper around c.
+func Wrap(c shard.Coordinator) *Coordinator {
+	return &Coordinator{inner: c, changed: make(chan struct{})}
+}
+
+// Set changes the mode; calls blocked by Hang re-evaluate at once.
+func (f *Coordinator) Set(m Mode) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mode = m
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// Mode returns the current mode.
+func (f *Coordinator) Mode() Mode {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mode
+}
+
+// admit decides a call's fate before it reaches the inner coordinator.
+func (f *Coordinator) admit(ctx context.Context, op string) error {
+	for {
+		f.mu.Lock()
+		mode, changed := f.mode, f.changed
+		f.mu.Unlock()
+		switch mode {
+		case Healthy:
+			return nil
+		case Fail:
+			return fmt.Errorf("%w: %s: injected failure", shard.ErrUnavailable, op)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+func (f *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
+	if err := f.admit(ctx, "configure"); err != nil {
+		return shard.Config{}, err
+	}
+	return f.inner.Configure(ctx, cfg)
+}
+
+func (f *Coordinator) CreateSession(ctx context.Context, spec shard.SessionSpec) (shard.SessionID, error) {
+	if err := f.admit(ctx, "create session"); err != nil {
+		return "", err
+	}
+	return f.inner.CreateSession(ctx, spec)
+}
+
+func (f *Coordinator) RenewSession(ctx context.Context, id shard.SessionID) error {
+	if err := f.admit(ctx, "renew session"); err != nil {
+		return err
+	}
+	return f.inner.RenewSession(ctx, id)
+}
+
+func (f *Coordinator) DestroySession(ctx context.Context, id shard.SessionID) error {
+	if err := f.admit(ctx, "destroy session"); err != nil {
+		return err
+	}
+	return f.inner.DestroySession(ctx, id)
+}
+
+func (f *Coordinator) Join(ctx context.Context, id shard.SessionID, m shard.Member) error {
+	if err := f.admit(ctx, "join"); err != nil {
+		return err
+	}
+	return f.inner.Join(ctx, id, m)
+}
+
+func (f *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acquisition) ([]shard.Claim, error) {
+	if err := f.admit(ctx, "acquire"); err != nil {
+		return nil, err
+	}
+	return f.inner.Acquire(ctx, id, want)
+}
+
+func (f *Coordinator) Release(ctx context.Context, id shard.SessionID, shards []shard.ID, why string) error {
+	if err := f.admit(ctx, "release"); err != nil {
+		return err
+	}
+	return f.inner.Release(ctx, id, shards, why)
+}
+
+func (f *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) {
+	if err := f.admit(ctx, "watch"); err != nil {
+		return shard.Snapshot{}, err
+	}
+	return f.inner.Watch(ctx, after)
+}

@@ -1,0 +1,118 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/shardlease/shardlease/offsets"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// Handler processes one owned shard. See the package doc for the contract.
+type Handler interface {
+	Process(ctx context.Context, c *Claim) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, c *Claim) error
+
+// Process calls f.
+func (f HandlerFunc) Process(ctx context.Context, c *Claim) error { return f(ctx, c) }
+
+// Claim is what a handler gets for one owned shard.
+type Claim struct {
+	shard.Claim
+	// Worker is the ID of the worker running the handler.
+	Worker string
+	// Start is the shard's checkpoint as loaded after this claim's token
+	// was fenced: every offset an older owner committed is in it.
+	Start offsets.Checkpoint
+
+	w *Worker
+}
+
+// Commit stores offset for the shard with the claim's token. It fails with
+// an error wrapping offsets.ErrStaleToken once a newer owner has fenced the
+// shard; the handler must then stop acting for it.
+func (c *Claim) Commit(ctx context.Context, offset int64) error {
+	err := c.w.cfg.Offsets.Commit(ctx, c.Shard, c.Token, offset)
+	switch {
+	case err == nil:
+		c.w.m.commits.WithLabelValues("accepted").Inc()
+	case errors.Is(err, offsets.ErrStaleToken):
+		c.w.m.commits.WithLabelValues("stale").Inc()
+		c.w.log.Warn("commit rejected: a newer owner fenced the shard",
+			zap.String("shard", string(c.Shard)), zap.Uint64("token", uint64(c.Token)), zap.Error(err))
+	default:
+		c.w.m.commits.WithLabelValues("error").Inc()
+	}
+	return err
+}
+
+// runShard is a shard runner: fence the claim's token, load the checkpoint,
+// then run the handler until ctx ends, restarting it with backoff. It returns
+// a non-nil error only when the fence showed the claim is already stale.
+func (w *Worker) runShard(ctx context.Context, claim shard.Claim) error {
+	log := w.log.With(zap.String("shard", string(claim.Shard)), zap.Uint64("token", uint64(claim.Token)))
+	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
+	var start offsets.Checkpoint
+	for {
+		err := w.cfg.Offsets.Fence(ctx, claim.Shard, claim.Token)
+		if err == nil {
+			start, err = w.cfg.Offsets.Load(ctx, claim.Shard)
+		}
+		if err == nil {
+			break
+		}
+		if errors.Is(err, offsets.ErrStaleToken) {
+			log.Error("fence refused the new claim: the store has a higher token", zap.Error(err))
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait := retry.next()
+		log.Warn("fencing the shard failed; retrying", zap.Error(err), zap.Duration("retry_in", wait))
+		if !sleepCtx(ctx.Done(), wait) {
+			return nil
+		}
+	}
+	retry.reset()
+	c := &Claim{Claim: claim, Worker: w.cfg.ID, Start: start, w: w}
+	for {
+		began := time.Now()
+		err := w.process(ctx, c)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if time.Since(began) > time.Minute {
+			retry.reset() // it ran fine for a while: start the backoff over
+		}
+		wait := retry.next()
+		w.m.handlerRestarts.Inc()
+		log.Warn("handler returned while the shard is owned; restarting", zap.Error(err), zap.Duration("restart_in", wait))
+		if !sleepCtx(ctx.Done(), wait) {
+			return nil
+		}
+		// A restarted handler resumes from what is committed now.
+		if cp, err := w.cfg.Offsets.Load(ctx, claim.Shard); err == nil {
+			c = &Claim{Claim: claim, Worker: w.cfg.ID, Start: cp, w: w}
+		}
+	}
+}
+
+// process calls the handler, turning a panic into an error so one bad shard
+// cannot take the whole worker down.
+func (w *Worker) process(ctx context.Context, c *Claim) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panicked on %s: %v\n%s", c.Shard, r, debug.Stack())
+		}
+	}()
+	return w.cfg.Handler.Process(ctx, c)
+}

@@ -1,0 +1,314 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// runner is one shard's handler goroutine as the loop sees it.
+type runner struct {
+	claim    shard.Claim
+	state    ShardState
+	since    time.Time
+	cancel   context.CancelCauseFunc
+	drainBy  time.Time // when revoking: release even if the handler has not returned
+	revokeBy string    // when revoking: why (rebalance, drain, shutdown)
+}
+
+// exit is a runner's last word.
+type exit struct {
+	shard shard.ID
+	token shard.Token
+	err   error // non-nil: the fence showed the claim was already stale
+}
+
+// loop is the one goroutine that owns a term's state. The watcher and the
+// runners send it events; everything it decides comes from the latest
+// snapshot and its own runners.
+type loop struct {
+	w     *Worker
+	lease *lease
+
+	snaps  chan shard.Snapshot // latest snapshot wins (buffer 1)
+	exits  chan exit
+	closed chan struct{} // closed when run returns, so late runners do not block
+
+	snap       *shard.Snapshot
+	runners    map[shard.ID]*runner
+	takeAfter  map[shard.ID]time.Time // free shards: when a non-designated worker may take them
+	state      State
+	roundTimer *time.Timer
+}
+
+func newLoop(w *Worker, l *lease) *loop {
+	return &loop{
+		w: w, lease: l,
+		snaps:     make(chan shard.Snapshot, 1),
+		exits:     make(chan exit),
+		closed:    make(chan struct{}),
+		runners:   map[shard.ID]*runner{},
+		takeAfter: map[shard.ID]time.Time{},
+		state:     StateActive,
+	}
+}
+
+func (lp *loop) run(ctx context.Context) error {
+	defer close(lp.closed)
+	watchCtx, stopWatch := context.WithCancel(lp.lease.ctx)
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); lp.watch(watchCtx) }()
+	defer func() { stopWatch(); <-watchDone }()
+
+	lp.roundTimer = time.NewTimer(lp.w.jitter.around(lp.w.cfg.RoundEvery))
+	defer lp.roundTimer.Stop()
+	lp.publish()
+	for {
+		select {
+		case <-ctx.Done():
+			lp.shutdown(ctx)
+			return nil
+		case <-lp.lease.ctx.Done():
+			return lp.stepDown(ctx)
+		case s := <-lp.snaps:
+			lp.snap = &s
+			lp.w.m.watchWakeups.Inc()
+			lp.replan(false)
+		case <-lp.roundTimer.C:
+			lp.releaseOverdue()
+			lp.replan(true)
+			lp.roundTimer.Reset(lp.w.jitter.around(lp.w.cfg.RoundEvery))
+		case e := <-lp.exits:
+			lp.onExit(e)
+		}
+	}
+}
+
+// watch runs one blocking query after another and hands the loop the latest
+// snapshot, coalescing bursts: at most one wake-up per WatchCoalesce.
+func (lp *loop) watch(ctx context.Context) {
+	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: lp.w.jitter}
+	var index uint64
+	for {
+		s, err := lp.w.cfg.Coordinator.Watch(ctx, index)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			wait := retry.next()
+			lp.w.log.Warn("watch failed; retrying", zap.Error(err), zap.Duration("in", wait))
+			if !sleepCtx(ctx.Done(), wait) {
+				return
+			}
+			continue
+		}
+		retry.reset()
+		if index != 0 && s.Index == index {
+			continue // a blocking query that timed out: nothing changed
+		}
+		index = shard.NextIndex(index, s.Index)
+		for _, p := range s.Problems {
+			lp.w.log.Warn("ignoring a foreign or malformed key under the fleet prefix", zap.String("problem", p))
+		}
+		select { // replace an unread snapshot: only the latest matters
+		case <-lp.snaps:
+		default:
+		}
+		lp.snaps <- s
+		if !sleepCtx(ctx.Done(), lp.w.cfg.WatchCoalesce) {
+			return
+		}
+	}
+}
+
+func (lp *loop) publish() { lp.w.publish(lp.state, lp.lease.session, lp.runners) }
+
+// opCtx bounds one coordinator call made by the loop: it ends with the term.
+func (lp *loop) opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(lp.lease.ctx, lp.w.cfg.Policy.StepDownAfter())
+}
+
+// start launches the runner of a granted claim.
+func (lp *loop) start(c shard.Claim) {
+	ctx, cancel := context.WithCancelCause(lp.lease.ctx)
+	lp.runners[c.Shard] = &runner{claim: c, state: ShardOwned, since: time.Now(), cancel: cancel}
+	go func() {
+		err := lp.w.runShard(ctx, c)
+		cancel(nil)
+		select {
+		case lp.exits <- exit{shard: c.Shard, token: c.Token, err: err}:
+		case <-lp.closed:
+		}
+	}()
+}
+
+// revoke asks a runner to hand its shard off.
+func (lp *loop) revoke(r *runner, why string) {
+	if r.state != ShardOwned {
+		return
+	}
+	r.state = ShardRevoking
+	r.revokeBy = why
+	r.drainBy = time.Now().Add(lp.w.cfg.DrainTimeout)
+	r.cancel(fmt.Errorf("%w: %s", ErrRevoked, why))
+	lp.w.log.Info("revoking shard", zap.String("shard", string(r.claim.Shard)), zap.String("why", why))
+}
+
+// lose marks a runner's shard as lost: its authority is already gone.
+func (lp *loop) lose(r *runner, why string) {
+	if r.state != ShardOwned && r.state != ShardRevoking {
+		return
+	}
+	r.state = ShardLost
+	r.cancel(fmt.Errorf("%w: %s", ErrLost, why))
+	lp.w.m.losses.WithLabelValues("taken").Inc()
+	lp.w.log.Warn("shard lost", zap.String("shard", string(r.claim.Shard)), zap.Uint64("token", uint64(r.claim.Token)), zap.String("why", why))
+}
+
+// release unlocks shards in one coordinator call.
+func (lp *loop) release(ids []shard.ID, why string) {
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := lp.opCtx()
+	defer cancel()
+	if err := lp.w.cfg.Coordinator.Release(ctx, lp.lease.session, ids, why); err != nil {
+		lp.w.log.Warn("release failed; the shards stay held until the next round or the session ends",
+			zap.Int("shards", len(ids)), zap.Error(err))
+		return
+	}
+	lp.w.m.releases.WithLabelValues(why).Add(float64(len(ids)))
+}
+
+func (lp *loop) onExit(e exit) {
+	r, ok := lp.runners[e.shard]
+	if !ok || r.claim.Token != e.token {
+		return
+	}
+	delete(lp.runners, e.shard)
+	switch {
+	case r.state == ShardRevoking:
+		lp.release([]shard.ID{e.shard}, r.revokeBy)
+	case e.err != nil:
+		lp.w.m.losses.WithLabelValues("fence_rejected").Inc()
+		lp.release([]shard.ID{e.shard}, "fence_rejected")
+	}
+	lp.publish()
+}
+
+// releaseOverdue releases revoked shards whose handlers overran the drain
+// timeout. Their late commits are rejected once the next owner fences.
+func (lp *loop) releaseOverdue() {
+	now := time.Now()
+	for id, r := range lp.runners {
+		if r.state == ShardRevoking && now.After(r.drainBy) {
+			lp.w.log.Warn("handler did not return within the drain timeout; releasing anyway",
+				zap.String("shard", string(id)), zap.Duration("drain_timeout", lp.w.cfg.DrainTimeout))
+			r.state = ShardReleased
+			lp.release([]shard.ID{id}, r.revokeBy)
+		}
+	}
+}
+
+// awaitRunners waits until every runner has exited or until the drain
+// timeout, whichever is first.
+func (lp *loop) awaitRunners() {
+	deadline := time.NewTimer(lp.w.cfg.DrainTimeout)
+	defer deadline.Stop()
+	for lp.running() > 0 {
+		select {
+		case e := <-lp.exits:
+			if r, ok := lp.runners[e.shard]; ok && r.claim.Token == e.token {
+				r.state = ShardReleased
+				r.cancel = nil
+			}
+		case <-deadline.C:
+			lp.w.log.Warn("handlers still running after the drain timeout", zap.Int("handlers", lp.running()))
+			return
+		}
+	}
+}
+
+func (lp *loop) running() int {
+	n := 0
+	for _, r := range lp.runners {
+		if r.cancel != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// shutdown drains every shard, releases them in one batch and destroys the
+// session, so the next owners start within a watch round.
+func (lp *loop) shutdown(ctx context.Context) {
+	lp.state = StateDraining
+	held := lp.heldByMe()
+	for _, r := range lp.runners {
+		lp.revoke(r, "shutdown")
+	}
+	lp.publish()
+	lp.awaitRunners()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
+	defer cancel()
+	if len(held) > 0 {
+		if err := lp.w.cfg.Coordinator.Release(ctx, lp.lease.session, held, "shutdown"); err == nil {
+			lp.w.m.releases.WithLabelValues("shutdown").Add(float64(len(held)))
+		}
+	}
+	lp.w.destroy(ctx, lp.lease.session)
+	lp.lease.end(fmt.Errorf("%w: worker stopped", ErrRevoked))
+	lp.runners = map[shard.ID]*runner{}
+	lp.w.log.Info("stopped: every shard released", zap.Int("shards", len(held)))
+}
+
+// heldByMe lists the shards this term holds: its runners' and any the latest
+// snapshot shows under its session.
+func (lp *loop) heldByMe() []shard.ID {
+	seen := map[shard.ID]bool{}
+	var ids []shard.ID
+	for id, r := range lp.runners {
+		if r.state != ShardLost {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if lp.snap != nil {
+		for _, s := range lp.snap.Shards {
+			if s.Session == lp.lease.session && !seen[s.Shard] {
+				ids = append(ids, s.Shard)
+			}
+		}
+	}
+	return ids
+}
+
+// stepDown ends a term whose authority is gone: every shard context already
+// carries ErrLost (they derive from the lease). Wait for the handlers, then
+// destroy the session in case the coordinator still thinks it is alive.
+func (lp *loop) stepDown(ctx context.Context) error {
+	cause := context.Cause(lp.lease.ctx)
+	lp.w.m.stepDowns.Inc()
+	n := 0
+	for _, r := range lp.runners {
+		if r.state == ShardOwned || r.state == ShardRevoking {
+			r.state = ShardLost
+			n++
+		}
+	}
+	lp.w.m.losses.WithLabelValues("step_down").Add(float64(n))
+	lp.state = StateJoining
+	lp.publish()
+	lp.w.log.Error("stepped down: every shard lost", zap.Int("shards", n), zap.Error(cause))
+	lp.awaitRunners()
+	lp.w.destroy(ctx, lp.lease.session)
+	if cause == nil {
+		cause = errors.New("lease ended")
+	}
+	return cause
+}

@@ -1,0 +1,74 @@
+package worker
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are one worker's Prometheus collectors, labelled worker=<id> so
+// that many workers can share one registerer (as the demo does).
+type metrics struct {
+	shardsOwned     prometheus.Gauge
+	acquisitions    *prometheus.CounterVec // reason: initial, orphaned, rebalanced, takeover
+	releases        *prometheus.CounterVec // reason: rebalance, drain, shutdown, fence_rejected
+	losses          *prometheus.CounterVec // reason: step_down, taken
+	renewSeconds    prometheus.Histogram
+	renewFailures   prometheus.Counter
+	stepDowns       prometheus.Counter
+	commits         *prometheus.CounterVec // result: accepted, stale, error
+	watchWakeups    prometheus.Counter
+	moves           prometheus.Counter
+	imbalance       prometheus.Gauge
+	pauseSeconds    prometheus.Histogram
+	handlerRestarts prometheus.Counter
+}
+
+func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
+	labels := prometheus.Labels{"worker": worker}
+	opts := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: "shardlease", Name: name, Help: help, ConstLabels: labels}
+	}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts(opts(name, help)))
+	}
+	counterVec := func(name, help, label string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts(opts(name, help)), []string{label})
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts(opts(name, help)))
+	}
+	m := &metrics{
+		shardsOwned:   gauge("shards_owned", "Shards this worker owns (handler running or draining)."),
+		acquisitions:  counterVec("acquisitions_total", "Shard acquisitions by reason.", "reason"),
+		releases:      counterVec("releases_total", "Voluntary shard releases by reason.", "reason"),
+		losses:        counterVec("losses_total", "Shards lost without a hand-off, by reason.", "reason"),
+		renewFailures: counter("renewal_failures_total", "Session renewals that failed."),
+		stepDowns:     counter("step_downs_total", "Times the worker stepped down (lost its session or missed its local deadline)."),
+		commits:       counterVec("commits_total", "Offset commits by result (accepted, stale, error).", "result"),
+		watchWakeups:  counter("watch_wakeups_total", "Watch results that led to a re-plan."),
+		moves:         counter("rebalance_moves_total", "Shards this worker handed off for rebalancing."),
+		imbalance:     gauge("imbalance_shards", "Max minus min shards owned across live workers, as this worker last saw it."),
+		renewSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "shardlease", Name: "renewal_duration_seconds",
+			Help: "Latency of session renewals.", ConstLabels: labels,
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}}),
+		pauseSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "shardlease", Name: "pause_seconds",
+			Help: "Measured scheduler lag of the worker process (GC pauses, CPU starvation).", ConstLabels: labels,
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
+		handlerRestarts: counter("handler_restarts_total", "Handler restarts after it returned while the shard was owned."),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.shardsOwned, m.acquisitions, m.releases, m.losses, m.renewSeconds,
+		m.renewFailures, m.stepDowns, m.commits, m.watchWakeups, m.moves, m.imbalance, m.pauseSeconds, m.handlerRestarts} {
+		if err := reg.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if errors.As(err, &already) {
+				return nil, errors.Join(ErrInvalidConfig, err)
+			}
+			return nil, err
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,185 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// Worker owns shards of one fleet on behalf of one Handler.
+type Worker struct {
+	cfg    Config
+	log    *zap.Logger
+	m      *metrics
+	jitter *jitter
+	shards []shard.ID
+
+	running atomic.Bool
+	status  atomic.Pointer[Status]
+}
+
+// New validates cfg (every problem at once) and returns a Worker. It does not
+// contact the coordinator; Run does.
+func New(cfg Config) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	m, err := newMetrics(cfg.ID, cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("worker %q: registering metrics: %w", cfg.ID, err)
+	}
+	return &Worker{
+		cfg:    cfg,
+		log:    cfg.Logger.With(zap.String("worker", cfg.ID)),
+		m:      m,
+		jitter: newJitter(cfg.JitterSeed),
+		shards: cfg.Fleet.IDs(),
+	}, nil
+}
+
+// ID returns the worker's ID.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+// Run joins the fleet and owns shards until ctx ends, then drains: every
+// handler is revoked, the worker waits for them (up to DrainTimeout), releases
+// every shard in one batch and destroys its session, so other workers can
+// take over at once. After a loss it rejoins with a new session. It returns
+// nil after a graceful stop, or an error that prevents running at all: an
+// invalid or mismatched fleet config, or a worker ID held by another live
+// session for longer than a crashed predecessor's session could live.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: worker %q", ErrAlreadyRunning, w.cfg.ID)
+	}
+	defer w.running.Store(false)
+	defer w.publish(StateStopped, "", nil)
+	w.publish(StateJoining, "", nil)
+
+	pauseCtx, stopPauses := context.WithCancel(ctx)
+	var stop sync.WaitGroup
+	defer stop.Wait()
+	defer stopPauses()
+	stop.Go(func() { w.measurePauses(pauseCtx) })
+
+	if err := w.configure(ctx); err != nil {
+		return err
+	}
+	retry := backoff{base: 100 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
+	for {
+		err := w.term(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if isFatal(err) {
+			return err
+		}
+		wait := retry.next()
+		w.log.Warn("rejoining the fleet", zap.Error(err), zap.Duration("in", wait))
+		if !sleepCtx(ctx.Done(), wait) {
+			return nil
+		}
+	}
+}
+
+func isFatal(err error) bool {
+	return errors.Is(err, shard.ErrConfigMismatch) || errors.Is(err, shard.ErrInvalidConfig) ||
+		errors.Is(err, shard.ErrInvalidArgument) || errors.Is(err, shard.ErrMemberExists)
+}
+
+// configure checks the fleet's stored config against ours, storing ours if
+// the fleet has none. Transient failures are retried with backoff.
+func (w *Worker) configure(ctx context.Context) error {
+	retry := backoff{base: 100 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
+	for {
+		stored, err := w.cfg.Coordinator.Configure(ctx, w.cfg.Fleet)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, shard.ErrConfigMismatch):
+			return fmt.Errorf("worker %q refuses to start: it has %d shards named %q, the fleet has %d named %q: %w",
+				w.cfg.ID, w.cfg.Fleet.Shards, w.cfg.Fleet.Name, stored.Shards, stored.Name, err)
+		case isFatal(err) || ctx.Err() != nil:
+			return err
+		}
+		wait := retry.next()
+		w.log.Warn("coordinator not reachable; retrying", zap.Error(err), zap.Duration("in", wait))
+		if !sleepCtx(ctx.Done(), wait) {
+			return ctx.Err()
+		}
+	}
+}
+
+// term is one session's lifetime: create the session, join, run the loop.
+// It returns nil after a graceful stop and the cause after a loss.
+func (w *Worker) term(ctx context.Context) error {
+	p := w.cfg.Policy
+	created := time.Now()
+	sid, err := w.cfg.Coordinator.CreateSession(ctx, shard.SessionSpec{Worker: w.cfg.ID, TTL: p.TTL, LockDelay: w.cfg.LockDelay})
+	if err != nil {
+		return fmt.Errorf("creating session: %w", err)
+	}
+	l := newLease(context.WithoutCancel(ctx), sid, created, p)
+	var renewing sync.WaitGroup
+	renewing.Go(func() { w.renew(l) })
+	defer renewing.Wait()
+
+	if err := w.join(ctx, l); err != nil {
+		l.end(err)
+		w.destroy(ctx, sid)
+		return err
+	}
+	w.log.Info("joined the fleet", zap.String("session", string(sid)))
+	return newLoop(w, l).run(ctx)
+}
+
+// join registers the member key. A key held by another session is retried
+// for as long as a crashed predecessor with the same ID could keep its
+// session (2·TTL on Consul, plus a renewal period); after that it is a
+// duplicate worker ID.
+func (w *Worker) join(ctx context.Context, l *lease) error {
+	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Weight: w.cfg.Weight, Started: time.Now()}
+	giveUp := time.Now().Add(2*w.cfg.Policy.TTL + w.cfg.Policy.RenewEvery)
+	retry := backoff{base: 100 * time.Millisecond, max: 2 * time.Second, j: w.jitter}
+	for {
+		err := w.cfg.Coordinator.Join(l.ctx, l.session, m)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, shard.ErrMemberExists) && time.Now().After(giveUp) {
+			return fmt.Errorf("worker id %q is held by another live session: is another worker running with this id? %w", w.cfg.ID, err)
+		}
+		if isFatal(err) && !errors.Is(err, shard.ErrMemberExists) {
+			return err
+		}
+		if l.ctx.Err() != nil {
+			return context.Cause(l.ctx)
+		}
+		wait := retry.next()
+		w.log.Warn("joining failed; retrying", zap.Error(err), zap.Duration("in", wait))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.ctx.Done():
+			return context.Cause(l.ctx)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// destroy ends a session on a best-effort basis, even when ctx has ended, so
+// the shards it still holds are free at once instead of after its TTL.
+func (w *Worker) destroy(ctx context.Context, sid shard.SessionID) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.Policy.RenewEvery)
+	defer cancel()
+	if err := w.cfg.Coordinator.DestroySession(dctx, sid); err != nil {
+		w.log.Warn("destroying session failed; it will expire by its TTL", zap.String("session", string(sid)), zap.Error(err))
+	}
+}
