@@ -1,0 +1,372 @@
+package consultest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// Agent is one running (or stopped) Consul agent process.
+type Agent struct {
+	// Name is the agent's node name, unique per agent.
+	Name string
+	// HTTPAddr is the HTTP API's host:port.
+	HTTPAddr string
+	// ServerAddr is the server RPC host:port, as /v1/status/leader names it.
+	ServerAddr string
+	// SerfLANAddr is the LAN gossip host:port (for -retry-join).
+	SerfLANAddr string
+	// DataDir and LogPath live in the test's temp dir.
+	DataDir, LogPath string
+	// Token is the ACL token Client uses ("" when ACLs are off).
+	Token string
+
+	bin  string
+	args []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the current process has exited
+}
+
+// Option changes how StartDev starts its agent.
+type Option func(*devOptions)
+
+type devOptions struct {
+	hcl   []string
+	token string
+}
+
+// WithHCL adds an -hcl fragment to the agent's command line.
+func WithHCL(hcl string) Option {
+	return func(o *devOptions) { o.hcl = append(o.hcl, hcl) }
+}
+
+// WithACL enables ACLs with default_policy deny and a fresh management token,
+// which the agent also uses for itself and which Agent.Token holds.
+func WithACL() Option {
+	return func(o *devOptions) {
+		o.token = newUUID()
+		o.hcl = append(o.hcl, fmt.Sprintf(
+			`acl { enabled = true default_policy = "deny" down_policy = "extend-cache" tokens { initial_management = %q agent = %q } }`,
+			o.token, o.token))
+	}
+}
+
+// StartDev starts a fresh `consul agent -dev` on free loopback ports and
+// returns once it is ready. It is stopped on t.Cleanup.
+func StartDev(t testing.TB, opts ...Option) *Agent {
+	t.Helper()
+	var o devOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	bin := Binary(t)
+	var lastErr error
+	// Free ports are picked by binding and closing; another process may grab
+	// one in between, so a start that fails is retried with new ports.
+	for attempt := 0; attempt < 3; attempt++ {
+		ports, err := freePorts(4)
+		if err != nil {
+			t.Fatalf("consultest: picking free ports: %v", err)
+		}
+		a := newAgent(t, bin, "dev", ports)
+		a.Token = o.token
+		a.args = append([]string{"agent", "-dev"}, a.commonArgs(ports)...)
+		for _, h := range o.hcl {
+			a.args = append(a.args, "-hcl", h)
+		}
+		if lastErr = a.start(t); lastErr != nil {
+			continue
+		}
+		if lastErr = a.waitReady(30*time.Second, nil); lastErr != nil {
+			a.kill()
+			continue
+		}
+		return a
+	}
+	t.Fatalf("consultest: the dev agent did not start: %v%s", lastErr, requiredNote())
+	return nil
+}
+
+// newAgent prepares an agent's files and cleanup; it does not start it.
+func newAgent(t testing.TB, bin, role string, ports []int) *Agent {
+	dir := t.TempDir()
+	a := &Agent{
+		Name:        fmt.Sprintf("consultest-%s-%s", role, randomHex(4)),
+		HTTPAddr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
+		SerfLANAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
+		ServerAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3])),
+		DataDir:     filepath.Join(dir, "data"),
+		LogPath:     filepath.Join(dir, "agent.log"),
+		bin:         bin,
+	}
+	// Cleanups run last-in first-out: the log tail is printed while the
+	// file still exists, then the agent is killed, then the dir removed.
+	t.Cleanup(a.kill)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("consultest: last lines of %s (%s):\n%s", a.Name, a.LogPath, a.LogTail(40))
+		}
+	})
+	return a
+}
+
+// commonArgs are the flags every agent gets: loopback only, its own ports,
+// no DNS, no gRPC (unused, and fixed default ports would collide).
+func (a *Agent) commonArgs(ports []int) []string {
+	return []string{
+		"-node", a.Name,
+		"-bind", "127.0.0.1", "-client", "127.0.0.1",
+		"-data-dir", a.DataDir,
+		"-http-port", strconv.Itoa(ports[0]),
+		"-serf-lan-port", strconv.Itoa(ports[1]),
+		"-serf-wan-port", strconv.Itoa(ports[2]),
+		"-server-port", strconv.Itoa(ports[3]),
+		"-dns-port", "-1", "-grpc-port", "-1", "-grpc-tls-port", "-1", "-https-port", "-1",
+		"-log-level", "info",
+	}
+}
+
+// start launches the process in its own process group, appending to the log.
+func (a *Agent) start(t testing.TB) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cmd != nil {
+		return fmt.Errorf("%s is already running", a.Name)
+	}
+	logf, err := os.OpenFile(a.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(a.bin, a.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Setpgid: cleanup kills the whole group. Pdeathsig: the agent dies with
+	// the test binary even if the test is killed before its cleanups run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("starting %s: %w", a.bin, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	a.cmd, a.exited = cmd, exited
+	return nil
+}
+
+// Kill stops the agent at once with SIGKILL (its whole process group), as a
+// crash would, and waits for it to exit. Killing a stopped agent is a no-op.
+func (a *Agent) Kill(t testing.TB) {
+	t.Helper()
+	a.kill()
+}
+
+func (a *Agent) kill() {
+	a.mu.Lock()
+	cmd, exited := a.cmd, a.exited
+	a.cmd = nil
+	a.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// Running reports whether the agent's process is alive.
+func (a *Agent) Running() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cmd == nil {
+		return false
+	}
+	select {
+	case <-a.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Restart starts a killed agent again with the same name, ports and data
+// directory, and waits until it is ready.
+func (a *Agent) Restart(t testing.TB) {
+	t.Helper()
+	a.kill()
+	if err := a.start(t); err != nil {
+		t.Fatalf("consultest: restarting %s: %v", a.Name, err)
+	}
+	if err := a.waitReady(60*time.Second, nil); err != nil {
+		t.Fatalf("consultest: %s did not become ready after a restart: %v", a.Name, err)
+	}
+}
+
+// Config returns an API config for this agent (a fresh one per call).
+func (a *Agent) Config() *api.Config {
+	cfg := api.DefaultNonPooledConfig()
+	cfg.Address = a.HTTPAddr
+	cfg.Scheme = "http"
+	// The test's environment (CONSUL_HTTP_*) must not redirect or
+	// re-authenticate a client meant for this agent.
+	cfg.Token, cfg.TokenFile = a.Token, ""
+	cfg.HttpAuth = nil
+	cfg.TLSConfig = api.TLSConfig{}
+	cfg.Datacenter, cfg.Namespace, cfg.Partition = "", "", ""
+	return cfg
+}
+
+// Client returns an API client for this agent. Its idle connections are
+// closed on t.Cleanup.
+func (a *Agent) Client(t testing.TB) *api.Client {
+	t.Helper()
+	cfg := a.Config()
+	c, err := api.NewClient(cfg)
+	if err != nil {
+		t.Fatalf("consultest: client for %s: %v", a.Name, err)
+	}
+	t.Cleanup(cfg.Transport.CloseIdleConnections)
+	return c
+}
+
+// CLI runs `consul ARGS...` against this agent (e.g. "kv", "put", k, v) and
+// returns its combined output; a non-zero exit fails the test.
+func (a *Agent) CLI(t testing.TB, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, a.bin, args...)
+	cmd.Env = append(os.Environ(), "CONSUL_HTTP_ADDR="+a.HTTPAddr, "CONSUL_HTTP_TOKEN="+a.Token, "CONSUL_HTTP_SSL=false")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("consultest: consul %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// LogTail returns the last n lines of the agent's log.
+func (a *Agent) LogTail(n int) string {
+	b, err := os.ReadFile(a.LogPath)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// waitReady polls until the agent knows a leader and every node in nodes
+// (default: this agent) has a passing serfHealth check in the catalog, the
+// precondition for creating sessions. It gives up early if the process dies.
+func (a *Agent) waitReady(within time.Duration, nodes []string) error {
+	if len(nodes) == 0 {
+		nodes = []string{a.Name}
+	}
+	cfg := a.Config()
+	defer cfg.Transport.CloseIdleConnections()
+	c, err := api.NewClient(cfg)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) {
+		a.mu.Lock()
+		exited := a.exited
+		a.mu.Unlock()
+		select {
+		case <-exited:
+			return fmt.Errorf("%s exited during start-up; log tail:\n%s", a.Name, a.LogTail(20))
+		default:
+		}
+		if last = ready(c, nodes); last == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not ready within %v: %v", a.Name, within, last)
+}
+
+func ready(c *api.Client, nodes []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	q := (&api.QueryOptions{}).WithContext(ctx)
+	leader, err := c.Status().LeaderWithQueryOptions(q)
+	if err != nil {
+		return err
+	}
+	if leader == "" {
+		return errors.New("no leader yet")
+	}
+	for _, n := range nodes {
+		checks, _, err := c.Health().Node(n, q)
+		if err != nil {
+			return err
+		}
+		ok := false
+		for _, ch := range checks {
+			if ch.CheckID == "serfHealth" && ch.Status == api.HealthPassing {
+				ok = true
+			}
+		}
+		if !ok {
+			return fmt.Errorf("node %s has no passing serfHealth check yet", n)
+		}
+	}
+	return nil
+}
+
+// freePorts returns n distinct TCP ports that were free on 127.0.0.1 a
+// moment ago (all held open together, so they are distinct).
+func freePorts(n int) ([]int, error) {
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func newUUID() string {
+	h := randomHex(16)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}

@@ -1,0 +1,20 @@
+// Package consultest starts real Consul agents for tests: a fresh
+// single-server dev agent per test (StartDev), and a three-server cluster on
+// loopback whose Raft leader can be found, killed and restarted (StartCluster).
+//
+// The binary is <module root>/bin/consul (built by scripts/consul.sh) or the
+// file named by $SHARDLEASE_CONSUL. Every agent listens on 127.0.0.1 only, on
+// ports picked free at start, keeps its data in t.TempDir() and its log in a
+// file whose tail is printed when the test fails. It runs in its own process
+// group and is killed (the whole group) on t.Cleanup; it also dies with the
+// test binary (Pdeathsig), so a crashed test leaves no agent behind.
+//
+// What it guarantees: when StartDev or StartCluster returns, a leader is
+// elected, the HTTP API answers, and every node's serfHealth check is in the
+// catalog, so sessions can be created at once.
+//
+// How it fails: a missing binary or an agent that does not become ready is a
+// t.Fatal naming the cause and the fix, always. Integration tests must not
+// skip silently, so there is no skip path, whether or not CI=true or
+// SHARDLEASE_REQUIRE_CONSUL=1 is set.
+package consultest
