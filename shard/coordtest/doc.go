@@ -1,0 +1,30 @@
+// Package coordtest is the conformance suite of shard.Coordinator: the
+// cases every coordinator must pass, so that the embedded coordinator
+// (shard/memory) provably behaves like Consul (shard/consul) where
+// shardlease depends on it. It is a test helper: import it from _test files
+// only.
+//
+//	coordtest.Run(t, func(t *testing.T) shard.Coordinator { return memory.New() },
+//		coordtest.WithDeleteShard(...), coordtest.WithTiming(...))
+//
+// Each case opens its own coordinator on a fresh, empty fleet namespace
+// (for Consul, a fresh random prefix) and runs in parallel with the others.
+// What is checked: acquire and release; re-acquiring a held shard returns
+// the same token without a write; tokens strictly increase per shard across
+// owners and after the lock key is deleted; session invalidation (destroy,
+// TTL expiry) releases every lock and member key of the session; lock-delay
+// after an invalidation but not after a voluntary release or destroy; watch
+// index rules (0 at once, blocks until a change, returns on ctx end); an
+// acquisition larger than one transaction; Configure mismatch; Join
+// conflict; argument and gone-session errors; concurrent acquirers never
+// overlap.
+//
+// Timing is real time, bounded by Timing: a coordinator with slower
+// invalidation (Consul's session TTL mode takes up to 2·TTL) states it
+// there. Only two cases wait for a TTL: expiry and lock-delay share one
+// wait.
+//
+// What it does not check: behaviour that legitimately differs (see the
+// package docs of shard/memory and shard/consul): exact index values, a
+// watch index ahead of the store's, Problems, lock-delay on member keys.
+package coordtest

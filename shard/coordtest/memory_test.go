@@ -1,0 +1,34 @@
+package coordtest_test
+
+import (
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/coordtest"
+	"github.com/shardlease/shardlease/shard/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestMemory runs the conformance suite against the embedded coordinator,
+// in real time: it invalidates at exactly TTL, so short timings suffice.
+func TestMemory(t *testing.T) {
+	coordtest.Run(t,
+		func(t *testing.T) shard.Coordinator { return memory.New() },
+		coordtest.WithDeleteShard(func(t *testing.T, c shard.Coordinator, id shard.ID) {
+			if !c.(*memory.Coordinator).DeleteShard(id) {
+				t.Fatalf("DeleteShard(%s): no such key", id)
+			}
+		}),
+		coordtest.WithTiming(coordtest.Timing{
+			TTL:          500 * time.Millisecond,
+			ExpiryWithin: 100 * time.Millisecond,
+			LockDelay:    time.Second,
+			Slack:        time.Second,
+		}),
+		coordtest.WithMaxTxnShards(memory.MaxTxnShards),
+	)
+}

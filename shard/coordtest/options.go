@@ -1,0 +1,83 @@
+package coordtest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// Option configures Run.
+type Option func(*options)
+
+// Timing is the real time the suite may spend on the coordinator's timers.
+type Timing struct {
+	// TTL of the sessions that are left to expire. Default 1 s.
+	TTL time.Duration
+	// ExpiryWithin: how long after TTL an un-renewed session may take to be
+	// invalidated (Consul TTL mode: TTL more, as it may take 2·TTL; check
+	// mode: the agent's sync, well under a second). Default 2 s.
+	ExpiryWithin time.Duration
+	// LockDelay of the expiring session. Default 2 s. It must be long
+	// enough for the suite to try an acquisition between the invalidation
+	// being seen and the delay ending: a second or more.
+	LockDelay time.Duration
+	// Slack is added to every bound on how long something may take (a
+	// watch to see a write, a retry after lock-delay). Default 2 s.
+	Slack time.Duration
+}
+
+type options struct {
+	deleteShard  func(t *testing.T, c shard.Coordinator, id shard.ID)
+	timing       Timing
+	maxTxnShards int
+}
+
+// WithDeleteShard is required: the way to delete a shard's lock key from
+// under the coordinator, as an operator would (memory: DeleteShard; Consul:
+// a KV delete). It must fail the test itself if it cannot.
+func WithDeleteShard(f func(t *testing.T, c shard.Coordinator, id shard.ID)) Option {
+	return func(o *options) { o.deleteShard = f }
+}
+
+// WithTiming sets the suite's time bounds; zero fields keep their default.
+func WithTiming(tm Timing) Option {
+	return func(o *options) {
+		if tm.TTL > 0 {
+			o.timing.TTL = tm.TTL
+		}
+		if tm.ExpiryWithin > 0 {
+			o.timing.ExpiryWithin = tm.ExpiryWithin
+		}
+		if tm.LockDelay > 0 {
+			o.timing.LockDelay = tm.LockDelay
+		}
+		if tm.Slack > 0 {
+			o.timing.Slack = tm.Slack
+		}
+	}
+}
+
+// WithMaxTxnShards states how many shards the coordinator locks per
+// transaction (default 64, as shard/memory and shard/consul): the batch
+// case expects that many shards per distinct token.
+func WithMaxTxnShards(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxTxnShards = n
+		}
+	}
+}
+
+func newOptions(opts []Option) options {
+	o := options{
+		timing:       Timing{TTL: time.Second, ExpiryWithin: 2 * time.Second, LockDelay: 2 * time.Second, Slack: 2 * time.Second},
+		maxTxnShards: 64,
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
