@@ -1,0 +1,165 @@
+package consul
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// MaxTxnOps is Consul's cap on the operations of one /v1/txn request
+// (1.14: 128; a larger transaction is refused with HTTP 413).
+const MaxTxnOps = 128
+
+// MaxTxnShards is how many shards one transaction locks or unlocks: a lock
+// costs two operations (the lock, and the get that reads its token), so
+// MaxTxnOps/2. The embedded coordinator (shard/memory) uses the same number,
+// so tokens and write counts look alike in tests and in production.
+const MaxTxnShards = MaxTxnOps / 2
+
+// Coordinator is shard.Coordinator on a real Consul. Create it with New;
+// the zero value is not usable. All methods are safe for concurrent use.
+type Coordinator struct {
+	cfg       Config
+	client    *api.Client
+	transport *http.Transport // ours, so Close can drop idle connections
+	prefix    string          // cfg.Prefix + "/"
+
+	mu sync.Mutex
+	// sessions remembers what this coordinator knows of the sessions it
+	// created (worker, check), saving a lookup per call. Sessions created
+	// elsewhere are looked up in Consul when first used.
+	sessions map[shard.SessionID]sessionInfo
+	// config is the fleet config once seen (it is written once), for
+	// refusing unknown shards without a read.
+	config *shard.Config
+	known  map[shard.ID]bool
+	// node is the agent's node name, for finding stale checks.
+	node string
+	// dead tracks member keys seen without a session, for deleting them
+	// after the grace period (see watch.go).
+	dead map[string]deadMember
+}
+
+var _ shard.Coordinator = (*Coordinator)(nil)
+
+// New validates cfg and returns a coordinator. It does not contact Consul:
+// an unreachable agent shows up as shard.ErrUnavailable on the first call.
+func New(cfg Config) (*Coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+
+	transport := api.DefaultConfig().Transport // pooled, as Consul's own clients use
+	apiCfg := &api.Config{
+		Address:    cfg.Address,
+		Scheme:     cfg.Scheme,
+		Datacenter: cfg.Datacenter,
+		Token:      cfg.Token,
+		TokenFile:  cfg.TokenFile,
+		TLSConfig:  cfg.TLS,
+		Transport:  transport,
+	}
+	// api.NewClient swaps in a transport of its own for unix:// addresses,
+	// which would bypass WrapTransport: dial the socket from ours instead.
+	if path, ok := strings.CutPrefix(cfg.Address, "unix://"); ok {
+		transport.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}
+		apiCfg.Address, apiCfg.Scheme = "localhost", "http"
+	}
+	httpClient, err := api.NewHttpClient(transport, cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.WrapTransport != nil {
+		httpClient.Transport = cfg.WrapTransport(httpClient.Transport)
+	}
+	apiCfg.HttpClient = httpClient
+	client, err := api.NewClient(apiCfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Coordinator{
+		cfg:       cfg,
+		client:    client,
+		transport: transport,
+		prefix:    cfg.Prefix + "/",
+		sessions:  make(map[shard.SessionID]sessionInfo),
+		dead:      make(map[string]deadMember),
+	}, nil
+}
+
+// Close drops the coordinator's idle connections. It does not end sessions
+// (DestroySession does). Calls after Close still work; they reconnect.
+func (c *Coordinator) Close() { c.transport.CloseIdleConnections() }
+
+// Prefix returns the fleet's KV prefix.
+func (c *Coordinator) Prefix() string { return c.cfg.Prefix }
+
+// Client returns the underlying Consul API client, for operators' tools and
+// tests that need a call the coordinator does not make.
+func (c *Coordinator) Client() *api.Client { return c.client }
+
+func (c *Coordinator) configKey() string           { return c.prefix + "config" }
+func (c *Coordinator) memberKey(id string) string  { return c.prefix + "members/" + id }
+func (c *Coordinator) shardKey(id shard.ID) string { return c.prefix + "shards/" + string(id) }
+func (c *Coordinator) shardOfKey(key string) shard.ID {
+	return shard.ID(strings.TrimPrefix(key, c.prefix+"shards/"))
+}
+func (c *Coordinator) memberOfKey(key string) string {
+	return strings.TrimPrefix(key, c.prefix+"members/")
+}
+func (c *Coordinator) isShardKey(key string) bool { return strings.HasPrefix(key, c.prefix+"shards/") }
+func (c *Coordinator) isMemberKey(key string) bool {
+	return strings.HasPrefix(key, c.prefix+"members/")
+}
+func (c *Coordinator) relative(key string) (string, bool) { return strings.CutPrefix(key, c.prefix) }
+
+// opCtx bounds one call by RequestTimeout on top of the caller's ctx.
+func (c *Coordinator) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.RequestTimeout)
+}
+
+// rememberConfig caches the fleet config (written once, so safe to keep).
+func (c *Coordinator) rememberConfig(cfg shard.Config) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.config != nil && c.config.Equal(cfg) {
+		return
+	}
+	cfg = cfg.Normalize()
+	c.config = &cfg
+	c.known = make(map[shard.ID]bool, cfg.Shards)
+	for _, id := range cfg.IDs() {
+		c.known[id] = true
+	}
+}
+
+// knownShards returns the cached config and its shard set (nil, nil if none).
+func (c *Coordinator) knownShards() (*shard.Config, map[shard.ID]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.config, c.known
+}
+
+// ctxErr returns the reason ctx ended, or nil while it is live.
+func ctxErr(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// now is the coordinator's clock for the times it writes into values and
+// for member grace periods. Consul's own timers (TTLs, lock-delay) run on
+// the servers.
+func now() time.Time { return time.Now() }

@@ -1,0 +1,84 @@
+// Package consul is shard.Coordinator on HashiCorp Consul, through
+// github.com/hashicorp/consul/api. It is written against Consul 1.14 and is
+// checked by the same conformance suite (shard/coordtest) as the embedded
+// coordinator, shard/memory, whose semantics are the reference.
+//
+// # Keys
+//
+// Everything of one fleet lives under one prefix P (Config.Prefix):
+//
+//	P/config             JSON shard.Config, written once (CAS, index 0)
+//	P/members/<worker>   JSON shard.Member, locked by the worker's session
+//	P/shards/<shard>     JSON shard.Owner, locked by the owner's session
+//
+// P/offsets/ belongs to the offsets store and is left alone. Anything else
+// under P is reported in Snapshot.Problems and ignored.
+//
+// # Sessions
+//
+// One session per worker, Behavior=release, named after the worker, with
+// the SessionSpec's lock-delay (0 is sent explicitly: an omitted one means
+// Consul's 15 s). Two liveness modes (Config.Liveness):
+//
+//   - LivenessCheck (default): the session is bound to serfHealth and to a
+//     TTL health check registered on the agent for it (ID CheckIDPrefix +
+//     worker + random). RenewSession passes the check and then reads the
+//     session, since a check that went critical has already invalidated it.
+//     Consul invalidates the session about SessionSpec.TTL after the last
+//     pass. DestroySession deregisters the check; critical checks of gone
+//     sessions (crashed workers) are deregistered by the next CreateSession
+//     or DestroySession on that agent. Each check lives on the agent the
+//     coordinator talks to, so workers should talk to their local agent.
+//   - LivenessTTL: a session TTL, 10 s to 24 h; Consul may take up to 2·TTL
+//     to invalidate it.
+//
+// # Guarantees
+//
+//   - A claim's token is the ModifyIndex read by a get in the same
+//     transaction as the lock: a Raft index, so for one shard tokens strictly
+//     increase across owners, also after the key was deleted.
+//   - A shard the session already holds is never locked again (that would
+//     move its token): Acquire reads first and returns the current token.
+//   - Acquire and Release take MaxTxnShards shards per /v1/txn transaction
+//     (Consul 1.14 caps a transaction at 128 operations; a lock is a lock and
+//     a get). A transaction rolled back by a refused lock (held, lock-delay)
+//     is retried without the refused shards.
+//   - DestroySession and Release set no lock-delay: held keys are unlocked
+//     in transactions before the session is destroyed (Consul itself would
+//     apply the lock-delay to every key a destroyed session still holds).
+//   - Watch never returns an unchanged index, and deletes dead member keys
+//     after Config.MemberGrace with a CAS on their ModifyIndex.
+//
+// # What it does not guarantee
+//
+//   - Atomicity across transactions: an Acquire of more than MaxTxnShards
+//     shards is several writes, and a failure half-way leaves the earlier
+//     ones in place (their claims are returned with the error). Watchers may
+//     see the batches one by one.
+//   - Exact timing: invalidation happens on Consul's timers (the check's TTL
+//     plus a sync, or between TTL and 2·TTL), never before TTL.
+//   - That a renewal that succeeded means the session is still alive a
+//     moment later. Fence every write with the claim's token.
+//
+// # Differences from the embedded coordinator
+//
+// Consul puts member keys under lock-delay too, so a worker restarting at
+// once under its old ID after a crash is refused by Join with
+// shard.ErrUnavailable until the delay ends. A watch index ahead of
+// Consul's blocks (up to WatchWait) instead of returning at once. The
+// watch index is the prefix's X-Consul-Index, not a per-fleet counter.
+// Snapshots list foreign and malformed keys in Problems. Session IDs are
+// Consul's UUIDs. Dead member grace counts from when a coordinator first
+// saw the member dead, not from the moment it died.
+//
+// # How it fails
+//
+// Calls honour ctx (its cause is returned once it ends) and are bounded by
+// Config.RequestTimeout. Connection failures, timeouts, HTTP 429 and 5xx
+// (including "No cluster leader" during an election) wrap
+// shard.ErrUnavailable with the detail; ACL refusals wrap
+// ErrPermissionDenied and name the permissions the token needs; a session
+// Consul does not have (renew 404, unknown check, "invalid session") wraps
+// shard.ErrSessionInvalid; argument problems wrap shard.ErrInvalidArgument,
+// shard.ErrUnknownShard, or the config's Validate error.
+package consul

@@ -1,0 +1,266 @@
+package consul_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/consul"
+)
+
+// TestLifecycle covers what Consul adds to the suite's cases: health checks
+// behind sessions, dead member collection, lock-delay on member keys, and
+// the number of requests per operation. One dev agent, parallel subtests.
+func TestLifecycle(t *testing.T) {
+	agent := consultest.StartDev(t)
+	client := agent.Client(t)
+
+	checkIDs := func(t *testing.T) map[string]*api.AgentCheck {
+		t.Helper()
+		checks, err := client.Agent().Checks()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return checks
+	}
+	checkOf := func(t *testing.T, sid shard.SessionID) string {
+		t.Helper()
+		e, _, err := client.Session().Info(string(sid), nil)
+		if err != nil || e == nil {
+			t.Fatalf("session %s: %v, %v", sid, e, err)
+		}
+		for _, ch := range e.NodeChecks {
+			if strings.HasPrefix(ch, consul.CheckIDPrefix) {
+				return ch
+			}
+		}
+		t.Fatalf("session %s is bound to no shardlease check: %v", sid, e.NodeChecks)
+		return ""
+	}
+
+	t.Run("CheckBoundSession", func(t *testing.T) {
+		t.Parallel()
+		c := newCoordinator(t, agent, nil)
+		ctx := t.Context()
+		sid, err := c.CreateSession(ctx, shard.SessionSpec{Worker: "w/1", TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _, err := client.Session().Info(string(sid), nil)
+		if err != nil || e == nil {
+			t.Fatal(err)
+		}
+		check := checkOf(t, sid)
+		if e.Behavior != api.SessionBehaviorRelease || e.LockDelay != 0 || e.TTL != "" || e.Name != "w/1" ||
+			!strings.Contains(strings.Join(e.NodeChecks, ","), "serfHealth") {
+			t.Fatalf("session = %+v, want release, no lock-delay, no TTL, named w/1, bound to serfHealth and its check", e)
+		}
+		if ch := checkIDs(t)[check]; ch == nil || ch.Status != api.HealthPassing {
+			t.Fatalf("check %s = %+v, want registered and passing", check, ch)
+		}
+		if err := c.RenewSession(ctx, sid); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.DestroySession(ctx, sid); err != nil {
+			t.Fatal(err)
+		}
+		if ch := checkIDs(t)[check]; ch != nil {
+			t.Fatalf("check %s still registered after DestroySession", check)
+		}
+	})
+
+	// The session's check deregistered from under it (an agent restart
+	// without persistence, an operator): renewal reports the loss.
+	t.Run("CheckDeregisteredFromUnderTheSession", func(t *testing.T) {
+		t.Parallel()
+		c := newCoordinator(t, agent, nil)
+		sid := newSession(t, c, "w", time.Minute, 0)
+		acquire(t, c, sid, "s-000")
+		if err := client.Agent().CheckDeregister(checkOf(t, sid)); err != nil {
+			t.Fatal(err)
+		}
+		err := c.RenewSession(t.Context(), sid)
+		if !errors.Is(err, shard.ErrSessionInvalid) {
+			t.Fatalf("RenewSession = %v, want ErrSessionInvalid", err)
+		}
+		if st, _ := shardState(snapshot(t, c), "s-000"); st.Held() {
+			t.Fatalf("s-000 still held after its session's check was removed: %+v", st)
+		}
+	})
+
+	// A crashed worker: its session's check goes critical, Consul drops the
+	// session, and the next CreateSession on the agent removes the check.
+	t.Run("CrashedWorkersCheckIsReaped", func(t *testing.T) {
+		t.Parallel()
+		crashed := newCoordinator(t, agent, nil)
+		sid, err := crashed.CreateSession(t.Context(), shard.SessionSpec{Worker: "crashed", TTL: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale := checkOf(t, sid)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			// The agent sees its check critical first; the servers drop the
+			// session when the agent syncs that status a moment later.
+			ch := checkIDs(t)[stale]
+			e, _, err := client.Session().Info(string(sid), nil)
+			if err == nil && e == nil && ch != nil && ch.Status == api.HealthCritical {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("10 s after a check TTL of 500 ms: check %s = %+v, session = %+v, %v", stale, ch, e, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		c := newCoordinator(t, agent, nil)
+		newSession(t, c, "next", time.Minute, 0)
+		if ch := checkIDs(t)[stale]; ch != nil {
+			t.Fatalf("stale check %s not reaped by the next CreateSession: %+v", stale, ch)
+		}
+		if err := crashed.RenewSession(t.Context(), sid); !errors.Is(err, shard.ErrSessionInvalid) {
+			t.Fatalf("the crashed worker's renewal = %v, want ErrSessionInvalid", err)
+		}
+	})
+
+	// Dead member keys go after the grace period, deleted by a watcher;
+	// a key re-joined in between is left alone.
+	t.Run("DeadMembersCollected", func(t *testing.T) {
+		t.Parallel()
+		const grace = time.Second
+		c := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.MemberGrace = grace })
+		ctx := t.Context()
+		a := newSession(t, c, "a", time.Minute, 0)
+		b := newSession(t, c, "b", time.Minute, 0)
+		for _, id := range []string{"gone", "back"} {
+			if err := c.Join(ctx, a, shard.Member{ID: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.DestroySession(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		snap := snapshot(t, c) // starts the grace: both dead
+		for _, id := range []string{"gone", "back"} {
+			if m, ok := memberState(snap, id); !ok || m.Live() {
+				t.Fatalf("%s right after its session ended = %+v (found %v), want dead", id, m, ok)
+			}
+		}
+		if err := c.Join(ctx, b, shard.Member{ID: "back"}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		wctx, cancel := context.WithTimeout(ctx, grace+5*time.Second)
+		defer cancel()
+		idx := snap.Index
+		for {
+			s, err := c.Watch(wctx, idx)
+			if err != nil {
+				t.Fatalf("dead member not collected within %v: %v", grace+5*time.Second, err)
+			}
+			if _, ok := memberState(s, "gone"); !ok {
+				if d := time.Since(start); d < grace-100*time.Millisecond {
+					t.Fatalf("collected after %v, before the grace of %v", d, grace)
+				}
+				if m, ok := memberState(s, "back"); !ok || m.Session != b {
+					t.Fatalf("re-joined member = %+v (found %v), want kept, held by %s", m, ok, b)
+				}
+				break
+			}
+			idx = shard.NextIndex(idx, s.Index)
+		}
+	})
+
+	// Consul puts member keys under lock-delay too: a worker restarting at
+	// once after a crash is told to retry (ErrUnavailable), not that its ID
+	// is taken.
+	t.Run("JoinInsideMemberLockDelay", func(t *testing.T) {
+		t.Parallel()
+		c := newCoordinator(t, agent, nil)
+		ctx := t.Context()
+		old, err := c.CreateSession(ctx, shard.SessionSpec{Worker: "w", TTL: 500 * time.Millisecond, LockDelay: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Join(ctx, old, shard.Member{ID: "w"}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if m, _ := memberState(snapshot(t, c), "w"); !m.Live() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("member still live 10 s after its session's check TTL of 500 ms")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		again := newSession(t, c, "w", time.Minute, 0)
+		err = c.Join(ctx, again, shard.Member{ID: "w"})
+		if !errors.Is(err, shard.ErrUnavailable) || !strings.Contains(err.Error(), "lock-delay") {
+			t.Fatalf("Join inside lock-delay = %v, want ErrUnavailable naming the lock-delay", err)
+		}
+	})
+
+	// Requests per operation, counted by a RequestCounter: renewal cost does
+	// not depend on the number of shards owned.
+	t.Run("RequestCounts", func(t *testing.T) {
+		t.Parallel()
+		for _, mode := range []consul.Liveness{consul.LivenessCheck, consul.LivenessTTL} {
+			var rc consul.RequestCounter
+			c := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.Liveness, cfg.WrapTransport = mode, rc.Wrap })
+			ctx := t.Context()
+			cfg, err := c.Configure(ctx, shard.Config{Shards: 150})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sid := newSession(t, c, "w", 10*time.Second, 0)
+
+			rc.Reset()
+			if got := acquire(t, c, sid, cfg.IDs()...); len(got) != 150 {
+				t.Fatalf("acquired %d", len(got))
+			}
+			// Two reads (128 + 22 keys) and three locks (64 + 64 + 22).
+			if n := rc.Counts()["PUT /v1/txn"]; n != 5 || rc.Total() != 5 {
+				t.Errorf("%s: acquiring 150 shards took %v, want 5 transactions", mode, rc.Counts())
+			}
+
+			rc.Reset()
+			if err := c.RenewSession(ctx, sid); err != nil {
+				t.Fatal(err)
+			}
+			want := map[consul.Liveness]map[string]int64{
+				consul.LivenessCheck: {"PUT /v1/agent/check/update": 1, "GET /v1/session/info": 1},
+				consul.LivenessTTL:   {"PUT /v1/session/renew": 1},
+			}[mode]
+			if got := rc.Counts(); !equalCounts(got, want) {
+				t.Errorf("%s: one renewal holding 150 shards = %v, want %v", mode, got, want)
+			}
+
+			rc.Reset()
+			if _, err := c.Watch(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+			if got := rc.Counts(); !equalCounts(got, map[string]int64{"GET /v1/kv": 1}) {
+				t.Errorf("%s: one watch = %v, want one KV list", mode, got)
+			}
+		}
+	})
+}
+
+func equalCounts(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}

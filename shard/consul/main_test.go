@@ -1,0 +1,100 @@
+package consul_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/consul"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newCoordinator returns a coordinator on agent a under a fresh random
+// prefix, closed on cleanup. edit, if set, adjusts its config.
+func newCoordinator(t *testing.T, a *consultest.Agent, edit func(*consul.Config)) *consul.Coordinator {
+	t.Helper()
+	cfg := consul.DefaultConfig()
+	cfg.Address, cfg.Scheme, cfg.Token, cfg.TokenFile = a.HTTPAddr, "http", a.Token, ""
+	cfg.Prefix = "shardlease-test/" + randomName()
+	if edit != nil {
+		edit(&cfg)
+	}
+	c, err := consul.New(cfg)
+	if err != nil {
+		t.Fatalf("consul.New: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func randomName() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newSession opens a session and destroys it on cleanup.
+func newSession(t *testing.T, c *consul.Coordinator, worker string, ttl, lockDelay time.Duration) shard.SessionID {
+	t.Helper()
+	id, err := c.CreateSession(t.Context(), shard.SessionSpec{Worker: worker, TTL: ttl, LockDelay: lockDelay})
+	if err != nil {
+		t.Fatalf("CreateSession(%s): %v", worker, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.DestroySession(ctx, id)
+	})
+	return id
+}
+
+func acquire(t *testing.T, c *consul.Coordinator, sid shard.SessionID, ids ...shard.ID) map[shard.ID]shard.Token {
+	t.Helper()
+	want := make([]shard.Acquisition, len(ids))
+	for i, id := range ids {
+		want[i] = shard.Acquisition{Shard: id, Reason: "test"}
+	}
+	claims, err := c.Acquire(t.Context(), sid, want)
+	if err != nil {
+		t.Fatalf("Acquire(%v): %v", ids, err)
+	}
+	got := map[shard.ID]shard.Token{}
+	for _, cl := range claims {
+		got[cl.Shard] = cl.Token
+	}
+	return got
+}
+
+func snapshot(t *testing.T, c *consul.Coordinator) shard.Snapshot {
+	t.Helper()
+	s, err := c.Watch(t.Context(), 0)
+	if err != nil {
+		t.Fatalf("Watch(0): %v", err)
+	}
+	return s
+}
+
+func shardState(s shard.Snapshot, id shard.ID) (shard.ShardState, bool) {
+	for _, st := range s.Shards {
+		if st.Shard == id {
+			return st, true
+		}
+	}
+	return shard.ShardState{}, false
+}
+
+func memberState(s shard.Snapshot, id string) (shard.MemberState, bool) {
+	for _, m := range s.Members {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return shard.MemberState{}, false
+}

@@ -1,0 +1,118 @@
+package consul
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// Configure stores cfg (normalized) at P/config if no config is stored, by a
+// check-and-set with index 0 (create only), so that of several workers
+// starting at once exactly one writes it and the others compare against it.
+// A stored config that differs wraps shard.ErrConfigMismatch and names both;
+// one that is not a valid config also wraps shard.ErrConfigMismatch and says
+// how to repair it. An invalid cfg gets cfg.Validate's error.
+func (c *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
+	if err := ctxErr(ctx); err != nil {
+		return shard.Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return shard.Config{}, err
+	}
+	cfg = cfg.Normalize()
+	value, err := json.Marshal(cfg)
+	if err != nil {
+		return shard.Config{}, err
+	}
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+
+	// The stored config may be deleted between a failed CAS and the read
+	// (by an operator): try again, a few times.
+	for range 3 {
+		ok, _, err := c.client.KV().CAS(&api.KVPair{Key: c.configKey(), Value: value, ModifyIndex: 0},
+			(&api.WriteOptions{}).WithContext(octx))
+		if err != nil {
+			return shard.Config{}, c.fail(ctx, "configure", err)
+		}
+		if ok {
+			c.rememberConfig(cfg)
+			return cfg, nil
+		}
+		kv, _, err := c.client.KV().Get(c.configKey(), (&api.QueryOptions{}).WithContext(octx))
+		if err != nil {
+			return shard.Config{}, c.fail(ctx, "configure (read)", err)
+		}
+		if kv == nil {
+			continue
+		}
+		var stored shard.Config
+		if err := json.Unmarshal(kv.Value, &stored); err != nil || stored.Validate() != nil {
+			if err == nil {
+				err = stored.Validate()
+			}
+			return shard.Config{}, fmt.Errorf("%w: the fleet's stored config at %q is not a valid config (%v); fix it or delete the key (`consul kv delete %s`)",
+				shard.ErrConfigMismatch, c.configKey(), err, c.configKey())
+		}
+		stored = stored.Normalize()
+		c.rememberConfig(stored)
+		if !stored.Equal(cfg) {
+			return stored, fmt.Errorf("%w: the fleet has %d shards named %q, this config has %d shards named %q",
+				shard.ErrConfigMismatch, stored.Shards, stored.Name, cfg.Shards, cfg.Name)
+		}
+		return stored, nil
+	}
+	return shard.Config{}, fmt.Errorf("%w: consul configure at %s: %q keeps disappearing between write and read",
+		shard.ErrUnavailable, c.cfg.Address, c.configKey())
+}
+
+// Join acquires P/members/<m.ID> with the session, its value the JSON of m,
+// in one transaction (one lock operation); if the session already holds the
+// key, its value is updated. A key held by another session wraps
+// shard.ErrMemberExists and names it.
+//
+// Unlike the embedded coordinator, Consul puts member keys under lock-delay
+// too when a session is invalidated, so a crashed worker that restarts at
+// once under the same ID is refused until the delay ends: that refusal
+// wraps shard.ErrUnavailable (retry later), not shard.ErrMemberExists.
+func (c *Coordinator) Join(ctx context.Context, id shard.SessionID, m shard.Member) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	if m.ID == "" {
+		return fmt.Errorf("%w: member id is empty", shard.ErrInvalidArgument)
+	}
+	value, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	key := c.memberKey(m.ID)
+	_, txnErrs, err := c.txn(ctx, octx, "join", api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Value: value, Session: string(id)}},
+	})
+	if err != nil || len(txnErrs) == 0 {
+		return err
+	}
+	e := txnErrs[0]
+	switch classifyTxnError(e.What) {
+	case refusedBadSession:
+		return sessionGone(id, "does not exist (expired, destroyed or never created)")
+	case refusedLockDelay:
+		return fmt.Errorf("%w: member key %q is in lock-delay after its previous session was invalidated; retry when the delay ends",
+			shard.ErrUnavailable, key)
+	case refusedHeld:
+		holder := "another session"
+		if kv, _, err := c.client.KV().Get(key, (&api.QueryOptions{}).WithContext(octx)); err == nil && kv != nil && kv.Session != "" {
+			holder = fmt.Sprintf("session %q", kv.Session)
+		}
+		return fmt.Errorf("%w: worker %q is held by %s", shard.ErrMemberExists, m.ID, holder)
+	default:
+		return c.txnFailure("join", txnErrs)
+	}
+}

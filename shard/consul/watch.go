@@ -1,0 +1,244 @@
+package consul
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// minGCWait keeps a watch waiting for a member's grace to end from turning
+// into a busy loop of tiny blocking queries.
+const minGCWait = 100 * time.Millisecond
+
+// Watch is one blocking query on the fleet's prefix (KV list of "P/" with
+// WaitIndex after), decoded into a snapshot. Index is Consul's
+// X-Consul-Index for the prefix.
+//
+// Blocking-query rules: after 0 returns at once; a query that times out
+// with the index unchanged is asked again, so Watch never returns an
+// unchanged index; an index lower than after (Consul state reset, or a
+// tombstone reap) is returned as is, and shard.NextIndex turns it into a
+// restart from 0. Unlike the embedded coordinator, an after ahead of
+// Consul's index blocks until something changes or WatchWait passes.
+//
+// Keys under the prefix that are not the fleet's (foreign keys, malformed
+// values, shards outside the config) are listed in Snapshot.Problems and
+// never become members or owners; a shard key with a malformed value is
+// still shown with its lock holder and token, because the lock is real.
+// P/offsets/ belongs to the offsets store and is skipped silently.
+//
+// Dead member keys (no session) are shown with an empty Session, and
+// deleted by Watch itself once it has seen them dead for the member grace,
+// with a check-and-set on their ModifyIndex so that a worker that joined
+// again in between is never deleted. While such a deletion is pending, the
+// blocking query waits no longer than until it is due.
+//
+// A failure wraps shard.ErrUnavailable (or ErrPermissionDenied); the caller
+// backs off and retries.
+func (c *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) {
+	for {
+		if err := ctxErr(ctx); err != nil {
+			return shard.Snapshot{}, err
+		}
+		wait := c.cfg.WatchWait
+		if due, ok := c.nextCollection(); ok {
+			wait = min(wait, max(time.Until(due), minGCWait))
+		}
+		// Consul answers a blocking query within wait plus up to wait/16 of
+		// jitter; past that (and RequestTimeout for the round trip) the
+		// agent or the path to it is stuck, which TCP alone may take many
+		// minutes to notice.
+		qctx, cancel := context.WithTimeout(ctx, wait+wait/16+c.cfg.RequestTimeout)
+		q := (&api.QueryOptions{WaitIndex: after, WaitTime: wait}).WithContext(qctx)
+		pairs, meta, err := c.client.KV().List(c.prefix, q)
+		cancel()
+		if err != nil {
+			return shard.Snapshot{}, c.fail(ctx, "watch", err)
+		}
+		snap := c.decode(pairs, meta.LastIndex)
+		if meta.ResultsFilteredByACLs {
+			// Consul hides keys the token may not read instead of refusing
+			// the list.
+			snap.Problems = append(snap.Problems, fmt.Sprintf("%s: some keys were hidden by ACLs: the token needs key_prefix %q read (and write to take part)",
+				c.prefix, c.prefix))
+		}
+		if snap.Config == nil {
+			// A list hiding everything looks like an empty fleet (1.14 sets
+			// no filtered header on its 404). A fleet is configured before
+			// anything else, so a missing config is rare and worth one read
+			// of the key, which Consul does refuse with 403.
+			if err := c.probeConfig(ctx); err != nil {
+				return shard.Snapshot{}, err
+			}
+		}
+		c.collectDead(ctx, pairs)
+		if after == 0 || snap.Index != after {
+			return snap, nil
+		}
+	}
+}
+
+// decode turns the prefix's keys into a snapshot. It never fails: what it
+// cannot read becomes a problem.
+func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
+	snap := shard.Snapshot{Index: index, Members: []shard.MemberState{}, Shards: []shard.ShardState{}}
+	problem := func(key, format string, args ...any) {
+		snap.Problems = append(snap.Problems, fmt.Sprintf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+
+	// The config first: it says which shard keys are the fleet's.
+	for _, kv := range pairs {
+		if kv.Key != c.configKey() {
+			continue
+		}
+		var cfg shard.Config
+		if err := json.Unmarshal(kv.Value, &cfg); err != nil {
+			problem(kv.Key, "malformed config value (want JSON shard.Config): %v", err)
+		} else if err := cfg.Validate(); err != nil {
+			problem(kv.Key, "invalid config: %v", err)
+		} else {
+			cfg = cfg.Normalize()
+			snap.Config = &cfg
+			c.rememberConfig(cfg)
+		}
+	}
+	// Without a config in this listing, the one seen earlier (it is written
+	// once) still says which shard keys are the fleet's.
+	_, known := c.knownShards()
+
+	for _, kv := range pairs {
+		rel, _ := c.relative(kv.Key)
+		switch {
+		case kv.Key == c.configKey():
+		case strings.HasPrefix(rel, "offsets/"):
+		case strings.HasPrefix(rel, "members/"):
+			id := strings.TrimPrefix(rel, "members/")
+			if id == "" {
+				problem(kv.Key, "member key without an id")
+				continue
+			}
+			var m shard.Member
+			if err := json.Unmarshal(kv.Value, &m); err != nil {
+				problem(kv.Key, "malformed member value (want JSON shard.Member): %v", err)
+				continue
+			}
+			if m.ID != id {
+				problem(kv.Key, "member value names worker %q, not %q", m.ID, id)
+				continue
+			}
+			snap.Members = append(snap.Members, shard.MemberState{Member: m, Session: shard.SessionID(kv.Session)})
+		case strings.HasPrefix(rel, "shards/"):
+			id := shard.ID(strings.TrimPrefix(rel, "shards/"))
+			if id == "" {
+				problem(kv.Key, "shard key without a shard id")
+				continue
+			}
+			if known != nil && !known[id] {
+				problem(kv.Key, "not one of the fleet's shards; ignored")
+				continue
+			}
+			st := shard.ShardState{Shard: id, Session: shard.SessionID(kv.Session), Token: shard.Token(kv.ModifyIndex)}
+			if err := json.Unmarshal(kv.Value, &st.Owner); err != nil {
+				st.Owner = shard.Owner{}
+				problem(kv.Key, "malformed shard value (want JSON shard.Owner): %v; lock holder %q kept, value ignored", err, kv.Session)
+			}
+			snap.Shards = append(snap.Shards, st)
+		default:
+			problem(kv.Key, "foreign key under the fleet prefix; ignored")
+		}
+	}
+	slices.SortFunc(snap.Members, func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(snap.Shards, func(a, b shard.ShardState) int { return cmp.Compare(a.Shard, b.Shard) })
+	return snap
+}
+
+// deadMember is a member key seen without a session at ModifyIndex index,
+// and when it is due for deletion (on this coordinator's clock).
+type deadMember struct {
+	index uint64
+	due   time.Time
+}
+
+// gcRetry is how long a failed deletion of a dead member waits before the
+// next attempt, so that a refusal (ACL) does not become a busy loop.
+const gcRetry = 10 * time.Second
+
+// collectDead updates the dead-member bookkeeping from a listing and deletes
+// the keys whose grace has passed, each with a CAS on the ModifyIndex it was
+// seen dead at. Grace counts from when this coordinator first saw the key
+// dead, so with several watchers the first to see it decides. Failures are
+// ignored: the next watch tries again.
+func (c *Coordinator) collectDead(ctx context.Context, pairs api.KVPairs) {
+	t := now()
+	var due []*api.KVPair
+	c.mu.Lock()
+	seen := make(map[string]bool)
+	for _, kv := range pairs {
+		if !c.isMemberKey(kv.Key) || kv.Session != "" {
+			continue
+		}
+		seen[kv.Key] = true
+		d, ok := c.dead[kv.Key]
+		if !ok || d.index != kv.ModifyIndex {
+			d = deadMember{index: kv.ModifyIndex, due: t.Add(max(c.cfg.MemberGrace, 0))}
+			c.dead[kv.Key] = d
+		}
+		if !t.Before(d.due) {
+			due = append(due, &api.KVPair{Key: kv.Key, ModifyIndex: d.index})
+		}
+	}
+	for k := range c.dead {
+		if !seen[k] {
+			delete(c.dead, k)
+		}
+	}
+	c.mu.Unlock()
+
+	for _, kv := range due {
+		octx, cancel := c.opCtx(ctx)
+		_, _, err := c.client.KV().DeleteCAS(kv, (&api.WriteOptions{}).WithContext(octx))
+		cancel()
+		c.mu.Lock()
+		if err == nil {
+			// Deleted, or changed since (re-joined or deleted by someone
+			// else): either way the next listing tells.
+			delete(c.dead, kv.Key)
+		} else if d, ok := c.dead[kv.Key]; ok {
+			d.due = t.Add(gcRetry)
+			c.dead[kv.Key] = d
+		}
+		c.mu.Unlock()
+	}
+}
+
+// nextCollection returns when the earliest pending dead-member deletion is
+// due.
+func (c *Coordinator) nextCollection() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var next time.Time
+	found := false
+	for _, d := range c.dead {
+		if !found || d.due.Before(next) {
+			next, found = d.due, true
+		}
+	}
+	return next, found
+}
+
+// probeConfig reads P/config to tell "not configured yet" from "may not
+// read": only the error matters.
+func (c *Coordinator) probeConfig(ctx context.Context) error {
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	_, _, err := c.client.KV().Get(c.configKey(), (&api.QueryOptions{}).WithContext(octx))
+	return c.fail(ctx, "watch (read config)", err)
+}
