@@ -40,8 +40,6 @@ type Coordinator struct {
 	// refusing unknown shards without a read.
 	config *shard.Config
 	known  map[shard.ID]bool
-	// node is the agent's node name, for finding stale checks.
-	node string
 	// dead tracks member keys seen without a session, for deleting them
 	// after the grace period (see watch.go).
 	dead map[string]deadMember
@@ -109,20 +107,19 @@ func (c *Coordinator) Prefix() string { return c.cfg.Prefix }
 // tests that need a call the coordinator does not make.
 func (c *Coordinator) Client() *api.Client { return c.client }
 
+// The fleet's keys (see the package doc).
 func (c *Coordinator) configKey() string           { return c.prefix + "config" }
 func (c *Coordinator) memberKey(id string) string  { return c.prefix + "members/" + id }
 func (c *Coordinator) shardKey(id shard.ID) string { return c.prefix + "shards/" + string(id) }
+
 func (c *Coordinator) shardOfKey(key string) shard.ID {
 	return shard.ID(strings.TrimPrefix(key, c.prefix+"shards/"))
 }
-func (c *Coordinator) memberOfKey(key string) string {
-	return strings.TrimPrefix(key, c.prefix+"members/")
-}
+
 func (c *Coordinator) isShardKey(key string) bool { return strings.HasPrefix(key, c.prefix+"shards/") }
 func (c *Coordinator) isMemberKey(key string) bool {
 	return strings.HasPrefix(key, c.prefix+"members/")
 }
-func (c *Coordinator) relative(key string) (string, bool) { return strings.CutPrefix(key, c.prefix) }
 
 // opCtx bounds one call by RequestTimeout on top of the caller's ctx.
 func (c *Coordinator) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {

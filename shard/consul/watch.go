@@ -115,7 +115,7 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 	_, known := c.knownShards()
 
 	for _, kv := range pairs {
-		rel, _ := c.relative(kv.Key)
+		rel := strings.TrimPrefix(kv.Key, c.prefix)
 		switch {
 		case kv.Key == c.configKey():
 		case strings.HasPrefix(rel, "offsets/"):

@@ -1,0 +1,96 @@
+package consul_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/consul"
+)
+
+// TestLeaderChange: on a three-server cluster, killing the Raft leader
+// costs calls made during the election an ErrUnavailable (never a loss):
+// sessions survive, owners keep their shards, and tokens handed out after
+// the election are above every earlier one.
+func TestLeaderChange(t *testing.T) {
+	cl := consultest.StartCluster(t, 3)
+	leader := cl.Leader(t)
+	var follower *consultest.Agent // sessions live on the node they are created on: not the one we kill
+	for _, a := range cl.Agents {
+		if a != leader {
+			follower = a
+			break
+		}
+	}
+	c := newCoordinator(t, follower, func(cfg *consul.Config) { cfg.RequestTimeout = 3 * time.Second })
+	ctx := t.Context()
+	fleet, err := c.Configure(ctx, shard.Config{Shards: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := fleet.IDs()
+	a := newSession(t, c, "w-a", 5*time.Second, 0)
+	b := newSession(t, c, "w-b", 5*time.Second, 0)
+	before := acquire(t, c, a, ids[:16]...)
+	for id, tok := range acquire(t, c, b, ids[16:]...) {
+		before[id] = tok
+	}
+	if len(before) != 32 {
+		t.Fatalf("owned %d shards before the kill, want 32", len(before))
+	}
+
+	killed := cl.KillLeader(t)
+	start := time.Now()
+	// Renew through the election as a worker would: transient failures
+	// only, until calls succeed again.
+	var unavailable int
+	for {
+		errA, errB := c.RenewSession(ctx, a), c.RenewSession(ctx, b)
+		if errA == nil && errB == nil {
+			break
+		}
+		for _, err := range []error{errA, errB} {
+			if err != nil && !errors.Is(err, shard.ErrUnavailable) {
+				t.Fatalf("renewal during the election = %v, want ErrUnavailable", err)
+			}
+		}
+		unavailable++
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("no successful renewal 30 s after killing the leader: %v, %v", errA, errB)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("renewals succeed again %v after killing %s (%d rounds unavailable)", time.Since(start).Round(time.Millisecond), killed.Name, unavailable)
+
+	snap := snapshot(t, c)
+	for _, id := range ids {
+		st, _ := shardState(snap, id)
+		want := a
+		if id >= ids[16] {
+			want = b
+		}
+		if st.Session != want || st.Token != before[id] {
+			t.Errorf("%s after the election = %+v, want still %s's at %d", id, st, want, before[id])
+		}
+	}
+
+	// Hand everything over: tokens keep growing across the leader change.
+	if err := c.Release(ctx, a, ids[:16], "handoff"); err != nil {
+		t.Fatal(err)
+	}
+	after := acquire(t, c, b, ids[:16]...)
+	for _, id := range ids[:16] {
+		if after[id] <= before[id] {
+			t.Errorf("%s: token %d after the leader change, not above %d", id, after[id], before[id])
+		}
+	}
+
+	killed.Restart(t)
+	cl.WaitReady(t, 60*time.Second)
+	if err := c.RenewSession(ctx, b); err != nil {
+		t.Fatal(fmt.Errorf("after the old leader rejoined: %w", err))
+	}
+}
