@@ -239,7 +239,8 @@ func TestPermissionDenied(t *testing.T) {
 	pol, _, err := acl.PolicyCreate(&api.ACLPolicy{Name: "readonly-" + randomName(), Rules: `
 key_prefix "` + prefix + `/" { policy = "read" }
 session_prefix "" { policy = "write" }
-node_prefix "" { policy = "write" }
+node_prefix "" { policy = "read" }
+service "shardlease" { policy = "write" }
 `}, nil)
 	if err != nil {
 		t.Fatal(err)

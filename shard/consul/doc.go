@@ -21,14 +21,18 @@
 // Consul's 15 s). Two liveness modes (Config.Liveness):
 //
 //   - LivenessCheck (default): the session is bound to serfHealth and to a
-//     TTL health check registered on the agent for it (ID CheckIDPrefix +
-//     worker + random). RenewSession passes the check and then reads the
-//     session, since a check that went critical has already invalidated it.
-//     Consul invalidates the session about SessionSpec.TTL after the last
-//     pass. DestroySession deregisters the check; critical checks of gone
-//     sessions (crashed workers) are deregistered by the next CreateSession
-//     or DestroySession on that agent. Each check lives on the agent the
-//     coordinator talks to, so workers should talk to their local agent.
+//     TTL health check registered on the agent for it, as an instance of the
+//     service ServiceName (ID CheckIDPrefix + worker + random, for both).
+//     RenewSession passes the check and then reads the session, since a
+//     check that went critical has already invalidated it. Consul
+//     invalidates the session about SessionSpec.TTL after the last pass.
+//     DestroySession deregisters the instance; a crashed worker's critical
+//     check is removed by the next CreateSession on that agent, or by the
+//     agent itself a minute later (DeregisterCriticalServiceAfter). A
+//     service check rather than a node check, because a critical node check
+//     would mark every service on that agent's node unhealthy. Each check
+//     lives on the agent the coordinator talks to: workers should talk to
+//     their local agent.
 //   - LivenessTTL: a session TTL, 10 s to 24 h; Consul may take up to 2·TTL
 //     to invalidate it.
 //

@@ -54,8 +54,8 @@ func (c *Coordinator) fail(parent context.Context, op string, err error) error {
 // permission is the error for an ACL refusal: what was refused and what
 // the token needs for this fleet.
 func (c *Coordinator) permission(op, detail string) error {
-	return fmt.Errorf("%w: consul %s at %s: %s; the token (CONSUL_HTTP_TOKEN or -consul-token) needs key_prefix %q write, session write on the agent's node, and node write on it for liveness %q (the session's health check is registered there)",
-		ErrPermissionDenied, op, c.cfg.Address, detail, c.cfg.Prefix+"/", LivenessCheck)
+	return fmt.Errorf("%w: consul %s at %s: %s; the token (CONSUL_HTTP_TOKEN or -consul-token) needs key_prefix %q write, session write on the agent's node, and, for liveness %q, service %q write (each session's health check is registered as an instance of it)",
+		ErrPermissionDenied, op, c.cfg.Address, detail, c.cfg.Prefix+"/", LivenessCheck, ServiceName)
 }
 
 func isPermission(s string) bool {

@@ -35,12 +35,12 @@ func TestLifecycle(t *testing.T) {
 		if err != nil || e == nil {
 			t.Fatalf("session %s: %v, %v", sid, e, err)
 		}
-		for _, ch := range e.NodeChecks {
-			if strings.HasPrefix(ch, consul.CheckIDPrefix) {
-				return ch
+		for _, ch := range e.ServiceChecks {
+			if strings.HasPrefix(ch.ID, consul.CheckIDPrefix) {
+				return ch.ID
 			}
 		}
-		t.Fatalf("session %s is bound to no shardlease check: %v", sid, e.NodeChecks)
+		t.Fatalf("session %s is bound to no shardlease service check: %+v", sid, e.ServiceChecks)
 		return ""
 	}
 
@@ -61,8 +61,8 @@ func TestLifecycle(t *testing.T) {
 			!strings.Contains(strings.Join(e.NodeChecks, ","), "serfHealth") {
 			t.Fatalf("session = %+v, want release, no lock-delay, no TTL, named w/1, bound to serfHealth and its check", e)
 		}
-		if ch := checkIDs(t)[check]; ch == nil || ch.Status != api.HealthPassing {
-			t.Fatalf("check %s = %+v, want registered and passing", check, ch)
+		if ch := checkIDs(t)[check]; ch == nil || ch.Status != api.HealthPassing || ch.ServiceName != consul.ServiceName {
+			t.Fatalf("check %s = %+v, want registered, passing, on service %s", check, ch, consul.ServiceName)
 		}
 		if err := c.RenewSession(ctx, sid); err != nil {
 			t.Fatal(err)
@@ -73,6 +73,9 @@ func TestLifecycle(t *testing.T) {
 		if ch := checkIDs(t)[check]; ch != nil {
 			t.Fatalf("check %s still registered after DestroySession", check)
 		}
+		if svcs, _ := client.Agent().Services(); svcs[check] != nil {
+			t.Fatalf("service instance %s still registered after DestroySession", check)
+		}
 	})
 
 	// The session's check deregistered from under it (an agent restart
@@ -82,7 +85,7 @@ func TestLifecycle(t *testing.T) {
 		c := newCoordinator(t, agent, nil)
 		sid := newSession(t, c, "w", time.Minute, 0)
 		acquire(t, c, sid, "s-000")
-		if err := client.Agent().CheckDeregister(checkOf(t, sid)); err != nil {
+		if err := client.Agent().ServiceDeregister(checkOf(t, sid)); err != nil {
 			t.Fatal(err)
 		}
 		err := c.RenewSession(t.Context(), sid)
@@ -117,6 +120,17 @@ func TestLifecycle(t *testing.T) {
 				t.Fatalf("10 s after a check TTL of 500 ms: check %s = %+v, session = %+v, %v", stale, ch, e, err)
 			}
 			time.Sleep(100 * time.Millisecond)
+		}
+		// Only its own service instance is critical: the node's checks,
+		// which every other service on the node depends on, are not.
+		nodeChecks, _, err := client.Health().Node(agent.Name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range nodeChecks {
+			if ch.ServiceID == "" && ch.Status != api.HealthPassing {
+				t.Errorf("node-level check %s is %s after a worker crashed", ch.CheckID, ch.Status)
+			}
 		}
 		c := newCoordinator(t, agent, nil)
 		newSession(t, c, "next", time.Minute, 0)

@@ -26,10 +26,11 @@ const serfHealth = "serfHealth"
 // CreateSession opens a Behavior=release session named after the worker,
 // with the spec's lock-delay, and the configured liveness:
 //
-//   - LivenessCheck: a TTL check (TTL = spec.TTL, passing) is registered on
-//     the agent first, and the session is bound to it and to serfHealth.
-//     Critical checks of earlier sessions that no session uses any more (a
-//     crashed worker's) are deregistered on the way.
+//   - LivenessCheck: a service instance of ServiceName with a TTL check
+//     (TTL = spec.TTL, passing) is registered on the agent first, and the
+//     session is bound to that check and to serfHealth. Critical checks of
+//     earlier sessions that no session uses any more (a crashed worker's)
+//     are deregistered on the way.
 //   - LivenessTTL: a session TTL of spec.TTL, which Consul bounds to
 //     MinSessionTTL..MaxSessionTTL.
 //
@@ -62,8 +63,9 @@ func (c *Coordinator) CreateSession(ctx context.Context, spec shard.SessionSpec)
 		info.check = check
 		// NodeChecks, not the deprecated Checks: 1.14 merges both, and an
 		// explicit NodeChecks keeps the default [serfHealth] in Checks from
-		// being counted twice.
-		body["NodeChecks"] = []string{serfHealth, check}
+		// being counted twice. The worker's check is a service check.
+		body["NodeChecks"] = []string{serfHealth}
+		body["ServiceChecks"] = []api.ServiceCheck{{ID: check}}
 	}
 
 	id, err := c.createSession(ctx, octx, body)
@@ -188,8 +190,8 @@ func (c *Coordinator) RenewSession(ctx context.Context, id shard.SessionID) erro
 // DestroySession ends the session without lock-delay. Consul applies the
 // session's lock-delay to every key a destroyed session still holds, so the
 // keys are unlocked first (values kept), in transactions, and the session
-// is destroyed after; then its check is deregistered. A missing session is
-// not an error.
+// is destroyed after; then its service instance and check are deregistered.
+// A missing session is not an error.
 func (c *Coordinator) DestroySession(ctx context.Context, id shard.SessionID) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
@@ -252,7 +254,7 @@ func (c *Coordinator) lookup(parent, ctx context.Context, id shard.SessionID) (s
 		return sessionInfo{}, sessionGone(id, "does not exist (expired, destroyed or never created)")
 	}
 	info = sessionInfo{worker: entry.Name}
-	for _, ch := range append(append([]string{}, entry.NodeChecks...), entry.Checks...) {
+	for _, ch := range sessionCheckIDs(entry) {
 		if strings.HasPrefix(ch, CheckIDPrefix) {
 			info.check = ch
 		}
