@@ -213,6 +213,7 @@ func TestUnreachable(t *testing.T) {
 					t.Errorf("%s = %v, want ErrUnavailable", name, err)
 					continue
 				}
+				t.Logf("%s after %v: %v", name, time.Since(start).Round(time.Millisecond), err)
 				if !strings.Contains(err.Error(), tc.addr) || !strings.Contains(err.Error(), tc.detail) {
 					t.Errorf("%s error %q does not name the address %s and %q", name, err, tc.addr, tc.detail)
 				}
@@ -277,6 +278,7 @@ func wantDenied(t *testing.T, op string, err error, prefix string) {
 		t.Errorf("%s = %v, want ErrPermissionDenied (and not ErrUnavailable)", op, err)
 		return
 	}
+	t.Logf("%s: %v", op, err)
 	if !strings.Contains(err.Error(), prefix) {
 		t.Errorf("%s error %q does not name the prefix %q the token needs", op, err, prefix)
 	}

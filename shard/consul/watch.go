@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -56,10 +57,15 @@ func (c *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, 
 		// jitter; past that (and RequestTimeout for the round trip) the
 		// agent or the path to it is stuck, which TCP alone may take many
 		// minutes to notice.
-		qctx, cancel := context.WithTimeout(ctx, wait+wait/16+c.cfg.RequestTimeout)
+		bound := wait + wait/16 + c.cfg.RequestTimeout
+		qctx, cancel := context.WithTimeout(ctx, bound)
 		q := (&api.QueryOptions{WaitIndex: after, WaitTime: wait}).WithContext(qctx)
 		pairs, meta, err := c.client.KV().List(c.prefix, q)
 		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return shard.Snapshot{}, fmt.Errorf("%w: consul watch at %s: no answer within %v (a blocking query of %v, its jitter, and the request timeout): %w",
+				shard.ErrUnavailable, c.cfg.Address, bound, wait, err)
+		}
 		if err != nil {
 			return shard.Snapshot{}, c.fail(ctx, "watch", err)
 		}
