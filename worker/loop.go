@@ -44,6 +44,12 @@ type loop struct {
 	takeAfter  map[shard.ID]time.Time // free shards: when a non-designated worker may take them
 	state      State
 	roundTimer *time.Timer
+	// warm is set by the first rebalance round. Until then the worker
+	// acquires nothing: workers of a fleet that starts together all join
+	// within that jittered quiet period, so each takes its own share at
+	// once instead of the first one grabbing everything and handing most
+	// of it off again.
+	warm bool
 }
 
 func newLoop(w *Worker, l *lease) *loop {
@@ -80,6 +86,7 @@ func (lp *loop) run(ctx context.Context) error {
 			lp.w.m.watchWakeups.Inc()
 			lp.replan(false)
 		case <-lp.roundTimer.C:
+			lp.warm = true
 			lp.releaseOverdue()
 			lp.replan(true)
 			lp.roundTimer.Reset(lp.w.jitter.around(lp.w.cfg.RoundEvery))

@@ -114,7 +114,9 @@ func (lp *loop) replan(round bool) {
 		}
 	}
 	lp.release(strays, "rebalance")
-	lp.acquire(want)
+	if lp.warm {
+		lp.acquire(want)
+	}
 
 	if round {
 		lp.rebalance(v)

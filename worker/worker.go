@@ -126,6 +126,14 @@ func (w *Worker) term(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating session: %w", err)
 	}
+	if time.Since(created) > p.RenewEvery {
+		// A slow create leaves no way to tell when the session's TTL began
+		// (possibly at the start): renew once and count from that renewal.
+		if created, err = w.renewNow(ctx, sid); err != nil {
+			w.destroy(ctx, sid)
+			return fmt.Errorf("renewing a session that was slow to create: %w", err)
+		}
+	}
 	l := newLease(context.WithoutCancel(ctx), sid, created, p)
 	var renewing sync.WaitGroup
 	renewing.Go(func() { w.renew(l) })
@@ -138,6 +146,18 @@ func (w *Worker) term(ctx context.Context) error {
 	}
 	w.log.Info("joined the fleet", zap.String("session", string(sid)))
 	return newLoop(w, l).run(ctx)
+}
+
+// renewNow renews sid once and returns when that renewal started.
+func (w *Worker) renewNow(ctx context.Context, sid shard.SessionID) (time.Time, error) {
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.Policy.StepDownAfter())
+	defer cancel()
+	err := w.cfg.Coordinator.RenewSession(rctx, sid)
+	if err == nil && time.Since(start) > w.cfg.Policy.RenewEvery {
+		err = fmt.Errorf("renewal took %v, more than the renewal interval %v", time.Since(start), w.cfg.Policy.RenewEvery)
+	}
+	return start, err
 }
 
 // join registers the member key. A key held by another session is retried
