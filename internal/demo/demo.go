@@ -1,0 +1,133 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardlease/shardlease/offsets"
+	"github.com/shardlease/shardlease/offsets/bolt"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/memory"
+)
+
+type demo struct {
+	o     Options
+	coord *memory.Coordinator
+	store *audited
+	reg   *prometheus.Registry
+	rng   *rand.Rand
+	start time.Time
+	out   io.Writer
+
+	mu      sync.Mutex
+	members map[string]*member
+	order   []string
+	faults  []string
+	next    int // number of the next worker to spawn
+}
+
+// Run plays the demo until o.Duration passes (or ctx ends), printing
+// progress to progress, and returns the summary. The error is non-nil when
+// the demo could not run or an invariant failed; the summary says which.
+func Run(ctx context.Context, o Options, progress io.Writer) (Summary, error) {
+	if err := o.Validate(); err != nil {
+		return Summary{}, err
+	}
+	o = o.withDefaults()
+	if o.Seed == 0 {
+		o.Seed = rand.Uint64()%1_000_000 + 1
+	}
+	store, cleanup, err := openStore(o)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer cleanup()
+	// Tokens must stay above every token the store has seen, or a restart
+	// on a kept data dir would find all its commits refused as stale.
+	floor, err := highestFloor(ctx, store, shard.Config{Shards: o.Shards}.IDs())
+	if err != nil {
+		return Summary{}, err
+	}
+	d := &demo{
+		o:       o,
+		coord:   memory.New(memory.WithStartIndex(uint64(floor) + 1)),
+		store:   audit(store),
+		reg:     o.Registry,
+		rng:     rand.New(rand.NewPCG(o.Seed, o.Seed>>1|1)),
+		start:   time.Now(),
+		out:     progress,
+		members: map[string]*member{},
+	}
+	if d.reg == nil {
+		d.reg = prometheus.NewRegistry()
+	}
+	d.say("demo: %d workers over %d shards, lease ttl %v renew %v pause budget %v, lock-delay %v, seed %d",
+		o.Workers, o.Shards, o.Policy.TTL, o.Policy.RenewEvery, o.Policy.PauseBudget, o.LockDelay, o.Seed)
+	for range o.Workers {
+		if err := d.spawn(d.nextID()); err != nil {
+			return Summary{}, err
+		}
+	}
+	d.play(ctx)
+	settled := d.settle(context.WithoutCancel(ctx)) // after Ctrl-C too: judge a settled fleet
+	sum := d.summarize(settled)
+	d.stopAll()
+	sum.finishAudit(d.store)
+	return sum, sum.Err()
+}
+
+func (d *demo) nextID() string {
+	d.next++
+	return fmt.Sprintf("w%02d", d.next)
+}
+
+// say prints a progress line stamped with the time since the start.
+func (d *demo) say(format string, args ...any) {
+	fmt.Fprintf(d.out, "[%6.1fs] %s\n", time.Since(d.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func openStore(o Options) (offsets.Store, func(), error) {
+	if o.Store != nil {
+		return o.Store, func() {}, nil
+	}
+	dir, remove := o.DataDir, false
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "shardd-demo-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("demo: creating a temp data dir: %w", err)
+		}
+		dir, remove = tmp, true
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("demo: --data %q: %w", dir, err)
+	}
+	st, err := bolt.Open(filepath.Join(dir, "offsets.db"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("demo: --data %q: %w", dir, err)
+	}
+	return st, func() {
+		st.Close()
+		if remove {
+			os.RemoveAll(dir)
+		}
+	}, nil
+}
+
+func highestFloor(ctx context.Context, st offsets.Store, ids []shard.ID) (shard.Token, error) {
+	var hi shard.Token
+	for _, id := range ids {
+		cp, err := st.Load(ctx, id)
+		if err != nil {
+			return 0, fmt.Errorf("demo: reading offsets of %s: %w", id, err)
+		}
+		hi = max(hi, cp.Floor)
+	}
+	return hi, nil
+}

@@ -1,0 +1,125 @@
+package demo
+
+import (
+	"context"
+	"time"
+)
+
+// The fault schedule repeats every cycle: a crash, then a pause that
+// outlasts the TTL, then a join. A fault is played only if the fleet has
+// settleTime after it (after the pause ends, for a pause) before the end of
+// the run, so the final summary judges a settled fleet.
+const (
+	cycle      = 20 * time.Second
+	settleTime = 6 * time.Second
+	crashAt    = 5 * time.Second
+	pauseAt    = 8 * time.Second
+	joinAt     = 13 * time.Second
+)
+
+type fault struct {
+	at    time.Duration
+	lasts time.Duration
+	play  func() string
+}
+
+// play runs the schedule until the duration has passed or ctx ends,
+// printing a progress line every o.Progress.
+func (d *demo) play(ctx context.Context) {
+	pauseFor := d.o.Policy.TTL + d.o.LockDelay + 1500*time.Millisecond
+	progress := time.NewTicker(d.o.Progress)
+	defer progress.Stop()
+	var end <-chan time.Time
+	if d.o.Duration > 0 {
+		t := time.NewTimer(d.o.Duration)
+		defer t.Stop()
+		end = t.C
+	}
+	paused := ""
+	for c := time.Duration(0); ; c += cycle {
+		for _, f := range []fault{
+			{at: c + crashAt, play: func() string {
+				return d.crash(d.pick(paused))
+			}},
+			{at: c + pauseAt, lasts: pauseFor, play: func() string {
+				m := d.pick("")
+				paused = m.id
+				return d.pause(m, pauseFor)
+			}},
+			{at: c + joinAt, play: func() string {
+				id := d.nextID()
+				if err := d.spawn(id); err != nil {
+					return "join failed: " + err.Error()
+				}
+				return "join " + id
+			}},
+		} {
+			if d.o.Duration > 0 && f.at+f.lasts+settleTime > d.o.Duration {
+				// No room to settle after this fault: wait out the run.
+				f.at = d.o.Duration + time.Hour
+			}
+			due := time.NewTimer(time.Until(d.start.Add(f.at)))
+			for waiting := true; waiting; {
+				select {
+				case <-ctx.Done():
+					due.Stop()
+					return
+				case <-end:
+					due.Stop()
+					return
+				case <-progress.C:
+					d.report()
+				case <-due.C:
+					what := f.play()
+					d.mu.Lock()
+					d.faults = append(d.faults, what)
+					d.mu.Unlock()
+					d.say("fault: %s", what)
+					waiting = false
+				}
+			}
+		}
+	}
+}
+
+// pick chooses a random live worker other than except, preferring ones
+// that own shards.
+func (d *demo) pick(except string) *member {
+	var candidates, owning []*member
+	for _, m := range d.live() {
+		if m.id == except {
+			continue
+		}
+		candidates = append(candidates, m)
+		if len(m.w.Status().Owned()) > 0 {
+			owning = append(owning, m)
+		}
+	}
+	if len(owning) > 0 {
+		candidates = owning
+	}
+	return candidates[d.rng.IntN(len(candidates))]
+}
+
+// settle waits (at most 15 s) until every shard is owned by a live worker
+// and counts differ by at most one, and reports how long that took.
+func (d *demo) settle(ctx context.Context) time.Duration {
+	began := time.Now()
+	deadline := began.Add(15 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if f := d.fleetState(); f.owned == d.o.Shards && f.spread <= 1 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(began)
+}
+
+// report prints one progress line.
+func (d *demo) report() {
+	f := d.fleetState()
+	a := d.store
+	failovers, moves := d.handoffs()
+	d.say("workers %2d live · owned %d/%d · max−min %d · commits %d · stale rejected %d · failovers %d · moves %d",
+		f.workers, f.owned, d.o.Shards, f.spread, a.committed.Load(), a.staleRejected.Load(), failovers, moves)
+}
