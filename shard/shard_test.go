@@ -1,0 +1,96 @@
+package shard
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLeasePolicyRule(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		p     LeasePolicy
+		ok    bool
+		wants []string
+	}{
+		{"the source material's 30s/10s/12s example breaks the rule", LeasePolicy{30 * time.Second, 10 * time.Second, 12 * time.Second}, false,
+			[]string{"2 × renew 10s + pause 12s = 32s exceeds ttl 30s by 2s"}},
+		{"exactly at the limit", LeasePolicy{10 * time.Second, 2 * time.Second, 6 * time.Second}, true, nil},
+		{"default", DefaultPolicy, true, nil},
+		{"zero pause budget", LeasePolicy{TTL: time.Second, RenewEvery: 500 * time.Millisecond}, true, nil},
+		{"every problem at once", LeasePolicy{0, -time.Second, -time.Second}, false,
+			[]string{"ttl 0s must be positive", "renew interval -1s must be positive", "pause budget -1s must not be negative"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.p.Validate()
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("Validate(%+v) = %v, want ok", tc.p, err)
+				}
+				if tc.p.StepDownAfter() < 2*tc.p.RenewEvery {
+					t.Errorf("step-down after %v leaves no room for two renewals of %v", tc.p.StepDownAfter(), tc.p.RenewEvery)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidPolicy) {
+				t.Fatalf("Validate(%+v) = %v, want ErrInvalidPolicy", tc.p, err)
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigIDs(t *testing.T) {
+	ids := Config{Shards: 128}.IDs()
+	if len(ids) != 128 || ids[0] != "stream/shard-000" || ids[127] != "stream/shard-127" {
+		t.Fatalf("IDs() = %v … %v (%d)", ids[0], ids[len(ids)-1], len(ids))
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i-1] >= ids[i] {
+			t.Fatalf("IDs not in order: %s before %s", ids[i-1], ids[i])
+		}
+	}
+	if got := (Config{Shards: 4096, Name: "orders/p"}).IDs(); got[4095] != "orders/p-4095" || got[7] != "orders/p-0007" {
+		t.Errorf("4096 shards: %s, %s", got[7], got[4095])
+	}
+	if !(Config{Shards: 8}).Equal(Config{Shards: 8, Name: DefaultName}) || (Config{Shards: 8}).Equal(Config{Shards: 9}) {
+		t.Error("Equal ignores the default name or the count")
+	}
+}
+
+func TestConfigValidateNamesTheValue(t *testing.T) {
+	for _, tc := range []struct {
+		c    Config
+		want string
+	}{
+		{Config{Shards: 0}, "shard count 0"},
+		{Config{Shards: MaxShards + 1}, "shard count 65537"},
+		{Config{Shards: 4, Name: "/abs"}, `"/abs"`},
+		{Config{Shards: 4, Name: "has space"}, `"has space"`},
+	} {
+		err := tc.c.Validate()
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate(%+v) = %v, want ErrInvalidConfig naming %s", tc.c, err, tc.want)
+		}
+	}
+}
+
+func TestNextIndexFollowsBlockingQueryRules(t *testing.T) {
+	for _, tc := range []struct{ prev, got, want uint64 }{
+		{0, 5, 5}, // first query
+		{5, 9, 9}, // moved on
+		{9, 9, 9}, // unchanged: wait again on the same index
+		{9, 3, 0}, // went backwards: the state was reset, start over
+		{0, 0, 1}, // 0 is never waited on
+		{7, 0, 0}, // a reset to 0 is a reset
+	} {
+		if got := NextIndex(tc.prev, tc.got); got != tc.want {
+			t.Errorf("NextIndex(%d, %d) = %d, want %d", tc.prev, tc.got, got, tc.want)
+		}
+	}
+}
