@@ -25,6 +25,9 @@ func (lp *loop) digest() (view, error) {
 	v := view{byShard: make(map[shard.ID]shard.ShardState, len(s.Shards)), ownerOf: map[shard.SessionID]string{}, counts: map[string]int{}}
 	var members []rebalance.Member
 	for _, m := range s.Members {
+		if m.Live() && m.ID == lp.w.cfg.ID && m.Session == lp.lease.session {
+			lp.noteDraining(m.Draining)
+		}
 		if m.Live() {
 			members = append(members, rebalance.Member{ID: m.ID, Weight: m.Weight, Draining: m.Draining})
 			v.ownerOf[m.Session] = m.ID
@@ -124,6 +127,20 @@ func (lp *loop) replan(round bool) {
 	lp.publish()
 }
 
+// noteDraining records an operator's drain request (or its withdrawal) seen
+// on this worker's own member key. The planner already gives a draining
+// member no capacity; remembering it keeps the request across a rejoin.
+func (lp *loop) noteDraining(on bool) {
+	if lp.w.draining.Swap(on) == on {
+		return
+	}
+	if on {
+		lp.w.log.Info("an operator asked this worker to drain: handing off every shard", zap.String("session", string(lp.lease.session)))
+	} else {
+		lp.w.log.Info("drain withdrawn: taking a share of shards again", zap.String("session", string(lp.lease.session)))
+	}
+}
+
 // acquireReason explains an acquisition from the shard key's last value.
 // A non-empty idleTarget marks a takeover of a shard whose designated
 // acquirer did not take it within the orphan grace.
@@ -213,7 +230,7 @@ func (lp *loop) rebalance(v view) {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	limit := max(lp.w.cfg.MaxMovesPerRound, (len(out)+inFlight+1)/2)
 	why := "rebalance"
-	if lp.state == StateDraining {
+	if lp.state == StateDraining || lp.w.draining.Load() {
 		why = "drain"
 	}
 	for _, id := range out {

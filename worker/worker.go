@@ -23,6 +23,10 @@ type Worker struct {
 
 	running atomic.Bool
 	status  atomic.Pointer[Status]
+	// draining is an operator's drain request (Member.Draining) as last
+	// seen on this worker's own member key. join writes it back, so a
+	// rejoin after a loss does not silently undo the operator's request.
+	draining atomic.Bool
 }
 
 // New validates cfg (every problem at once) and returns a Worker. It does not
@@ -165,7 +169,8 @@ func (w *Worker) renewNow(ctx context.Context, sid shard.SessionID) (time.Time, 
 // session (2·TTL on Consul, plus a renewal period); after that it is a
 // duplicate worker ID.
 func (w *Worker) join(ctx context.Context, l *lease) error {
-	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Weight: w.cfg.Weight, Started: time.Now()}
+	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Weight: w.cfg.Weight, Started: time.Now(),
+		Draining: w.draining.Load()}
 	giveUp := time.Now().Add(2*w.cfg.Policy.TTL + w.cfg.Policy.RenewEvery)
 	retry := backoff{base: 100 * time.Millisecond, max: 2 * time.Second, j: w.jitter}
 	for {
