@@ -94,3 +94,31 @@ func TestNextIndexFollowsBlockingQueryRules(t *testing.T) {
 		}
 	}
 }
+
+func TestSnapshotLookups(t *testing.T) {
+	s := Snapshot{
+		Members: []MemberState{{Member: Member{ID: "a"}, Session: "s1"}, {Member: Member{ID: "b"}}, {Member: Member{ID: "c"}, Session: "s3"}},
+		Shards: []ShardState{
+			{Shard: "x-000", Session: "s1", Token: 5},
+			{Shard: "x-001", Session: "s9", Token: 6}, // a session with no live member
+			{Shard: "x-002", Token: 7},                // free
+			{Shard: "x-003", Session: "s3", Token: 8},
+		},
+	}
+	if st, ok := s.Shard("x-003"); !ok || st.Token != 8 {
+		t.Errorf("Shard(x-003) = %+v, %v", st, ok)
+	}
+	if _, ok := s.Shard("x-004"); ok {
+		t.Error("Shard found a missing key")
+	}
+	if m, ok := s.Member("b"); !ok || m.Live() {
+		t.Errorf("Member(b) = %+v, %v: want the dead member", m, ok)
+	}
+	owners := s.Owners()
+	if len(owners) != 2 || owners["x-000"] != "a" || owners["x-003"] != "c" {
+		t.Errorf("Owners() = %v", owners)
+	}
+	if c := s.Counts(); len(c) != 2 || c["a"] != 1 || c["c"] != 1 {
+		t.Errorf("Counts() = %v: want live members a and c with one shard each", c)
+	}
+}

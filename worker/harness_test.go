@@ -96,22 +96,7 @@ func (f *fleet) snapshot() shard.Snapshot {
 }
 
 // owners maps each held shard to the worker ID of its holder.
-func (f *fleet) owners() map[shard.ID]string {
-	s := f.snapshot()
-	bySession := map[shard.SessionID]string{}
-	for _, m := range s.Members {
-		if m.Live() {
-			bySession[m.Session] = m.ID
-		}
-	}
-	out := map[shard.ID]string{}
-	for _, st := range s.Shards {
-		if st.Held() {
-			out[st.Shard] = bySession[st.Session]
-		}
-	}
-	return out
-}
+func (f *fleet) owners() map[shard.ID]string { return f.snapshot().Owners() }
 
 func counts(owners map[shard.ID]string) map[string]int {
 	c := map[string]int{}

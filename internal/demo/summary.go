@@ -41,20 +41,10 @@ func (d *demo) fleetState() fleetState {
 	if err != nil {
 		return fleetState{}
 	}
-	counts := map[string]int{}
-	bySession := map[string]string{}
-	for _, m := range snap.Members {
-		if m.Live() {
-			counts[m.ID] = 0
-			bySession[string(m.Session)] = m.ID
-		}
-	}
+	counts := snap.Counts()
 	owned := 0
-	for _, s := range snap.Shards {
-		if id, ok := bySession[string(s.Session)]; ok {
-			counts[id]++
-			owned++
-		}
+	for _, n := range counts {
+		owned += n
 	}
 	return fleetState{workers: len(counts), owned: owned, spread: rebalance.Spread(counts)}
 }
