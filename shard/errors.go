@@ -24,4 +24,8 @@ var (
 	// ErrUnavailable: the coordinator could not be reached or answered with a
 	// transient failure; the call may be retried.
 	ErrUnavailable = errors.New("shard: coordinator unavailable")
+	// ErrPermissionDenied: the coordinator refused a call for lack of
+	// permission (an ACL). It is not transient: retrying with the same
+	// credentials fails the same way, so a worker stops instead.
+	ErrPermissionDenied = errors.New("shard: permission denied")
 )

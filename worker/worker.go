@@ -57,8 +57,10 @@ func (w *Worker) ID() string { return w.cfg.ID }
 // every shard in one batch and destroys its session, so other workers can
 // take over at once. After a loss it rejoins with a new session. It returns
 // nil after a graceful stop, or an error that prevents running at all: an
-// invalid or mismatched fleet config, or a worker ID held by another live
-// session for longer than a crashed predecessor's session could live.
+// invalid or mismatched fleet config, a worker ID held by another live
+// session for longer than a crashed predecessor's session could live, or a
+// coordinator that refuses the worker's credentials (an error wrapping
+// shard.ErrPermissionDenied, at start or on any later session or join).
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: worker %q", ErrAlreadyRunning, w.cfg.ID)
@@ -93,9 +95,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
+// isFatal tells errors that retrying cannot cure: a wrong config or
+// argument, a duplicate worker ID, credentials the coordinator refuses.
 func isFatal(err error) bool {
 	return errors.Is(err, shard.ErrConfigMismatch) || errors.Is(err, shard.ErrInvalidConfig) ||
-		errors.Is(err, shard.ErrInvalidArgument) || errors.Is(err, shard.ErrMemberExists)
+		errors.Is(err, shard.ErrInvalidArgument) || errors.Is(err, shard.ErrMemberExists) ||
+		errors.Is(err, shard.ErrPermissionDenied)
 }
 
 // configure checks the fleet's stored config against ours, storing ours if

@@ -386,3 +386,70 @@ func TestDuplicateIDAndForeignConfigDoNotDisturbOwners(t *testing.T) {
 		}
 	})
 }
+
+// TestPermissionDeniedStopsTheWorker: credentials the coordinator refuses
+// are not a transient failure. Whether refused at start (the fleet config)
+// or later (a new session after a loss), Run returns the error at once
+// instead of retrying forever as if the coordinator were unreachable.
+func TestPermissionDeniedStopsTheWorker(t *testing.T) {
+	for _, op := range []string{"configure", "create session", "join"} {
+		t.Run(op, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFleet(t, 8)
+				cfg := f.config("a", f.events.waiting("a"))
+				cfg.Coordinator = &refusing{Coordinator: f.coord, op: op}
+				w, err := worker.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { done <- w.Run(context.Background()) }()
+				select {
+				case err := <-done:
+					if !errors.Is(err, shard.ErrPermissionDenied) || !strings.Contains(err.Error(), "token lacks") {
+						t.Fatalf("Run = %v, want the coordinator's ErrPermissionDenied", err)
+					}
+				case <-time.After(time.Minute):
+					t.Fatalf("Run still retrying a refused %s after a minute", op)
+				}
+				if held := f.owners(); len(held) != 0 {
+					t.Errorf("shards held after the refusal: %v", held)
+				}
+			})
+		})
+	}
+}
+
+// refusing denies one operation for lack of permission, as an ACL would.
+type refusing struct {
+	shard.Coordinator
+	op string
+}
+
+func (r *refusing) deny(op string) error {
+	if op != r.op {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: the token lacks key write", shard.ErrPermissionDenied, op)
+}
+
+func (r *refusing) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
+	if err := r.deny("configure"); err != nil {
+		return shard.Config{}, err
+	}
+	return r.Coordinator.Configure(ctx, cfg)
+}
+
+func (r *refusing) CreateSession(ctx context.Context, spec shard.SessionSpec) (shard.SessionID, error) {
+	if err := r.deny("create session"); err != nil {
+		return "", err
+	}
+	return r.Coordinator.CreateSession(ctx, spec)
+}
+
+func (r *refusing) Join(ctx context.Context, id shard.SessionID, m shard.Member) error {
+	if err := r.deny("join"); err != nil {
+		return err
+	}
+	return r.Coordinator.Join(ctx, id, m)
+}

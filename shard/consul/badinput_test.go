@@ -274,8 +274,8 @@ service "shardlease" { policy = "write" }
 
 func wantDenied(t *testing.T, op string, err error, prefix string) {
 	t.Helper()
-	if !errors.Is(err, consul.ErrPermissionDenied) || errors.Is(err, shard.ErrUnavailable) {
-		t.Errorf("%s = %v, want ErrPermissionDenied (and not ErrUnavailable)", op, err)
+	if !errors.Is(err, consul.ErrPermissionDenied) || !errors.Is(err, shard.ErrPermissionDenied) || errors.Is(err, shard.ErrUnavailable) {
+		t.Errorf("%s = %v, want ErrPermissionDenied, also as shard.ErrPermissionDenied (and not ErrUnavailable)", op, err)
 		return
 	}
 	t.Logf("%s: %v", op, err)

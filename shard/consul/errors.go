@@ -14,8 +14,19 @@ import (
 
 // ErrPermissionDenied: Consul refused a request for lack of ACL permission.
 // It is not transient: retrying with the same token fails the same way. The
-// error names the operation and the permissions the token needs.
-var ErrPermissionDenied = errors.New("consul: permission denied")
+// error names the operation and the permissions the token needs. It wraps
+// shard.ErrPermissionDenied, so callers that know only the shard package
+// (the worker) can tell it from a transient failure.
+var ErrPermissionDenied error = sentinel{msg: "consul: permission denied", wraps: shard.ErrPermissionDenied}
+
+// sentinel is a package sentinel error that also matches a shard sentinel.
+type sentinel struct {
+	msg   string
+	wraps error
+}
+
+func (s sentinel) Error() string { return s.msg }
+func (s sentinel) Unwrap() error { return s.wraps }
 
 // fail turns an error from a call to Consul into one of the package's
 // errors. parent is the caller's context: when it has ended, its cause is
