@@ -35,9 +35,9 @@ var (
 type attempt int
 
 const (
-	notSent  attempt = iota // failed before anything reached the server: retry is safe
-	refused                 // the server answered with an error: nothing was applied
-	unknown                 // sent, then the connection broke: applied or not
+	notSent attempt = iota // failed before anything reached the server: retry is safe
+	refused                // the server answered with an error: nothing was applied
+	unknown                // sent, then the connection broke: applied or not
 )
 
 // classify says what err means for a statement that writes. An error from

@@ -113,7 +113,7 @@ func (st *Store) checkColumns(ctx context.Context, tx pgx.Tx, version int) error
 		return err
 	}
 	type col struct {
-		typ              string
+		typ               string
 		notNull, default_ bool
 	}
 	have := map[string]col{}
