@@ -1,6 +1,7 @@
 // Command shardd runs shardlease workers.
 //
 //	shardd demo [flags]     a whole fleet in one process, with injected faults
+//	shardd worker [flags]   one worker process of a fleet on Consul
 //
 // Run `shardd demo -h` for the flags.
 package main
@@ -41,6 +42,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "demo":
 		return demoCmd(ctx, args[1:], stdout, stderr)
+	case "worker":
+		return workerCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return exitOK
@@ -58,6 +61,9 @@ commands:
   demo    run a fleet of workers in one process on the embedded coordinator,
           inject faults (crash, pause past the TTL, join) and check that no
           stale commit is accepted and every shard ends up owned
+          (--consul ADDR: the same on a real Consul)
+  worker  run one worker process of a fleet on Consul (--prefix, --shards,
+          --id); SIGTERM drains and releases its shards
 
 run 'shardd COMMAND -h' for a command's flags
 `)

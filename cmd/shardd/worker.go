@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/shardlease/shardlease/internal/logging"
+	"github.com/shardlease/shardlease/offsets"
+	"github.com/shardlease/shardlease/offsets/bolt"
+	offmem "github.com/shardlease/shardlease/offsets/memory"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/worker"
+)
+
+// workerFlags is what `shardd worker` reads from its command line.
+type workerFlags struct {
+	consul      consul.Config
+	fleet       shard.Config
+	id          string
+	weight      int
+	address     string
+	policy      shard.LeasePolicy
+	lockDelay   time.Duration
+	drain       time.Duration
+	offsets     string
+	dataDir     string
+	httpAddr    string
+	rate        int
+	commitEvery time.Duration
+	level       string
+}
+
+// Offset store kinds of --offsets. Consul KV and PostgreSQL come with their
+// backends; the flag keeps their names free.
+const (
+	offsetsMemory = "memory"
+	offsetsBolt   = "bolt"
+)
+
+func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f, code, ok := parseWorkerFlags(args, stderr)
+	if !ok {
+		return code
+	}
+	log, err := logging.JSON(f.level, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "shardd worker: %v\n", err)
+		return exitBadInvoke
+	}
+	defer log.Sync()
+	return runWorker(ctx, f, log)
+}
+
+func parseWorkerFlags(args []string, stderr io.Writer) (workerFlags, int, bool) {
+	fs := flag.NewFlagSet("shardd worker", flag.ContinueOnError)
+	f := workerFlags{consul: consul.DefaultConfig(), policy: shard.DefaultPolicy}
+	f.consul.RegisterFlags(fs)
+	host, _ := os.Hostname()
+	fs.StringVar(&f.consul.Prefix, "prefix", "", "the fleet's Consul KV prefix, e.g. shardlease/orders (required)")
+	fs.IntVar(&f.fleet.Shards, "shards", 0, "number of shards in the fleet (required; must match the fleet's stored config)")
+	fs.StringVar(&f.fleet.Name, "shard-name", shard.DefaultName, "shard name stem: shards are named STEM-000, STEM-001, …")
+	fs.StringVar(&f.id, "id", host, "this worker's ID, unique among live workers")
+	fs.IntVar(&f.weight, "weight", 1, "relative share of shards")
+	fs.StringVar(&f.address, "address", "", "address shown to operators (default: the bound --http address)")
+	fs.DurationVar(&f.policy.TTL, "ttl", f.policy.TTL, "session TTL (liveness check: the check's TTL; liveness ttl: at least 10s)")
+	fs.DurationVar(&f.policy.RenewEvery, "renew", f.policy.RenewEvery, "renewal interval")
+	fs.DurationVar(&f.policy.PauseBudget, "pause-budget", f.policy.PauseBudget, "pause budget (2×renew + pause must fit in ttl)")
+	fs.DurationVar(&f.lockDelay, "lock-delay", time.Second, "lock-delay after this worker's session is invalidated (0: none)")
+	fs.DurationVar(&f.drain, "drain-timeout", 10*time.Second, "how long a revoked shard waits for its handler before it is released")
+	fs.StringVar(&f.offsets, "offsets", "", `offset store: "memory", or "bolt" (a file in --data); default bolt with --data, else memory`)
+	fs.StringVar(&f.dataDir, "data", "", "directory of the bolt offsets file (one worker process per directory)")
+	fs.StringVar(&f.httpAddr, "http", "", "serve Prometheus /metrics and /status on this address, e.g. :9100 (default: off)")
+	fs.IntVar(&f.rate, "rate", 50, "messages per second per shard in the synthetic stream")
+	fs.DurationVar(&f.commitEvery, "commit-every", time.Second, "how often a shard handler commits its offset (jittered)")
+	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn, error")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: shardd worker --prefix P --shards N [--id ID] [flags]
+
+Runs one worker of a fleet on Consul. Each owned shard consumes a synthetic
+stream and commits its offset with the claim's fencing token. SIGTERM or
+SIGINT drains: handlers commit and return, every shard is released and the
+session destroyed, so other workers take over at once.
+
+Consul connection settings come from the environment as for the consul CLI
+(CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN, CONSUL_CACERT, CONSUL_CLIENT_CERT,
+CONSUL_CLIENT_KEY, CONSUL_HTTP_SSL, …); a flag overrides its variable.
+Logs are JSON on stderr.
+
+`)
+		fs.PrintDefaults()
+	}
+	if ok, code := parse(fs, args, stderr); !ok {
+		return f, code, false
+	}
+	if f.offsets == "" {
+		f.offsets = offsetsMemory
+		if f.dataDir != "" {
+			f.offsets = offsetsBolt
+		}
+	}
+	if err := f.validate(); err != nil {
+		fmt.Fprintf(stderr, "shardd worker: %v\n", err)
+		return f, exitBadInvoke, false
+	}
+	return f, exitOK, true
+}
+
+// validate reports every problem at once, naming the flag and the value.
+func (f workerFlags) validate() error {
+	var problems []error
+	add := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
+	if f.consul.Prefix == "" {
+		add("--prefix is required: the fleet's KV prefix, e.g. shardlease/orders")
+	} else if err := f.consul.Validate(); err != nil {
+		add("%v", err)
+	}
+	if f.fleet.Shards == 0 {
+		add("--shards is required: the number of shards in the fleet")
+	} else if err := f.fleet.Validate(); err != nil {
+		add("--shards %d / --shard-name %q: %v", f.fleet.Shards, f.fleet.Name, err)
+	}
+	if f.id == "" {
+		add("--id is required (the host name is unknown)")
+	}
+	if err := f.policy.Validate(); err != nil {
+		add("--ttl/--renew/--pause-budget: %v", err)
+	} else if f.consul.Liveness == consul.LivenessTTL && f.policy.TTL < consul.MinSessionTTL {
+		add("--ttl %v: with --consul-liveness ttl Consul's minimum session TTL is %v (use --consul-liveness check for shorter TTLs)",
+			f.policy.TTL, consul.MinSessionTTL)
+	}
+	if f.lockDelay < 0 || f.lockDelay > consul.MaxLockDelay {
+		add("--lock-delay %v: want 0..%v", f.lockDelay, consul.MaxLockDelay)
+	}
+	if f.drain < 0 {
+		add("--drain-timeout %v must not be negative", f.drain)
+	}
+	switch f.offsets {
+	case offsetsMemory:
+	case offsetsBolt:
+		if f.dataDir == "" {
+			add("--offsets bolt needs --data DIR")
+		}
+	default:
+		add("--offsets %q: want %q or %q", f.offsets, offsetsMemory, offsetsBolt)
+	}
+	if f.rate < 1 {
+		add("--rate %d: want at least 1 message per second", f.rate)
+	}
+	if f.commitEvery <= 0 {
+		add("--commit-every %v must be positive", f.commitEvery)
+	}
+	return errors.Join(problems...)
+}
+
+// runWorker runs the worker until ctx ends (SIGTERM, SIGINT) or it cannot
+// go on, and returns the exit code.
+func runWorker(ctx context.Context, f workerFlags, log *zap.Logger) int {
+	var requests consul.RequestCounter
+	ccfg := f.consul
+	ccfg.WrapTransport = requests.Wrap
+	coord, err := consul.New(ccfg)
+	if err != nil {
+		log.Error("bad Consul settings", zap.Error(err))
+		return exitBadInvoke
+	}
+	defer coord.Close()
+
+	store, closeStore, err := openWorkerStore(f)
+	if err != nil {
+		log.Error("cannot open the offset store", zap.Error(err))
+		return exitFailed
+	}
+	defer closeStore()
+
+	// Bind --http first: a bad address fails before joining the fleet, and
+	// the bound address (port 0 picks one) is what operators are shown.
+	var ln net.Listener
+	if f.httpAddr != "" {
+		if ln, err = net.Listen("tcp", f.httpAddr); err != nil {
+			log.Error("cannot serve --http", zap.String("addr", f.httpAddr), zap.Error(err))
+			return exitFailed
+		}
+		defer ln.Close()
+		if f.address == "" {
+			f.address = ln.Addr().String()
+		}
+	}
+
+	reg := prometheus.NewRegistry()
+	w, err := worker.New(worker.Config{
+		ID:           f.id,
+		Weight:       f.weight,
+		Address:      f.address,
+		Version:      version(),
+		Fleet:        f.fleet,
+		Coordinator:  coord,
+		Offsets:      store,
+		Handler:      stream{rate: f.rate, commitEvery: f.commitEvery, log: log.With(zap.String("worker", f.id))},
+		Policy:       f.policy,
+		LockDelay:    lockDelayFlag(f.lockDelay),
+		DrainTimeout: f.drain,
+		Registerer:   reg,
+		Logger:       log,
+	})
+	if err != nil {
+		log.Error("invalid worker config", zap.Error(err))
+		return exitBadInvoke
+	}
+	log = log.With(zap.String("worker", f.id))
+	if ln != nil {
+		stop, err := serveWorkerHTTP(ln, reg, w, &requests, f.id, log)
+		if err != nil {
+			log.Error("cannot serve --http", zap.String("addr", f.httpAddr), zap.Error(err))
+			return exitFailed
+		}
+		defer stop()
+	}
+
+	log.Info("starting",
+		zap.String("consul", ccfg.Address), zap.String("prefix", ccfg.Prefix), zap.String("liveness", string(ccfg.Liveness)),
+		zap.Int("shards", f.fleet.Shards), zap.String("shard_name", f.fleet.Name),
+		zap.Duration("ttl", f.policy.TTL), zap.Duration("renew", f.policy.RenewEvery), zap.Duration("pause_budget", f.policy.PauseBudget),
+		zap.Duration("lock_delay", f.lockDelay), zap.String("offsets", f.offsets))
+	if f.offsets == offsetsMemory {
+		log.Warn("offsets are kept in memory: lost on exit and not shared with other workers, so the fence protects this process only")
+	}
+	if err := w.Run(ctx); err != nil {
+		log.Error("cannot run", zap.Error(err))
+		return exitFailed
+	}
+	log.Info("stopped", zap.Int64("consul_requests", requests.Total()))
+	return exitOK
+}
+
+// lockDelayFlag maps the flag (0: none) to worker.Config (0: default).
+func lockDelayFlag(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+func openWorkerStore(f workerFlags) (offsets.Store, func(), error) {
+	if f.offsets == offsetsMemory {
+		st := offmem.New()
+		return st, func() { st.Close() }, nil
+	}
+	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("--data %q: %w", f.dataDir, err)
+	}
+	st, err := bolt.Open(filepath.Join(f.dataDir, "offsets.db"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--data %q: %w", f.dataDir, err)
+	}
+	return st, func() { st.Close() }, nil
+}
+
+// version is the module version the binary was built from ("(devel)" for a
+// build in the repository).
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Version
+	}
+	return ""
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/worker"
+)
+
+// serveWorkerHTTP serves, on ln, Prometheus /metrics (the worker's metrics,
+// the Consul requests it sent, Go and process metrics) and /status (the
+// worker's Status as JSON), and logs the bound address (useful with port 0).
+// stop shuts the server down.
+func serveWorkerHTTP(ln net.Listener, reg *prometheus.Registry, w *worker.Worker, requests *consul.RequestCounter, id string, log *zap.Logger) (stop func(), err error) {
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newRequestCollector(requests, id),
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /status", func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(rw).Encode(w.Status())
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server failed", zap.Error(err))
+		}
+	}()
+	log.Info("serving /metrics and /status", zap.String("addr", ln.Addr().String()))
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// requestCollector exports a RequestCounter as
+// shardlease_consul_requests_total{endpoint="PUT /v1/txn",…}.
+type requestCollector struct {
+	rc   *consul.RequestCounter
+	desc *prometheus.Desc
+}
+
+func newRequestCollector(rc *consul.RequestCounter, id string) requestCollector {
+	return requestCollector{rc: rc, desc: prometheus.NewDesc("shardlease_consul_requests_total",
+		"HTTP requests sent to Consul, by method and endpoint.", []string{"endpoint"}, prometheus.Labels{"worker": id})}
+}
+
+func (c requestCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c requestCollector) Collect(ch chan<- prometheus.Metric) {
+	for ep, n := range c.rc.Counts() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), ep)
+	}
+}
