@@ -97,7 +97,7 @@ func (t tableName) String() string {
 
 var (
 	kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)`)
-	urlUser    = regexp.MustCompile(`^([a-z]+://[^:@/?#]*):[^@]*@`)
+	urlUser    = regexp.MustCompile(`^([a-z]+://[^:@/?#]*):[^/?#]*@`)
 )
 
 // RedactDSN returns dsn with its password replaced by "xxxxx", in URL and in

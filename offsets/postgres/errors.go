@@ -112,6 +112,8 @@ func (st *Store) fail(ctx context.Context, op string, s shard.ID, err error, a a
 		err = ctxError(ctx, err)
 	}
 	switch {
+	case a == unknown && ctx.Err() != nil:
+		return fmt.Errorf("%w: %s: the context ended after the write was sent, so it may or may not have been applied: %w", ErrOutcomeUnknown, where, err)
 	case a == unknown:
 		return fmt.Errorf("%w: %s: the connection failed after the write was sent, so it may or may not have been applied: %w", ErrOutcomeUnknown, where, err)
 	case ctx.Err() != nil:

@@ -15,6 +15,7 @@ import (
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/offsets/offsetstest"
 	"github.com/shardlease/shardlease/offsets/postgres"
+	"github.com/shardlease/shardlease/shard"
 )
 
 // TestMain: one PostgreSQL cluster for the package (pgtest.Shared), stopped
@@ -63,3 +64,5 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+func offsetsID(s string) shard.ID { return shard.ID(s) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -80,7 +81,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		if err != nil {
 			// pgx's own message repeats the DSN, redacted as best it can;
 			// ours names it redacted by RedactDSN and keeps only the reason.
-			return nil, fmt.Errorf("%w: offsets/postgres: DSN %s: %s", shard.ErrInvalidArgument, st.dsn, parseReason(err))
+			return nil, fmt.Errorf("%w: offsets/postgres: DSN %s: %s", shard.ErrInvalidArgument, st.dsn, parseReason(err, cfg.DSN))
 		}
 		if st.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 			return nil, fmt.Errorf("offsets/postgres: %s: %w", st.dsn, err)
@@ -105,19 +106,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 // parseReason is pgx's parse error without the connection string it
-// quotes, so a password it failed to recognise cannot leak through it.
-func parseReason(err error) string {
+// quotes (ours is named redacted by RedactDSN), and with any other copy of
+// the raw DSN masked, so a password cannot leak through it.
+func parseReason(err error, dsn string) string {
+	msg := err.Error()
 	var pe *pgconn.ParseConfigError
 	if errors.As(err, &pe) {
-		if u := errors.Unwrap(pe); u != nil {
-			var ue interface{ Unwrap() error }
-			if errors.As(u, &ue) && ue.Unwrap() != nil { // *url.Error quotes the URL too
-				return "cannot parse: " + ue.Unwrap().Error()
-			}
-			return "cannot parse: " + u.Error()
+		msg = pe.Error()
+		if i := strings.Index(msg, "`: "); i >= 0 {
+			msg = msg[i+3:]
 		}
 	}
-	return "cannot parse it as a postgres:// URL or key=value connection string"
+	return "cannot parse it: " + strings.ReplaceAll(msg, dsn, RedactDSN(dsn))
 }
 
 // Table returns the table the store keeps its offsets in (as configured,
