@@ -1,0 +1,301 @@
+package fleetview
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shardlease/shardlease/offsets"
+	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// Shard states.
+const (
+	ShardOwned    = "owned"    // held by a live member's session
+	ShardFree     = "free"     // no session holds the key (or it never existed)
+	ShardOrphaned = "orphaned" // held by a session whose member key is gone or dead
+)
+
+// Worker states.
+const (
+	WorkerLive     = "live"
+	WorkerDraining = "draining" // live, asked by an operator to hand off every shard
+	WorkerDead     = "dead"     // member key without a session
+)
+
+// Fleet is the operator's view of one fleet at one coordinator index. It is
+// what /api/v1/fleet and shardctl status --json return.
+type Fleet struct {
+	// Name is the fleet's name as the operator knows it (the KV prefix, or
+	// "embedded" for the demo).
+	Name  string    `json:"name"`
+	Index uint64    `json:"index"`
+	At    time.Time `json:"at"`
+	// Config is nil when nothing was found at the prefix: no fleet.
+	Config  *shard.Config `json:"config"`
+	Summary Summary       `json:"summary"`
+	Workers []Worker      `json:"workers"`
+	Shards  []Shard       `json:"shards"`
+	// Events are the recent ownership and membership changes, newest first.
+	Events []Event `json:"events"`
+	// HasOffsets is true when an offset store was read: Shard.Offset and
+	// Floor are meaningful; Shard.Lag too when the stream head is known.
+	HasOffsets bool     `json:"has_offsets"`
+	Problems   []string `json:"problems,omitempty"`
+	// Error is the last error reading the fleet, when the view is stale
+	// (the dashboard keeps showing the last good view).
+	Error string `json:"error,omitempty"`
+}
+
+// Summary is the fleet at a glance.
+type Summary struct {
+	Shards   int `json:"shards"`
+	Owned    int `json:"owned"`
+	Free     int `json:"free"`
+	Orphaned int `json:"orphaned"`
+	Live     int `json:"workers_live"`
+	Draining int `json:"workers_draining"`
+	Dead     int `json:"workers_dead"`
+	// Imbalance is max − min shards owned over the live workers that are
+	// not draining (over all live workers if every one drains): 0 or 1
+	// once a fleet of equal weights has settled.
+	Imbalance int `json:"imbalance"`
+	// PendingMoves is how many shards the planner would still move (free
+	// shards to take, shards to hand off) from this snapshot.
+	PendingMoves int `json:"pending_moves"`
+	// MaxLag is the largest Shard.Lag, when lags are known.
+	MaxLag *int64 `json:"max_lag,omitempty"`
+}
+
+// Worker is one member of the fleet.
+type Worker struct {
+	ID       string          `json:"id"`
+	State    string          `json:"state"` // live, draining, dead
+	Shards   int             `json:"shards"`
+	Target   int             `json:"target"` // the planner's quota for it (0 when dead or draining)
+	Session  shard.SessionID `json:"session,omitempty"`
+	Version  string          `json:"version,omitempty"`
+	Address  string          `json:"address,omitempty"`
+	Weight   int             `json:"weight"`
+	Started  time.Time       `json:"started,omitzero"`
+	Draining bool            `json:"draining,omitempty"`
+}
+
+// Live reports whether the worker's member key is held by a session.
+func (w Worker) Live() bool { return w.State != WorkerDead }
+
+// Shard is one shard of the fleet.
+type Shard struct {
+	ID    shard.ID `json:"id"`
+	State string   `json:"state"` // owned, free, orphaned
+	// Owner is the live worker holding the shard; for a free or orphaned
+	// shard, the worker that held it last (from the key's value).
+	Owner   string          `json:"owner,omitempty"`
+	Session shard.SessionID `json:"session,omitempty"`
+	// Token is the key's current fencing token (0: never acquired).
+	Token shard.Token `json:"token"`
+	// Since is when the owner acquired it (written by the acquirer).
+	Since time.Time `json:"since,omitzero"`
+	// Reason is the acquisition reason the owner wrote; Released the
+	// reason of a voluntary release since; Why says in one phrase why the
+	// shard last moved, whichever applies.
+	Reason   string `json:"reason,omitempty"`
+	Released string `json:"released,omitempty"`
+	Why      string `json:"why"`
+	// Target is the worker the planner designates for it.
+	Target string `json:"target,omitempty"`
+	// Offset and Floor come from the offset store (HasOffsets); Lag is the
+	// stream head minus Offset when the head is known.
+	Offset *int64       `json:"offset,omitempty"`
+	Floor  *shard.Token `json:"floor,omitempty"`
+	Lag    *int64       `json:"lag,omitempty"`
+}
+
+// Input is everything Build needs.
+type Input struct {
+	Name     string
+	Snapshot shard.Snapshot
+	// Offsets are the store's checkpoints by shard; nil means no store is
+	// configured (a shard missing from a non-nil map has the zero
+	// checkpoint).
+	Offsets map[shard.ID]offsets.Checkpoint
+	// Heads are the streams' newest offsets by shard, for lag; nil means
+	// unknown.
+	Heads map[shard.ID]int64
+	// Events are the recent changes (from a Tracker); nil shows the latest
+	// acquisitions recorded in the snapshot's keys instead (LatestAcquired).
+	Events []Event
+	Now    time.Time
+}
+
+// Build returns the fleet view of in. It is pure and never fails.
+func Build(in Input) Fleet {
+	s := in.Snapshot
+	f := Fleet{Name: in.Name, Index: s.Index, At: in.Now, Config: s.Config, Problems: s.Problems,
+		Workers: []Worker{}, Shards: []Shard{}, Events: in.Events, HasOffsets: in.Offsets != nil}
+	if f.Events == nil {
+		f.Events = LatestAcquired(s, 20)
+	}
+
+	bySession := map[shard.SessionID]int{} // live session → index in f.Workers
+	var members []rebalance.Member
+	for _, m := range s.Members {
+		w := Worker{ID: m.ID, Session: m.Session, Version: m.Version, Address: m.Address, Weight: m.Weight,
+			Started: m.Started, Draining: m.Draining, State: WorkerDead}
+		if m.Live() {
+			w.State = WorkerLive
+			if m.Draining {
+				w.State = WorkerDraining
+			}
+			bySession[m.Session] = len(f.Workers)
+			members = append(members, rebalance.Member{ID: m.ID, Weight: m.Weight, Draining: m.Draining})
+		}
+		f.Workers = append(f.Workers, w)
+	}
+
+	keys := make(map[shard.ID]shard.ShardState, len(s.Shards))
+	for _, st := range s.Shards {
+		keys[st.Shard] = st
+	}
+	var ids []shard.ID
+	if s.Config != nil {
+		ids = s.Config.IDs()
+	} else {
+		for _, st := range s.Shards {
+			ids = append(ids, st.Shard)
+		}
+	}
+
+	owners := map[shard.ID]string{}
+	for _, id := range ids {
+		st := keys[id]
+		sh := Shard{ID: id, Session: st.Session, Token: st.Token, Since: st.Owner.Since, Reason: st.Owner.Reason,
+			Released: st.Owner.Released, Owner: st.Owner.Worker, State: ShardFree}
+		switch i, live := bySession[st.Session]; {
+		case st.Held() && live:
+			sh.State, sh.Owner = ShardOwned, f.Workers[i].ID
+			f.Workers[i].Shards++
+			owners[id] = sh.Owner
+		case st.Held():
+			sh.State = ShardOrphaned
+		}
+		sh.Why = why(st, sh.State)
+		if in.Offsets != nil {
+			cp := in.Offsets[id]
+			sh.Offset, sh.Floor = &cp.Offset, &cp.Floor
+			if head, ok := in.Heads[id]; ok {
+				lag := max(head-cp.Offset, 0)
+				sh.Lag = &lag
+			}
+		}
+		f.Shards = append(f.Shards, sh)
+	}
+
+	if plan, err := rebalance.Compute(rebalance.Input{Shards: ids, Members: members, Owners: owners}); err == nil {
+		for i := range f.Shards {
+			f.Shards[i].Target = plan.Target[f.Shards[i].ID]
+		}
+		for i := range f.Workers {
+			f.Workers[i].Target = plan.Capacity[f.Workers[i].ID]
+		}
+		f.Summary.PendingMoves = len(plan.Moves)
+	}
+	f.Summary = summarize(f)
+	return f
+}
+
+func summarize(f Fleet) Summary {
+	sum := Summary{Shards: len(f.Shards), PendingMoves: f.Summary.PendingMoves}
+	for _, s := range f.Shards {
+		switch s.State {
+		case ShardOwned:
+			sum.Owned++
+		case ShardOrphaned:
+			sum.Orphaned++
+		default:
+			sum.Free++
+		}
+		if s.Lag != nil && (sum.MaxLag == nil || *s.Lag > *sum.MaxLag) {
+			lag := *s.Lag
+			sum.MaxLag = &lag
+		}
+	}
+	active, live := map[string]int{}, map[string]int{}
+	for _, w := range f.Workers {
+		switch w.State {
+		case WorkerDead:
+			sum.Dead++
+			continue
+		case WorkerDraining:
+			sum.Draining++
+		default:
+			active[w.ID] = w.Shards
+		}
+		sum.Live++
+		live[w.ID] = w.Shards
+	}
+	if len(active) == 0 {
+		active = live
+	}
+	sum.Imbalance = rebalance.Spread(active)
+	return sum
+}
+
+// why says in one phrase why a shard last moved.
+func why(st shard.ShardState, state string) string {
+	o := st.Owner
+	switch {
+	case st.Token == 0 && o.Worker == "":
+		return "never owned"
+	case state == ShardOwned && o.Reason != "":
+		return o.Reason
+	case state == ShardOwned:
+		return "acquired by " + o.Worker
+	case state == ShardOrphaned:
+		return fmt.Sprintf("held by session %s, whose worker %s is gone", st.Session, o.Worker)
+	case o.Released != "":
+		return fmt.Sprintf("released by %s: %s", o.Worker, o.Released)
+	default:
+		return fmt.Sprintf("%s's session ended (crash, or a pause past the TTL)", o.Worker)
+	}
+}
+
+// Exists reports whether a fleet was found (its config key exists).
+func (f Fleet) Exists() bool { return f.Config != nil }
+
+// Worker returns the worker with the given ID.
+func (f Fleet) Worker(id string) (Worker, bool) {
+	i, ok := slices.BinarySearchFunc(f.Workers, id, func(w Worker, id string) int {
+		switch {
+		case w.ID < id:
+			return -1
+		case w.ID > id:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return Worker{}, false
+	}
+	return f.Workers[i], true
+}
+
+// Shard returns the shard with the given ID.
+func (f Fleet) Shard(id shard.ID) (Shard, bool) {
+	for _, s := range f.Shards {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return Shard{}, false
+}
+
+// WorkerIDs lists the workers' IDs, for error messages.
+func (f Fleet) WorkerIDs() []string {
+	ids := make([]string, len(f.Workers))
+	for i, w := range f.Workers {
+		ids[i] = w.ID
+	}
+	return ids
+}
