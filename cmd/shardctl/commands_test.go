@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/fleetview"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// settle lets virtual time pass and every goroutine reach a blocking point.
+func settle(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
+}
+
+// TestStatusTable: every shard with its owner, token, since and why; every
+// worker with its state, shards, target, version and session; dead members
+// shown as dead; the headline with the imbalance.
+func TestStatusTable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, 12, "w1", "w2", "w3", "w4")
+		f.stop("w4")
+		settle(30 * time.Second)
+		code, out, errOut := f.run(t.Context(), "", "status", "-prefix", "orders")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		t.Logf("\n%s", out)
+		for _, want := range []string{
+			"fleet orders · 12 shards (stream/shard-000 … stream/shard-011)",
+			"owned 12/12 · workers 3 live, 1 dead · imbalance 0 · moves pending 0",
+			"WORKER  STATE  SHARDS  TARGET  VERSION  SESSION",
+			"SHARD             OWNER  TOKEN  SINCE",
+			"WHY IT LAST MOVED",
+			"LATEST ACQUISITIONS",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("status output lacks %q", want)
+			}
+		}
+		if !regexp.MustCompile(`(?m)^w4\s+dead\s+0\s+-\s+v1\.4\.2\s+-\s`).MatchString(out) {
+			t.Errorf("w4 is not shown as dead with no session")
+		}
+		snap := f.snapshot()
+		sessions := map[shard.SessionID]string{}
+		for _, m := range snap.Members {
+			if m.Live() {
+				sessions[m.Session] = m.ID
+				row := regexp.MustCompile(fmt.Sprintf(`(?m)^%s\s+live\s+4\s+4\s+v1\.4\.2\s+%s\s`, m.ID, regexp.QuoteMeta(short(string(m.Session)))))
+				if !row.MatchString(out) {
+					t.Errorf("no row for live worker %s with 4 shards, target 4, its version and session", m.ID)
+				}
+			}
+		}
+		for _, st := range snap.Shards {
+			row := regexp.MustCompile(fmt.Sprintf(`(?m)^%s\s+%s\s+%d\s+00:\d\d:\d\d \(\S+ ago\)\s+\S`, regexp.QuoteMeta(string(st.Shard)), sessions[st.Session], st.Token))
+			if !row.MatchString(out) {
+				t.Errorf("no row for %s owned by %s with token %d, since and why", st.Shard, sessions[st.Session], st.Token)
+			}
+		}
+		// Some of w4's shards moved when it stopped: their reason says so.
+		if !strings.Contains(out, "rebalanced from w4 (shutdown)") {
+			t.Errorf("no shard says it moved from w4 on its shutdown")
+		}
+	})
+}
+
+// TestStatusJSON: the same model as the dashboard's /api/v1/fleet; every
+// shard has its owner and token.
+func TestStatusJSON(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, 16, "a", "b")
+		code, out, errOut := f.run(t.Context(), "", "status", "-prefix", "orders", "-json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var got fleetview.Fleet
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("status -json is not JSON: %v\n%s", err, out)
+		}
+		owners := f.owners()
+		if got.Name != "orders" || got.Config == nil || got.Config.Shards != 16 || len(got.Shards) != 16 {
+			t.Fatalf("fleet %q config %+v with %d shards, want orders with 16", got.Name, got.Config, len(got.Shards))
+		}
+		for _, s := range got.Shards {
+			if s.State != fleetview.ShardOwned || s.Owner != owners[s.ID] || s.Token == 0 || s.Since.IsZero() || s.Why == "" {
+				t.Errorf("shard %+v: want owned by %s with a token, a since and a why", s, owners[s.ID])
+			}
+		}
+		if len(got.Workers) != 2 || got.Workers[0].Shards != 8 || got.Workers[1].Shards != 8 || got.Summary.Imbalance != 0 {
+			t.Errorf("workers %+v, summary %+v: want a and b with 8 each, imbalance 0", got.Workers, got.Summary)
+		}
+		if len(got.Events) == 0 || got.Events[0].Kind != fleetview.Acquired {
+			t.Errorf("events %+v: want the latest acquisitions", got.Events)
+		}
+	})
+}
+
+// TestWatch: a worker's shutdown shows as its releases, the acquisitions
+// by the others with the reason, its departure, and the fleet line.
+func TestWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, 12, "w1", "w2", "w3")
+		ctx, cancel := context.WithCancel(t.Context())
+		type result struct {
+			code     int
+			out, err string
+		}
+		done := make(chan result, 1)
+		go func() {
+			code, out, errOut := f.run(ctx, "", "watch", "-prefix", "orders")
+			done <- result{code, out, errOut}
+		}()
+		settle(time.Second)
+		f.stop("w2")
+		settle(30 * time.Second)
+		cancel()
+		r := <-done
+		t.Logf("\n%s", r.out)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.err)
+		}
+		for _, want := range []*regexp.Regexp{
+			regexp.MustCompile(`^watching orders \(Ctrl-C to stop\): 12 shards · owned 12/12 · workers 3 live`),
+			regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{3}  stream/shard-\d{3} ← w2 released: shutdown$`),
+			regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{3}  stream/shard-\d{3} → w[13] from w2 \(token \d+\): rebalanced from w2 \(shutdown\)$`),
+			regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{3}  worker w2 left: session ended after releasing its shards`),
+			regexp.MustCompile(`(?m)^\s+·  owned 12/12 · workers 2 live, 1 dead · imbalance 0 · moves pending 0$`),
+		} {
+			if !want.MatchString(r.out) {
+				t.Errorf("watch output does not match %s", want)
+			}
+		}
+	})
+}
+
+// TestWatchJSON prints one event object per line.
+func TestWatchJSON(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, 6, "w1", "w2")
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan string, 1)
+		go func() {
+			_, out, _ := f.run(ctx, "", "watch", "-prefix", "orders", "-json")
+			done <- out
+		}()
+		settle(time.Second)
+		f.start("w3")
+		settle(30 * time.Second)
+		cancel()
+		out := <-done
+		kinds := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var e fleetview.Event
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatalf("line %q is not an event: %v", line, err)
+			}
+			kinds[e.Kind]++
+		}
+		if kinds[fleetview.Joined] != 1 || kinds[fleetview.Released] != 2 || kinds[fleetview.Acquired] != 2 {
+			t.Errorf("events by kind %v: want w3 joined, 2 shards released to it and 2 acquired", kinds)
+		}
+	})
+}
+
+// TestDrain: progress until the worker owns nothing; the others took its
+// shards with the reason drain; undrain gives it a share back.
+func TestDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, 24, "w1", "w2", "w3")
+		code, out, errOut := f.run(t.Context(), "", "drain", "-prefix", "orders", "w2")
+		t.Logf("\n%s", out)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		for _, want := range []*regexp.Regexp{
+			regexp.MustCompile(`^draining w2 \(8 shards, session \S+\): the planner gives it no capacity`),
+			regexp.MustCompile(`(?m)^  w2:   [1-7] shards left  \[#*\.+\]  [0-7]/8 with their new owners \(\d+s\)$`),
+			regexp.MustCompile(`(?m)^  w2:   0 shards left  \[#{20}\]  8/8 with their new owners \(\d+s\)$`),
+			regexp.MustCompile(`(?m)^w2 drained in \d+s: it owns no shards and all 8 have new owners\. It is still a live member`),
+		} {
+			if !want.MatchString(out) {
+				t.Errorf("drain output does not match %s", want)
+			}
+		}
+		c := map[string]int{}
+		for _, w := range f.owners() {
+			c[w]++
+		}
+		if c["w2"] != 0 || c["w1"] != 12 || c["w3"] != 12 {
+			t.Errorf("after the drain: %v", c)
+		}
+		drained := 0
+		for _, st := range f.snapshot().Shards {
+			if strings.HasPrefix(st.Owner.Reason, "rebalanced from w2 (drain)") {
+				drained++
+			}
+		}
+		if drained != 8 {
+			t.Errorf("%d shards say they moved from w2 for its drain, want 8", drained)
+		}
+
+		// Draining again waits for nothing; undrain brings it back.
+		if code, out, _ := f.run(t.Context(), "", "drain", "-prefix", "orders", "-no-wait", "w2"); code != 0 || !strings.Contains(out, "drain of w2 set: it owns 0 shards") {
+			t.Errorf("second drain: exit %d, %q", code, out)
+		}
+		code, out, _ = f.run(t.Context(), "", "undrain", "-prefix", "orders", "w2")
+		if code != 0 || !strings.Contains(out, "drain of w2 withdrawn") {
+			t.Fatalf("undrain: exit %d, %q", code, out)
+		}
+		settle(30 * time.Second)
+		c = map[string]int{}
+		for _, w := range f.owners() {
+			c[w]++
+		}
+		if c["w2"] != 8 {
+			t.Errorf("after undrain: %v, want w2 back to 8", c)
+		}
+		if code, out, _ := f.run(t.Context(), "", "undrain", "-prefix", "orders", "w2"); code != 0 || !strings.Contains(out, "w2 is not draining") {
+			t.Errorf("undrain of a worker not draining: exit %d, %q", code, out)
+		}
+	})
+}
+
+// TestRelease: the explanation and the prompt; "n" keeps the owner, "y"
+// frees the shard, and the next owner shows with a higher token.
+func TestRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, 8, "w1", "w2")
+		snap := f.snapshot()
+		st := snap.Shards[5]
+		owner := f.owners()[st.Shard]
+
+		code, out, errOut := f.run(t.Context(), "n\n", "release", "-prefix", "orders", "5")
+		wantOneLineError(t, code, out, errOut, 1, "stream/shard-005 not released: not confirmed")
+		if got := f.snapshot().Shards[5]; got.Token != st.Token || got.Session != st.Session {
+			t.Fatalf("a refused release moved the shard: %+v → %+v", st, got)
+		}
+		for _, want := range []string{
+			fmt.Sprintf("stream/shard-005 is owned by %s with token %d, since 00:", owner, st.Token),
+			fmt.Sprintf("carry token %d", st.Token),
+			"Fencing protects the data",
+			fmt.Sprintf("Release stream/shard-005 from %s? [y/N]", owner),
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("release prompt lacks %q:\n%s", want, out)
+			}
+		}
+
+		code, out, errOut = f.run(t.Context(), "y\n", "release", "-prefix", "orders", "stream/shard-005")
+		t.Logf("\n%s", out)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		after := f.snapshot().Shards[5]
+		if !after.Held() || after.Token <= st.Token {
+			t.Fatalf("after the release: %+v, want held again with a token above %d", after, st.Token)
+		}
+		for _, want := range []string{
+			fmt.Sprintf("released stream/shard-005 (was %s, token %d)", owner, st.Token),
+			fmt.Sprintf("stream/shard-005 → %s with token %d (> %d: writes with the old token are refused)", f.owners()[st.Shard], after.Token, st.Token),
+			releaseReason,
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("release output lacks %q", want)
+			}
+		}
+
+		// -yes skips the prompt; a free shard is not an error.
+		code, out, _ = f.run(t.Context(), "", "release", "-prefix", "orders", "-yes", "-wait", "0", "3")
+		if code != 0 || strings.Contains(out, "[y/N]") || !strings.Contains(out, "released stream/shard-003") {
+			t.Errorf("release -yes: exit %d\n%s", code, out)
+		}
+		f.stop("w1")
+		f.stop("w2")
+		code, out, _ = f.run(t.Context(), "", "release", "-prefix", "orders", "3")
+		if code != 0 || !strings.Contains(out, "stream/shard-003 is already free (released by") {
+			t.Errorf("release of a free shard: exit %d\n%s", code, out)
+		}
+	})
+}
+
+// TestPolicy: passes and fails by how much, with what to change.
+func TestPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{nil, 0, []string{"2 × 2s + 5s = 9s  vs  ttl 10s", "PASSES with 1s to spare", "until 5s after"}},
+		{[]string{"-ttl", "10s", "-renew", "2s", "-pause", "6s"}, 0, []string{"PASSES with 0s to spare"}},
+		{[]string{"-ttl", "10s", "-renew", "4s", "-pause", "5s"}, 1, []string{"FAILS by 3s", "-ttl 13s", "-renew 2.5s", "-pause 2s"}},
+		{[]string{"-ttl", "5s", "-renew", "1s", "-pause", "6s"}, 1, []string{"FAILS by 3s", "-ttl 8s", "below 10s"}},
+		{[]string{"-ttl", "2s", "-renew", "400ms", "-pause", "1s"}, 0, []string{"PASSES with 200ms to spare", "Consul refuses session TTLs below 10s"}},
+	} {
+		a, out, errOut := newApp("")
+		code := a.run(context.Background(), append([]string{"policy"}, tc.args...))
+		if code != tc.code {
+			t.Errorf("policy %v: exit %d, want %d; %s", tc.args, code, tc.code, errOut)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("policy %v: output lacks %q:\n%s", tc.args, w, out)
+			}
+		}
+		if strings.Contains(out.String(), "-renew") && tc.code == 1 && strings.Contains(tc.args[5], "6s") {
+			t.Errorf("policy %v suggests a renew interval, but no renew can fit a pause above the ttl", tc.args)
+		}
+	}
+	a, out, errOut := newApp("")
+	if code := a.run(context.Background(), []string{"policy", "-ttl", "0s", "-renew", "-1s"}); code != 2 {
+		t.Errorf("policy with non-positive durations: exit %d, want 2", code)
+	}
+	wantOneLineError(t, 2, out.String(), errOut.String(), 2, "-ttl 0s must be positive", "-renew -1s must be positive")
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/fleetview"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/consul"
+)
+
+// connFlags are the connection flags every fleet command takes.
+type connFlags struct {
+	consul consul.Config
+}
+
+// register binds -prefix and the consul package's connection flags, with
+// the environment's values as defaults.
+func (a *app) connFlags(fs *flag.FlagSet) *connFlags {
+	c := &connFlags{consul: consul.DefaultConfig()}
+	c.consul.RegisterFlags(fs)
+	fs.StringVar(&c.consul.Prefix, "prefix", a.getenv("SHARDLEASE_PREFIX"),
+		"the fleet's Consul KV prefix, e.g. shardlease/orders (env SHARDLEASE_PREFIX)")
+	return c
+}
+
+// fleetConn is a connection to one fleet.
+type fleetConn struct {
+	coord shard.Coordinator
+	name  string // the prefix, as the operator typed it
+	addr  string // where the coordinator is, for messages
+	close func()
+}
+
+// neverCollect keeps shardctl from deleting dead member keys: operators'
+// reads must not write (the workers' own watches collect them).
+const neverCollect = 100 * 365 * 24 * time.Hour
+
+func (a *app) connectConsul(c connFlags) (*fleetConn, error) {
+	if c.consul.Prefix == "" {
+		return nil, usagef("-prefix is required: the fleet's KV prefix, e.g. -prefix shardlease/orders (or set SHARDLEASE_PREFIX)")
+	}
+	cfg := c.consul
+	cfg.MemberGrace = neverCollect
+	coord, err := consul.New(cfg)
+	if err != nil {
+		if errors.Is(err, shard.ErrInvalidArgument) {
+			return nil, usageError{oneLine(err)}
+		}
+		return nil, err
+	}
+	return &fleetConn{coord: coord, name: cfg.Prefix, addr: "Consul at " + cfg.Address, close: coord.Close}, nil
+}
+
+// open connects with the parsed flags.
+func (a *app) open(c *connFlags) (*fleetConn, error) {
+	fc, err := a.connect(*c)
+	if err != nil {
+		return nil, err
+	}
+	if fc.close == nil {
+		fc.close = func() {}
+	}
+	return fc, nil
+}
+
+// snapshot reads the fleet once. A prefix with nothing of a fleet under it
+// is an error that says so.
+func (fc *fleetConn) snapshot(ctx context.Context) (shard.Snapshot, error) {
+	s, err := fc.coord.Watch(ctx, 0)
+	if err != nil {
+		return s, fc.explain(err, "read")
+	}
+	if s.Config == nil {
+		if len(s.Members) == 0 && len(s.Shards) == 0 {
+			return s, fmt.Errorf("no fleet at prefix %q on %s: there is no %s/config key; check -prefix (workers write the config when the first one starts)",
+				fc.name, fc.addr, fc.name)
+		}
+		return s, fmt.Errorf("the fleet at prefix %q on %s has members or shards but no valid %s/config key: %s",
+			fc.name, fc.addr, fc.name, strings.Join(s.Problems, "; "))
+	}
+	return s, nil
+}
+
+// view reads the fleet and builds its view, with the snapshot's latest
+// acquisitions as the recent moves.
+func (a *app) view(ctx context.Context, fc *fleetConn) (fleetview.Fleet, shard.Snapshot, error) {
+	s, err := fc.snapshot(ctx)
+	if err != nil {
+		return fleetview.Fleet{}, s, err
+	}
+	return fleetview.Build(fleetview.Input{Name: fc.name, Snapshot: s, Now: a.now()}), s, nil
+}
+
+// explain turns a coordinator error into the one line an operator needs.
+// op is what was attempted: "read" or "write".
+func (fc *fleetConn) explain(err error, op string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, shard.ErrPermissionDenied):
+		need := fmt.Sprintf("key_prefix %q read", fc.name+"/")
+		if op == "write" {
+			need = fmt.Sprintf("key_prefix %q write", fc.name+"/")
+		}
+		return fmt.Errorf("permission denied by %s: the ACL token (CONSUL_HTTP_TOKEN or -consul-token) cannot %s the fleet %q; this command needs %s",
+			fc.addr, op, fc.name, need)
+	case errors.Is(err, shard.ErrUnavailable):
+		return fmt.Errorf("cannot reach %s (%s); check -consul or CONSUL_HTTP_ADDR and that the agent is running",
+			fc.addr, rootCause(err))
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("interrupted: %w", err)
+	}
+	return err
+}
+
+// rootCause is the innermost part of a wrapped transport error, e.g.
+// "connection refused" or "no answer within 10s".
+func rootCause(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "no answer within"); i >= 0 {
+		msg = msg[i:]
+		if j := strings.Index(msg, ":"); j >= 0 {
+			msg = msg[:j]
+		}
+		return msg
+	}
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		return msg[i+2:]
+	}
+	return msg
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/fleetview"
+)
+
+// stamp shows a moment as a clock time (with the date when it is not
+// today) and how long ago it was.
+func stamp(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	t = t.In(now.Location())
+	layout := "15:04:05"
+	if y, m, d := t.Date(); y != now.Year() || m != now.Month() || d != now.Day() {
+		layout = "2006-01-02 15:04:05"
+	}
+	return fmt.Sprintf("%s (%s ago)", t.Format(layout), ago(now.Sub(t)))
+}
+
+// ago rounds an age for people: 42s, 5m12s, 3h04m, 12d.
+func ago(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+// short cuts a session ID to what tells sessions apart on one screen.
+func short(s string) string {
+	switch {
+	case s == "":
+		return "-"
+	case len(s) > 12: // a Consul UUID: its first block tells sessions apart
+		return s[:8]
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// headline is the fleet in one line.
+func headline(f fleetview.Fleet) string {
+	s := f.Summary
+	line := fmt.Sprintf("owned %d/%d · workers %d live", s.Owned, s.Shards, s.Live)
+	if s.Draining > 0 {
+		line += fmt.Sprintf(" (%d draining)", s.Draining)
+	}
+	if s.Dead > 0 {
+		line += fmt.Sprintf(", %d dead", s.Dead)
+	}
+	line += fmt.Sprintf(" · imbalance %d · moves pending %d", s.Imbalance, s.PendingMoves)
+	if s.Orphaned > 0 {
+		line += fmt.Sprintf(" · %d orphaned", s.Orphaned)
+	}
+	return line
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/fleetview"
+)
+
+func (a *app) status(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("shardctl status", flag.ContinueOnError)
+	conn := a.connFlags(fs)
+	asJSON := fs.Bool("json", false, "print the fleet as one JSON object (the dashboard's /api/v1/fleet)")
+	noShards := fs.Bool("no-shards", false, "leave out the table of shards")
+	moves := fs.Int("moves", 10, "how many of the latest acquisitions to list")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: shardctl status -prefix P [-json] [flags]
+
+Shows every shard (owner, fencing token, owned since, why it last moved),
+every worker (state, shards owned, the planner's target, version, session),
+the imbalance, and the latest acquisitions recorded in the shard keys.
+Dead members (a member key with no session) are shown as dead.
+
+`)
+		fs.PrintDefaults()
+	}
+	if _, err := a.parseFlags(fs, args, 0, ""); err != nil {
+		return err
+	}
+	fc, err := a.open(conn)
+	if err != nil {
+		return err
+	}
+	defer fc.close()
+	f, _, err := a.view(ctx, fc)
+	if err != nil {
+		return err
+	}
+	if len(f.Events) > *moves {
+		f.Events = f.Events[:max(*moves, 0)]
+	}
+	if *asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(f)
+	}
+	writeStatus(a.stdout, f, a.now(), !*noShards)
+	return nil
+}
+
+// writeStatus prints the fleet as tables.
+func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
+	cfg := f.Config
+	ids := f.Shards
+	span := ""
+	if len(ids) > 0 {
+		span = fmt.Sprintf(" (%s … %s)", ids[0].ID, ids[len(ids)-1].ID)
+	}
+	fmt.Fprintf(w, "fleet %s · %d shards%s · index %d\n", f.Name, cfg.Shards, span, f.Index)
+	fmt.Fprintln(w, headline(f))
+
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKER\tSTATE\tSHARDS\tTARGET\tVERSION\tSESSION\tSTARTED\tADDRESS")
+	for _, wk := range f.Workers {
+		target := fmt.Sprint(wk.Target)
+		if !wk.Live() {
+			target = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", wk.ID, wk.State, wk.Shards, target, orDash(wk.Version),
+			short(string(wk.Session)), stamp(wk.Started, now), orDash(wk.Address))
+	}
+	if len(f.Workers) == 0 {
+		fmt.Fprintln(tw, "(no workers)")
+	}
+	tw.Flush()
+
+	if shards {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		header := "SHARD\tOWNER\tTOKEN\tSINCE\tWHY IT LAST MOVED"
+		if f.HasOffsets {
+			header = "SHARD\tOWNER\tTOKEN\tSINCE\tOFFSET\tLAG\tWHY IT LAST MOVED"
+		}
+		fmt.Fprintln(tw, header)
+		for _, s := range f.Shards {
+			owner, since := s.Owner, stamp(s.Since, now)
+			switch s.State {
+			case fleetview.ShardFree:
+				owner, since = "(free)", "-"
+			case fleetview.ShardOrphaned:
+				owner = "(orphaned)"
+			}
+			token := "-"
+			if s.State != fleetview.ShardFree {
+				token = fmt.Sprint(s.Token)
+			}
+			if f.HasOffsets {
+				lag := "-"
+				if s.Lag != nil {
+					lag = fmt.Sprint(*s.Lag)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, owner, token, since, deref(s.Offset), lag, s.Why)
+			} else {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, owner, token, since, s.Why)
+			}
+		}
+		tw.Flush()
+	}
+
+	if len(f.Events) > 0 {
+		fmt.Fprintf(w, "\nLATEST ACQUISITIONS (from the shard keys; 'shardctl watch' follows every change)\n")
+		for _, e := range f.Events {
+			fmt.Fprintf(w, "%s  %s\n", stamp(e.At, now), e)
+		}
+	}
+	if len(f.Problems) > 0 {
+		fmt.Fprintf(w, "\nPROBLEMS under the prefix (ignored by the workers):\n  %s\n", strings.Join(f.Problems, "\n  "))
+	}
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
