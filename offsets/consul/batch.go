@@ -207,7 +207,8 @@ func (st *Store) readMany(parent, ctx context.Context, ids []shard.ID) (map[shar
 			return nil, st.txnFailure(parent, "read", chunk[txnErrs[0].OpIndex], txnErrs)
 		}
 		if len(results) != len(chunk) {
-			return nil, fmt.Errorf("offsets/consul: read: %d results for %d operations", len(results), len(chunk))
+			// Consul drops what the ACL token may not read (see read).
+			return nil, st.fail(parent, "read", "", fmt.Errorf("%d of %d reads came back empty (filtered by ACLs)", len(chunk)-len(results), len(chunk)), failPermission)
 		}
 		for k, s := range chunk {
 			kv := results[k].KV

@@ -275,7 +275,9 @@ func (st *Store) read(parent, ctx context.Context, op string, s shard.ID, consis
 		return entry{}, st.txnFailure(parent, op, s, txnErrs)
 	}
 	if len(results) != 1 || results[0].KV == nil {
-		return entry{}, fmt.Errorf("offsets/consul: %s shard %s: read answered with %d results, want 1", op, s, len(results))
+		// Consul drops from a read transaction's results what the ACL
+		// token may not read, instead of failing it.
+		return entry{}, st.fail(parent, op, s, fmt.Errorf("the read of %s came back empty (filtered by ACLs)", key), failPermission)
 	}
 	kv := results[0].KV
 	cp, err := decode(s, key, kv.Value, kv.ModifyIndex)
