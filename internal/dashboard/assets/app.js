@@ -1,0 +1,232 @@
+// shardlease dashboard: renders /api/v1/fleet and follows /api/v1/events.
+// No framework and no network beyond this server, so it works offline.
+"use strict";
+
+// Distinct colours for up to 20 workers; more wrap around.
+const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+  "#9c755f", "#86bcb6", "#8cd17d", "#d37295", "#499894", "#f1ce63", "#a0cbe8", "#ffbe7d", "#bab0ac",
+  "#d4a6c8", "#79706e", "#b6992d"];
+const colours = new Map(); // worker → colour, stable for the life of the page
+const canCrash = document.body.dataset.crash === "true";
+let lastFleet = null;
+let previousOwners = new Map();
+
+function colour(worker) {
+  if (!colours.has(worker)) colours.set(worker, PALETTE[colours.size % PALETTE.length]);
+  return colours.get(worker);
+}
+
+function inkFor(bg) {
+  const n = parseInt(bg.slice(1), 16);
+  const r = n >> 16, g = (n >> 8) & 255, b = n & 255;
+  return (0.299 * r + 0.587 * g + 0.114 * b) > 150 ? "#111" : "#fff";
+}
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null) continue;
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("data-")) e.setAttribute(k, v);
+    else e[k] = v;
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c);
+  return e;
+}
+
+function ago(iso) {
+  if (!iso) return "";
+  const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+  if (s < 60) return `${Math.round(s)}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+  return `${Math.floor(s / 86400)}d`;
+}
+
+function clock(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return d.toLocaleTimeString([], { hour12: false });
+}
+
+function shortNumber(id) {
+  const m = /(\d+)$/.exec(id);
+  return m ? m[1] : id;
+}
+
+function tile(id, value, sub, cls) {
+  const t = document.getElementById(id);
+  t.querySelector(".value").textContent = value;
+  if (sub !== undefined) t.querySelector(".sub").textContent = sub;
+  t.classList.remove("ok", "warn", "bad");
+  if (cls) t.classList.add(cls);
+}
+
+function render(f) {
+  lastFleet = f;
+  const err = document.getElementById("error");
+  if (f.error) {
+    err.hidden = false;
+    err.textContent = (f.shards ? "Showing the last view: " : "") + f.error;
+  } else {
+    err.hidden = true;
+  }
+  if (!f.shards) return;
+  if (!f.config) {
+    err.hidden = false;
+    err.textContent = `No fleet at ${f.name}: nothing is configured under this prefix yet.`;
+  }
+  document.body.classList.toggle("has-offsets", !!f.has_offsets);
+  for (const w of f.workers) colour(w.id);
+
+  const s = f.summary;
+  tile("tile-owned", `${s.owned} / ${s.shards}`,
+    s.free || s.orphaned ? `${s.free} free · ${s.orphaned} orphaned` : "every shard has an owner",
+    s.owned === s.shards ? "ok" : "bad");
+  tile("tile-workers", `${s.workers_live}`,
+    `live · ${s.workers_draining} draining · ${s.workers_dead} dead`, s.workers_dead ? "warn" : "ok");
+  tile("tile-imbalance", `${s.imbalance}`, s.imbalance <= 1 ? "balanced" : "rebalancing", s.imbalance <= 1 ? "ok" : "warn");
+  tile("tile-pending", `${s.pending_moves}`, s.pending_moves ? "the planner still wants these" : "settled",
+    s.pending_moves ? "warn" : "ok");
+  const lagTile = document.getElementById("tile-lag");
+  lagTile.hidden = s.max_lag === undefined || s.max_lag === null;
+  if (!lagTile.hidden) tile("tile-lag", `${s.max_lag}`, undefined, "");
+
+  renderGrid(f);
+  renderLegend(f);
+  renderWorkers(f);
+  renderMoves(f);
+  renderShards(f);
+  document.getElementById("footer").textContent =
+    `coordinator index ${f.index} · view built ${clock(f.at)} · ${f.problems ? f.problems.length : 0} problems`;
+}
+
+function renderGrid(f) {
+  const grid = document.getElementById("grid");
+  const cells = [];
+  const owners = new Map();
+  for (const sh of f.shards) {
+    owners.set(sh.id, sh.state === "owned" ? sh.owner + "@" + sh.token : "");
+    const lines = [sh.id];
+    if (sh.state === "owned") lines.push(`owner ${sh.owner} · token ${sh.token}`, `since ${clock(sh.since)} (${ago(sh.since)} ago)`);
+    else if (sh.state === "orphaned") lines.push(`ORPHANED: held by session ${sh.session} · token ${sh.token}`);
+    else lines.push("FREE: no owner" + (sh.target ? ` · next owner ${sh.target}` : ""));
+    if (f.has_offsets) lines.push(`offset ${sh.offset ?? 0} · floor ${sh.floor ?? 0}` + (sh.lag !== undefined ? ` · lag ${sh.lag}` : ""));
+    lines.push(`why: ${sh.why}`);
+    const c = el("div", {
+      class: "cell " + sh.state, title: lines.join("\n"),
+      "data-shard": sh.id, "data-state": sh.state, "data-owner": sh.state === "owned" ? sh.owner : "",
+      "data-token": String(sh.token), text: shortNumber(sh.id),
+    });
+    if (sh.state === "owned") {
+      const bg = colour(sh.owner);
+      c.style.background = bg;
+      c.style.color = inkFor(bg);
+      const before = previousOwners.get(sh.id);
+      if (before !== undefined && before !== owners.get(sh.id)) c.classList.add("moved");
+    }
+    cells.push(c);
+  }
+  previousOwners = owners;
+  grid.replaceChildren(...cells);
+}
+
+function renderLegend(f) {
+  const items = f.workers.filter(w => w.state !== "dead" || w.shards > 0).map(w =>
+    el("span", { "data-worker": w.id },
+      el("i", { class: "swatch", style: `background:${colour(w.id)}` }),
+      `${w.id} (${w.shards})`));
+  items.push(el("span", {}, el("i", { class: "swatch", style: "border:2px dashed #c4320a;background:#fff" }), "free"));
+  document.getElementById("legend").replaceChildren(...items);
+}
+
+function renderWorkers(f) {
+  const rows = f.workers.map(w => {
+    const crash = canCrash && w.state !== "dead"
+      ? el("button", { class: "crash", text: "crash", title: `crash ${w.id}: abandon its session without releasing`, onclick: () => crashWorker(w.id) })
+      : null;
+    const tr = el("tr", { class: w.state, "data-worker": w.id, "data-state": w.state, "data-shards": String(w.shards) },
+      el("td", {}, el("i", { class: "swatch", style: `background:${colour(w.id)}` })),
+      el("td", { class: "mono", text: w.id }),
+      el("td", {}, el("span", { class: "badge " + w.state, text: w.state })),
+      el("td", { class: "num", text: String(w.shards) }),
+      el("td", { class: "num", text: w.state === "dead" ? "–" : String(w.target) }),
+      el("td", { text: w.version || "–" }),
+      el("td", { class: "mono", title: w.session || "", text: w.session ? w.session.slice(0, 8) : "–" }),
+      el("td", { text: w.state === "dead" ? "" : ago(w.started) }),
+      el("td", { class: "act" }, crash));
+    return tr;
+  });
+  document.querySelector("#workers tbody").replaceChildren(...rows);
+}
+
+const ICONS = { acquired: "→", released: "←", expired: "✕", joined: "+", left: "−", draining: "↓", undrained: "↑" };
+let seenEvents = new Set();
+
+function renderMoves(f) {
+  const list = document.getElementById("moves");
+  const fresh = new Set();
+  const items = (f.events || []).map(e => {
+    const key = `${e.index}|${e.kind}|${e.shard || ""}|${e.worker}`;
+    fresh.add(key);
+    let what;
+    if (e.shard) {
+      const who = e.kind === "acquired"
+        ? `${e.worker}${e.from && e.from !== e.worker ? " from " + e.from : ""} · token ${e.token}`
+        : `${e.worker} ${e.kind}`;
+      what = [el("b", { text: e.shard }), " ", who];
+    } else {
+      what = [el("b", { text: e.worker }), ` ${e.kind}`];
+    }
+    const li = el("li", { class: e.kind + (seenEvents.size && !seenEvents.has(key) ? " fresh" : ""),
+      "data-kind": e.kind, "data-shard": e.shard || "", "data-worker": e.worker, "data-from": e.from || "" },
+      el("span", { class: "t", text: clock(e.at) }),
+      el("span", { class: "k", text: ICONS[e.kind] || "·" }),
+      el("span", { class: "what", title: e.reason }, ...what, el("span", { class: "why", text: " — " + e.reason })));
+    return li;
+  });
+  seenEvents = fresh;
+  if (items.length === 0) items.push(el("span", { class: "empty", text: "no moves seen yet" }));
+  list.replaceChildren(...items);
+}
+
+function renderShards(f) {
+  if (!document.getElementById("shards-details").open) return;
+  const rows = f.shards.map(sh => el("tr", { "data-shard": sh.id },
+    el("td", { class: "mono", text: sh.id }),
+    el("td", {}, sh.state === "owned" ? el("i", { class: "swatch", style: `background:${colour(sh.owner)}` }) : null,
+      " " + (sh.state === "owned" ? sh.owner : sh.state)),
+    el("td", { class: "num", text: sh.token ? String(sh.token) : "–" }),
+    el("td", { text: sh.state === "owned" ? `${clock(sh.since)} (${ago(sh.since)})` : "" }),
+    el("td", { class: "num offsets", text: sh.offset !== undefined ? String(sh.offset) : "" }),
+    el("td", { class: "num offsets", text: sh.lag !== undefined ? String(sh.lag) : "" }),
+    el("td", { class: "why", text: sh.why })));
+  document.querySelector("#shards tbody").replaceChildren(...rows);
+}
+
+async function crashWorker(id) {
+  const r = await fetch(`api/v1/workers/${encodeURIComponent(id)}/crash`, { method: "POST", headers: { "X-Shardlease-Action": "crash" } });
+  if (!r.ok) alert(`crash ${id}: ${await r.text()}`);
+}
+
+function connected(ok, text) {
+  const c = document.getElementById("conn");
+  c.classList.toggle("live", ok);
+  c.classList.toggle("down", !ok);
+  document.getElementById("conn-text").textContent = text;
+}
+
+function follow() {
+  const es = new EventSource("api/v1/events");
+  es.addEventListener("fleet", ev => {
+    connected(true, "live");
+    render(JSON.parse(ev.data));
+  });
+  es.onerror = () => connected(false, "disconnected: retrying…");
+}
+
+document.getElementById("shards-details").addEventListener("toggle", () => lastFleet && renderShards(lastFleet));
+fetch("api/v1/fleet").then(r => r.json()).then(render).catch(() => {}).finally(follow);
+// Ages ("up 3m") move even when nothing else does.
+setInterval(() => lastFleet && renderWorkers(lastFleet), 5000);
