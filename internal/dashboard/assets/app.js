@@ -2,14 +2,18 @@
 // No framework and no network beyond this server, so it works offline.
 "use strict";
 
-// Distinct colours for up to 20 workers; more wrap around.
-const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
-  "#9c755f", "#86bcb6", "#8cd17d", "#d37295", "#499894", "#f1ce63", "#a0cbe8", "#ffbe7d", "#bab0ac",
-  "#d4a6c8", "#79706e", "#b6992d"];
+// Distinct colours, the first twelve as far apart as possible (a default
+// demo has twelve workers); more wrap around.
+const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+  "#bcbd22", "#393b79", "#fdd835", "#00695c", "#f4a582", "#6b6ecf", "#98df8a", "#ad494a", "#c5b0d5",
+  "#637939", "#ffbb78", "#843c39"];
 const colours = new Map(); // worker → colour, stable for the life of the page
 const canCrash = document.body.dataset.crash === "true";
 let lastFleet = null;
 let previousOwners = new Map();
+let previousTokens = new Map();
+const movedAt = new Map(); // shard → when its owner last changed on this page
+const HIGHLIGHT_MS = 5000;
 
 function colour(worker) {
   if (!colours.has(worker)) colours.set(worker, PALETTE[colours.size % PALETTE.length]);
@@ -48,6 +52,12 @@ function clock(iso) {
   if (!iso) return "";
   const d = new Date(iso);
   return d.toLocaleTimeString([], { hour12: false });
+}
+
+// shortSession keeps what tells sessions apart: a Consul UUID's first block.
+function shortSession(s) {
+  if (!s) return "–";
+  return s.length > 12 ? s.slice(0, 8) : s;
 }
 
 function shortNumber(id) {
@@ -123,13 +133,23 @@ function renderGrid(f) {
       const bg = colour(sh.owner);
       c.style.background = bg;
       c.style.color = inkFor(bg);
+      // A move, not a first acquisition: the shard had an owner before.
       const before = previousOwners.get(sh.id);
-      if (before !== undefined && before !== owners.get(sh.id)) c.classList.add("moved");
+      if (before !== undefined && before !== owners.get(sh.id) && (previousTokens.get(sh.id) || 0) > 0 && !firstOwner(sh)) {
+        movedAt.set(sh.id, Date.now());
+      }
+      if (Date.now() - (movedAt.get(sh.id) || 0) < HIGHLIGHT_MS) c.classList.add("moved");
     }
     cells.push(c);
   }
   previousOwners = owners;
+  previousTokens = new Map(f.shards.map(sh => [sh.id, sh.token]));
   grid.replaceChildren(...cells);
+}
+
+// firstOwner: the shard's first acquisition ever (nothing moved).
+function firstOwner(sh) {
+  return sh.reason === "initial: never owned";
 }
 
 function renderLegend(f) {
@@ -152,13 +172,14 @@ function renderWorkers(f) {
       el("td", {}, el("span", { class: "badge " + w.state, text: w.state })),
       el("td", { class: "num", text: String(w.shards) }),
       el("td", { class: "num", text: w.state === "dead" ? "–" : String(w.target) }),
-      el("td", { text: w.version || "–" }),
-      el("td", { class: "mono", title: w.session || "", text: w.session ? w.session.slice(0, 8) : "–" }),
+      el("td", { class: "version", text: w.version || "–" }),
+      el("td", { class: "mono", title: w.session || "", text: shortSession(w.session) }),
       el("td", { text: w.state === "dead" ? "" : ago(w.started) }),
       el("td", { class: "act" }, crash));
     return tr;
   });
   document.querySelector("#workers tbody").replaceChildren(...rows);
+  document.getElementById("workers").classList.toggle("no-versions", !f.workers.some(w => w.version));
 }
 
 const ICONS = { acquired: "→", released: "←", expired: "✕", joined: "+", left: "−", draining: "↓", undrained: "↑" };
@@ -175,7 +196,7 @@ function renderMoves(f) {
       const who = e.kind === "acquired"
         ? `${e.worker}${e.from && e.from !== e.worker ? " from " + e.from : ""} · token ${e.token}`
         : `${e.worker} ${e.kind}`;
-      what = [el("b", { text: e.shard }), " ", who];
+      what = [el("i", { class: "swatch", style: `background:${colour(e.worker)}` }), " ", el("b", { text: e.shard }), " ", who];
     } else {
       what = [el("b", { text: e.worker }), ` ${e.kind}`];
     }

@@ -1,0 +1,213 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/dashboard"
+	"github.com/shardlease/shardlease/internal/demo"
+	offmem "github.com/shardlease/shardlease/offsets/memory"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// pageState is what a person sees on the page, read from the DOM.
+type pageState struct {
+	Live    bool              `json:"live"`
+	Cells   int               `json:"cells"`
+	Owners  map[string]string `json:"owners"` // shard → owner ("" when free)
+	Tokens  map[string]int64  `json:"tokens"`
+	Workers map[string]string `json:"workers"` // worker → state
+	Moves   []pageMove        `json:"moves"`
+	Owned   string            `json:"owned"` // the "shards owned" tile
+}
+
+type pageMove struct {
+	Kind, Shard, Worker, From, Text string
+}
+
+const readPage = `
+const cells = [...document.querySelectorAll('#grid .cell')];
+return {
+  live: document.getElementById('conn').classList.contains('live'),
+  cells: cells.length,
+  owners: Object.fromEntries(cells.map(c => [c.dataset.shard, c.dataset.owner])),
+  tokens: Object.fromEntries(cells.map(c => [c.dataset.shard, Number(c.dataset.token)])),
+  workers: Object.fromEntries([...document.querySelectorAll('#workers tbody tr')].map(tr => [tr.dataset.worker, tr.dataset.state])),
+  moves: [...document.querySelectorAll('#moves li')].map(li => ({Kind: li.dataset.kind, Shard: li.dataset.shard,
+    Worker: li.dataset.worker, From: li.dataset.from, Text: li.textContent})),
+  owned: document.querySelector('#tile-owned .value').textContent,
+};`
+
+// TestDashboardInChromium opens the dashboard of a running demo (12 workers,
+// 128 shards, on the embedded coordinator) in headless Chromium, checks that
+// the grid shows every shard with an owner, crashes a worker with the
+// page's own button, and checks that the grid and the moves list update:
+// the worker shows dead, its shards have new owners with higher tokens, and
+// the moves list names the expiries and the takeovers with their reasons.
+// It saves a screenshot to $SHARDLEASE_SCREENSHOT (default: a file in the
+// temp dir, named in the log); `make dashboard-screenshot` copies it to
+// docs/img/dashboard.png.
+func TestDashboardInChromium(t *testing.T) {
+	wd := startBrowser(t)
+	const shards = 128
+
+	// The demo, in process, with the dashboard served from its OnStart hook.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	var stopServe func()
+	ran := make(chan error, 1)
+	go func() {
+		_, err := demo.Run(ctx, demo.Options{Seed: 11, Store: offmem.New(), OnStart: func(l demo.Live) {
+			srv, err := dashboard.New(dashboard.Options{Name: "embedded demo", Coordinator: l.Coordinator, Offsets: l.Offsets,
+				Head: func(shard.ID) (int64, bool) { return l.Head(), true }, Gatherer: l.Registry, Crash: l.Crash})
+			if err != nil {
+				panic(err) // only a nil coordinator
+			}
+			sctx, stop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { defer close(done); _ = srv.Serve(sctx, ln) }()
+			stopServe = func() { stop(); <-done }
+			close(served)
+		}}, io.Discard)
+		ran <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("the demo failed: %v", err)
+		}
+	})
+	select {
+	case <-served:
+		t.Cleanup(func() { stopServe() })
+	case err := <-ran:
+		t.Fatalf("the demo ended before starting: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the demo did not start within 30s")
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	wd.navigate(url)
+
+	read := func() pageState {
+		var s pageState
+		if err := wd.eval(readPage, &s); err != nil {
+			t.Fatalf("reading the page: %v", err)
+		}
+		return s
+	}
+	waitPage := func(within time.Duration, what string, ok func(pageState) string) pageState {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for {
+			s := read()
+			why := ok(s)
+			if why == "" {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the page did not show %s within %v: %s", what, within, why)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	// 1. Every shard has an owner, shown live.
+	before := waitPage(20*time.Second, "every shard with an owner", func(s pageState) string {
+		free := 0
+		for _, o := range s.Owners {
+			if o == "" {
+				free++
+			}
+		}
+		switch {
+		case !s.Live:
+			return "the event stream is not connected"
+		case s.Cells != shards:
+			return fmt.Sprintf("%d cells, want %d", s.Cells, shards)
+		case free > 0:
+			return fmt.Sprintf("%d shards without an owner", free)
+		case s.Owned != "128 / 128":
+			return fmt.Sprintf("tile says %q owned", s.Owned)
+		}
+		return ""
+	})
+
+	// 2. Crash the worker with the most shards, with its button.
+	counts := map[string]int{}
+	for _, o := range before.Owners {
+		counts[o]++
+	}
+	victim := ""
+	for w, n := range counts {
+		if victim == "" || n > counts[victim] || (n == counts[victim] && w < victim) {
+			victim = w
+		}
+	}
+	var crashErr error
+	for range 5 { // the row is re-rendered on every update: retry a stale click
+		if crashErr = wd.click(fmt.Sprintf(`#workers tr[data-worker=%q] button.crash`, victim)); crashErr == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if crashErr != nil {
+		t.Fatalf("clicking crash for %s: %v", victim, crashErr)
+	}
+	t.Logf("crashed %s, which owned %d shards", victim, counts[victim])
+
+	// 3. The grid and the moves list follow.
+	after := waitPage(20*time.Second, victim+"'s shards with new owners and the moves listed", func(s pageState) string {
+		if s.Workers[victim] != "dead" {
+			return fmt.Sprintf("%s is %q, not dead", victim, s.Workers[victim])
+		}
+		for sh, o := range before.Owners {
+			if o != victim {
+				continue
+			}
+			switch {
+			case s.Owners[sh] == "" || s.Owners[sh] == victim:
+				return fmt.Sprintf("%s still shows owner %q", sh, s.Owners[sh])
+			case s.Tokens[sh] <= before.Tokens[sh]:
+				return fmt.Sprintf("%s token %d is not above %d", sh, s.Tokens[sh], before.Tokens[sh])
+			}
+		}
+		expired, taken := 0, 0
+		for _, m := range s.Moves {
+			if m.Kind == "expired" && m.Worker == victim {
+				expired++
+			}
+			if m.Kind == "acquired" && m.From == victim && strings.Contains(m.Text, "orphaned: "+victim+"'s session invalidated") {
+				taken++
+			}
+		}
+		if expired < counts[victim] || taken < counts[victim] {
+			return fmt.Sprintf("moves list shows %d expiries and %d takeovers from %s, want %d each", expired, taken, victim, counts[victim])
+		}
+		return ""
+	})
+	t.Logf("page after the crash: %d cells, owned tile %q, %d moves listed", after.Cells, after.Owned, len(after.Moves))
+
+	png, err := wd.screenshot()
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	path := os.Getenv("SHARDLEASE_SCREENSHOT")
+	if path == "" {
+		path = filepath.Join(os.TempDir(), "shardlease-dashboard.png")
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatalf("saving the screenshot: %v", err)
+	}
+	t.Logf("screenshot (%d bytes): %s", len(png), path)
+}
