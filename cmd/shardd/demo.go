@@ -27,6 +27,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.Rate, "rate", 50, "messages per second per shard in the synthetic stream")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object, the last line of output")
 	level := fs.String("log-level", "error", "log level: debug, info, warn, error")
+	httpAddr := fs.String("http", "", "serve the live dashboard, /api/v1/fleet and /metrics on this address, e.g. 127.0.0.1:8080")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: shardd demo [flags]\n\nRuns a fleet on the embedded coordinator with bbolt offsets and injected faults.\n\n")
 		fs.PrintDefaults()
@@ -56,6 +57,16 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer log.Sync()
 	o.Logger = log
+	if *httpAddr != "" {
+		h, err := listenDemoHTTP(*httpAddr, log, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "shardd demo: %v\n", err)
+			return exitBadInvoke
+		}
+		defer h.stop()
+		o.Registry = demoRegistry()
+		o.OnStart = h.start(ctx)
+	}
 
 	sum, err := demo.Run(ctx, o, stderr)
 	switch {

@@ -76,6 +76,9 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Summary, error) {
 			return Summary{}, err
 		}
 	}
+	if o.OnStart != nil {
+		o.OnStart(d.handles())
+	}
 	d.play(ctx)
 	settled := d.settle(context.WithoutCancel(ctx)) // after Ctrl-C too: judge a settled fleet
 	sum := d.summarize(settled)

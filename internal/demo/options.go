@@ -39,6 +39,12 @@ type Options struct {
 	// move counts are read from it. Nil: a private registry.
 	Registry *prometheus.Registry
 	Logger   *zap.Logger
+
+	// OnStart, if set, is called once the first workers are spawned and
+	// before the first fault, with handles on the running demo (a
+	// dashboard serves them). It must return quickly; the handles work
+	// until Run returns.
+	OnStart func(Live)
 }
 
 // DemoPolicy is the demo's default lease policy.

@@ -1,0 +1,66 @@
+package demo
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardlease/shardlease/offsets"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// ErrNoSuchWorker: Live.Crash named a worker that is not running.
+var ErrNoSuchWorker = errors.New("demo: no such live worker")
+
+// Live is a running demo as Options.OnStart sees it: enough to serve a
+// dashboard and to inject a crash from it.
+type Live struct {
+	// Fleet is the demo's shard set.
+	Fleet shard.Config
+	// Coordinator is the embedded coordinator every worker uses.
+	Coordinator shard.Coordinator
+	// Offsets is the demo's offset store (read it; do not commit).
+	Offsets offsets.Store
+	// Registry holds every worker's metrics.
+	Registry *prometheus.Registry
+	// Head returns the synthetic stream's newest offset (the same for every
+	// shard), for lag.
+	Head func() int64
+	// Crash crashes a live worker, as the schedule's crash does: its
+	// session is abandoned with its shards, which move only when the
+	// session expires. It wraps ErrNoSuchWorker for an unknown or already
+	// crashed worker.
+	Crash func(worker string) error
+}
+
+func (d *demo) handles() Live {
+	return Live{
+		Fleet:       shard.Config{Shards: d.o.Shards}.Normalize(),
+		Coordinator: d.coord,
+		Offsets:     d.store,
+		Registry:    d.reg,
+		Head:        d.head,
+		Crash:       d.crashByID,
+	}
+}
+
+// crashByID is Live.Crash: the fault is recorded like a scheduled one.
+func (d *demo) crashByID(id string) error {
+	d.mu.Lock()
+	m := d.members[id]
+	d.mu.Unlock()
+	if m == nil || m.dead.Load() {
+		var live []string
+		for _, l := range d.live() {
+			live = append(live, l.id)
+		}
+		return fmt.Errorf("%w: %q (live: %v)", ErrNoSuchWorker, id, live)
+	}
+	what := d.crash(m) + " (requested)"
+	d.mu.Lock()
+	d.faults = append(d.faults, what)
+	d.mu.Unlock()
+	d.say("fault: %s", what)
+	return nil
+}
