@@ -15,7 +15,7 @@ type netState int32
 
 const (
 	netUp   netState = iota
-	netDead // the process is gone: calls fail, its goroutines stop for good
+	netDead          // the process is gone: calls fail, its goroutines stop for good
 )
 
 // host is one worker's process and network, simulated in-process: the
