@@ -28,8 +28,9 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object, the last line of output")
 	level := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	httpAddr := fs.String("http", "", "serve the live dashboard, /api/v1/fleet and /metrics on this address, e.g. 127.0.0.1:8080")
+	onConsul := addDemoConsulFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: shardd demo [flags]\n\nRuns a fleet on the embedded coordinator with bbolt offsets and injected faults.\n\n")
+		fmt.Fprint(fs.Output(), "usage: shardd demo [flags]\n\nRuns a fleet on the embedded coordinator (or, with --consul ADDR, on Consul) with bbolt offsets and injected faults.\n\n")
 		fs.PrintDefaults()
 	}
 	if ok, code := parse(fs, args, stderr); !ok {
@@ -48,6 +49,14 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := o.Policy.Validate(); err != nil {
 		fmt.Fprintf(stderr, "shardd demo: --ttl/--renew/--pause-budget: %v\n", err)
+		return exitBadInvoke
+	}
+	if err := onConsul.apply(fs, &o); err != nil {
+		fmt.Fprintf(stderr, "shardd demo: %v\n", err)
+		return exitBadInvoke
+	}
+	if err := o.Validate(); err != nil {
+		fmt.Fprintf(stderr, "shardd demo: %v\n", err)
 		return exitBadInvoke
 	}
 	log, err := logging.Console(*level, stderr)
@@ -71,9 +80,9 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sum, err := demo.Run(ctx, o, stderr)
 	switch {
 	case errors.Is(err, demo.ErrInvariant):
-	case err != nil:
+	case err != nil: // the options were valid: a server or the store failed
 		fmt.Fprintf(stderr, "shardd demo: %v\n", err)
-		return exitBadInvoke
+		return exitFailed
 	}
 	if *asJSON {
 		printJSON(stdout, sum)

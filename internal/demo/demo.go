@@ -15,17 +15,17 @@ import (
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/offsets/bolt"
 	"github.com/shardlease/shardlease/shard"
-	"github.com/shardlease/shardlease/shard/memory"
 )
 
 type demo struct {
-	o     Options
-	coord *memory.Coordinator
-	store *audited
-	reg   *prometheus.Registry
-	rng   *rand.Rand
-	start time.Time
-	out   io.Writer
+	o       Options
+	backend Backend
+	coord   shard.Coordinator // the fleet as the demo reads it
+	store   *audited
+	reg     *prometheus.Registry
+	rng     *rand.Rand
+	start   time.Time
+	out     io.Writer
 
 	mu      sync.Mutex
 	members map[string]*member
@@ -56,9 +56,16 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	backend := o.backend()
+	coord, err := backend.Open(ctx, floor)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer backend.Close() // deferred after cleanup: runs before the store closes
 	d := &demo{
 		o:       o,
-		coord:   memory.New(memory.WithStartIndex(uint64(floor) + 1)),
+		backend: backend,
+		coord:   coord,
 		store:   audit(store),
 		reg:     o.Registry,
 		rng:     rand.New(rand.NewPCG(o.Seed, o.Seed>>1|1)),
@@ -71,8 +78,10 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Summary, error) {
 	}
 	d.say("demo: %d workers over %d shards, lease ttl %v renew %v pause budget %v, lock-delay %v, seed %d",
 		o.Workers, o.Shards, o.Policy.TTL, o.Policy.RenewEvery, o.Policy.PauseBudget, o.LockDelay, o.Seed)
+	d.say("coordinator: %s", backend.Describe())
 	for range o.Workers {
 		if err := d.spawn(d.nextID()); err != nil {
+			d.stopAll()
 			return Summary{}, err
 		}
 	}

@@ -28,7 +28,11 @@ type member struct {
 
 // spawn starts a worker named id.
 func (d *demo) spawn(id string) error {
-	m := &member{id: id, faults: faults.Wrap(d.coord), done: make(chan error, 1)}
+	coord, err := d.backend.Worker(id)
+	if err != nil {
+		return fmt.Errorf("demo: coordinator for %s: %w", id, err)
+	}
+	m := &member{id: id, faults: faults.Wrap(coord), done: make(chan error, 1)}
 	w, err := worker.New(worker.Config{
 		ID:           id,
 		Fleet:        shard.Config{Shards: d.o.Shards},

@@ -24,6 +24,9 @@ type Options struct {
 	DataDir string
 	// Store overrides the offset store (tests use an in-memory one).
 	Store offsets.Store
+	// Backend is the coordinator the fleet runs on. Nil: the embedded one
+	// (shard/memory). ConsulBackend runs it on a real Consul.
+	Backend Backend
 	// Policy is the lease policy; the default is short so faults play out
 	// in seconds: TTL 2 s, renew every 400 ms, 1 s pause budget.
 	Policy    shard.LeasePolicy
@@ -93,8 +96,8 @@ func (o Options) Validate() error {
 	if o.Shards < 1 || o.Shards > shard.MaxShards {
 		add("--shards %d: want 1..%d", o.Shards, shard.MaxShards)
 	}
-	if o.Duration < 0 || (o.Duration > 0 && o.Duration < minDuration) {
-		add("--duration %v: want 0 (until Ctrl-C) or at least %v", o.Duration, minDuration)
+	if min := o.minDuration(); o.Duration < 0 || (o.Duration > 0 && o.Duration < min) {
+		add("--duration %v: want 0 (until Ctrl-C) or at least %v", o.Duration, min)
 	}
 	if err := o.Policy.Validate(); err != nil {
 		add("%v", err)

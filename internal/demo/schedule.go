@@ -8,7 +8,9 @@ import (
 // The fault schedule repeats every cycle: a crash, then a pause that
 // outlasts the TTL, then a join. A fault is played only if the fleet has
 // settleTime after it (after the pause ends, for a pause) before the end of
-// the run, so the final summary judges a settled fleet.
+// the run, so the final summary judges a settled fleet. cycle and
+// settleTime are the minimums; a backend that invalidates sessions more
+// slowly than the embedded one stretches them (Options.cycle, settleTime).
 const (
 	cycle      = 20 * time.Second
 	settleTime = 6 * time.Second
@@ -26,7 +28,7 @@ type fault struct {
 // play runs the schedule until the duration has passed or ctx ends,
 // printing a progress line every o.Progress.
 func (d *demo) play(ctx context.Context) {
-	pauseFor := d.o.Policy.TTL + d.o.LockDelay + 1500*time.Millisecond
+	pauseFor, settle := d.o.pauseFor(), d.o.settleTime()
 	progress := time.NewTicker(d.o.Progress)
 	defer progress.Stop()
 	var end <-chan time.Time
@@ -36,7 +38,7 @@ func (d *demo) play(ctx context.Context) {
 		end = t.C
 	}
 	paused := ""
-	for c := time.Duration(0); ; c += cycle {
+	for c := time.Duration(0); ; c += d.o.cycle() {
 		for _, f := range []fault{
 			{at: c + crashAt, play: func() string {
 				return d.crash(d.pick(paused))
@@ -54,7 +56,7 @@ func (d *demo) play(ctx context.Context) {
 				return "join " + id
 			}},
 		} {
-			if d.o.Duration > 0 && f.at+f.lasts+settleTime > d.o.Duration {
+			if d.o.Duration > 0 && f.at+f.lasts+settle > d.o.Duration {
 				// No room to settle after this fault: wait out the run.
 				f.at = d.o.Duration + time.Hour
 			}
@@ -101,11 +103,12 @@ func (d *demo) pick(except string) *member {
 	return candidates[d.rng.IntN(len(candidates))]
 }
 
-// settle waits (at most 15 s) until every shard is owned by a live worker
-// and counts differ by at most one, and reports how long that took.
+// settle waits (at most 15 s, or the backend's settling time if longer)
+// until every shard is owned by a live worker and counts differ by at most
+// one, and reports how long that took.
 func (d *demo) settle(ctx context.Context) time.Duration {
 	began := time.Now()
-	deadline := began.Add(15 * time.Second)
+	deadline := began.Add(max(15*time.Second, d.o.settleTime()))
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if f := d.fleetState(); f.owned == d.o.Shards && f.spread <= 1 {
 			break

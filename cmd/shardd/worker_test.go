@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWorkerBadCommandLines: `shardd worker` refuses bad flags with exit
+// status 2 and names the flag and the value, every problem at once, before
+// contacting Consul.
+func TestWorkerBadCommandLines(t *testing.T) {
+	base := []string{"worker", "--consul", "127.0.0.1:1", "--prefix", "p", "--shards", "8", "--id", "w1"}
+	for _, tc := range []struct {
+		args  []string
+		wants []string
+	}{
+		{[]string{"worker", "--shards", "8"}, []string{"--prefix is required"}},
+		{[]string{"worker", "--prefix", "p"}, []string{"--shards is required"}},
+		{append(base, "--prefix", "/p/"), []string{`prefix "/p/"`}},
+		{append(base, "--shards", "-1"), []string{"--shards -1", "shard count -1"}},
+		{append(base, "--id", ""), []string{"--id is required"}},
+		{append(base, "--ttl", "1s"), []string{"exceeds ttl 1s"}},
+		{append(base, "--consul-liveness", "ttl", "--ttl", "5s", "--renew", "1s", "--pause-budget", "1s"),
+			[]string{"--ttl 5s", "minimum session TTL is 10s"}},
+		{append(base, "--consul-liveness", "sometimes"), []string{`want "check" or "ttl"`}},
+		{append(base, "--lock-delay", "2m"), []string{"--lock-delay 2m0s"}},
+		{append(base, "--offsets", "consul"), []string{`--offsets "consul"`}},
+		{append(base, "--offsets", "bolt"), []string{"--offsets bolt needs --data"}},
+		{append(base, "--rate", "0", "--commit-every", "0s"), []string{"--rate 0", "--commit-every 0s"}},
+		{append(base, "--log-level", "loud"), []string{`--log-level "loud"`}},
+		{append(base, "extra"), []string{`unexpected argument "extra"`}},
+	} {
+		var out, errb bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		code := run(ctx, tc.args, &out, &errb)
+		cancel()
+		if code != exitBadInvoke {
+			t.Errorf("shardd %v: exit %d, want 2; stderr %q", tc.args, code, errb.String())
+			continue
+		}
+		for _, w := range tc.wants {
+			if !strings.Contains(errb.String(), w) {
+				t.Errorf("shardd %v: stderr %q does not name %q", tc.args, errb.String(), w)
+			}
+		}
+	}
+}
+
+// TestDemoConsulFlags: the Consul flags of `shardd demo` need --consul, and
+// TTL liveness needs Consul's minimum TTL.
+func TestDemoConsulFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"demo", "--prefix", "x"}, "--prefix: need --consul ADDR"},
+		{[]string{"demo", "--consul-token", "t", "--consul-liveness", "ttl"}, "--consul-liveness, --consul-token: need --consul ADDR"},
+		{[]string{"demo", "--consul", "127.0.0.1:1", "--consul-liveness", "ttl", "--ttl", "5s"}, "--ttl 5s: with --consul-liveness ttl"},
+		{[]string{"demo", "--consul", "127.0.0.1:1", "--prefix", "a b"}, `prefix "a b"`},
+		// TTL liveness stretches the schedule: Consul may take 2×TTL to
+		// invalidate a session.
+		{[]string{"demo", "--consul", "127.0.0.1:1", "--consul-liveness", "ttl", "--duration", "30s"}, "--duration 30s: want 0 (until Ctrl-C) or at least 55.5s"},
+	} {
+		var out, errb bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		code := run(ctx, tc.args, &out, &errb)
+		cancel()
+		if code != exitBadInvoke || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("shardd %v: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
