@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -92,6 +94,20 @@ func TestDemoHTTPServesMetricsThatMove(t *testing.T) {
 	} {
 		if !last.has(name) {
 			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	// Every metric the Grafana dashboard queries is exported.
+	board, err := os.ReadFile(filepath.Join("..", "..", "docs", "grafana", "shardlease.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queried := regexp.MustCompile(`shardlease_[a-z_]*[a-z]`).FindAllString(string(board), -1)
+	if len(queried) < 10 {
+		t.Fatalf("docs/grafana/shardlease.json queries only %v", queried)
+	}
+	for _, name := range queried {
+		if !last.has(name) {
+			t.Errorf("docs/grafana/shardlease.json queries %s, which /metrics does not export", name)
 		}
 	}
 	if !strings.Contains(last.raw, `worker="w01"`) {
