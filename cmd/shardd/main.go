@@ -2,6 +2,7 @@
 //
 //	shardd demo [flags]     a whole fleet in one process, with injected faults
 //	shardd worker [flags]   one worker process of a fleet on Consul
+//	shardd run [flags] -- COMMAND [ARGS…]   COMMAND once per owned shard
 //
 // Run `shardd demo -h` for the flags.
 package main
@@ -44,6 +45,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return demoCmd(ctx, args[1:], stdout, stderr)
 	case "worker":
 		return workerCmd(ctx, args[1:], stdout, stderr)
+	case "run":
+		return runCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return exitOK
@@ -64,6 +67,9 @@ commands:
           (--consul ADDR: the same on a real Consul)
   worker  run one worker process of a fleet on Consul (--prefix, --shards,
           --id); SIGTERM drains and releases its shards
+  run     run a program once per owned shard (--shards, -- COMMAND ARGS…),
+          with the shard and its fencing token in its environment; embedded
+          by default, --consul ADDR to share the shards between machines
 
 run 'shardd COMMAND -h' for a command's flags
 `)
