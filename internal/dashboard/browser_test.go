@@ -70,7 +70,8 @@ func TestDashboardInChromium(t *testing.T) {
 	go func() {
 		_, err := demo.Run(ctx, demo.Options{Seed: 11, Store: offmem.New(), OnStart: func(l demo.Live) {
 			srv, err := dashboard.New(dashboard.Options{Name: "embedded demo", Coordinator: l.Coordinator, Offsets: l.Offsets,
-				Head: func(shard.ID) (int64, bool) { return l.Head(), true }, Gatherer: l.Registry, Crash: l.Crash})
+				Head: func(shard.ID) (int64, bool) { return l.Head(), true }, Gatherer: l.Registry, Crash: l.Crash,
+				Events: 200}) // room for the schedule's own faults besides ours
 			if err != nil {
 				panic(err) // only a nil coordinator
 			}
@@ -143,23 +144,30 @@ func TestDashboardInChromium(t *testing.T) {
 		return ""
 	})
 
-	// 2. Crash the worker with the most shards, with its button.
-	counts := map[string]int{}
-	for _, o := range before.Owners {
-		counts[o]++
-	}
-	victim := ""
-	for w, n := range counts {
-		if victim == "" || n > counts[victim] || (n == counts[victim] && w < victim) {
-			victim = w
+	// 2. Crash the live worker with the most shards, with its button. The
+	// demo's own schedule crashes a worker too (at 5 s): if it took ours
+	// first, or the row was re-rendered under the click, pick again.
+	var (
+		victim   string
+		counts   map[string]int
+		crashErr error
+	)
+	for range 5 {
+		counts = map[string]int{}
+		for _, o := range before.Owners {
+			counts[o]++
 		}
-	}
-	var crashErr error
-	for range 5 { // the row is re-rendered on every update: retry a stale click
+		victim = ""
+		for w, n := range counts {
+			if before.Workers[w] == "live" && (victim == "" || n > counts[victim] || (n == counts[victim] && w < victim)) {
+				victim = w
+			}
+		}
 		if crashErr = wd.click(fmt.Sprintf(`#workers tr[data-worker=%q] button.crash`, victim)); crashErr == nil {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
+		before = read()
 	}
 	if crashErr != nil {
 		t.Fatalf("clicking crash for %s: %v", victim, crashErr)
