@@ -47,7 +47,7 @@ func demoRegistry() *prometheus.Registry {
 func (h *demoHTTP) start(ctx context.Context) func(demo.Live) {
 	return func(l demo.Live) {
 		srv, err := dashboard.New(dashboard.Options{
-			Name:        "embedded demo",
+			Name:        l.Name,
 			Coordinator: l.Coordinator,
 			Offsets:     l.Offsets,
 			Head:        func(shard.ID) (int64, bool) { return l.Head(), true },

@@ -3,6 +3,7 @@ package demo
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,6 +17,9 @@ var ErrNoSuchWorker = errors.New("demo: no such live worker")
 // Live is a running demo as Options.OnStart sees it: enough to serve a
 // dashboard and to inject a crash from it.
 type Live struct {
+	// Name names the fleet for a page title: "embedded demo", or the
+	// Consul backend's address and prefix.
+	Name string
 	// Fleet is the demo's shard set.
 	Fleet shard.Config
 	// Coordinator is the embedded coordinator every worker uses.
@@ -35,7 +39,12 @@ type Live struct {
 }
 
 func (d *demo) handles() Live {
+	name := "embedded demo"
+	if desc := d.backend.Describe(); !strings.HasPrefix(desc, "the embedded") {
+		name = "demo on " + desc
+	}
 	return Live{
+		Name:        name,
 		Fleet:       shard.Config{Shards: d.o.Shards}.Normalize(),
 		Coordinator: d.coord,
 		Offsets:     d.store,
