@@ -1,0 +1,376 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/worker"
+)
+
+// runOutput is a writer the supervisor and the test share.
+type runOutput struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *runOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *runOutput) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// matches returns the submatches of every line of o that matches re.
+func (o *runOutput) matches(re *regexp.Regexp) [][]string {
+	var all [][]string
+	for _, l := range strings.Split(o.String(), "\n") {
+		if m := re.FindStringSubmatch(l); m != nil {
+			all = append(all, m)
+		}
+	}
+	return all
+}
+
+// waitUntil polls cond every 20 ms until it holds or within passes.
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// groupMembers lists the live processes (not zombies) whose process group
+// is one of groups, read from /proc: what `ps -o pgid` would show.
+func groupMembers(t *testing.T, groups map[int]bool) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("reading /proc: %v", err)
+	}
+	var found []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid pgrp …; comm may hold spaces and parens.
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) < 3 || fields[0] == "Z" {
+			continue
+		}
+		if pgrp, _ := strconv.Atoi(fields[2]); groups[pgrp] {
+			found = append(found, fmt.Sprintf("pid %d (pgid %d): %s", pid, pgrp, strings.TrimSpace(s[:strings.LastIndexByte(s, ')')+1])))
+		}
+	}
+	return found
+}
+
+// startRun runs `shardd run args…` in-process until the returned stop is
+// called; stop returns the exit code and how long the stop took.
+func startRun(t *testing.T, args ...string) (out, errs *runOutput, stop func() (int, time.Duration)) {
+	t.Helper()
+	out, errs = &runOutput{}, &runOutput{}
+	ctx, cancel := context.WithCancel(context.Background())
+	code := make(chan int, 1)
+	go func() { code <- runCmd(ctx, args, out, errs) }()
+	stopped := false
+	var result int
+	var took time.Duration
+	stop = func() (int, time.Duration) {
+		if stopped {
+			return result, took
+		}
+		stopped = true
+		began := time.Now()
+		cancel()
+		select {
+		case result = <-code:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("shardd run did not stop within 60s; stderr:\n%s", errs.String())
+		}
+		took = time.Since(began)
+		return result, took
+	}
+	t.Cleanup(func() { stop() })
+	return out, errs, stop
+}
+
+var childLine = regexp.MustCompile(`^\[(\S+)\] shard=(\S+) index=(\d+) of=(\d+) token=(\d+) worker=(\S+) pgid=(\d+)$`)
+
+const childScript = `echo shard=$SHARDLEASE_SHARD index=$SHARDLEASE_SHARD_INDEX of=$SHARDLEASE_SHARDS token=$SHARDLEASE_TOKEN worker=$SHARDLEASE_WORKER pgid=$$; sleep 30`
+
+// The issue's own check: eight children with their own shards, each with
+// its claim in its environment, stopped cleanly when shardd stops, with no
+// process of theirs left behind.
+func TestRunEightChildrenAndACleanStop(t *testing.T) {
+	out, errs, stop := startRun(t, "--shards", "8", "--id", "w1", "--log-level", "warn", "--", "sh", "-c", childScript)
+	waitUntil(t, 15*time.Second, "eight children report", func() bool { return len(out.matches(childLine)) == 8 })
+	shards, groups := map[string]bool{}, map[int]bool{}
+	for _, m := range out.matches(childLine) {
+		prefix, sh, index, of, token, w, pgid := m[1], m[2], m[3], m[4], m[5], m[6], m[7]
+		if prefix != sh || of != "8" || w != "w1" || token == "0" {
+			t.Errorf("child line %q: want its shard as prefix, 8 shards, worker w1, a token", m[0])
+		}
+		if want := fmt.Sprintf("stream/shard-%03s", index); sh != want {
+			t.Errorf("shard %s has index %s", sh, index)
+		}
+		shards[sh] = true
+		p, _ := strconv.Atoi(pgid)
+		groups[p] = true
+	}
+	if len(shards) != 8 || len(groups) != 8 {
+		t.Fatalf("children: %d distinct shards, %d distinct process groups; want 8 and 8\n%s", len(shards), len(groups), out.String())
+	}
+	if live := groupMembers(t, groups); len(live) < 8 {
+		t.Fatalf("only %d processes in the children's groups before the stop:\n%s", len(live), strings.Join(live, "\n"))
+	}
+	code, took := stop()
+	if code != exitOK {
+		t.Errorf("exit %d; stderr:\n%s", code, errs.String())
+	}
+	if took > 5*time.Second {
+		t.Errorf("stopping took %v: sleep dies on SIGTERM, so it should be prompt", took)
+	}
+	if left := groupMembers(t, groups); len(left) > 0 {
+		t.Errorf("processes left after the stop:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// A child that ignores SIGTERM is killed when the drain timeout passes.
+func TestRunKillsAChildThatIgnoresSIGTERMAfterTheDrain(t *testing.T) {
+	_, errs, stop := startRun(t, "--shards", "2", "--drain-timeout", "1s", "--log-level", "info", "--",
+		"sh", "-c", `trap '' TERM; echo up; while :; do sleep 0.1; done`)
+	waitUntil(t, 15*time.Second, "two children start", func() bool { return strings.Count(errs.String(), "child started") == 2 })
+	code, took := stop()
+	if code != exitOK {
+		t.Errorf("exit %d", code)
+	}
+	if took < time.Second || took > 6*time.Second {
+		t.Errorf("stop took %v; want the 1s drain timeout, then SIGKILL", took)
+	}
+	if n := strings.Count(errs.String(), "did not exit within the drain timeout: SIGKILL sent"); n != 2 {
+		t.Errorf("%d SIGKILLs after the drain logged, want 2:\n%s", n, errs.String())
+	}
+}
+
+// A child that exits while its shard is owned is started again, with the
+// same claim, after a growing pause.
+func TestRunRestartsAChildThatExits(t *testing.T) {
+	out, errs, stop := startRun(t, "--shards", "1", "--log-level", "info", "--", "sh", "-c", `echo start token=$SHARDLEASE_TOKEN; exit 3`)
+	starts := regexp.MustCompile(`^\[stream/shard-000\] start token=(\d+)$`)
+	waitUntil(t, 15*time.Second, "four starts", func() bool { return len(out.matches(starts)) >= 4 })
+	stop()
+	tokens := map[string]bool{}
+	for _, m := range out.matches(starts) {
+		tokens[m[1]] = true
+	}
+	if len(tokens) != 1 {
+		t.Errorf("restarts got tokens %v, want the one claim's", tokens)
+	}
+	if !strings.Contains(errs.String(), "child exited while the shard is owned; restarting with backoff") ||
+		!strings.Contains(errs.String(), "exit status 3") {
+		t.Errorf("the log does not say why and how the child restarts:\n%s", errs.String())
+	}
+}
+
+// Process, directly: on revoke the child gets SIGTERM (and may clean up);
+// on loss it gets SIGKILL at once, without a chance to act.
+func TestSupervisorSignalsByCause(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cause    error
+		wantTERM bool
+	}{
+		{"revoked", fmt.Errorf("%w: rebalance", worker.ErrRevoked), true},
+		{"lost", fmt.Errorf("%w: session expired", worker.ErrLost), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &runOutput{}
+			s := &supervisor{
+				argv:  []string{"sh", "-c", `trap 'echo got TERM; exit 0' TERM; echo up; while :; do sleep 0.1; done`},
+				drain: 5 * time.Second, log: zap.NewNop(), stdout: out, stderr: out, children: map[int]string{},
+				index: map[string]int{"s-000": 0}, shards: 1, prefix: "p",
+			}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				done <- s.Process(ctx, &worker.Claim{Claim: shard.Claim{Shard: "s-000", Token: 9}, Worker: "w"})
+			}()
+			waitUntil(t, 10*time.Second, "the child is up", func() bool { return strings.Contains(out.String(), "[s-000] up") })
+			began := time.Now()
+			cancel(tc.cause)
+			if err := <-done; err != nil {
+				t.Errorf("Process = %v, want nil once the claim ended", err)
+			}
+			if took := time.Since(began); took > 3*time.Second {
+				t.Errorf("Process took %v to end the child", took)
+			}
+			if got := strings.Contains(out.String(), "[s-000] got TERM"); got != tc.wantTERM {
+				t.Errorf("child saw SIGTERM: %v, want %v; output:\n%s", got, tc.wantTERM, out.String())
+			}
+		})
+	}
+}
+
+func TestRunBadCommandLines(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--shards", "8"}, "no command"},
+		{[]string{"--", "true"}, "--shards is required"},
+		{[]string{"--shards", "8", "--consul", "127.0.0.1:1", "--", "true"}, "--prefix is required with --consul"},
+		{[]string{"--shards", "8", "--", "no-such-command-anywhere"}, `command "no-such-command-anywhere"`},
+		{[]string{"--shards", "8", "--ttl", "1s", "--renew", "1s", "--", "true"}, "exceeds ttl 1s"},
+		{[]string{"--shards", "8", "--drain-timeout", "-1s", "--", "true"}, "--drain-timeout -1s"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), append([]string{"run"}, tc.args...), &out, &errb); code != exitBadInvoke || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("shardd run %v: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
+
+// Two supervisors on one Consul share the shards: each runs children for
+// its half; when one stops, the other takes its shards over.
+func TestRunOnConsulSharesTheShards(t *testing.T) {
+	agent := consultest.StartDev(t)
+	prefix := fmt.Sprintf("shardlease-test/run-%d", time.Now().UnixNano())
+	script := `echo up $SHARDLEASE_SHARD; trap 'echo down $SHARDLEASE_SHARD; exit 0' TERM; while :; do sleep 0.1; done`
+	args := func(id string) []string {
+		return []string{"--consul", agent.HTTPAddr, "--consul-token", "", "--prefix", prefix, "--shards", "4", "--id", id,
+			"--ttl", "3s", "--renew", "500ms", "--pause-budget", "1s", "--drain-timeout", "2s", "--log-level", "warn",
+			"--", "sh", "-c", script}
+	}
+	up := regexp.MustCompile(`^\[(\S+)\] up (\S+)$`)
+	down := regexp.MustCompile(`^\[(\S+)\] down (\S+)$`)
+	running := func(o *runOutput) map[string]bool {
+		n := map[string]int{}
+		for _, m := range o.matches(up) {
+			n[m[2]]++
+		}
+		for _, m := range o.matches(down) {
+			n[m[2]]--
+		}
+		live := map[string]bool{}
+		for s, c := range n {
+			if c > 0 {
+				live[s] = true
+			}
+		}
+		return live
+	}
+	outA, errsA, stopA := startRun(t, args("a")...)
+	waitUntil(t, 30*time.Second, "a runs all 4 shards", func() bool { return len(running(outA)) == 4 })
+	outB, errsB, stopB := startRun(t, args("b")...)
+	waitUntil(t, 30*time.Second, "a and b run 2 shards each", func() bool {
+		a, b := running(outA), running(outB)
+		if len(a) != 2 || len(b) != 2 {
+			return false
+		}
+		for s := range a {
+			if b[s] {
+				return false
+			}
+		}
+		return true
+	})
+	if code, _ := stopB(); code != exitOK {
+		t.Errorf("b exit %d:\n%s", code, errsB.String())
+	}
+	waitUntil(t, 30*time.Second, "a runs all 4 shards again", func() bool { return len(running(outA)) == 4 })
+	if code, _ := stopA(); code != exitOK {
+		t.Errorf("a exit %d:\n%s", code, errsA.String())
+	}
+	if len(running(outA)) != 0 || len(running(outB)) != 0 {
+		t.Errorf("children still up after both stopped: a %v, b %v", running(outA), running(outB))
+	}
+}
+
+// The real binary, as a user runs it: the first SIGINT starts the drain;
+// children that ignore SIGTERM would hold shardd for the whole drain
+// timeout, so a second SIGINT kills them at once; nothing is left behind.
+func TestRunBinarySecondSignalKillsTheChildrenAtOnce(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "shardd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out := &runOutput{}
+	cmd := exec.Command(bin, "run", "--shards", "3", "--drain-timeout", "60s", "--log-level", "warn", "--",
+		"sh", "-c", `trap '' TERM; echo pgid=$$; while :; do sleep 0.1; done`)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	pgid := regexp.MustCompile(`^\[\S+\] pgid=(\d+)$`)
+	waitUntil(t, 15*time.Second, "three children start", func() bool { return len(out.matches(pgid)) == 3 })
+	groups := map[int]bool{}
+	for _, m := range out.matches(pgid) {
+		p, _ := strconv.Atoi(m[1])
+		groups[p] = true
+	}
+
+	// Ctrl-C on a terminal signals the foreground process group: shardd's.
+	// The children are in their own groups and do not see it.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	select {
+	case err := <-exited:
+		t.Fatalf("shardd exited on the first SIGINT (%v) although its children ignore SIGTERM and the drain is 60s:\n%s", err, out.String())
+	case <-time.After(time.Second):
+	}
+	if left := groupMembers(t, groups); len(left) == 0 {
+		t.Fatalf("the children died on the first SIGINT; they ignore SIGTERM")
+	}
+	began := time.Now()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Errorf("shardd: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("shardd still running 10s after the second SIGINT:\n%s", out.String())
+	}
+	t.Logf("stopped %v after the second SIGINT", time.Since(began).Round(time.Millisecond))
+	if left := groupMembers(t, groups); len(left) > 0 {
+		t.Errorf("processes left:\n%s", strings.Join(left, "\n"))
+	}
+	if !strings.Contains(out.String(), "second signal: every child killed at once") {
+		t.Errorf("shardd did not say why it killed its children:\n%s", out.String())
+	}
+}
