@@ -90,6 +90,9 @@ with the claim in its environment:
   SHARDLEASE_WORKER       this worker's ID
   SHARDLEASE_PREFIX       the fleet's prefix
 
+The rest of shardd's environment is passed on, except CONSUL_HTTP_TOKEN and
+CONSUL_HTTP_TOKEN_FILE: shardd's ACL token is not the child's.
+
 The child's output is prefixed with its shard. When the shard is revoked
 (rebalanced away, or shardd is stopping) the child's process group gets
 SIGTERM, then SIGKILL after --drain-timeout; when the shard is lost (the

@@ -374,3 +374,26 @@ func TestRunBinarySecondSignalKillsTheChildrenAtOnce(t *testing.T) {
 		t.Errorf("shardd did not say why it killed its children:\n%s", out.String())
 	}
 }
+
+// shardd's Consul ACL token stays with shardd; stale SHARDLEASE_* variables
+// of its own environment do not leak into the child's claim.
+func TestSupervisorKeepsTheACLTokenFromTheChild(t *testing.T) {
+	t.Setenv("CONSUL_HTTP_TOKEN", "s3cret")
+	t.Setenv("SHARDLEASE_TOKEN", "1")
+	t.Setenv("KEEP_ME", "yes")
+	out := &runOutput{}
+	s := &supervisor{
+		argv:  []string{"sh", "-c", `echo acl=${CONSUL_HTTP_TOKEN:-none} token=$SHARDLEASE_TOKEN keep=$KEEP_ME; sleep 30`},
+		drain: time.Second, log: zap.NewNop(), stdout: out, stderr: out, children: map[int]string{},
+		index: map[string]int{"s-000": 0}, shards: 1, prefix: "p",
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Process(ctx, &worker.Claim{Claim: shard.Claim{Shard: "s-000", Token: 42}, Worker: "w"}) }()
+	waitUntil(t, 10*time.Second, "the child reports", func() bool { return strings.Contains(out.String(), "acl=") })
+	cancel(worker.ErrRevoked)
+	<-done
+	if got := strings.TrimSpace(out.String()); got != "[s-000] acl=none token=42 keep=yes" {
+		t.Errorf("child environment: %q, want no ACL token, the claim's token and the rest", got)
+	}
+}

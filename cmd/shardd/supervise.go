@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -53,6 +54,31 @@ const (
 	envPrefix     = "SHARDLEASE_PREFIX"
 )
 
+// secretEnv are variables of shardd's environment a child does not get:
+// shardd's Consul ACL token is for its own calls, and a child that needs
+// Consul should carry a token of its own (least privilege).
+var secretEnv = []string{"CONSUL_HTTP_TOKEN", "CONSUL_HTTP_TOKEN_FILE"}
+
+// childEnviron returns env without secretEnv and without any SHARDLEASE_*
+// variable (the child's own are appended after).
+func childEnviron(env []string) []string {
+	out := make([]string, 0, len(env))
+next:
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "SHARDLEASE_") {
+			continue
+		}
+		for _, s := range secretEnv {
+			if name == s {
+				continue next
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
 // killGrace is how long after SIGKILL the lock is still kept: the worker
 // releases a revoked shard no earlier than drain + killGrace, so the next
 // owner's child never starts while this one's is still being reaped.
@@ -65,7 +91,7 @@ const maxLine = 64 << 10
 func (s *supervisor) Process(ctx context.Context, c *worker.Claim) error {
 	log := s.log.With(zap.String("shard", string(c.Shard)), zap.Uint64("token", uint64(c.Token)))
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(childEnviron(os.Environ()),
 		envShard+"="+string(c.Shard),
 		envShardIndex+"="+strconv.Itoa(s.index[string(c.Shard)]),
 		envShards+"="+strconv.Itoa(s.shards),
