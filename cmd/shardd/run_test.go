@@ -389,7 +389,9 @@ func TestSupervisorKeepsTheACLTokenFromTheChild(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Process(ctx, &worker.Claim{Claim: shard.Claim{Shard: "s-000", Token: 42}, Worker: "w"}) }()
+	go func() {
+		done <- s.Process(ctx, &worker.Claim{Claim: shard.Claim{Shard: "s-000", Token: 42}, Worker: "w"})
+	}()
 	waitUntil(t, 10*time.Second, "the child reports", func() bool { return strings.Contains(out.String(), "acl=") })
 	cancel(worker.ErrRevoked)
 	<-done
