@@ -48,7 +48,10 @@ type Config struct {
 	MaxMovesPerRound int
 	// OrphanGrace is how long a free shard waits for its designated
 	// acquirer before any other worker may take it (plus up to 100 %
-	// jitter). Default 3 s.
+	// jitter), counted from the shard's latest release or expiry. A worker
+	// that takes a shard over this way treats its designated acquirer as
+	// stuck for 10 orphan graces (or until it rejoins): it hands it no
+	// shards and takes over all of its orphans. Default 3 s.
 	OrphanGrace time.Duration
 	// WatchCoalesce is the minimum time between two watch wake-ups, so a
 	// burst of changes costs one re-plan. Default 25 ms.

@@ -41,7 +41,8 @@ type loop struct {
 
 	snap       *shard.Snapshot
 	runners    map[shard.ID]*runner
-	takeAfter  map[shard.ID]time.Time // free shards: when a non-designated worker may take them
+	takeAfter  map[shard.ID]orphan // free shards: when a non-designated worker may take them
+	stuck      map[string]stuck    // designated acquirers this worker took shards over from
 	state      State
 	roundTimer *time.Timer
 	// warm is set by the first rebalance round. Until then the worker
@@ -52,6 +53,26 @@ type loop struct {
 	warm bool
 }
 
+// orphan is a free shard targeted at another worker, as this worker first
+// saw it free: the key's index then, and when the orphan grace ends. Any
+// later write to the key (an acquisition, a release, an expiry) changes the
+// index, so the grace counts from the shard's latest becoming free, never
+// from an older one.
+type orphan struct {
+	token shard.Token
+	after time.Time
+}
+
+// stuck marks a live member that let a shard designated to it sit free past
+// the orphan grace, so this worker took the shard over. Until the mark ends,
+// and while the member keeps the same session, this worker hands it nothing
+// in rebalance rounds (it would only leave the shard free for another grace)
+// and takes over all of its orphans, not just one above its own quota.
+type stuck struct {
+	session shard.SessionID
+	until   time.Time
+}
+
 func newLoop(w *Worker, l *lease) *loop {
 	return &loop{
 		w: w, lease: l,
@@ -59,7 +80,8 @@ func newLoop(w *Worker, l *lease) *loop {
 		exits:     make(chan exit),
 		closed:    make(chan struct{}),
 		runners:   map[shard.ID]*runner{},
-		takeAfter: map[shard.ID]time.Time{},
+		takeAfter: map[shard.ID]orphan{},
+		stuck:     map[string]stuck{},
 		state:     StateActive,
 	}
 }

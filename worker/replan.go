@@ -91,7 +91,8 @@ func (lp *loop) replan(round bool) {
 	}
 
 	var want []shard.Acquisition
-	var strays []shard.ID // held by this session without a runner, targeted elsewhere
+	takeovers := map[shard.ID]string{} // orphans wanted from a designated acquirer that did not take them
+	var strays []shard.ID              // held by this session without a runner, targeted elsewhere
 	for _, id := range lp.w.shards {
 		st, target := v.byShard[id], v.plan.Target[id]
 		if _, busy := lp.runners[id]; busy {
@@ -108,21 +109,26 @@ func (lp *loop) replan(round bool) {
 			delete(lp.takeAfter, id)
 			want = append(want, shard.Acquisition{Shard: id, Reason: acquireReason(st, "")})
 		default:
-			after, seen := lp.takeAfter[id]
-			if !seen {
-				lp.takeAfter[id] = now.Add(lp.w.jitter.between(lp.w.cfg.OrphanGrace, 2*lp.w.cfg.OrphanGrace+1))
-			} else if now.After(after) && lp.owned() < v.capacity+1 {
+			o, seen := lp.takeAfter[id]
+			if !seen || o.token != st.Token {
+				lp.takeAfter[id] = orphan{token: st.Token, after: now.Add(lp.w.jitter.between(lp.w.cfg.OrphanGrace, 2*lp.w.cfg.OrphanGrace+1))}
+			} else if now.After(o.after) && (lp.owned() < v.capacity+1 || lp.isStuck(target, now)) {
 				want = append(want, shard.Acquisition{Shard: id, Reason: acquireReason(st, target)})
+				takeovers[id] = target
 			}
 		}
 	}
 	lp.release(strays, "rebalance")
 	if lp.warm {
-		lp.acquire(want)
+		for _, id := range lp.acquire(want) {
+			if target, ok := takeovers[id]; ok {
+				lp.markStuck(target, now)
+			}
+		}
 	}
 
 	if round {
-		lp.rebalance(v)
+		lp.rebalance(v, now)
 	}
 	lp.publish()
 }
@@ -170,17 +176,20 @@ func reasonClass(why string) string {
 	return "other"
 }
 
-func (lp *loop) acquire(want []shard.Acquisition) {
+// acquire locks the wanted shards it can and starts their runners; it
+// returns the shards it started.
+func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 	if len(want) == 0 {
-		return
+		return nil
 	}
 	ctx, cancel := lp.opCtx()
 	defer cancel()
 	got, err := lp.w.cfg.Coordinator.Acquire(ctx, lp.lease.session, want)
 	if err != nil {
 		lp.w.log.Warn("acquire failed; retrying next round", zap.Int("shards", len(want)), zap.Error(err))
-		return
+		return nil
 	}
+	var started []shard.ID
 	why := make(map[shard.ID]string, len(want))
 	for _, a := range want {
 		why[a.Shard] = a.Reason
@@ -193,7 +202,37 @@ func (lp *loop) acquire(want []shard.Acquisition) {
 		lp.w.log.Info("acquired shard", zap.String("shard", string(c.Shard)), zap.Uint64("token", uint64(c.Token)),
 			zap.String("session", string(lp.lease.session)), zap.String("reason", why[c.Shard]))
 		lp.start(c)
+		started = append(started, c.Shard)
 	}
+	return started
+}
+
+// takeoverHold, in orphan graces, is how long a worker treats a designated
+// acquirer it took a shard over from as stuck (see stuck). Handing shards to
+// a stuck acquirer at once would leave each free for another grace every
+// round; never handing it any would keep one that recovered under the same
+// session from its share for ever.
+const takeoverHold = 10
+
+// markStuck records that this worker took a shard over from member id.
+func (lp *loop) markStuck(id string, now time.Time) {
+	if m, ok := lp.snap.Member(id); ok && m.Live() {
+		lp.stuck[id] = stuck{session: m.Session, until: now.Add(takeoverHold * lp.w.cfg.OrphanGrace)}
+	}
+}
+
+// isStuck reports whether member id is marked stuck, under the session it
+// still has in the latest snapshot: a member that rejoined is not.
+func (lp *loop) isStuck(id string, now time.Time) bool {
+	s, ok := lp.stuck[id]
+	if !ok {
+		return false
+	}
+	if m, live := lp.snap.Member(id); !live || m.Session != s.session || !now.Before(s.until) {
+		delete(lp.stuck, id)
+		return false
+	}
+	return true
 }
 
 func (lp *loop) owned() int {
@@ -213,26 +252,28 @@ func (lp *loop) owned() int {
 // sheds its surplus geometrically (117 extra shards take 7 rounds, not 30),
 // while a converged fleet absorbing a join moves one shard per worker.
 // Each released shard has exactly one designated acquirer, so a large round
-// creates no herd.
-func (lp *loop) rebalance(v view) {
+// creates no herd. Nothing is handed to a member this worker marked stuck,
+// except when draining.
+func (lp *loop) rebalance(v view, now time.Time) {
 	inFlight := 0
 	for _, r := range lp.runners {
 		if r.state == ShardRevoking {
 			inFlight++
 		}
 	}
+	why := "rebalance"
+	if lp.state == StateDraining || lp.w.draining.Load() {
+		why = "drain"
+	}
 	var out []shard.ID
 	for id, r := range lp.runners {
-		if r.state == ShardOwned && v.plan.Target[id] != lp.w.cfg.ID {
+		target := v.plan.Target[id]
+		if r.state == ShardOwned && target != lp.w.cfg.ID && (why == "drain" || !lp.isStuck(target, now)) {
 			out = append(out, id)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	limit := max(lp.w.cfg.MaxMovesPerRound, (len(out)+inFlight+1)/2)
-	why := "rebalance"
-	if lp.state == StateDraining || lp.w.draining.Load() {
-		why = "drain"
-	}
 	for _, id := range out {
 		if inFlight >= limit {
 			break
