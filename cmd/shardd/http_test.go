@@ -21,7 +21,8 @@ import (
 // and scrapes /metrics while the demo plays its faults: every shardlease_*
 // metric of DESIGN.md is there, and the values move: commits and renewals
 // grow, the crash shows as orphaned acquisitions, the pause past the TTL as
-// a step-down with losses and as stale commits the fence rejected. The
+// a step-down with losses and as stale commits the fence rejected, the
+// paused worker's return as hand-offs to it. The
 // dashboard's JSON and page are served from the same address.
 func TestDemoHTTPServesMetricsThatMove(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -73,6 +74,8 @@ func TestDemoHTTPServesMetricsThatMove(t *testing.T) {
 			return "no step-down with losses (the pause past the TTL)"
 		case last.sum("shardlease_commits_total", `result="stale"`) < 1:
 			return "no stale commits rejected (the paused worker's late writes)"
+		case last.sum("shardlease_releases_total", `reason="rebalance"`) < 1:
+			return "no hand-offs (to the paused worker when it is back, or to the joiner at 13 s)"
 		}
 		return ""
 	}
