@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -303,6 +304,46 @@ func (s *Server) kill() {
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	<-exited
+	// The postmaster's children die a moment after it; until they have,
+	// they hold its shared memory and a new postmaster refuses to start
+	// ("pre-existing shared memory block is still in use").
+	waitGroupGone(cmd.Process.Pid, 10*time.Second)
+}
+
+// waitGroupGone waits until no live (non-zombie) process is left in the
+// process group pgid, or within passes.
+func waitGroupGone(pgid int, within time.Duration) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) && groupAlive(pgid) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// groupAlive reports whether a process of group pgid is still running,
+// from /proc/<pid>/stat: "pid (comm) state ppid pgrp ...".
+func groupAlive(pgid int) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:])) // state, ppid, pgrp, ...
+		if len(f) >= 3 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
 }
 
 // shutdown stops the server (fast) and removes its directory.
