@@ -1,0 +1,13 @@
+// Package docscheck keeps the documentation under docs/ honest: its tests
+// read what the documents state and check it against the code and against
+// real servers, so a document cannot drift from what the product does.
+//
+//   - docs/security.md: the worker, reader and operator ACL policies (the
+//     HCL blocks marked <!-- acl-test: NAME -->) are applied to a real
+//     Consul with ACLs on and default deny; a worker runs with its policy
+//     and cannot write outside its prefix, and each operator policy allows
+//     what the document says and no more.
+//
+// The package has no code of its own; it exists for its tests. They fail,
+// never skip, when Consul cannot be started (see internal/consultest).
+package docscheck
