@@ -1,0 +1,83 @@
+// Package sim runs a whole shardlease fleet — the embedded coordinator
+// (shard/memory), several workers with handlers, an in-memory offset store
+// behind an auditor — on the virtual clock of a testing/synctest bubble, and
+// drives it with a seeded random schedule of faults while checking the
+// invariants the framework promises. Minutes of simulated time take a few
+// milliseconds, so a test run covers hundreds of seeds and a batch run tens
+// of thousands.
+//
+// # One seed
+//
+// NewSchedule(seed) derives, from the seed alone, the fleet (2–5 workers,
+// 16–32 shards, one of five lease policies, lock-delay, round interval,
+// moves per round) and a schedule of 30–90 s of faults, then a quiet period
+// in which the fleet must settle. The kinds (see Kind): crash; pause (the
+// handlers freeze with a commit in hand, coordinator calls hang, then it all
+// resumes and the commit is sent with the old token); partition from the
+// coordinator with calls that fail or hang, while the offset store stays
+// reachable; a forward jump of the coordinator's clock; join of a new
+// worker, restart of a crashed one under its old ID, graceful leave; slow
+// handler steps that ignore their context; slow renewals (the request or the
+// reply delayed). Run(seed) plays the schedule and returns what it found.
+//
+// # Invariants, checked as the run goes and at every step
+//
+//   - No stale commit: the auditor refuses to see a commit accepted with a
+//     token below one already fenced or accepted for its shard, a valid one
+//     refused, or a fence accepted below the floor.
+//   - Offsets never go backwards for a shard, and every new owner starts
+//     from a checkpoint that includes every commit accepted before (the
+//     handler's offsets follow from its starting checkpoint, so a lost
+//     commit also shows as a regression). At the end, the whole history of
+//     fences and commits passes offsetstest.CheckHistory.
+//   - Tokens strictly increase per shard across claims, as seen by a
+//     watcher that follows the coordinator from outside.
+//   - No handler acts past its worker's local step-down deadline: the
+//     deadline is mirrored from outside (the start of the last successful
+//     renewal plus LeasePolicy.StepDownAfter, the rule of worker/lease.go),
+//     and a handler that sees its context live checks it before each step.
+//   - No new owner starts while an older owner of the shard still rightly
+//     believes, within its own deadline, that it owns it — except after a
+//     coordinator clock jump, which breaks the lease's timing assumption by
+//     design; those overlaps are counted (Result.Overlaps) and the fence is
+//     what keeps them harmless.
+//   - Once the last fault has ended, every shard is owned by a running
+//     worker, each running worker agrees with the coordinator about what it
+//     owns, counts differ by at most one, within Bound(setup) — and the
+//     fleet then stays put for three rounds.
+//   - Every worker's Run returns nil, and only when told to stop.
+//
+// # Replay, honestly
+//
+// The seed fixes the fleet, the fault schedule, every worker's jitter and
+// every handler's random choices. It does not fix the order in which
+// goroutines run at the same virtual instant: the Go scheduler decides that,
+// inside a bubble too. So a seed replays its faults exactly, and a violation
+// it found reproduces with high probability rather than certainty; replay a
+// seed in a loop (-count=20) when it does not show at once. A failing seed
+// prints its violations, its schedule and the one-line command:
+//
+//	go test ./internal/sim -run 'TestSim$' -seed=12345 -v
+//
+// (-sim.log adds the workers' own logs.)
+//
+// # What is modelled and what is not
+//
+//   - A pause freezes a worker's handlers and its coordinator calls; the
+//     worker runtime's own goroutines (its step-down timer, its loop) keep
+//     running. A real stop-the-world pause freezes those too, and on waking
+//     the overdue timer races the handler; the simulated handler sends its
+//     commit in hand without looking at its context, which is that race's
+//     worst outcome, and the fence must reject it.
+//   - A clock jump moves the coordinator's clock forward, so sessions expire
+//     early as the workers count time — what a worker whose monotonic clock
+//     missed a VM suspend, or a coordinator whose clock was stepped, looks
+//     like. One bubble has one clock, so a single worker's clock cannot run
+//     slow on its own; backward jumps only delay expiry and are left out.
+//   - A partition cuts one worker from the coordinator only; the offset
+//     store never fails (its backends have fault tests of their own).
+//     Messages are not lost or reordered beyond what the wrappers do: calls
+//     fail, hang, or (renewals) are delayed.
+//   - The coordinator is shard/memory: a session ends exactly at its TTL.
+//     Consul may take up to 2·TTL, which only makes takeovers later.
+package sim

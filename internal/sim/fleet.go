@@ -1,0 +1,187 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/faults"
+	"github.com/shardlease/shardlease/offsets"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/worker"
+)
+
+// member is one worker process of the simulated fleet: one Worker and the
+// handles that inject its faults. A crashed worker restarted under the same
+// ID is a new member.
+type member struct {
+	id    string
+	n     int // instance number, for seeding
+	w     *worker.Worker
+	fault *faults.Coordinator
+	slow  *slowRenewals
+	gate  faults.Gate // closed: the process is frozen (its handlers stop where they are)
+
+	dead    atomic.Bool  // crashed: frozen handlers never write again
+	slowMax atomic.Int64 // time.Duration: handler steps take up to this, ignoring ctx; 0: normal
+	cancel  context.CancelFunc
+	done    chan error
+	err     error // Run's result, once done
+	stopped bool  // Run has returned and err is set
+	left    bool  // told to leave
+}
+
+// isLost reports whether err (a context cause) says authority is gone.
+func isLost(err error) bool { return errors.Is(err, worker.ErrLost) }
+
+// spawn starts a worker named id.
+func (r *run) spawn(id string) *member {
+	r.instances++
+	m := &member{id: id, n: r.instances, done: make(chan error, 1)}
+	m.fault = faults.Wrap(r.coord)
+	m.slow = &slowRenewals{Coordinator: m.fault}
+	su := r.sched.Setup
+	lockDelay := su.LockDelay
+	if lockDelay == 0 {
+		lockDelay = -1 // worker.Config: negative means none
+	}
+	w, err := worker.New(worker.Config{
+		ID:               id,
+		Fleet:            shard.Config{Shards: su.Shards},
+		Coordinator:      &recorder{Coordinator: m.slow, worker: id, l: r.leases},
+		Offsets:          r.store,
+		Handler:          r.handler(m),
+		Policy:           su.Policy,
+		LockDelay:        lockDelay,
+		DrainTimeout:     su.DrainTimeout,
+		RoundEvery:       su.RoundEvery,
+		MaxMovesPerRound: su.MaxMoves,
+		OrphanGrace:      su.OrphanGrace,
+		Logger:           r.opts.Logger,
+		JitterSeed:       r.sched.Seed*1000003 + uint64(m.n),
+	})
+	if err != nil {
+		r.c.violate("worker.New(%s): %v", id, err)
+		return nil
+	}
+	m.w = w
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go func() { m.done <- w.Run(ctx) }()
+	r.members[id] = m
+	r.all = append(r.all, m)
+	return m
+}
+
+// handler is the simulated consumer of one shard's stream. Each step it
+// processes a few messages (its offset advances by 1..5) and commits the new
+// offset with its claim's token. Its offsets follow from the checkpoint it
+// started from, so an owner that started below an accepted commit shows up
+// as an offset going backwards.
+//
+// A pause can strike between computing an offset and sending its commit
+// (the gate): the frozen handler wakes up and sends the commit without
+// looking at its context, as a process that was stopped would. A slow step
+// ignores its context. A handler revoked gracefully commits once more and
+// returns; one told it is lost returns at once.
+func (r *run) handler(m *member) worker.Handler {
+	return worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
+		r.store.started(c.Claim, c.Start)
+		defer r.handlers.begin(m.id, c.Claim, ctx)()
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d/%s/%s/%d", r.sched.Seed, m.id, c.Shard, c.Token)
+		rng := rand.New(rand.NewPCG(h.Sum64(), uint64(m.n)))
+		offset := c.Start.Offset
+		for {
+			if slow := time.Duration(m.slowMax.Load()); slow > 0 {
+				time.Sleep(time.Duration(rng.Int64N(int64(slow))) + time.Millisecond)
+			} else {
+				t := time.NewTimer(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
+				t.Stop()
+			}
+			if ctx.Err() != nil {
+				if !isLost(context.Cause(ctx)) && !m.dead.Load() {
+					// Revoked: commit what was processed, then return.
+					_ = c.Commit(context.WithoutCancel(ctx), offset+1)
+				}
+				return nil
+			}
+			r.handlers.acting(m.id, c.Claim)
+			offset += 1 + rng.Int64N(5)
+			m.gate.Wait(context.Background()) // a frozen process does not see ctx end
+			if m.dead.Load() {
+				return nil // a crashed process never wakes up
+			}
+			err := c.Commit(context.WithoutCancel(ctx), offset)
+			if errors.Is(err, offsets.ErrStaleToken) {
+				<-ctx.Done() // a newer owner fenced the shard: stop acting for it
+				return nil
+			}
+		}
+	})
+}
+
+// apply plays one event of the schedule.
+func (r *run) apply(e Event) {
+	if r.opts.Trace != nil {
+		r.opts.Trace(e.String())
+	}
+	if !e.Heal {
+		r.faults[e.Kind]++
+	}
+	m := r.members[e.Worker]
+	switch e.Kind {
+	case ClockJump:
+		r.clock.jump(e.Size)
+		r.jumps.add(time.Now())
+		r.coord.Sessions() // let the coordinator notice what expired, as its timers would
+		return
+	case Join, Restart:
+		if m != nil && !m.dead.Load() && !m.left {
+			r.c.violate("schedule: %s %s, which is running", e.Kind, e.Worker)
+			return
+		}
+		r.spawn(e.Worker)
+		return
+	}
+	if m == nil {
+		r.c.violate("schedule: %s of %s, which never ran", e.Kind, e.Worker)
+		return
+	}
+	if m.dead.Load() || m.left {
+		return // a heal due after a crash or a leave
+	}
+	switch {
+	case e.Kind == Crash:
+		// Every call fails, handlers freeze forever, nothing is released.
+		m.dead.Store(true)
+		m.gate.Close()
+		m.fault.Set(faults.Fail)
+		m.cancel() // Run returns after its drain timeout; its calls all fail
+	case e.Kind == Leave:
+		m.left = true
+		m.cancel()
+	case e.Kind == Pause && !e.Heal:
+		m.gate.Close()
+		m.fault.Set(faults.Hang)
+	case e.Kind == PartitionFail && !e.Heal:
+		m.fault.Set(faults.Fail)
+	case e.Kind == PartitionHang && !e.Heal:
+		m.fault.Set(faults.Hang)
+	case e.Kind == Pause || e.Kind == PartitionFail || e.Kind == PartitionHang:
+		m.fault.Set(faults.Healthy)
+		m.gate.Open()
+	case e.Kind == SlowHandlers:
+		m.slowMax.Store(int64(e.Size)) // 0 on heal
+	case e.Kind == SlowRenewals:
+		m.slow.set(e.Size, e.LateReply) // 0 on heal
+	}
+}

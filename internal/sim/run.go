@@ -1,0 +1,362 @@
+package sim
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/shardlease/shardlease/internal/faults"
+	offmem "github.com/shardlease/shardlease/offsets/memory"
+	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/memory"
+	"github.com/shardlease/shardlease/worker"
+)
+
+// Options configure Run.
+type Options struct {
+	// Logger receives the workers' logs. Default: none.
+	Logger *zap.Logger
+	// Trace, if set, receives each event as it is played and each
+	// violation as it is found.
+	Trace func(string)
+}
+
+// Result is what one seed's run found.
+type Result struct {
+	Schedule Schedule
+	// Simulated is how much simulated time the run took.
+	Simulated time.Duration
+	// Faults counts the faults played, by kind.
+	Faults map[Kind]int
+	// Commits accepted and stale commits rejected by the fence, fences
+	// raised, handler starts, handlers ended with ErrLost.
+	Commits, StaleRejected, Fences, Starts, LostEnds int64
+	// Overlaps counts owners that started while an older owner still
+	// believed, within its local deadline, that it owned the shard. Only a
+	// coordinator clock jump can cause one; the fence rejected the older
+	// owner's writes.
+	Overlaps int64
+	// Settle is how long after the last fault the fleet took to own every
+	// shard again with max−min ≤ 1; Bound is what the lease policy allows.
+	Settle, Bound time.Duration
+	// Violations lists every broken invariant; empty when the run passed.
+	Violations []string
+}
+
+// Bound is how long after the last fault has ended a fleet may take to own
+// every shard again, balanced to max−min ≤ 1:
+//
+//	TTL + LockDelay                  the last stale session expires; its shards leave lock-delay
+//	+ DrainTimeout + RenewEvery      a worker that stepped down waits for its handlers and tries to end its session
+//	+ 5 s + 2 s                      the worker's rejoin backoff and join retry caps
+//	+ 2·OrphanGrace + 10·OrphanGrace a free shard whose designated acquirer is stuck waits out the orphan
+//	                                 grace (with jitter) for a takeover, and the new owner holds it that
+//	                                 long before handing it back (worker's takeoverHold)
+//	+ (⌈log₂ Shards⌉ + 3)·1.5·RoundEvery
+//	                                 the first (quiet) round of a rejoined worker, one round for an
+//	                                 acquisition refused by lock-delay, and rebalance rounds that
+//	                                 halve the surplus each time (each round is at most 1.5·RoundEvery)
+//	+ 1 s                            watch coalescing and a handler's last step
+func Bound(su Setup) time.Duration {
+	p := su.Policy
+	rounds := time.Duration(bits.Len(uint(su.Shards-1)) + 3)
+	return p.TTL + su.LockDelay + su.DrainTimeout + p.RenewEvery + 7*time.Second +
+		12*su.OrphanGrace + rounds*su.RoundEvery*3/2 + time.Second
+}
+
+// run is one seed's fleet and its checkers.
+type run struct {
+	opts  Options
+	sched Schedule
+
+	clock    *jumpClock
+	coord    *memory.Coordinator
+	store    *auditor
+	leases   *leases
+	handlers *handlers
+	jumps    *jumps
+	c        *checker
+
+	members   map[string]*member // by ID: the latest process under that ID
+	all       []*member          // every process ever started
+	instances int
+	faults    map[Kind]int
+}
+
+// checkEvery is how often the driver checks the invariants between events.
+const checkEvery = 250 * time.Millisecond
+
+// Run plays seed's schedule on a whole fleet — the embedded coordinator,
+// workers with handlers, an in-memory offset store behind an auditor — and
+// checks the invariants after every step. It must be called inside a
+// testing/synctest bubble (synctest.Test), where the run's minutes of
+// simulated time take a fraction of a second; everything it starts has
+// ended when it returns.
+func Run(seed uint64, opts Options) Result {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	sched := NewSchedule(seed)
+	su := sched.Setup
+	c := &checker{start: time.Now(), trace: opts.Trace}
+	r := &run{
+		opts: opts, sched: sched, c: c,
+		clock:   &jumpClock{},
+		leases:  newLeases(su.Policy),
+		jumps:   &jumps{window: su.Policy.TTL},
+		members: map[string]*member{},
+		faults:  map[Kind]int{},
+	}
+	r.coord = memory.New(memory.WithClock(r.clock))
+	r.store = newAuditor(offmem.New(), c)
+	r.handlers = newHandlers(c, r.leases, r.jumps)
+	if opts.Trace != nil {
+		opts.Trace(sched.String())
+	}
+
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() { defer close(watched); watchTokens(watchCtx, r.coord, c) }()
+
+	for i := range su.Workers {
+		r.spawn(fmt.Sprintf("w%d", i))
+	}
+	res := Result{Schedule: sched, Bound: Bound(su)}
+	for _, e := range sched.Events {
+		if !r.advanceTo(e.At) {
+			break
+		}
+		r.apply(e)
+	}
+	if c.count() == 0 && r.advanceTo(sched.FaultsEnd) {
+		res.Settle = r.settle(sched.FaultsEnd, res.Bound)
+	}
+	r.shutdown()
+	stopWatch()
+	<-watched
+	r.store.final(context.Background())
+
+	res.Simulated = c.elapsed()
+	res.Faults = r.faults
+	res.Commits, res.StaleRejected, res.Fences = r.store.commits.Load(), r.store.stale.Load(), r.store.fences.Load()
+	res.Starts, res.LostEnds, res.Overlaps = r.handlers.starts.Load(), r.handlers.lostEnds.Load(), r.handlers.overlaps.Load()
+	res.Violations = c.list()
+	return res
+}
+
+// advanceTo lets simulated time pass until at (since the start), checking
+// the workers every checkEvery. It reports false once a violation is found:
+// the run stops early, so the report shows the first problem near its cause.
+func (r *run) advanceTo(at time.Duration) bool {
+	for {
+		r.checkWorkers()
+		if r.c.count() > 0 {
+			return false
+		}
+		left := at - r.c.elapsed()
+		if left <= 0 {
+			return true
+		}
+		time.Sleep(min(left, checkEvery))
+	}
+}
+
+// checkWorkers collects the result of every worker whose Run returned: a
+// worker stops only when told to (leave, crash), and then with nil.
+func (r *run) checkWorkers() {
+	for _, m := range r.all {
+		if m.stopped {
+			continue
+		}
+		select {
+		case err := <-m.done:
+			m.stopped, m.err = true, err
+			if err != nil {
+				r.c.violate("worker %s stopped with an error: %v", m.id, err)
+			} else if !m.dead.Load() && !m.left {
+				r.c.violate("worker %s stopped without being told to", m.id)
+			}
+		default:
+		}
+	}
+}
+
+// running returns the members that should be running now: started, not
+// crashed, not left.
+func (r *run) running() []*member {
+	var out []*member
+	for _, m := range r.members {
+		if !m.dead.Load() && !m.left {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b *member) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// settle waits, from the end of the last fault, until every shard is owned
+// by a running worker, every running worker is a live member that agrees
+// with the coordinator about what it owns, and counts differ by at most
+// one; and then checks that the fleet stays that way for a few rounds. It
+// returns how long settling took; taking longer than bound is a violation.
+func (r *run) settle(from, bound time.Duration) time.Duration {
+	var why string
+	for {
+		if why = r.unsettled(); why == "" {
+			break
+		}
+		if r.c.elapsed()-from > bound {
+			r.c.violate("the fleet has not settled %v after the last fault (bound %v): %s\n%s", r.c.elapsed()-from, bound, why, r.diagnose())
+			return r.c.elapsed() - from
+		}
+		if !r.advanceTo(r.c.elapsed() + checkEvery) {
+			return r.c.elapsed() - from
+		}
+	}
+	took := r.c.elapsed() - from
+	owners := r.snapshot().Owners()
+	if !r.advanceTo(r.c.elapsed() + 3*r.sched.Setup.RoundEvery) {
+		return took
+	}
+	if why := r.unsettled(); why != "" {
+		r.c.violate("the fleet settled %v after the last fault, then came apart: %s\n%s", took, why, r.diagnose())
+	} else if now := r.snapshot().Owners(); fmt.Sprint(now) != fmt.Sprint(owners) {
+		r.c.violate("the fleet settled %v after the last fault, then kept moving shards: %v, then %v", took, owners, now)
+	}
+	return took
+}
+
+func (r *run) snapshot() shard.Snapshot {
+	snap, err := r.coord.Watch(context.Background(), 0)
+	if err != nil {
+		r.c.violate("snapshot: %v", err)
+	}
+	return snap
+}
+
+// unsettled says what keeps the fleet from being settled, or "" if nothing.
+func (r *run) unsettled() string {
+	snap := r.snapshot()
+	owners := snap.Owners()
+	counts := map[string]int{}
+	for _, m := range r.running() {
+		ms, ok := snap.Member(m.id)
+		if !ok || !ms.Live() {
+			return fmt.Sprintf("worker %s is not a live member", m.id)
+		}
+		counts[m.id] = 0
+	}
+	for _, id := range (shard.Config{Shards: r.sched.Setup.Shards}).IDs() {
+		w, ok := owners[id]
+		if !ok {
+			return fmt.Sprintf("shard %s is not owned by a live member", id)
+		}
+		if _, ok := counts[w]; !ok {
+			return fmt.Sprintf("shard %s is owned by %s, which is not running", id, w)
+		}
+		counts[w]++
+	}
+	lo, hi := -1, 0
+	for _, n := range counts {
+		if lo < 0 || n < lo {
+			lo = n
+		}
+		hi = max(hi, n)
+	}
+	if hi-lo > 1 {
+		return fmt.Sprintf("owned counts %v differ by %d", counts, hi-lo)
+	}
+	for _, m := range r.running() {
+		st := m.w.Status()
+		if st.State != worker.StateActive {
+			return fmt.Sprintf("worker %s is %s", m.id, st.State)
+		}
+		mine := st.Owned()
+		var theirs []shard.ID
+		for id, w := range owners {
+			if w == m.id {
+				theirs = append(theirs, id)
+			}
+		}
+		slices.Sort(mine)
+		slices.Sort(theirs)
+		if !slices.Equal(mine, theirs) {
+			return fmt.Sprintf("worker %s runs handlers for %v, the coordinator has it own %v", m.id, mine, theirs)
+		}
+	}
+	return ""
+}
+
+// shutdown heals everything, stops every worker gracefully, lets crashed
+// workers' frozen handlers return, and waits for all of it.
+func (r *run) shutdown() {
+	for _, m := range r.all {
+		if !m.dead.Load() {
+			m.fault.Set(faults.Healthy)
+			m.slow.set(0, false)
+			m.slowMax.Store(0)
+			m.gate.Open()
+		}
+		m.cancel()
+	}
+	for _, m := range r.all {
+		if !m.stopped {
+			m.err = <-m.done
+			m.stopped = true
+			if m.err != nil {
+				r.c.violate("worker %s: Run returned %v on shutdown", m.id, m.err)
+			}
+		}
+		m.gate.Open() // a crashed worker's handlers see dead and return without writing
+	}
+	// Runners still on their way out may call a handler once more; wait
+	// until none is running, so the final audit sees every commit.
+	deadline := r.c.elapsed() + time.Minute
+	for r.handlers.active.Load() > 0 {
+		if r.c.elapsed() > deadline {
+			r.c.violate("%d handlers still running a minute after every worker stopped", r.handlers.active.Load())
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// diagnose describes the fleet for a liveness violation: the coordinator's
+// view, the plan every worker derives from it, and each worker's own view.
+func (r *run) diagnose() string {
+	var b strings.Builder
+	snap := r.snapshot()
+	owners := snap.Owners()
+	in := rebalance.Input{Shards: (shard.Config{Shards: r.sched.Setup.Shards}).IDs(), Owners: owners}
+	for _, m := range snap.Members {
+		fmt.Fprintf(&b, "    member %s session %q draining %v\n", m.ID, m.Session, m.Draining)
+		if m.Live() {
+			in.Members = append(in.Members, rebalance.Member{ID: m.ID, Weight: m.Weight, Draining: m.Draining})
+		}
+	}
+	plan, err := rebalance.Compute(in)
+	if err != nil {
+		fmt.Fprintf(&b, "    plan: %v\n", err)
+	}
+	fmt.Fprintf(&b, "    capacity %v\n", plan.Capacity)
+	for _, st := range snap.Shards {
+		fmt.Fprintf(&b, "    %s token %d session %q owner %s target %s (%s; released %q)\n",
+			st.Shard, st.Token, st.Session, owners[st.Shard], plan.Target[st.Shard], st.Owner.Reason, st.Owner.Released)
+	}
+	for _, m := range r.running() {
+		st := m.w.Status()
+		fmt.Fprintf(&b, "    worker %s: %s session %s:", m.id, st.State, st.Session)
+		for _, sh := range st.Shards {
+			fmt.Fprintf(&b, " %s@%d=%s", sh.Shard, sh.Token, sh.State)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,383 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// Kind is a kind of fault (or membership change) the schedule injects.
+type Kind string
+
+// The kinds of fault. Each one with a duration (For) is healed by a second
+// event of the same kind with Heal set.
+const (
+	// Crash abandons a worker: its coordinator calls fail, its handlers
+	// freeze and never write again, nothing is released. Its session must
+	// expire.
+	Crash Kind = "crash"
+	// Pause freezes a worker's handlers (a commit in hand) and hangs its
+	// coordinator calls for For; then it resumes and sends the commit with
+	// its old token.
+	Pause Kind = "pause"
+	// PartitionFail cuts a worker off from the coordinator for For: every
+	// call fails at once. The offset store stays reachable.
+	PartitionFail Kind = "partition-fail"
+	// PartitionHang is PartitionFail with calls that hang instead.
+	PartitionHang Kind = "partition-hang"
+	// ClockJump moves the coordinator's clock forward by Size: sessions
+	// expire early as measured by the workers' clocks.
+	ClockJump Kind = "clock-jump"
+	// Join starts a worker under a new ID.
+	Join Kind = "join"
+	// Restart starts a crashed worker again under its old ID.
+	Restart Kind = "restart"
+	// Leave stops a worker gracefully.
+	Leave Kind = "leave"
+	// SlowHandlers makes a worker's handler steps take up to Size each,
+	// ignoring their context, for For.
+	SlowHandlers Kind = "slow-handlers"
+	// SlowRenewals delays a worker's session renewals by Size for For:
+	// before the request reaches the coordinator or, with LateReply,
+	// after it was applied.
+	SlowRenewals Kind = "slow-renewals"
+)
+
+// Kinds lists every kind, in the order reports use.
+var Kinds = []Kind{Crash, Pause, PartitionFail, PartitionHang, ClockJump, Join, Restart, Leave, SlowHandlers, SlowRenewals}
+
+// Event is one step of a schedule.
+type Event struct {
+	At     time.Duration // since the start of the run
+	Kind   Kind
+	Worker string        // empty for ClockJump
+	Heal   bool          // the end of a fault that lasts For
+	For    time.Duration // how long the fault lasts
+	Size   time.Duration // jump size, renewal latency, longest handler step
+	// LateReply: a slow renewal is applied at once and its reply delayed,
+	// rather than the request delayed.
+	LateReply bool
+}
+
+func (e Event) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "t=%-8v ", e.At)
+	if e.Heal {
+		fmt.Fprintf(&b, "end %s %s", e.Kind, e.Worker)
+		return b.String()
+	}
+	b.WriteString(string(e.Kind))
+	if e.Worker != "" {
+		b.WriteString(" " + e.Worker)
+	}
+	if e.For > 0 {
+		fmt.Fprintf(&b, " for %v", e.For)
+	}
+	switch e.Kind {
+	case ClockJump:
+		fmt.Fprintf(&b, " by +%v", e.Size)
+	case SlowHandlers:
+		fmt.Fprintf(&b, " (steps up to %v)", e.Size)
+	case SlowRenewals:
+		when := "request delayed"
+		if e.LateReply {
+			when = "reply delayed"
+		}
+		fmt.Fprintf(&b, " (%v, %s)", e.Size, when)
+	}
+	return b.String()
+}
+
+// Setup is the fleet a seed runs: its size, lease policy and worker
+// settings.
+type Setup struct {
+	Workers      int // initial workers
+	MaxWorkers   int // joins stop at this many running workers
+	Shards       int
+	Policy       shard.LeasePolicy
+	LockDelay    time.Duration // 0: none
+	RoundEvery   time.Duration
+	MaxMoves     int
+	DrainTimeout time.Duration
+	OrphanGrace  time.Duration
+}
+
+func (s Setup) String() string {
+	return fmt.Sprintf("%d workers (up to %d), %d shards, ttl %v renew %v pause budget %v, lock-delay %v, rounds %v, %d moves/round, drain %v, orphan grace %v",
+		s.Workers, s.MaxWorkers, s.Shards, s.Policy.TTL, s.Policy.RenewEvery, s.Policy.PauseBudget,
+		s.LockDelay, s.RoundEvery, s.MaxMoves, s.DrainTimeout, s.OrphanGrace)
+}
+
+// policies are the lease policies seeds pick from. All satisfy the rule; the
+// third sits exactly on it (2·500ms + 1s = 2s) and the last has no pause
+// budget at all, so the local deadline coincides with the session's TTL.
+var policies = []shard.LeasePolicy{
+	{TTL: 2 * time.Second, RenewEvery: 400 * time.Millisecond, PauseBudget: time.Second},
+	{TTL: 3 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: 1500 * time.Millisecond},
+	{TTL: 2 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second},
+	{TTL: 10 * time.Second, RenewEvery: 2 * time.Second, PauseBudget: 5 * time.Second},
+	{TTL: 2 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: 0},
+}
+
+// Schedule is everything a seed decides before the run starts: the fleet and
+// the fault events, sorted by time. It is a pure function of the seed.
+type Schedule struct {
+	Seed   uint64
+	Setup  Setup
+	Events []Event
+	// FaultsEnd is when the last fault is healed (and the last join
+	// started), counting the slow handler steps and renewals still under
+	// way at their heal: from then on the fleet must settle within the
+	// bound.
+	FaultsEnd time.Duration
+}
+
+// Count returns how many faults of each kind the schedule injects (heals
+// not counted).
+func (s Schedule) Count() map[Kind]int {
+	n := map[Kind]int{}
+	for _, e := range s.Events {
+		if !e.Heal {
+			n[e.Kind]++
+		}
+	}
+	return n
+}
+
+func (s Schedule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %v; faults end at %v\n", s.Seed, s.Setup, s.FaultsEnd)
+	for _, e := range s.Events {
+		b.WriteString("  " + e.String() + "\n")
+	}
+	return b.String()
+}
+
+// weights of the kinds the generator picks from.
+var weights = map[Kind]float64{
+	Crash: 2, Pause: 2, PartitionFail: 1.5, PartitionHang: 1.5, ClockJump: 1,
+	Join: 1.5, Restart: 1, Leave: 1, SlowHandlers: 1.5, SlowRenewals: 1.5,
+}
+
+// genWorker is the generator's model of one worker ID.
+type genWorker struct {
+	id         string
+	running    bool
+	crashed    bool
+	busyUntil  time.Duration // a pause or partition is in force until then
+	slowHUntil time.Duration
+	slowRUntil time.Duration
+}
+
+// NewSchedule derives a seed's fleet and fault schedule. The same seed always
+// gives the same schedule: the generator keeps its own model of which
+// workers run, so it never depends on how a run unfolds.
+func NewSchedule(seed uint64) Schedule {
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed5eed5eed5eed))
+	between := func(lo, hi time.Duration) time.Duration {
+		if hi <= lo {
+			return lo
+		}
+		return lo + time.Duration(rng.Int64N(int64(hi-lo)))
+	}
+	// Round to the millisecond, so schedules read well.
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+	p := policies[rng.IntN(len(policies))]
+	su := Setup{
+		Workers:      2 + rng.IntN(4),
+		MaxWorkers:   6,
+		Shards:       16 + rng.IntN(17),
+		Policy:       p,
+		LockDelay:    []time.Duration{0, 250 * time.Millisecond, time.Second}[rng.IntN(3)],
+		RoundEvery:   []time.Duration{500 * time.Millisecond, time.Second}[rng.IntN(2)],
+		MaxMoves:     1 + rng.IntN(4),
+		DrainTimeout: 2 * time.Second,
+		OrphanGrace:  time.Second,
+	}
+	s := Schedule{Seed: seed, Setup: su}
+
+	var ws []*genWorker
+	for i := range su.Workers {
+		ws = append(ws, &genWorker{id: fmt.Sprintf("w%d", i), running: true})
+	}
+	pick := func(ok func(*genWorker) bool) *genWorker {
+		var c []*genWorker
+		for _, w := range ws {
+			if ok(w) {
+				c = append(c, w)
+			}
+		}
+		if len(c) == 0 {
+			return nil
+		}
+		return c[rng.IntN(len(c))]
+	}
+	running := func() int {
+		n := 0
+		for _, w := range ws {
+			if w.running {
+				n++
+			}
+		}
+		return n
+	}
+	add := func(e Event) {
+		s.Events = append(s.Events, e)
+		end := e.At + e.For
+		if e.Kind == SlowHandlers || e.Kind == SlowRenewals {
+			end += e.Size // a slow step or renewal begun before the heal lasts its full length
+		}
+		s.FaultsEnd = max(s.FaultsEnd, end)
+		if e.For > 0 {
+			h := e
+			h.At, h.Heal, h.For, h.Size, h.LateReply = e.At+e.For, true, 0, 0, false
+			s.Events = append(s.Events, h)
+		}
+	}
+
+	t := ms(between(time.Second, 10*time.Second))
+	end := t + ms(between(30*time.Second, 90*time.Second))
+	for ; t < end; t += ms(between(500*time.Millisecond, 8*time.Second)) {
+		free := func(w *genWorker) bool { return w.running && w.busyUntil <= t }
+		var kinds []Kind
+		for _, k := range Kinds {
+			ok := false
+			switch k {
+			case Crash:
+				ok = running() >= 2
+			case Leave:
+				ok = running() >= 2 && pick(free) != nil
+			case Join:
+				ok = running() < su.MaxWorkers
+			case Restart:
+				ok = running() < su.MaxWorkers && pick(func(w *genWorker) bool { return w.crashed }) != nil
+			case Pause, PartitionFail, PartitionHang:
+				ok = pick(free) != nil
+			case ClockJump:
+				ok = true
+			case SlowHandlers:
+				ok = pick(func(w *genWorker) bool { return w.running && w.slowHUntil <= t }) != nil
+			case SlowRenewals:
+				ok = pick(func(w *genWorker) bool { return w.running && w.slowRUntil <= t }) != nil
+			}
+			if ok {
+				kinds = append(kinds, k)
+			}
+		}
+		var total float64
+		for _, k := range kinds {
+			total += weights[k]
+		}
+		r := rng.Float64() * total
+		k := kinds[len(kinds)-1]
+		for _, c := range kinds {
+			if r < weights[c] {
+				k = c
+				break
+			}
+			r -= weights[c]
+		}
+
+		e := Event{At: t, Kind: k}
+		switch k {
+		case Crash:
+			w := pick(func(w *genWorker) bool { return w.running })
+			w.running, w.crashed = false, true
+			e.Worker = w.id
+		case Leave:
+			w := pick(free)
+			w.running = false
+			e.Worker = w.id
+		case Join:
+			w := &genWorker{id: fmt.Sprintf("w%d", len(ws)), running: true}
+			ws = append(ws, w)
+			e.Worker = w.id
+		case Restart:
+			w := pick(func(w *genWorker) bool { return w.crashed })
+			// busyUntil and the slow marks stay: a heal still due from
+			// before the crash ends that fault on the new process too, so
+			// no new fault of the same sort may start before it.
+			w.running, w.crashed = true, false
+			e.Worker = w.id
+		case Pause:
+			w := pick(free)
+			// From well inside the pause budget to well past TTL + lock-delay.
+			e.For = ms(between(p.PauseBudget/2+time.Millisecond, 2*p.TTL+su.LockDelay+time.Second))
+			w.busyUntil = t + e.For
+			e.Worker = w.id
+		case PartitionFail, PartitionHang:
+			w := pick(free)
+			e.For = ms(between(p.RenewEvery, 3*p.TTL))
+			w.busyUntil = t + e.For
+			e.Worker = w.id
+		case ClockJump:
+			e.Size = ms(between(100*time.Millisecond, p.TTL))
+		case SlowHandlers:
+			w := pick(func(w *genWorker) bool { return w.running && w.slowHUntil <= t })
+			e.For = ms(between(2*time.Second, 20*time.Second))
+			e.Size = ms(between(500*time.Millisecond, 2*su.DrainTimeout))
+			w.slowHUntil = t + e.For
+			e.Worker = w.id
+		case SlowRenewals:
+			w := pick(func(w *genWorker) bool { return w.running && w.slowRUntil <= t })
+			e.For = ms(between(2*time.Second, 20*time.Second))
+			e.Size = ms(between(p.RenewEvery/4, p.TTL))
+			e.LateReply = rng.IntN(2) == 0
+			w.slowRUntil = t + e.For
+			e.Worker = w.id
+		}
+		add(e)
+	}
+	s.FaultsEnd = max(s.FaultsEnd, t)
+	// The fleet must end with at least two workers to balance.
+	for running() < 2 {
+		w := &genWorker{id: fmt.Sprintf("w%d", len(ws)), running: true}
+		ws = append(ws, w)
+		add(Event{At: s.FaultsEnd, Kind: Join, Worker: w.id})
+	}
+	slices.SortStableFunc(s.Events, func(a, b Event) int {
+		switch {
+		case a.At < b.At:
+			return -1
+		case a.At > b.At:
+			return 1
+		}
+		return 0
+	})
+	return s
+}
+
+// Running returns the workers the schedule leaves running at the end, in
+// order of first start.
+func (s Schedule) Running() []string {
+	var order []string
+	running := map[string]bool{}
+	for i := range s.Setup.Workers {
+		id := fmt.Sprintf("w%d", i)
+		order = append(order, id)
+		running[id] = true
+	}
+	for _, e := range s.Events {
+		switch e.Kind {
+		case Join:
+			order = append(order, e.Worker)
+			running[e.Worker] = true
+		case Restart:
+			running[e.Worker] = true
+		case Crash, Leave:
+			running[e.Worker] = false
+		}
+	}
+	var out []string
+	for _, id := range order {
+		if running[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// TestScheduleIsAFunctionOfTheSeed: replaying a seed replays its faults, so
+// the schedule must not depend on anything but the seed.
+func TestScheduleIsAFunctionOfTheSeed(t *testing.T) {
+	for seed := uint64(1); seed <= 200; seed++ {
+		a, b := NewSchedule(seed), NewSchedule(seed)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("seed %d gave two schedules:\n%v\n%v", seed, a, b)
+		}
+	}
+	if reflect.DeepEqual(NewSchedule(1).Events, NewSchedule(2).Events) {
+		t.Fatal("seeds 1 and 2 gave the same events")
+	}
+}
+
+// TestScheduleIsPlayable checks what Run relies on: events in time order,
+// faults only on workers that run, every fault healed by FaultsEnd, at
+// least two workers left to balance, a valid policy.
+func TestScheduleIsPlayable(t *testing.T) {
+	kinds := map[Kind]int{}
+	for seed := uint64(1); seed <= 2000; seed++ {
+		s := NewSchedule(seed)
+		if err := s.Setup.Policy.Validate(); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if !slices.IsSortedFunc(s.Events, func(a, b Event) int { return int(a.At - b.At) }) {
+			t.Fatalf("seed %d: events out of order:\n%v", seed, s)
+		}
+		running := map[string]bool{}
+		started := map[string]bool{}
+		for i := range s.Setup.Workers {
+			id := "w" + string(rune('0'+i))
+			running[id], started[id] = true, true
+		}
+		for _, e := range s.Events {
+			if e.At > s.FaultsEnd || e.At+e.For > s.FaultsEnd {
+				t.Fatalf("seed %d: %v outlasts FaultsEnd %v", seed, e, s.FaultsEnd)
+			}
+			if !e.Heal {
+				kinds[e.Kind]++
+			}
+			switch {
+			case e.Kind == ClockJump:
+			case e.Kind == Join:
+				if started[e.Worker] {
+					t.Fatalf("seed %d: %v reuses an ID", seed, e)
+				}
+				running[e.Worker], started[e.Worker] = true, true
+			case e.Kind == Restart:
+				if running[e.Worker] || !started[e.Worker] {
+					t.Fatalf("seed %d: %v restarts a worker that is running or never ran", seed, e)
+				}
+				running[e.Worker] = true
+			case e.Heal:
+				if !started[e.Worker] {
+					t.Fatalf("seed %d: %v heals a worker that never ran", seed, e)
+				}
+			case !running[e.Worker]:
+				t.Fatalf("seed %d: %v strikes a worker that is not running", seed, e)
+			case e.Kind == Crash || e.Kind == Leave:
+				running[e.Worker] = false
+			}
+		}
+		n := 0
+		for _, r := range running {
+			if r {
+				n++
+			}
+		}
+		if got := s.Running(); len(got) != n || n < 2 {
+			t.Fatalf("seed %d: %d workers left running (Running says %v); want at least 2", seed, n, got)
+		}
+	}
+	for _, k := range Kinds {
+		if kinds[k] == 0 {
+			t.Errorf("2000 seeds never inject %s", k)
+		}
+	}
+}
