@@ -10,7 +10,9 @@ import (
 )
 
 // careless is an offset store without a fence: it accepts everything.
-type careless struct{ cps map[shard.ID]offsets.Checkpoint }
+type careless struct {
+	cps map[shard.ID]offsets.Checkpoint
+}
 
 func (c *careless) Fence(_ context.Context, s shard.ID, t shard.Token) error {
 	cp := c.cps[s]
