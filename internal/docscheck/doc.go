@@ -7,6 +7,10 @@
 //     Consul with ACLs on and default deny; a worker runs with its policy
 //     and cannot write outside its prefix, and each operator policy allows
 //     what the document says and no more.
+//   - docs/tuning.md: every lease policy of its worked examples (marked
+//     <!-- policy-test … -->) passes or fails shard.LeasePolicy's rule, with
+//     the need and step-down point the document states, and a failing one
+//     is quoted with the worker's exact refusal.
 //
 // The package has no code of its own; it exists for its tests. They fail,
 // never skip, when Consul cannot be started (see internal/consultest).
