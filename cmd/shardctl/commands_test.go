@@ -72,6 +72,38 @@ func TestStatusTable(t *testing.T) {
 	})
 }
 
+// TestStatusWithOffsets: -offsets adds each shard's committed offset and
+// fencing floor (the owner fenced with its token on acquiring).
+func TestStatusWithOffsets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, 4, "w1")
+		if err := f.store.Commit(t.Context(), "stream/shard-002", f.snapshot().Shards[2].Token, 1234); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := f.run(t.Context(), "", "status", "-prefix", "orders", "-offsets", "consul")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		t.Logf("\n%s", out)
+		if !strings.Contains(out, "SHARD             OWNER  TOKEN  SINCE               OFFSET  FLOOR  WHY IT LAST MOVED") {
+			t.Errorf("no offset and floor columns")
+		}
+		for _, st := range f.snapshot().Shards {
+			offset := 0
+			if st.Shard == "stream/shard-002" {
+				offset = 1234
+			}
+			row := regexp.MustCompile(fmt.Sprintf(`(?m)^%s\s+w1\s+%d\s+.*ago\)\s+%d\s+%d\s+initial`, regexp.QuoteMeta(string(st.Shard)), st.Token, offset, st.Token))
+			if !row.MatchString(out) {
+				t.Errorf("no row for %s with offset %d and floor %d", st.Shard, offset, st.Token)
+			}
+		}
+		if code, _, errOut := f.run(t.Context(), "", "status", "-prefix", "orders", "-offsets", "bolt"); code != 2 || !strings.Contains(errOut, `want "consul"`) {
+			t.Errorf("-offsets bolt: exit %d, %q", code, errOut)
+		}
+	})
+}
+
 // TestStatusJSON: the same model as the dashboard's /api/v1/fleet; every
 // shard has its owner and token.
 func TestStatusJSON(t *testing.T) {

@@ -9,14 +9,21 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/internal/fleetview"
+	"github.com/shardlease/shardlease/offsets"
+	offconsul "github.com/shardlease/shardlease/offsets/consul"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 )
 
 // connFlags are the connection flags every fleet command takes.
 type connFlags struct {
-	consul consul.Config
+	consul  consul.Config
+	offsets string // where the fleet's offsets are: "" (not shown) or "consul"
 }
+
+// offsetsConsul reads the fleet's checkpoints from Consul KV (P/offsets/,
+// package offsets/consul).
+const offsetsConsul = "consul"
 
 // register binds -prefix and the consul package's connection flags, with
 // the environment's values as defaults.
@@ -25,15 +32,24 @@ func (a *app) connFlags(fs *flag.FlagSet) *connFlags {
 	c.consul.RegisterFlags(fs)
 	fs.StringVar(&c.consul.Prefix, "prefix", a.getenv("SHARDLEASE_PREFIX"),
 		"the fleet's Consul KV prefix, e.g. shardlease/orders (env SHARDLEASE_PREFIX)")
+	fs.Func("offsets", `show each shard's committed offset and fencing floor from the fleet's offset store: "consul" (Consul KV under the prefix, as shardd worker --offsets consul writes them)`,
+		func(v string) error {
+			if v != offsetsConsul {
+				return fmt.Errorf("want %q (the other stores are private to their workers)", offsetsConsul)
+			}
+			c.offsets = v
+			return nil
+		})
 	return c
 }
 
 // fleetConn is a connection to one fleet.
 type fleetConn struct {
-	coord shard.Coordinator
-	name  string // the prefix, as the operator typed it
-	addr  string // where the coordinator is, for messages
-	close func()
+	coord   shard.Coordinator
+	offsets offsets.Store // nil: offsets not shown
+	name    string        // the prefix, as the operator typed it
+	addr    string        // where the coordinator is, for messages
+	close   func()
 }
 
 // neverCollect keeps shardctl from deleting dead member keys: operators'
@@ -53,7 +69,16 @@ func (a *app) connectConsul(c connFlags) (*fleetConn, error) {
 		}
 		return nil, err
 	}
-	return &fleetConn{coord: coord, name: cfg.Prefix, addr: "Consul at " + cfg.Address, close: coord.Close}, nil
+	fc := &fleetConn{coord: coord, name: cfg.Prefix, addr: "Consul at " + cfg.Address, close: coord.Close}
+	if c.offsets == offsetsConsul {
+		st, err := offconsul.New(offconsul.Config{Client: coord.Client(), Address: cfg.Address, Prefix: cfg.Prefix})
+		if err != nil {
+			coord.Close()
+			return nil, usageError{oneLine(err)}
+		}
+		fc.offsets = st
+	}
+	return fc, nil
 }
 
 // open connects with the parsed flags.
@@ -94,6 +119,22 @@ func (a *app) view(ctx context.Context, fc *fleetConn) (fleetview.Fleet, shard.S
 		return fleetview.Fleet{}, s, err
 	}
 	return fleetview.Build(fleetview.Input{Name: fc.name, Snapshot: s, Now: a.now()}), s, nil
+}
+
+// viewWithOffsets is view plus every shard's checkpoint, when the offsets
+// are shown.
+func (a *app) viewWithOffsets(ctx context.Context, fc *fleetConn) (fleetview.Fleet, error) {
+	s, err := fc.snapshot(ctx)
+	if err != nil {
+		return fleetview.Fleet{}, err
+	}
+	in := fleetview.Input{Name: fc.name, Snapshot: s, Now: a.now()}
+	if fc.offsets != nil {
+		if in.Offsets, err = fleetview.LoadOffsets(ctx, fc.offsets, s.Config.IDs()); err != nil {
+			return fleetview.Fleet{}, fc.explain(err, "read")
+		}
+	}
+	return fleetview.Build(in), nil
 }
 
 // explain turns a coordinator error into the one line an operator needs.

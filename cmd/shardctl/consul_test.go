@@ -14,7 +14,7 @@ import (
 
 	"github.com/shardlease/shardlease/internal/consultest"
 	"github.com/shardlease/shardlease/internal/fleetview"
-	offmem "github.com/shardlease/shardlease/offsets/memory"
+	offconsul "github.com/shardlease/shardlease/offsets/consul"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 	"github.com/shardlease/shardlease/worker"
@@ -41,8 +41,13 @@ func TestAgainstConsul(t *testing.T) {
 		return c
 	}
 	for _, id := range []string{"w1", "w2", "w3"} {
+		coord := newCoord()
+		store, err := offconsul.New(offconsul.Config{Client: coord.Client(), Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
 		w, err := worker.New(worker.Config{
-			ID: id, Version: "v2.0.0", Fleet: shard.Config{Shards: shards}, Coordinator: newCoord(), Offsets: offmem.New(),
+			ID: id, Version: "v2.0.0", Fleet: shard.Config{Shards: shards}, Coordinator: coord, Offsets: store,
 			Policy:     shard.LeasePolicy{TTL: 3 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second},
 			RoundEvery: 250 * time.Millisecond, OrphanGrace: time.Second, LockDelay: -1,
 			Handler: worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error { <-ctx.Done(); return nil }),
@@ -68,8 +73,9 @@ func TestAgainstConsul(t *testing.T) {
 		return code, out.String(), errOut.String()
 	}
 
-	// status -json: every shard with its owner and token.
-	code, out, errOut := ctl("", "status", "-json")
+	// status -json: every shard with its owner and token; with -offsets
+	// consul, the floor each owner fenced with its token in Consul KV.
+	code, out, errOut := ctl("", "status", "-json", "-offsets", "consul")
 	if code != 0 {
 		t.Fatalf("status -json: exit %d: %s", code, errOut)
 	}
@@ -85,6 +91,9 @@ func TestAgainstConsul(t *testing.T) {
 		}
 		if s.State != fleetview.ShardOwned || s.Owner == "" || s.Token != shard.Token(pair.ModifyIndex) {
 			t.Errorf("%s: %s by %q with token %d; Consul says token %d", s.ID, s.State, s.Owner, s.Token, pair.ModifyIndex)
+		}
+		if !f.HasOffsets || s.Floor == nil || *s.Floor != s.Token {
+			t.Errorf("%s: floor %v, want the owner's token %d fenced in Consul KV", s.ID, s.Floor, s.Token)
 		}
 	}
 	if len(f.Shards) != shards || len(f.Workers) != 3 {

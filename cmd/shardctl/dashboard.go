@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/shardlease/shardlease/internal/dashboard"
 	"github.com/shardlease/shardlease/internal/logging"
@@ -43,7 +44,12 @@ changes; the same data as JSON at /api/v1/fleet. Read-only. Ctrl-C stops.
 	if _, err := fc.snapshot(ctx); err != nil {
 		return err
 	}
-	srv, err := dashboard.New(dashboard.Options{Name: fc.name, Coordinator: fc.coord, Logger: log})
+	o := dashboard.Options{Name: fc.name, Coordinator: fc.coord, Logger: log}
+	if fc.offsets != nil {
+		// One consistent read per shard: every 5 s is plenty for people.
+		o.Offsets, o.Refresh = fc.offsets, 5*time.Second
+	}
+	srv, err := dashboard.New(o)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type fixture struct {
 	t       *testing.T
 	coord   *memory.Coordinator
+	store   *offmem.Store // every worker's offsets, as a shared store would be
 	shards  shard.Config
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
@@ -35,7 +36,7 @@ var fixturePolicy = shard.LeasePolicy{TTL: 10 * time.Second, RenewEvery: 2 * tim
 // newFixture starts workers over n shards and lets them settle. Dead
 // member keys are kept for an hour, so a stopped worker shows as dead.
 func newFixture(t *testing.T, n int, ids ...string) *fixture {
-	f := &fixture{t: t, coord: memory.New(memory.WithMemberGrace(time.Hour)), shards: shard.Config{Shards: n},
+	f := &fixture{t: t, coord: memory.New(memory.WithMemberGrace(time.Hour)), store: offmem.New(), shards: shard.Config{Shards: n},
 		running: map[string]context.CancelFunc{}, done: map[string]chan error{}}
 	for _, id := range ids {
 		f.start(id)
@@ -48,7 +49,7 @@ func (f *fixture) start(id string) {
 	f.t.Helper()
 	w, err := worker.New(worker.Config{
 		ID: id, Version: "v1.4.2", Address: id + ".example:9100", Fleet: f.shards, Coordinator: f.coord,
-		Offsets: offmem.New(), Policy: fixturePolicy, JitterSeed: uint64(len(id)*7919 + int(id[len(id)-1])),
+		Offsets: f.store, Policy: fixturePolicy, JitterSeed: uint64(len(id)*7919 + int(id[len(id)-1])),
 		Handler: worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
 			<-ctx.Done()
 			return nil
@@ -112,7 +113,11 @@ func (f *fixture) run(ctx context.Context, stdin string, args ...string) (int, s
 		if c.consul.Prefix == "" {
 			return nil, usagef("-prefix is required")
 		}
-		return &fleetConn{coord: f.coord, name: c.consul.Prefix, addr: "the embedded coordinator"}, nil
+		fc := &fleetConn{coord: f.coord, name: c.consul.Prefix, addr: "the embedded coordinator"}
+		if c.offsets != "" {
+			fc.offsets = f.store
+		}
+		return fc, nil
 	}
 	code := a.run(ctx, args)
 	return code, out.String(), errOut.String()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/internal/fleetview"
+	"github.com/shardlease/shardlease/shard"
 )
 
 func (a *app) status(ctx context.Context, args []string) error {
@@ -22,7 +23,8 @@ func (a *app) status(ctx context.Context, args []string) error {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: shardctl status -prefix P [-json] [flags]
 
-Shows every shard (owner, fencing token, owned since, why it last moved),
+Shows every shard (owner, fencing token, owned since, why it last moved, and
+with -offsets its committed offset and fencing floor),
 every worker (state, shards owned, the planner's target, version, session),
 the imbalance, and the latest acquisitions recorded in the shard keys.
 Dead members (a member key with no session) are shown as dead.
@@ -38,7 +40,7 @@ Dead members (a member key with no session) are shown as dead.
 		return err
 	}
 	defer fc.close()
-	f, _, err := a.view(ctx, fc)
+	f, err := a.viewWithOffsets(ctx, fc)
 	if err != nil {
 		return err
 	}
@@ -84,11 +86,18 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 	if shards {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		header := "SHARD\tOWNER\tTOKEN\tSINCE\tWHY IT LAST MOVED"
-		if f.HasOffsets {
-			header = "SHARD\tOWNER\tTOKEN\tSINCE\tOFFSET\tLAG\tWHY IT LAST MOVED"
+		lags := false
+		for _, s := range f.Shards {
+			lags = lags || s.Lag != nil
 		}
-		fmt.Fprintln(tw, header)
+		header := "SHARD\tOWNER\tTOKEN\tSINCE\t"
+		if f.HasOffsets {
+			header += "OFFSET\tFLOOR\t"
+			if lags {
+				header += "LAG\t"
+			}
+		}
+		fmt.Fprintln(tw, header+"WHY IT LAST MOVED")
 		for _, s := range f.Shards {
 			owner, since := s.Owner, stamp(s.Since, now)
 			switch s.State {
@@ -101,15 +110,18 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 			if s.State != fleetview.ShardFree {
 				token = fmt.Sprint(s.Token)
 			}
+			row := fmt.Sprintf("%s\t%s\t%s\t%s\t", s.ID, owner, token, since)
 			if f.HasOffsets {
-				lag := "-"
-				if s.Lag != nil {
-					lag = fmt.Sprint(*s.Lag)
+				row += fmt.Sprintf("%d\t%d\t", deref(s.Offset), derefToken(s.Floor))
+				if lags {
+					lag := "-"
+					if s.Lag != nil {
+						lag = fmt.Sprint(*s.Lag)
+					}
+					row += lag + "\t"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, owner, token, since, deref(s.Offset), lag, s.Why)
-			} else {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, owner, token, since, s.Why)
 			}
+			fmt.Fprintln(tw, row+s.Why)
 		}
 		tw.Flush()
 	}
@@ -123,6 +135,13 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 	if len(f.Problems) > 0 {
 		fmt.Fprintf(w, "\nPROBLEMS under the prefix (ignored by the workers):\n  %s\n", strings.Join(f.Problems, "\n  "))
 	}
+}
+
+func derefToken(p *shard.Token) shard.Token {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 func deref(p *int64) int64 {
