@@ -7,7 +7,7 @@
 //
 //	GET  /                     the page (assets embedded: works offline)
 //	GET  /api/v1/fleet         fleetview.Fleet as JSON
-//	GET  /api/v1/events        text/event-stream: an "fleet" event per change
+//	GET  /api/v1/events        text/event-stream: a "fleet" event per change
 //	GET  /metrics              Prometheus exposition (Options.Gatherer)
 //	GET  /healthz              200 once a snapshot was read, else 503
 //	POST /api/v1/workers/{id}/crash   the demo only (Options.Crash)
