@@ -302,48 +302,70 @@ func (s *Server) kill() {
 	if cmd == nil {
 		return
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	// A crash kills every process of the server at once. The postmaster's
+	// children are in sessions of their own (PostgreSQL calls setsid), so
+	// killing its process group is not enough: until they exit they hold
+	// its shared memory, and a new postmaster refuses to start ("pre-existing
+	// shared memory block is still in use"). Stop it so it forks no more,
+	// then kill it and every child.
+	pid := cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	children := childrenOf(pid)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	for _, c := range children {
+		_ = syscall.Kill(c, syscall.SIGKILL)
+	}
 	<-exited
-	// The postmaster's children die a moment after it; until they have,
-	// they hold its shared memory and a new postmaster refuses to start
-	// ("pre-existing shared memory block is still in use").
-	waitGroupGone(cmd.Process.Pid, 10*time.Second)
-}
-
-// waitGroupGone waits until no live (non-zombie) process is left in the
-// process group pgid, or within passes.
-func waitGroupGone(pgid int, within time.Duration) {
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) && groupAlive(pgid) {
-		time.Sleep(10 * time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for _, c := range children {
+		for alive(c) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 }
 
-// groupAlive reports whether a process of group pgid is still running,
-// from /proc/<pid>/stat: "pid (comm) state ppid pgrp ...".
-func groupAlive(pgid int) bool {
+// childrenOf lists the processes whose parent is pid, from /proc.
+func childrenOf(pid int) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return false
+		return nil
 	}
+	var kids []int
 	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		p, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:])) // state, ppid, pgrp, ...
-		if len(f) >= 3 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
-			return true
+		if _, ppid, ok := procStat(p); ok && ppid == pid {
+			kids = append(kids, p)
 		}
 	}
-	return false
+	return kids
+}
+
+// alive reports whether pid is a running (not zombie) process.
+func alive(pid int) bool {
+	state, _, ok := procStat(pid)
+	return ok && state != "Z"
+}
+
+// procStat reads state and parent of pid from /proc/<pid>/stat:
+// "pid (comm) state ppid ...", where comm may hold spaces and parentheses.
+func procStat(pid int) (state string, ppid int, ok bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return f[0], ppid, err == nil
 }
 
 // shutdown stops the server (fast) and removes its directory.
