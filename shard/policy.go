@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -40,7 +41,15 @@ func (p LeasePolicy) Validate() error {
 		problems = append(problems, fmt.Sprintf("pause budget %v must not be negative", p.PauseBudget))
 	}
 	if len(problems) == 0 {
-		if need := p.Need(); need > p.TTL {
+		// 2·renew + pause ≤ ttl, computed so that nothing can overflow:
+		// every value is non-negative here.
+		fits := p.PauseBudget <= p.TTL && p.RenewEvery <= (p.TTL-p.PauseBudget)/2
+		switch need := p.Need(); {
+		case fits:
+		case need == math.MaxInt64:
+			problems = append(problems, fmt.Sprintf("2 × renew %v + pause %v reaches the largest duration, far above ttl %v",
+				p.RenewEvery, p.PauseBudget, p.TTL))
+		default:
 			problems = append(problems, fmt.Sprintf("2 × renew %v + pause %v = %v exceeds ttl %v by %v",
 				p.RenewEvery, p.PauseBudget, need, p.TTL, need-p.TTL))
 		}
@@ -52,8 +61,24 @@ func (p LeasePolicy) Validate() error {
 }
 
 // Need is the TTL the policy's renewal interval and pause budget require:
-// 2·RenewEvery + PauseBudget.
-func (p LeasePolicy) Need() time.Duration { return 2*p.RenewEvery + p.PauseBudget }
+// 2·RenewEvery + PauseBudget. A sum beyond the largest Duration is that
+// largest Duration (and one below the smallest, the smallest), so that an
+// absurd policy is refused instead of wrapping around to a small need.
+func (p LeasePolicy) Need() time.Duration {
+	return addSat(addSat(p.RenewEvery, p.RenewEvery), p.PauseBudget)
+}
+
+// addSat adds two durations, saturating instead of overflowing.
+func addSat(a, b time.Duration) time.Duration {
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt64
+	}
+	return s
+}
 
 // StepDownAfter is how long after the start of its last successful renewal a
 // worker still acts as owner: TTL − PauseBudget. A worker paused for up to
