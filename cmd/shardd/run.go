@@ -98,8 +98,8 @@ The child's output is prefixed with its shard. When the shard is revoked
 SIGTERM, then SIGKILL after --drain-timeout; when the shard is lost (the
 session expired, or renewals failed past the local deadline) it gets SIGKILL
 at once. A child that exits while the shard is owned is restarted with
-backoff. SIGINT or SIGTERM stops every child this way and releases every
-shard; a second one kills the children at once.
+backoff. SIGINT, SIGTERM or SIGHUP stops every child this way and releases
+every shard; a second signal kills the children at once.
 
 Without --consul the fleet lives in this process (the embedded coordinator):
 this worker owns every shard. With --consul ADDR, every shardd run with the
@@ -248,19 +248,25 @@ func superviseFleet(ctx context.Context, f runFlags, stdout, stderr io.Writer, l
 		defer stop()
 	}
 
-	// The first SIGINT or SIGTERM ends ctx (main) and stops the children in
-	// order; a second one kills them at once. Listening here also keeps the
-	// second signal from killing shardd before it has killed its children.
+	// The first SIGINT, SIGTERM or SIGHUP (the terminal went away) stops the
+	// children in order; a second one kills them at once. Listening here
+	// also keeps a second signal (or a hangup) from killing shardd before it
+	// has stopped its children, which would leave their own children behind.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	watching := make(chan struct{})
 	defer close(watching)
 	go func() {
 		for n := 0; ; {
 			select {
-			case <-sigs:
-				if n++; n >= 2 {
+			case sig := <-sigs:
+				if n++; n == 1 {
+					log.Info("stopping every child", zap.Stringer("signal", sig))
+					cancel()
+				} else {
 					killed := sup.killEverything()
 					log.Warn("second signal: every child killed at once (SIGKILL)", zap.Int("children", killed))
 				}

@@ -399,3 +399,41 @@ func TestSupervisorKeepsTheACLTokenFromTheChild(t *testing.T) {
 		t.Errorf("child environment: %q, want no ACL token, the claim's token and the rest", got)
 	}
 }
+
+// A hangup (the terminal went away) stops the children in order, as SIGTERM
+// does, instead of killing shardd and leaving their own children behind.
+func TestRunBinaryHangupStopsTheChildren(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "shardd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out := &runOutput{}
+	cmd := exec.Command(bin, "run", "--shards", "2", "--log-level", "warn", "--", "sh", "-c", `echo pgid=$$; sleep 30`)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	pgid := regexp.MustCompile(`^\[\S+\] pgid=(\d+)$`)
+	waitUntil(t, 15*time.Second, "two children start", func() bool { return len(out.matches(pgid)) == 2 })
+	groups := map[int]bool{}
+	for _, m := range out.matches(pgid) {
+		p, _ := strconv.Atoi(m[1])
+		groups[p] = true
+	}
+	_ = cmd.Process.Signal(syscall.SIGHUP)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("shardd after SIGHUP: %v, want a clean exit\n%s", err, out.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("shardd still running 15s after SIGHUP:\n%s", out.String())
+	}
+	if left := groupMembers(t, groups); len(left) > 0 {
+		t.Errorf("processes left after SIGHUP:\n%s", strings.Join(left, "\n"))
+	}
+}
