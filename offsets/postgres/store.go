@@ -238,12 +238,12 @@ func (st *Store) write(ctx context.Context, op string, s shard.ID, token shard.T
 		if tag.RowsAffected() == 1 {
 			return nil
 		}
-		floor, err := st.floor(ctx, st.pool, s)
+		cp, err := st.read(ctx, s)
 		if err != nil {
 			return fmt.Errorf("offsets/postgres: %s shard %s: refused (token %d below the floor), and reading the floor failed: %w",
 				op, s, token, err)
 		}
-		if floor > token {
+		if floor := cp.Floor; floor > token {
 			return &offsets.StaleTokenError{Shard: s, Token: token, Floor: floor}
 		}
 		// Refused, yet the floor is not above the token: the row was
@@ -251,7 +251,7 @@ func (st *Store) write(ctx context.Context, op string, s shard.ID, token shard.T
 		// their own; try again against what is there now.
 		if try >= maxTries {
 			return fmt.Errorf("offsets/postgres: %s shard %s: refused with token %d, but the floor reads %d: is someone editing %s?",
-				op, s, token, floor, st.table)
+				op, s, token, cp.Floor, st.table)
 		}
 	}
 }
@@ -282,6 +282,11 @@ func (st *Store) Load(ctx context.Context, s shard.ID) (offsets.Checkpoint, erro
 	if err := validShard(s); err != nil {
 		return offsets.Checkpoint{}, err
 	}
+	return st.read(ctx, s)
+}
+
+// read loads the checkpoint from the pool, retrying like write does.
+func (st *Store) read(ctx context.Context, s shard.ID) (offsets.Checkpoint, error) {
 	for try := 0; ; try++ {
 		cp, err := st.loadWith(ctx, st.pool, s)
 		switch {
@@ -289,10 +294,12 @@ func (st *Store) Load(ctx context.Context, s shard.ID) (offsets.Checkpoint, erro
 			return cp, err
 		case st.closed.Load():
 			return offsets.Checkpoint{}, offsets.ErrClosed
-		case retry(ctx, try, err, classify(err, true)):
+		case retry(ctx, try, err, notSent):
+			// A read changes nothing, so any failure may be retried: a
+			// connection that died with a restarted server, say.
 			continue
 		}
-		a := refused // a read that failed changed nothing
+		a := refused
 		if classify(err, true) == notSent {
 			a = notSent
 		}
