@@ -3,8 +3,11 @@ package fleettest
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consultest"
 )
@@ -79,9 +82,10 @@ func retryWaits(t *testing.T, ls []logLine) []time.Duration {
 
 // TestACL: with ACLs on (default deny), a worker without a token stops at
 // once with exit status 1 and an error that says what the token needs,
-// instead of retrying as if Consul were down; the same worker with the
-// token in CONSUL_HTTP_TOKEN (and the agent in CONSUL_HTTP_ADDR, no flags)
-// joins and owns the fleet.
+// instead of retrying as if Consul were down. A worker with a token of the
+// worker policy in docs/security.md, given in CONSUL_HTTP_TOKEN
+// (and the agent in CONSUL_HTTP_ADDR, no flags), joins, owns the fleet and
+// stops cleanly.
 func TestACL(t *testing.T) {
 	agent := consultest.StartDev(t, consultest.WithACL())
 	prefix := "fleettest/" + randomName()
@@ -102,12 +106,43 @@ func TestACL(t *testing.T) {
 	}
 	t.Logf("without a token: %s", fatal[0].Error)
 
+	// The worker policy of docs/security.md: the fleet's prefix, sessions
+	// on the local agent's node, the shardlease service.
+	acl := agent.Client(t).ACL()
+	pol, _, err := acl.PolicyCreate(&api.ACLPolicy{Name: "shardlease-" + randomName(), Rules: `
+key_prefix "` + prefix + `/" { policy = "write" }
+session "` + agent.Name + `" { policy = "write" }
+service "shardlease" { policy = "write" }
+`}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := acl.TokenCreate(&api.ACLToken{Policies: []*api.ACLTokenPolicyLink{{ID: pol.ID}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	args := []string{"worker", "--prefix", prefix, "--id", "w2", "--shards", "8", "--log-level", "info"}
-	ok := startWorker(t, "w2", append(args, policyArgs...), "CONSUL_HTTP_ADDR="+agent.HTTPAddr, "CONSUL_HTTP_TOKEN="+agent.Token)
+	ok := startWorker(t, "w2", append(args, policyArgs...), "CONSUL_HTTP_ADDR="+agent.HTTPAddr, "CONSUL_HTTP_TOKEN="+tok.SecretID)
 	mon := newMonitor(t, agent.Client(t), prefix, 8)
 	defer mon.close()
 	if took, done := eventually(t.Context(), 20*time.Second, func() bool { return mon.snapshot().converged(8, 1) }); !done {
-		t.Fatalf("the worker with CONSUL_HTTP_TOKEN does not own the fleet after %v; log:\n%s", took, ok.tail(10))
+		t.Fatalf("the worker with the worker policy's token in CONSUL_HTTP_TOKEN does not own the fleet after %v; log:\n%s", took, ok.tail(10))
+	}
+	// It also stops cleanly: releasing, destroying its session and
+	// deregistering its check are all within the policy.
+	ok.signal(syscall.SIGTERM)
+	if !ok.wait(10*time.Second) {
+		t.Fatal("still running 10 s after SIGTERM")
+	}
+	if _, err := ok.exit(); err != nil {
+		t.Errorf("exit after SIGTERM: %v; log:\n%s", err, ok.tail(10))
+	}
+	for _, l := range ok.lines() {
+		if l.Level == "warn" || l.Level == "error" {
+			if !strings.Contains(l.Msg, "offsets are kept in memory") {
+				t.Errorf("unexpected %s with the worker policy's token: %s", l.Level, l.raw)
+			}
+		}
 	}
 }
 
