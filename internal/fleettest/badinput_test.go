@@ -131,7 +131,7 @@ service "shardlease" { policy = "write" }
 	// It also stops cleanly: releasing, destroying its session and
 	// deregistering its check are all within the policy.
 	ok.signal(syscall.SIGTERM)
-	if !ok.wait(10*time.Second) {
+	if !ok.wait(10 * time.Second) {
 		t.Fatal("still running 10 s after SIGTERM")
 	}
 	if _, err := ok.exit(); err != nil {
