@@ -26,6 +26,9 @@ const batchSize = 64
 //
 //	go test -run '^$' -bench FenceCost -count 5 ./offsets/consul
 //
+// A third pair, commit-vs-txn-set, compares the fenced commit with a plain
+// set through /v1/txn, to tell the check's cost from the endpoint's.
+//
 // Every iteration makes one fenced and one unfenced write, alternating which
 // goes first, and times each, so that the drift of a shared machine falls
 // on both alike; the metrics are each side's commits/s and the fence's cost
@@ -50,13 +53,30 @@ func BenchmarkFenceCost(b *testing.B) {
 			})
 	})
 
+	// The same fenced commit against a plain set sent through /v1/txn, the
+	// endpoint the CAS needs (it alone answers with the new ModifyIndex):
+	// this splits the cost above into the check itself and the endpoint.
+	txn := a.Client(b).Txn()
+	b.Run("commit-vs-txn-set", func(b *testing.B) {
+		key := st.Key("bench/txn-set")
+		pair(b, 1,
+			func(i int64) error { return st.Commit(ctx, "bench/fenced", 1, i) },
+			func(i int64) error {
+				ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVSet, Key: key, Value: value(i)}}}
+				ok, resp, _, err := txn.Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
+				if err == nil && !ok {
+					err = fmt.Errorf("txn rolled back: %v", resp.Errors)
+				}
+				return err
+			})
+	})
+
 	entries := make([]consul.Entry, batchSize)
 	keys := make([]string, batchSize)
 	for k := range entries {
 		entries[k] = consul.Entry{Shard: shard.ID(fmt.Sprintf("bench/fenced-%03d", k)), Token: 1}
 		keys[k] = st.Key(shard.ID(fmt.Sprintf("bench/unfenced-%03d", k)))
 	}
-	txn := a.Client(b).Txn()
 	b.Run(fmt.Sprintf("batch%d", batchSize), func(b *testing.B) {
 		pair(b, batchSize,
 			func(i int64) error {
