@@ -67,7 +67,9 @@ func newStatements(table string) statements {
 // code's schema version with the columns it needs, and returns the store.
 // It fails at once, naming the DSN (password redacted), when the server
 // cannot be reached, refuses the login, the database does not exist, or the
-// table is incompatible (ErrSchema).
+// table is incompatible (ErrSchema). Give ctx a deadline: with none, and no
+// connect_timeout in the DSN, a host that drops packets takes the system's
+// TCP timeout to fail.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
