@@ -29,8 +29,9 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	level := fs.String("log-level", "error", "log level: debug, info, warn, error")
 	httpAddr := fs.String("http", "", "serve the live dashboard, /api/v1/fleet and /metrics on this address, e.g. 127.0.0.1:8080")
 	onConsul := addDemoConsulFlags(fs)
+	offsetsSpec := fs.String("offsets", "bolt", "where offsets live: bolt (a file, see --data), consul (Consul KV on the agent of the consul flags), or a postgres:// URL")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: shardd demo [flags]\n\nRuns a fleet on the embedded coordinator (or, with --consul ADDR, on Consul) with bbolt offsets and injected faults.\n\n")
+		fmt.Fprint(fs.Output(), "usage: shardd demo [flags]\n\nRuns a fleet on the embedded coordinator (or, with --consul ADDR, on Consul) with offsets in bbolt (or Consul KV, or PostgreSQL) and injected faults.\n\n")
 		fs.PrintDefaults()
 	}
 	if ok, code := parse(fs, args, stderr); !ok {
@@ -66,6 +67,15 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer log.Sync()
 	o.Logger = log
+	store, closeStore, err := openDemoOffsets(ctx, *offsetsSpec, onConsul.cfg, o.Backend != nil, func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) })
+	if err != nil {
+		fmt.Fprintf(stderr, "shardd demo: %v\n", err)
+		return exitBadInvoke
+	}
+	defer closeStore()
+	if store != nil {
+		o.Store = store
+	}
 	if *httpAddr != "" {
 		h, err := listenDemoHTTP(*httpAddr, log, stderr)
 		if err != nil {

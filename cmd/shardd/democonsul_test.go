@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,10 +18,7 @@ import (
 // fence rejects; the fleet's members and shard locks stay under the prefix.
 // An unreachable Consul is a clear error (exit 1) after a bounded retry.
 func TestDemoOnConsul(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "shardd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := sharddBinary(t)
 
 	t.Run("Unreachable", func(t *testing.T) {
 		t.Parallel()

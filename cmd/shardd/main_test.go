@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +14,7 @@ import (
 // the built binary, 20 s, --json. The last line must be the summary with
 // every invariant holding.
 func TestDemoBinaryEndsWithAJSONSummary(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "shardd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := sharddBinary(t)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, "demo", "--duration", "20s", "--json", "--seed", "11")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

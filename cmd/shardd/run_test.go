@@ -321,10 +321,7 @@ func TestRunOnConsulSharesTheShards(t *testing.T) {
 // children that ignore SIGTERM would hold shardd for the whole drain
 // timeout, so a second SIGINT kills them at once; nothing is left behind.
 func TestRunBinarySecondSignalKillsTheChildrenAtOnce(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "shardd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := sharddBinary(t)
 	out := &runOutput{}
 	cmd := exec.Command(bin, "run", "--shards", "3", "--drain-timeout", "60s", "--log-level", "warn", "--",
 		"sh", "-c", `trap '' TERM; echo pgid=$$; while :; do sleep 0.1; done`)
@@ -403,10 +400,7 @@ func TestSupervisorKeepsTheACLTokenFromTheChild(t *testing.T) {
 // A hangup (the terminal went away) stops the children in order, as SIGTERM
 // does, instead of killing shardd and leaving their own children behind.
 func TestRunBinaryHangupStopsTheChildren(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "shardd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := sharddBinary(t)
 	out := &runOutput{}
 	cmd := exec.Command(bin, "run", "--shards", "2", "--log-level", "warn", "--", "sh", "-c", `echo pgid=$$; sleep 30`)
 	cmd.Stdout, cmd.Stderr = out, out
