@@ -3,12 +3,13 @@
 #   make test                     everything below, against real servers
 GO ?= go
 
-.PHONY: test vet consul chromium demo dashboard-screenshot
+.PHONY: test vet consul postgres chromium demo dashboard-screenshot bench
 
 # test builds the real Consul the integration tests start (seconds when
-# bin/consul is already there), installs Debian's Chromium for the dashboard's
-# browser test when missing, vets, and runs every test with the race detector.
-test: consul chromium vet
+# bin/consul is already there), installs Debian's PostgreSQL and Chromium when
+# missing (the tests start their own throwaway servers and browser), vets, and
+# runs every test with the race detector.
+test: consul postgres chromium vet
 	$(GO) test -race -count=1 -timeout 25m ./...
 
 vet:
@@ -18,8 +19,16 @@ vet:
 consul:
 	bash scripts/consul.sh
 
+postgres:
+	bash scripts/postgres.sh
+
 chromium:
 	bash scripts/chromium.sh
+
+# What the fence costs each offsets backend, against the same write unchecked
+# (docs/benchmarks.md, "Fenced offsets").
+bench: consul postgres
+	$(GO) test -run '^$$' -bench FenceCost -benchtime 1s -count 8 ./offsets/postgres ./offsets/consul ./offsets/offsetstest/fencecost
 
 # Refresh the README's screenshot from the browser test.
 dashboard-screenshot: chromium
