@@ -65,7 +65,25 @@ func TestLeaderChange(t *testing.T) {
 	}
 	t.Logf("renewals succeed again %v after killing %s (%d rounds unavailable)", time.Since(start).Round(time.Millisecond), killed.Name, unavailable)
 
+	// A new leader answers default-mode reads from its state before it has
+	// applied every entry the old one committed, so the first snapshots may
+	// lack the last writes acknowledged before the kill; their index then
+	// is below those writes' tokens (the worker trusts a snapshot about a
+	// claim only from the claim's token on). Wait for the index to get
+	// there, as a watcher would.
+	var newest shard.Token
+	for _, tok := range before {
+		newest = max(newest, tok)
+	}
 	snap := snapshot(t, c)
+	for caughtUp, behind := time.Now().Add(10*time.Second), 0; snap.Index < uint64(newest); snap = snapshot(t, c) {
+		if time.Now().After(caughtUp) {
+			t.Fatalf("watch index %d still below the last token %d acknowledged before the kill, 10 s after renewals resumed", snap.Index, newest)
+		}
+		behind++
+		t.Logf("snapshot %d after the election is behind: index %d < last token %d", behind, snap.Index, newest)
+		time.Sleep(100 * time.Millisecond)
+	}
 	for _, id := range ids {
 		st, _ := shardState(snap, id)
 		want := a
