@@ -10,11 +10,13 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/shard/consul"
 )
 
 // TestUnreachableAtStart: a worker started while its agent is down says
-// which address it cannot reach, retries with growing waits, writes
-// nothing, and joins normally once the agent is up.
+// which address it cannot reach, retries with growing waits, and joins
+// normally once the agent is up, leaving no trace of the failed attempts
+// (keys, sessions, health checks).
 func TestUnreachableAtStart(t *testing.T) {
 	agent := consultest.StartDev(t)
 	agent.Kill(t)
@@ -48,11 +50,9 @@ func TestUnreachableAtStart(t *testing.T) {
 	}
 
 	agent.Restart(t)
-	if kv := agent.CLI(t, "kv", "get", "-recurse", prefix); strings.TrimSpace(kv) != "" {
-		t.Errorf("keys under the prefix before the worker reached the agent: %q", kv)
-	}
 	p.waitLog(t, "joined the fleet", 20*time.Second)
-	mon := newMonitor(t, agent.Client(t), prefix, 8)
+	c := agent.Client(t)
+	mon := newMonitor(t, prefix, 8, c)
 	defer mon.close()
 	took, ok := eventually(t.Context(), 15*time.Second, func() bool { return mon.snapshot().converged(8, 1) })
 	if !ok {
@@ -60,6 +60,36 @@ func TestUnreachableAtStart(t *testing.T) {
 		t.Fatalf("the worker owns %d of 8 shards %v after the agent came back: %v", owned, took, counts)
 	}
 	t.Logf("after the agent came back: the worker owns all 8 shards %v later", took.Round(time.Millisecond))
+
+	// No partial state from the failed attempts: exactly the keys, the one
+	// session and the one health check of a worker that joined once.
+	keys, _, err := c.KV().Keys(prefix+"/", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1+1+8 {
+		t.Errorf("keys under the prefix: %q, want the config, one member and 8 shards", keys)
+	}
+	sessions, _, err := c.Session().List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sessions) != 1 || sessions[0].Name != "w1" {
+		t.Errorf("sessions after the outage: %d (%+v), want w1's one", len(sessions), sessions)
+	}
+	checks, err := c.Agent().Checks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for id := range checks {
+		if strings.HasPrefix(id, consul.CheckIDPrefix) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d shardlease health checks on the agent, want the one of w1's session", n)
+	}
 }
 
 // retryWaits reads the "in" field (seconds) of retry log lines.
@@ -123,7 +153,7 @@ service "shardlease" { policy = "write" }
 	}
 	args := []string{"worker", "--prefix", prefix, "--id", "w2", "--shards", "8", "--log-level", "info"}
 	ok := startWorker(t, "w2", append(args, policyArgs...), "CONSUL_HTTP_ADDR="+agent.HTTPAddr, "CONSUL_HTTP_TOKEN="+tok.SecretID)
-	mon := newMonitor(t, agent.Client(t), prefix, 8)
+	mon := newMonitor(t, prefix, 8, agent.Client(t))
 	defer mon.close()
 	if took, done := eventually(t.Context(), 20*time.Second, func() bool { return mon.snapshot().converged(8, 1) }); !done {
 		t.Fatalf("the worker with the worker policy's token in CONSUL_HTTP_TOKEN does not own the fleet after %v; log:\n%s", took, ok.tail(10))

@@ -17,9 +17,10 @@ import (
 // workers within one of each other, and no two processes' handler intervals
 // overlap.
 //
-// The lease (6 s check TTL, 4 s to step down) is meant to ride out an
-// election of a few seconds; should one take longer, workers step down and
-// rejoin, and the same checks must hold.
+// The lease (10 s check TTL, 7 s to step down) is meant to ride out an
+// election and the seconds after it in which servers still refuse reads
+// ("Raft leader not found in server lookup mapping"); should that take
+// longer, workers step down and rejoin, and the same checks must hold.
 func TestLeaderKill(t *testing.T) {
 	cl := consultest.StartCluster(t, 3)
 	leader := cl.Leader(t)
@@ -30,7 +31,11 @@ func TestLeaderKill(t *testing.T) {
 		}
 	}
 	prefix := "fleettest/" + randomName()
-	mon := newMonitor(t, followers[0].Client(t), prefix, fleetShards)
+	// The monitor reads through every server in turn, skipping one that
+	// cannot answer (the killed leader; a server still catching up with
+	// the new one).
+	mon := newMonitor(t, prefix, fleetShards, followers[0].Client(t), followers[1].Client(t), leader.Client(t))
+	mon.patience = 30 * time.Second
 	var procs []*proc
 	t.Cleanup(func() {
 		mon.close()
@@ -39,7 +44,7 @@ func TestLeaderKill(t *testing.T) {
 	for i := range fleetWorkers {
 		id := fmt.Sprintf("w%d", i+1)
 		args := workerArgs(followers[i%2].HTTPAddr, prefix, id, fleetShards,
-			"--ttl", "6s", "--renew", "1s", "--pause-budget", "2s", "--lock-delay", "500ms", "--commit-every", "500ms")
+			"--ttl", "10s", "--renew", "1s", "--pause-budget", "3s", "--lock-delay", "500ms", "--commit-every", "500ms")
 		procs = append(procs, startWorker(t, id, args))
 	}
 	converge(t, mon, fleetWorkers, 40*time.Second)
@@ -50,7 +55,8 @@ func TestLeaderKill(t *testing.T) {
 	newLeader := cl.Leader(t)
 	t.Logf("killed leader %s; %s leads %v later", leader.Name, newLeader.Name, time.Since(killed).Round(time.Millisecond))
 
-	// Ride past the election and a full lease, then require a settled fleet.
+	// Ride past the election and a step-down deadline, then require a
+	// settled fleet.
 	time.Sleep(time.Until(killed.Add(8 * time.Second)))
 	converge(t, mon, fleetWorkers, 30*time.Second)
 	after := mon.snapshot()

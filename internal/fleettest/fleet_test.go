@@ -12,10 +12,13 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// The fleet tests' lease policy: check liveness (the default) with a 3 s
-// check TTL, renewals every 500 ms, 1.5 s pause budget, 500 ms lock-delay.
+// The fleet tests' lease policy: check liveness (the default) with a 4 s
+// check TTL, renewals every 500 ms, 2 s pause budget (a worker steps down
+// after 2 s without a successful renewal: sturdy enough for a loaded CI
+// machine running other packages' Consul agents beside these), 500 ms
+// lock-delay.
 const (
-	checkTTL  = 3 * time.Second
+	checkTTL  = 4 * time.Second
 	lockDelay = 500 * time.Millisecond
 	// failoverMargin is what a crash's failover may take beyond the check's
 	// TTL: the lock-delay, a rebalance round (the acquire refused during
@@ -24,7 +27,7 @@ const (
 	failoverMargin = 3500 * time.Millisecond
 )
 
-var policyArgs = []string{"--ttl", "3s", "--renew", "500ms", "--pause-budget", "1.5s",
+var policyArgs = []string{"--ttl", "4s", "--renew", "500ms", "--pause-budget", "2s",
 	"--lock-delay", "500ms", "--commit-every", "500ms"}
 
 const (
@@ -43,7 +46,7 @@ const (
 func TestFleetOnConsul(t *testing.T) {
 	agent := consultest.StartDev(t)
 	prefix := "fleettest/" + randomName()
-	mon := newMonitor(t, agent.Client(t), prefix, fleetShards)
+	mon := newMonitor(t, prefix, fleetShards, agent.Client(t))
 	var procs []*proc
 	exempt := map[shard.ID]bool{}
 	t.Cleanup(func() { // runs after every worker has been stopped

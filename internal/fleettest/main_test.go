@@ -106,7 +106,7 @@ func startWorker(t *testing.T, id string, args []string, env ...string) *proc {
 			p.wait(5 * time.Second)
 		}
 		if t.Failed() {
-			t.Logf("last lines of %s:\n%s", p.logPath, p.tail(15))
+			t.Logf("warnings and errors of %s:\n%s\nlast lines:\n%s", p.id, p.troubles(30), p.tail(8))
 		}
 	})
 	return p
@@ -219,6 +219,22 @@ func (p *proc) waitLog(t *testing.T, msg string, d time.Duration) logLine {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// troubles returns the first n warning and error lines of the log.
+func (p *proc) troubles(n int) string {
+	var b strings.Builder
+	for _, l := range p.lines() {
+		if l.Level == "warn" || l.Level == "error" || l.Level == "" {
+			if n--; n < 0 {
+				b.WriteString("…\n")
+				break
+			}
+			b.WriteString(l.raw)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }
 
 func (p *proc) tail(n int) string {

@@ -106,13 +106,17 @@ func spread(counts map[string]int) int {
 //   - per shard, the token (ModifyIndex) never decreases, and is strictly
 //     higher whenever the holder changes.
 //
-// Violations are recorded (never t.Fatal from the polling goroutine) and
-// reported by close.
+// A snapshot whose index is below one already judged is a stale read (a
+// newly elected leader answering before it applied what the old one
+// committed) and is skipped. Violations are recorded (never t.Fatal from
+// the polling goroutine) and reported by close.
 type monitor struct {
-	t      *testing.T
-	c      *api.Client
-	prefix string
-	ids    map[shard.ID]bool
+	t       *testing.T
+	clients []*api.Client // read in turn: the next one after a failure
+	prefix  string
+	ids     map[shard.ID]bool
+	// patience is how long snapshot waits for Consul to answer.
+	patience time.Duration
 
 	mu         sync.Mutex
 	tokens     map[shard.ID]uint64 // last token seen
@@ -120,15 +124,19 @@ type monitor struct {
 	violations []string
 	snaps      int
 	failures   int
+	stale      int
+	next       int // index of the client to read from
 	last       fleetSnap
 
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func newMonitor(t *testing.T, c *api.Client, prefix string, shards int) *monitor {
+// newMonitor polls the fleet under prefix through clients (several: a
+// cluster's servers, so that one that cannot answer is skipped).
+func newMonitor(t *testing.T, prefix string, shards int, clients ...*api.Client) *monitor {
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &monitor{t: t, c: c, prefix: prefix, ids: map[shard.ID]bool{},
+	m := &monitor{t: t, clients: clients, prefix: prefix, ids: map[shard.ID]bool{}, patience: 10 * time.Second,
 		tokens: map[shard.ID]uint64{}, holder: map[shard.ID]string{}, cancel: cancel, done: make(chan struct{})}
 	for _, id := range (shard.Config{Shards: shards}).IDs() {
 		m.ids[id] = true
@@ -149,11 +157,11 @@ func newMonitor(t *testing.T, c *api.Client, prefix string, shards int) *monitor
 	return m
 }
 
-// snapshot takes a checked snapshot now, retrying for up to 10 s while
-// Consul does not answer (a leader election).
+// snapshot takes a checked snapshot now, retrying for up to m.patience
+// while Consul does not answer (a leader election).
 func (m *monitor) snapshot() fleetSnap {
 	m.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), m.patience)
 	defer cancel()
 	for {
 		s, err := m.poll(ctx)
@@ -161,7 +169,7 @@ func (m *monitor) snapshot() fleetSnap {
 			return s
 		}
 		if ctx.Err() != nil {
-			m.t.Fatalf("monitor: no consistent snapshot within 10 s: %v", err)
+			m.t.Fatalf("monitor: no consistent snapshot within %v: %v", m.patience, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -173,10 +181,18 @@ func (m *monitor) snapshot() fleetSnap {
 func (m *monitor) poll(ctx context.Context) (fleetSnap, error) {
 	m.mu.Lock() // one poll at a time: checks compare with the previous one
 	defer m.mu.Unlock()
-	s, err := m.read(ctx)
+	s, err := m.read(ctx, m.clients[m.next%len(m.clients)])
 	if err != nil {
 		m.failures++
+		m.next++
 		return s, err
+	}
+	if s.index < m.last.index {
+		// A stale read: a newly elected leader answers before it has
+		// applied what the old one committed. Only a snapshot at or past
+		// the newest index seen is judged.
+		m.stale++
+		return m.last, nil
 	}
 	m.snaps++
 	m.check(s)
@@ -184,18 +200,18 @@ func (m *monitor) poll(ctx context.Context) (fleetSnap, error) {
 	return s, nil
 }
 
-func (m *monitor) read(ctx context.Context) (fleetSnap, error) {
+func (m *monitor) read(ctx context.Context, c *api.Client) (fleetSnap, error) {
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		q := (&api.QueryOptions{}).WithContext(rctx)
-		pairs, meta, err := m.c.KV().List(m.prefix+"/", q)
+		pairs, meta, err := c.KV().List(m.prefix+"/", q)
 		var sessions []*api.SessionEntry
 		var meta2 *api.QueryMeta
 		if err == nil {
-			sessions, _, err = m.c.Session().List(q)
+			sessions, _, err = c.Session().List(q)
 		}
 		if err == nil {
-			_, meta2, err = m.c.KV().Keys(m.prefix+"/", "", q)
+			_, meta2, err = c.KV().Keys(m.prefix+"/", "", q)
 		}
 		cancel()
 		if err != nil {
@@ -287,7 +303,7 @@ func (m *monitor) close() {
 	<-m.done
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.t.Logf("monitor: %d consistent snapshots checked (%d polls failed: Consul unavailable or busy)", m.snaps, m.failures)
+	m.t.Logf("monitor: %d consistent snapshots checked (%d polls failed: Consul unavailable or busy; %d stale reads skipped)", m.snaps, m.failures, m.stale)
 	for i, v := range m.violations {
 		if i == 20 {
 			m.t.Errorf("monitor: … and %d more violations", len(m.violations)-20)
