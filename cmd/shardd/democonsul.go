@@ -27,9 +27,10 @@ func addDemoConsulFlags(fs *flag.FlagSet) *demoConsul {
 	return d
 }
 
-// apply sets o.Backend when --consul was given. With --consul-liveness ttl
-// and no lease flags, the policy becomes shard.DefaultPolicy (10 s TTL,
-// Consul's minimum session TTL); an explicit TTL below it is refused.
+// apply sets o.Backend when --consul was given. Without lease flags the
+// policy becomes demo.ConsulPolicy (check liveness, the default) or
+// shard.DefaultPolicy (--consul-liveness ttl: a 10 s TTL, Consul's minimum
+// session TTL); with ttl liveness an explicit TTL below 10 s is refused.
 func (d *demoConsul) apply(fs *flag.FlagSet, o *demo.Options) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -46,14 +47,17 @@ func (d *demoConsul) apply(fs *flag.FlagSet, o *demo.Options) error {
 		}
 		return nil
 	}
-	if d.cfg.Liveness == consul.LivenessTTL {
-		switch {
-		case !set["ttl"] && !set["renew"] && !set["pause-budget"]:
-			o.Policy = shard.DefaultPolicy
-		case o.Policy.TTL < consul.MinSessionTTL:
-			return fmt.Errorf("--ttl %v: with --consul-liveness ttl Consul's minimum session TTL is %v (the default check liveness takes short TTLs)",
-				o.Policy.TTL, consul.MinSessionTTL)
+	leaseFlags := set["ttl"] || set["renew"] || set["pause-budget"]
+	switch {
+	case d.cfg.Liveness != consul.LivenessTTL:
+		if !leaseFlags {
+			o.Policy = demo.ConsulPolicy
 		}
+	case !leaseFlags:
+		o.Policy = shard.DefaultPolicy
+	case o.Policy.TTL < consul.MinSessionTTL:
+		return fmt.Errorf("--ttl %v: with --consul-liveness ttl Consul's minimum session TTL is %v (the default check liveness takes short TTLs)",
+			o.Policy.TTL, consul.MinSessionTTL)
 	}
 	b, err := demo.ConsulBackend(d.cfg)
 	if err != nil {

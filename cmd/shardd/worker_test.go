@@ -62,7 +62,7 @@ func TestDemoConsulFlags(t *testing.T) {
 		{[]string{"demo", "--consul", "127.0.0.1:1", "--prefix", "a b"}, `prefix "a b"`},
 		// TTL liveness stretches the schedule: Consul may take 2×TTL to
 		// invalidate a session.
-		{[]string{"demo", "--consul", "127.0.0.1:1", "--consul-liveness", "ttl", "--duration", "30s"}, "--duration 30s: want 0 (until Ctrl-C) or at least 55.5s"},
+		{[]string{"demo", "--consul", "127.0.0.1:1", "--consul-liveness", "ttl", "--duration", "30s"}, "--duration 30s: want 0 (until Ctrl-C) or at least 54.5s"},
 	} {
 		var out, errb bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -58,10 +58,18 @@ type consulBackend struct {
 	coords []*consul.Coordinator
 }
 
+// ConsulPolicy is the demo's lease policy on Consul with check liveness: a
+// 2.5 s check TTL, renewals every 500 ms and a 1 s pause budget. Each
+// renewal is two HTTP requests to the agent, which a loaded machine can
+// delay, so a worker is given 1.5 s without a successful one before it
+// steps down (DemoPolicy gives 1 s, plenty in process); the schedule still
+// fits in 20 s.
+var ConsulPolicy = shard.LeasePolicy{TTL: 2500 * time.Millisecond, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second}
+
 // consulSlack is what Consul may take beyond the liveness TTL to invalidate
 // a session: the agent's sync of the critical check to the servers and the
 // invalidation's own Raft write.
-const consulSlack = time.Second
+const consulSlack = 500 * time.Millisecond
 
 // ConsulBackend returns a Backend on the Consul that cfg names, with the
 // fleet under cfg.Prefix. cfg is validated here; Consul is first contacted
