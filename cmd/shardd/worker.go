@@ -236,7 +236,14 @@ func runWorker(ctx context.Context, f workerFlags, log *zap.Logger) int {
 	if f.offsets == offsetsMemory {
 		log.Warn("offsets are kept in memory: lost on exit and not shared with other workers, so the fence protects this process only")
 	}
-	if err := w.Run(ctx); err != nil {
+	err = w.Run(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Stopped while still waiting for Consul: nothing was joined, so
+		// nothing is left to release.
+		log.Info("stopped before joining the fleet", zap.Error(err))
+		return exitOK
+	case err != nil:
 		log.Error("cannot run", zap.Error(err))
 		return exitFailed
 	}

@@ -73,3 +73,16 @@ func TestDemoConsulFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerStopsCleanlyWhileConsulIsDown: a worker stopped (SIGTERM) while
+// it still retries an unreachable agent exits 0 having said why it waited.
+func TestWorkerStopsCleanlyWhileConsulIsDown(t *testing.T) {
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	code := run(ctx, []string{"worker", "--consul", "127.0.0.1:1", "--prefix", "p", "--shards", "8", "--id", "w1"}, &out, &errb)
+	if code != exitOK || !strings.Contains(errb.String(), "coordinator not reachable; retrying") ||
+		!strings.Contains(errb.String(), "stopped before joining the fleet") {
+		t.Fatalf("exit %d, want 0 after retrying and a clean stop; stderr:\n%s", code, errb.String())
+	}
+}
