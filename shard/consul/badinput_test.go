@@ -70,7 +70,7 @@ func TestBadInput(t *testing.T) {
 			}
 		}
 		// The overwritten lock is still a lock: shown with its holder.
-		if st, ok := shardState(snap, "stream/shard-003"); !ok || st.Session != held || st.Owner != (shard.Owner{}) {
+		if st, ok := snap.Shard("stream/shard-003"); !ok || st.Session != held || st.Owner != (shard.Owner{}) {
 			t.Errorf("overwritten held shard = %+v (found %v), want held by %s with the value ignored", st, ok, held)
 		}
 		// And nobody else gets it; the malformed free one can be taken and
@@ -80,7 +80,7 @@ func TestBadInput(t *testing.T) {
 		if _, ok := got["stream/shard-003"]; ok || len(got) != 1 {
 			t.Fatalf("acquire = %v, want only stream/shard-000", got)
 		}
-		if st, _ := shardState(snapshot(t, c), "stream/shard-000"); st.Owner.Worker != "w-other" {
+		if st, _ := snapshot(t, c).Shard("stream/shard-000"); st.Owner.Worker != "w-other" {
 			t.Errorf("value of the taken shard = %+v, want owner w-other", st.Owner)
 		}
 		// The holder still renews and releases its shard normally.
@@ -90,7 +90,7 @@ func TestBadInput(t *testing.T) {
 		if err := c.Release(ctx, held, []shard.ID{"stream/shard-003"}, "bye"); err != nil {
 			t.Fatal(err)
 		}
-		if st, _ := shardState(snapshot(t, c), "stream/shard-003"); st.Held() || st.Owner.Released != "bye" {
+		if st, _ := snapshot(t, c).Shard("stream/shard-003"); st.Held() || st.Owner.Released != "bye" {
 			t.Errorf("released overwritten shard = %+v", st)
 		}
 	})
@@ -118,7 +118,7 @@ func TestBadInput(t *testing.T) {
 		b := newSession(t, c, "w-b", time.Hour, 0)
 		before := acquire(t, c, a, "s-000")["s-000"]
 		agent.CLI(t, "kv", "delete", c.Prefix()+"/shards/s-000")
-		if _, ok := shardState(snapshot(t, c), "s-000"); ok {
+		if _, ok := snapshot(t, c).Shard("s-000"); ok {
 			t.Fatal("key still there after consul kv delete")
 		}
 		after := acquire(t, c, b, "s-000")["s-000"]
@@ -128,7 +128,7 @@ func TestBadInput(t *testing.T) {
 		if err := c.Release(t.Context(), a, []shard.ID{"s-000"}, "late"); err != nil {
 			t.Fatal(err)
 		}
-		if st, _ := shardState(snapshot(t, c), "s-000"); st.Session != b || st.Token != shard.Token(after) {
+		if st, _ := snapshot(t, c).Shard("s-000"); st.Session != b || st.Token != shard.Token(after) {
 			t.Fatalf("s-000 = %+v, want still b's at %d", st, after)
 		}
 	})

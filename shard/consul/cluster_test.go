@@ -85,7 +85,7 @@ func TestLeaderChange(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	for _, id := range ids {
-		st, _ := shardState(snap, id)
+		st, _ := snap.Shard(id)
 		want := a
 		if id >= ids[16] {
 			want = b

@@ -92,7 +92,7 @@ func TestLifecycle(t *testing.T) {
 		if !errors.Is(err, shard.ErrSessionInvalid) {
 			t.Fatalf("RenewSession = %v, want ErrSessionInvalid", err)
 		}
-		if st, _ := shardState(snapshot(t, c), "s-000"); st.Held() {
+		if st, _ := snapshot(t, c).Shard("s-000"); st.Held() {
 			t.Fatalf("s-000 still held after its session's check was removed: %+v", st)
 		}
 	})
@@ -163,7 +163,7 @@ func TestLifecycle(t *testing.T) {
 		}
 		snap := snapshot(t, c) // starts the grace: both dead
 		for _, id := range []string{"gone", "back"} {
-			if m, ok := memberState(snap, id); !ok || m.Live() {
+			if m, ok := snap.Member(id); !ok || m.Live() {
 				t.Fatalf("%s right after its session ended = %+v (found %v), want dead", id, m, ok)
 			}
 		}
@@ -179,11 +179,11 @@ func TestLifecycle(t *testing.T) {
 			if err != nil {
 				t.Fatalf("dead member not collected within %v: %v", grace+5*time.Second, err)
 			}
-			if _, ok := memberState(s, "gone"); !ok {
+			if _, ok := s.Member("gone"); !ok {
 				if d := time.Since(start); d < grace-100*time.Millisecond {
 					t.Fatalf("collected after %v, before the grace of %v", d, grace)
 				}
-				if m, ok := memberState(s, "back"); !ok || m.Session != b {
+				if m, ok := s.Member("back"); !ok || m.Session != b {
 					t.Fatalf("re-joined member = %+v (found %v), want kept, held by %s", m, ok, b)
 				}
 				break
@@ -208,7 +208,7 @@ func TestLifecycle(t *testing.T) {
 		}
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			if m, _ := memberState(snapshot(t, c), "w"); !m.Live() {
+			if m, _ := snapshot(t, c).Member("w"); !m.Live() {
 				break
 			}
 			if time.Now().After(deadline) {

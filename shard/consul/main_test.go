@@ -80,21 +80,3 @@ func snapshot(t *testing.T, c *consul.Coordinator) shard.Snapshot {
 	}
 	return s
 }
-
-func shardState(s shard.Snapshot, id shard.ID) (shard.ShardState, bool) {
-	for _, st := range s.Shards {
-		if st.Shard == id {
-			return st, true
-		}
-	}
-	return shard.ShardState{}, false
-}
-
-func memberState(s shard.Snapshot, id string) (shard.MemberState, bool) {
-	for _, m := range s.Members {
-		if m.ID == id {
-			return m, true
-		}
-	}
-	return shard.MemberState{}, false
-}

@@ -48,7 +48,7 @@ func (s *suite) watchIndex(t *testing.T) {
 	if next.Index <= snap.Index || waited < writeAfter-50*time.Millisecond {
 		t.Fatalf("Watch(%d) returned index %d after %v, want a higher index after the write at %v", snap.Index, next.Index, waited, writeAfter)
 	}
-	if st, ok := shardState(next, "s-001"); !ok || st.Session != sid {
+	if st, ok := next.Shard("s-001"); !ok || st.Session != sid {
 		t.Fatalf("the write is not in the snapshot it woke: %s", describe(next))
 	}
 	if shard.NextIndex(snap.Index, next.Index) != next.Index {
@@ -136,18 +136,18 @@ func (s *suite) join(t *testing.T) {
 	if !slices.Equal(ids, []string{"w1", "w2"}) {
 		t.Fatalf("members %v, want [w1 w2] (sorted)", ids)
 	}
-	if m, _ := memberState(snap, "w2"); m.Session != a || m.Weight != 2 || m.Address != "10.0.0.1:80" {
+	if m, _ := snap.Member("w2"); m.Session != a || m.Weight != 2 || m.Address != "10.0.0.1:80" {
 		t.Fatalf("w2 = %+v, want held by %s with the updated value", m, a)
 	}
 
 	destroy(t, c, a)
-	if m, ok := memberState(snapshot(t, c), "w2"); !ok || m.Live() {
+	if m, ok := snapshot(t, c).Member("w2"); !ok || m.Live() {
 		t.Fatalf("w2 after its session ended = %+v (found %v), want dead", m, ok)
 	}
 	if err := c.Join(ctx, b, shard.Member{ID: "w2", Weight: 5}); err != nil {
 		t.Fatalf("Join of a dead member's id: %v", err)
 	}
-	if m, _ := memberState(snapshot(t, c), "w2"); m.Session != b || m.Weight != 5 {
+	if m, _ := snapshot(t, c).Member("w2"); m.Session != b || m.Weight != 5 {
 		t.Fatalf("w2 after re-join = %+v", m)
 	}
 }

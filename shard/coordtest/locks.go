@@ -31,7 +31,7 @@ func (s *suite) acquireRelease(t *testing.T) {
 	}
 	tok := claims[0].Token
 	snap := snapshot(t, c)
-	st, ok := shardState(snap, "s-001")
+	st, ok := snap.Shard("s-001")
 	if !ok || st.Session != a || st.Token != tok || st.Owner.Worker != "w-a" || st.Owner.Reason != "first" || st.Owner.Since.IsZero() {
 		t.Fatalf("s-001 = %+v (found %v), want held by %s at %d with owner w-a, reason first, a time", st, ok, a, tok)
 	}
@@ -48,7 +48,7 @@ func (s *suite) acquireRelease(t *testing.T) {
 	// Release: only what a holds; the value keeps who and records why.
 	release(t, c, a, "rebalanced to w-b", "s-000", "s-002", "s-000", "nope")
 	snap = snapshot(t, c)
-	st, _ = shardState(snap, "s-000")
+	st, _ = snap.Shard("s-000")
 	if st.Held() || st.Owner.Worker != "w-a" || st.Owner.Reason != "second" || st.Owner.Released != "rebalanced to w-b" || st.Token <= tok {
 		t.Fatalf("released s-000 = %+v, want free, owner w-a/second kept, released reason recorded, token above %d", st, tok)
 	}
@@ -63,7 +63,7 @@ func (s *suite) acquireRelease(t *testing.T) {
 	if got["s-000"] <= st.Token {
 		t.Fatalf("b's acquire after release = %v, want a token above %d", got, st.Token)
 	}
-	st, _ = shardState(snapshot(t, c), "s-000")
+	st, _ = snapshot(t, c).Shard("s-000")
 	if st.Owner.Worker != "w-b" || st.Owner.Released != "" {
 		t.Fatalf("new owner value = %+v, want w-b and no release reason", st.Owner)
 	}
@@ -126,7 +126,7 @@ func (s *suite) tokensIncrease(t *testing.T) {
 		}
 		if h.name == "delete held key" {
 			// The deleted key is gone; the session held it and no more.
-			if st, ok := shardState(snapshot(t, c), id); ok {
+			if st, ok := snapshot(t, c).Shard(id); ok {
 				t.Fatalf("after delete: key still there: %+v", st)
 			}
 		}

@@ -28,8 +28,8 @@ func (s *suite) destroyReleases(t *testing.T) {
 	destroy(t, c, a)
 	snap := snapshot(t, c)
 	for _, id := range []shard.ID{"s-000", "s-001"} {
-		st, ok := shardState(snap, id)
-		old, _ := shardState(before, id)
+		st, ok := snap.Shard(id)
+		old, _ := before.Shard(id)
 		if !ok || st.Held() || st.Owner.Worker != "w-a" || st.Token <= old.Token {
 			t.Errorf("%s after destroy = %+v, want free, value kept, token above %d", id, st, old.Token)
 		}
@@ -37,7 +37,7 @@ func (s *suite) destroyReleases(t *testing.T) {
 	if h := holder(t, c, "s-002"); h != b {
 		t.Errorf("other session's shard: holder %q, want %q", h, b)
 	}
-	if m, ok := memberState(snap, "w-a"); !ok || m.Live() || m.Weight != 3 {
+	if m, ok := snap.Member("w-a"); !ok || m.Live() || m.Weight != 3 {
 		t.Errorf("member after destroy = %+v (found %v), want dead with its value", m, ok)
 	}
 	// Destroying again, or a session never created, is not an error.
@@ -99,7 +99,7 @@ func (s *suite) expiryAndLockDelay(t *testing.T) {
 	within := tm.TTL + tm.ExpiryWithin + tm.Slack
 	snap := waitFor(t, c, within, "the doomed session's shards to be released", func(sn shard.Snapshot) bool {
 		for _, id := range []shard.ID{"s-000", "s-001"} {
-			if st, ok := shardState(sn, id); !ok || st.Held() {
+			if st, ok := sn.Shard(id); !ok || st.Held() {
 				return false
 			}
 		}
@@ -110,11 +110,11 @@ func (s *suite) expiryAndLockDelay(t *testing.T) {
 		t.Fatalf("released after %v, before the TTL %v", age, tm.TTL)
 	}
 	for id, tok := range first {
-		if st, _ := shardState(snap, id); st.Token <= tok || st.Owner.Worker != "doomed" {
+		if st, _ := snap.Shard(id); st.Token <= tok || st.Owner.Worker != "doomed" {
 			t.Errorf("%s after expiry = %+v, want value kept and token above %d", id, st, tok)
 		}
 	}
-	if m, ok := memberState(snap, "doomed"); ok && m.Live() {
+	if m, ok := snap.Member("doomed"); ok && m.Live() {
 		t.Errorf("member of the expired session is still live: %+v", m)
 	}
 	if err := c.RenewSession(ctx, doomed); !errors.Is(err, shard.ErrSessionInvalid) {

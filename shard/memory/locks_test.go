@@ -35,7 +35,7 @@ func TestAcquireRelease(t *testing.T) {
 		if fmt.Sprint(claims) != fmt.Sprint(want) {
 			t.Fatalf("claims = %v, want %v", claims, want)
 		}
-		st, _ := shardState(snapshot(t, c), "s-001")
+		st, _ := snapshot(t, c).Shard("s-001")
 		wantState := shard.ShardState{Shard: "s-001", Session: a, Token: 2,
 			Owner: shard.Owner{Worker: "w-a", Reason: "first", Since: start}}
 		if st != wantState {
@@ -73,7 +73,7 @@ func TestAcquireRelease(t *testing.T) {
 		if snap.Index != 4 {
 			t.Fatalf("index after release = %d, want 4", snap.Index)
 		}
-		st, _ = shardState(snap, "s-000")
+		st, _ = snap.Shard("s-000")
 		wantState = shard.ShardState{Shard: "s-000", Token: 4,
 			Owner: shard.Owner{Worker: "w-a", Reason: "second", Since: start, Released: "rebalanced to w-b"}}
 		if st != wantState {
@@ -86,7 +86,7 @@ func TestAcquireRelease(t *testing.T) {
 		if got := acquire(t, c, b, "s-000"); got["s-000"] != 5 {
 			t.Fatalf("b's acquire after release = %v, want token 5", got)
 		}
-		st, _ = shardState(snapshot(t, c), "s-000")
+		st, _ = snapshot(t, c).Shard("s-000")
 		if st.Owner != (shard.Owner{Worker: "w-b", Reason: "test", Since: start.Add(time.Second)}) {
 			t.Fatalf("new owner value = %+v", st.Owner)
 		}
@@ -381,7 +381,7 @@ func TestLazyCatchUp(t *testing.T) {
 	if got := acquire(t, c, b, "s-000"); len(got) != 0 {
 		t.Fatalf("granted at 24 s, inside lock-delay: %v", got)
 	}
-	if m, ok := memberState(snapshot(t, c), "a"); !ok || m.Live() {
+	if m, ok := snapshot(t, c).Member("a"); !ok || m.Live() {
 		t.Fatalf("member a at 24 s = %+v, %v; want present and dead", m, ok)
 	}
 	clk.Advance(time.Second)

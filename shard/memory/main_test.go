@@ -52,30 +52,11 @@ func snapshot(t *testing.T, c *memory.Coordinator) shard.Snapshot {
 	return snap
 }
 
-// shardState finds a shard key in a snapshot.
-func shardState(snap shard.Snapshot, id shard.ID) (shard.ShardState, bool) {
-	for _, s := range snap.Shards {
-		if s.Shard == id {
-			return s, true
-		}
-	}
-	return shard.ShardState{}, false
-}
-
-func memberState(snap shard.Snapshot, id string) (shard.MemberState, bool) {
-	for _, m := range snap.Members {
-		if m.ID == id {
-			return m, true
-		}
-	}
-	return shard.MemberState{}, false
-}
-
 // holder returns the session holding a shard in a fresh snapshot ("" if free
 // or missing).
 func holder(t *testing.T, c *memory.Coordinator, id shard.ID) shard.SessionID {
 	t.Helper()
-	s, _ := shardState(snapshot(t, c), id)
+	s, _ := snapshot(t, c).Shard(id)
 	return s.Session
 }
 

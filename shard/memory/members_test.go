@@ -44,7 +44,7 @@ func TestJoin(t *testing.T) {
 				t.Fatalf("Join = %v, want %v naming %s", err, tt.wantErr, tt.wantMsg)
 			}
 			snap := snapshot(t, c)
-			m, _ := memberState(snap, "w1")
+			m, _ := snap.Member("w1")
 			if m.Session != tt.wantSession || m.Weight != tt.wantWeight {
 				t.Fatalf("member = %+v, want session %s weight %d", m, tt.wantSession, tt.wantWeight)
 			}
@@ -58,13 +58,13 @@ func TestJoin(t *testing.T) {
 	if err := c.DestroySession(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := memberState(snapshot(t, c), "w1"); m.Live() || m.Weight != 3 {
+	if m, _ := snapshot(t, c).Member("w1"); m.Live() || m.Weight != 3 {
 		t.Fatalf("member after destroy = %+v, want dead with its value", m)
 	}
 	if err := c.Join(ctx, b, shard.Member{ID: "w1", Weight: 5}); err != nil {
 		t.Fatalf("Join over a dead member: %v", err)
 	}
-	if m, _ := memberState(snapshot(t, c), "w1"); m.Session != b || m.Weight != 5 || m.Draining {
+	if m, _ := snapshot(t, c).Member("w1"); m.Session != b || m.Weight != 5 || m.Draining {
 		t.Fatalf("member after takeover = %+v", m)
 	}
 }
@@ -96,7 +96,7 @@ func TestDeadMemberGC(t *testing.T) {
 			t.Fatal(err)
 		}
 		snap := snapshot(t, c)
-		if m, ok := memberState(snap, "dies"); !ok || m.Live() {
+		if m, ok := snap.Member("dies"); !ok || m.Live() {
 			t.Fatalf("dead member inside grace = %+v, %v; want present and dead", m, ok)
 		}
 
@@ -108,15 +108,15 @@ func TestDeadMemberGC(t *testing.T) {
 		if got := res.at.Sub(ended); got != grace {
 			t.Fatalf("dead member deleted after %v, want %v", got, grace)
 		}
-		if _, ok := memberState(res.snap, "dies"); ok {
+		if _, ok := res.snap.Member("dies"); ok {
 			t.Fatal("dead member still present after grace")
 		}
-		if m, ok := memberState(res.snap, "returns"); !ok || m.Session != back {
+		if m, ok := res.snap.Member("returns"); !ok || m.Session != back {
 			t.Fatalf("rejoined member = %+v, %v; want kept with its new session", m, ok)
 		}
 
 		time.Sleep(time.Hour - grace) // the rejoined member's old deletion never comes
-		if m, ok := memberState(snapshot(t, c), "returns"); !ok || !m.Live() {
+		if m, ok := snapshot(t, c).Member("returns"); !ok || !m.Live() {
 			t.Fatalf("rejoined member = %+v, %v; want live", m, ok)
 		}
 		if err := c.DestroySession(ctx, back); err != nil {

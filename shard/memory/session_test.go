@@ -74,7 +74,7 @@ func TestSessionExpiry(t *testing.T) {
 			t.Fatalf("expiry took %d writes, want one", snap.Index-before.Index)
 		}
 		for _, id := range []shard.ID{"s-000", "s-001"} {
-			st, ok := shardState(snap, id)
+			st, ok := snap.Shard(id)
 			if !ok || st.Held() || st.Token != shard.Token(snap.Index) || st.Owner.Worker != "w" {
 				t.Errorf("%s after expiry = %+v, %v; want free, value kept, token %d", id, st, ok, snap.Index)
 			}
@@ -82,7 +82,7 @@ func TestSessionExpiry(t *testing.T) {
 		if h := holder(t, c, "s-002"); h != other {
 			t.Errorf("other session's shard lost: holder %q", h)
 		}
-		if m, ok := memberState(snap, "w"); !ok || m.Live() || m.Weight != 1 {
+		if m, ok := snap.Member("w"); !ok || m.Live() || m.Weight != 1 {
 			t.Errorf("member after expiry = %+v, %v; want dead with its value", m, ok)
 		}
 
