@@ -41,10 +41,12 @@
 //     coordinator clock jump, which breaks the lease's timing assumption by
 //     design; those overlaps are counted (Result.Overlaps) and the fence is
 //     what keeps them harmless.
-//   - Once the last fault has ended, every shard is owned by a running
-//     worker, each running worker agrees with the coordinator about what it
-//     owns, counts differ by at most one, within Bound(setup) — and the
-//     fleet then stays put for three rounds.
+//   - Once the last fault and its after-effects are over
+//     (Schedule.FaultsEnd), every shard is owned by a running worker, the
+//     live members are exactly the running workers, each of them agrees
+//     with the coordinator about what it owns, counts differ by at most
+//     one, within Bound(setup) — and the fleet then stays put for three
+//     rounds.
 //   - Every worker's Run returns nil, and only when told to stop.
 //
 // # Replay, honestly

@@ -253,6 +253,13 @@ func (r *run) unsettled() string {
 		}
 		counts[m.id] = 0
 	}
+	for _, ms := range snap.Members {
+		if _, running := counts[ms.ID]; ms.Live() && !running {
+			// A crashed worker whose session has not expired yet: the
+			// planner still gives it a quota.
+			return fmt.Sprintf("member %s is live, but its worker is not running", ms.ID)
+		}
+	}
 	for _, id := range (shard.Config{Shards: r.sched.Setup.Shards}).IDs() {
 		w, ok := owners[id]
 		if !ok {

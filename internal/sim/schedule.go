@@ -129,10 +129,12 @@ type Schedule struct {
 	Seed   uint64
 	Setup  Setup
 	Events []Event
-	// FaultsEnd is when the last fault is healed (and the last join
-	// started), counting the slow handler steps and renewals still under
-	// way at their heal: from then on the fleet must settle within the
-	// bound.
+	// FaultsEnd is when the last fault and its after-effects are over: the
+	// last heal or join, the slow handler steps and renewals still under
+	// way at their heal, and the local deadline of a worker whose renewals
+	// failed until a heal (it may step down at that deadline, up to
+	// StepDownAfter after the heal). From then on the fleet must settle
+	// within the bound.
 	FaultsEnd time.Duration
 }
 
@@ -229,8 +231,18 @@ func NewSchedule(seed uint64) Schedule {
 	add := func(e Event) {
 		s.Events = append(s.Events, e)
 		end := e.At + e.For
-		if e.Kind == SlowHandlers || e.Kind == SlowRenewals {
-			end += e.Size // a slow step or renewal begun before the heal lasts its full length
+		switch e.Kind {
+		case SlowHandlers:
+			end += e.Size // a slow step begun before the heal lasts its full length
+		case SlowRenewals:
+			// A renewal begun before the heal lasts its full length, and
+			// the worker may still step down at its local deadline.
+			end += e.Size + p.StepDownAfter()
+		case Pause, PartitionFail, PartitionHang:
+			// Renewals failed until the heal; if the next attempt comes
+			// after the local deadline (at most StepDownAfter later), the
+			// worker steps down then, after the heal.
+			end += p.StepDownAfter()
 		}
 		s.FaultsEnd = max(s.FaultsEnd, end)
 		if e.For > 0 {
