@@ -91,6 +91,7 @@ func (lp *loop) replan(round bool) {
 	}
 
 	var want []shard.Acquisition
+	var overdue []shard.ID             // free past their orphan grace, designated to someone else
 	takeovers := map[shard.ID]string{} // orphans wanted from a designated acquirer that did not take them
 	var strays []shard.ID              // held by this session without a runner, targeted elsewhere
 	for _, id := range lp.w.shards {
@@ -112,11 +113,31 @@ func (lp *loop) replan(round bool) {
 			o, seen := lp.takeAfter[id]
 			if !seen || o.token != st.Token {
 				lp.takeAfter[id] = orphan{token: st.Token, after: now.Add(lp.w.jitter.between(lp.w.cfg.OrphanGrace, 2*lp.w.cfg.OrphanGrace+1))}
-			} else if now.After(o.after) && (lp.owned() < v.capacity+1 || lp.isStuck(target, now)) {
-				want = append(want, shard.Acquisition{Shard: id, Reason: acquireReason(st, target)})
-				takeovers[id] = target
+			} else if now.After(o.after) {
+				overdue = append(overdue, id)
 			}
 		}
+	}
+	// Orphan takeovers are budgeted per plan, counting what this plan
+	// already asks for: at most one shard above this worker's quota, plus
+	// MaxMovesPerRound of a stuck acquirer's. Without the budget, a worker
+	// that waited out the grace asked for every overdue shard at once — in a
+	// 4096-shard cold start, where designated acquirers are merely slow,
+	// that was a stampede that kept counts hundreds apart.
+	room := v.capacity + 1 - lp.owned() - len(want)
+	stuckRoom := lp.w.cfg.MaxMovesPerRound
+	for _, id := range overdue {
+		target := v.plan.Target[id]
+		switch {
+		case room > 0:
+			room--
+		case stuckRoom > 0 && lp.isStuck(target, now):
+			stuckRoom--
+		default:
+			continue
+		}
+		want = append(want, shard.Acquisition{Shard: id, Reason: acquireReason(v.byShard[id], target)})
+		takeovers[id] = target
 	}
 	lp.release(strays, "rebalance")
 	if lp.warm {
