@@ -3,7 +3,7 @@
 #   make test                     everything below, against real servers
 GO ?= go
 
-.PHONY: test vet consul postgres chromium demo dashboard-screenshot bench
+.PHONY: test vet consul postgres chromium demo dashboard-screenshot bench sim fuzz
 
 # test builds the real Consul the integration tests start (seconds when
 # bin/consul is already there), installs Debian's PostgreSQL and Chromium when
@@ -36,3 +36,16 @@ dashboard-screenshot: chromium
 
 demo:
 	$(GO) run ./cmd/shardd demo
+
+# make sim [SEEDS=5000] [FIRST=1]: more seeds of the fault simulation, with its
+# figures; make sim SEED=n replays one seed (make test runs seeds 1-500).
+sim:
+	cd internal/sim && $(GO) test -count=1 -timeout 0 -run 'TestSim$$' $(if $(SEED),-seed=$(SEED) -v,-seeds=$(or $(SEEDS),5000) -seed.first=$(or $(FIRST),1))
+
+# make fuzz [FUZZTIME=1000000x]: every fuzz target in turn. A count, not a
+# duration: Go 1.26's -fuzztime deadline races its workers (golang/go#75804).
+FUZZTIME ?= 1000000x
+fuzz:
+	@for t in shard:FuzzLeasePolicyValidate shard:FuzzConfig shard/consul:FuzzDecode offsets/consul:FuzzDecode offsets/bolt:FuzzDecode \
+		cmd/shardd:FuzzWorkerFlags cmd/shardctl:FuzzPolicyCommand internal/demo:FuzzOptionsValidate rebalance:FuzzCompute; do \
+		(cd $${t%%:*} && $(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) .) || exit 1; done

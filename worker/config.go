@@ -51,7 +51,8 @@ type Config struct {
 	// jitter), counted from the shard's latest release or expiry. A worker
 	// that takes a shard over this way treats its designated acquirer as
 	// stuck for 10 orphan graces (or until it rejoins): it hands it no
-	// shards and takes over all of its orphans. Default 3 s.
+	// shards and takes over its orphans beyond its own quota, up to
+	// MaxMovesPerRound per plan. Default 3 s.
 	OrphanGrace time.Duration
 	// WatchCoalesce is the minimum time between two watch wake-ups, so a
 	// burst of changes costs one re-plan. Default 25 ms.

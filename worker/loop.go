@@ -67,7 +67,9 @@ type orphan struct {
 // the orphan grace, so this worker took the shard over. Until the mark ends,
 // and while the member keeps the same session, this worker hands it nothing
 // in rebalance rounds (it would only leave the shard free for another grace)
-// and takes over all of its orphans, not just one above its own quota.
+// and takes over its orphans beyond its own quota, MaxMovesPerRound per plan
+// (the budget keeps a merely slow acquirer, as in a large cold start, from
+// being stampeded).
 type stuck struct {
 	session shard.SessionID
 	until   time.Time
