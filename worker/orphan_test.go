@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -46,7 +47,8 @@ func TestOrphanTakenByOthersOnlyAfterTheGrace(t *testing.T) {
 		defer func() { cancel(); <-done }()
 		f.start("c", nil)
 		settle(20 * time.Second)
-		if c := counts(f.owners()); c["a"] != 4 || c["b"] != 4 || c["c"] != 4 {
+		before := f.owners()
+		if c := counts(before); c["a"] != 4 || c["b"] != 4 || c["c"] != 4 {
 			t.Fatalf("before: counts %v, want 4 each", c)
 		}
 
@@ -54,6 +56,23 @@ func TestOrphanTakenByOthersOnlyAfterTheGrace(t *testing.T) {
 		released := time.Now()
 		if err := f.stop("c"); err != nil {
 			t.Fatal(err)
+		}
+		// Which of c's shards the planner designates to b (stuck) rather
+		// than to a: only those are a's to take over, after the grace. a's
+		// own designated shards it takes at once, as it should.
+		plan, err := rebalance.Compute(rebalance.Input{Shards: f.shards.IDs(),
+			Members: []rebalance.Member{{ID: "a"}, {ID: "b"}}, Owners: f.owners()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		forB := map[shard.ID]bool{}
+		for id, w := range before {
+			if w == "c" && plan.Target[id] == "b" {
+				forB[id] = true
+			}
+		}
+		if len(forB) == 0 {
+			t.Fatalf("setup: none of c's shards is designated to b (plan %v): the test would check nothing", plan.Target)
 		}
 		settle(20 * time.Second)
 		owners := f.owners()
@@ -63,18 +82,17 @@ func TestOrphanTakenByOthersOnlyAfterTheGrace(t *testing.T) {
 		grace := 3 * time.Second // worker.Config default OrphanGrace
 		tookOver := 0
 		for _, e := range f.events.list() {
-			if e.worker == "a" && e.start && e.at.After(released) {
+			if e.worker == "a" && e.start && e.at.After(released) && forB[e.shard] {
 				tookOver++
 				if e.at.Sub(released) < grace {
-					t.Errorf("a took %s %v after c left, inside the %v orphan grace", e.shard, e.at.Sub(released), grace)
+					t.Errorf("a took %s (designated to b) %v after c left, inside the %v orphan grace", e.shard, e.at.Sub(released), grace)
 				}
 			}
 		}
-		// c's 4 shards split 2 and 2 (quotas of 6 each): a acquires its 2
-		// as c releases them, and takes b's 2 over after the grace — once
-		// each, not handed back to b and taken again every round.
-		if tookOver != 2 {
-			t.Errorf("a took shards %d times after c left; with b stuck it should take b's 2 of c's shards after the grace, once each", tookOver)
+		// Each of b's shards is taken over once, not handed back to b and
+		// taken again every round.
+		if tookOver != len(forB) {
+			t.Errorf("a took b's designated shards %d times; want each of the %d once, after the grace", tookOver, len(forB))
 		}
 	})
 }
