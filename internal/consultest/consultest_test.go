@@ -45,9 +45,6 @@ func TestDevAgent(t *testing.T) {
 // TestClusterLeaderKill: three servers elect a leader; killing it leads to a
 // new leader among the other two, and the old one rejoins after a restart.
 func TestClusterLeaderKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cluster start takes several seconds")
-	}
 	cl := consultest.StartCluster(t, 3)
 	old := cl.KillLeader(t)
 	start := time.Now()
