@@ -217,6 +217,7 @@ func consulSteady(ctx context.Context, o steadyOptions, n int, progress io.Write
 	}
 	r.ColdStartSeconds = time.Since(start).Seconds()
 	for _, bw := range workers {
+		bw.acquires.settled()
 		r.AcquireCalls += bw.acquires.calls.Load()
 		r.ShardsAsked += bw.acquires.asked.Load()
 		r.FailedAcquires += bw.acquires.failed()
