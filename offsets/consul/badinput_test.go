@@ -69,7 +69,7 @@ func TestUnreachable(t *testing.T) {
 	wantErr(t, st.Commit(t.Context(), "s", 1, 1), consul.ErrUnavailable, "commit shard s at 127.0.0.1:1", "connection refused")
 	_, err = st.Load(t.Context(), "s")
 	wantErr(t, err, consul.ErrUnavailable, "load shard s at 127.0.0.1:1")
-	wantErr(t, st.CommitBatch(t.Context(), []consul.Entry{{"a", 1, 1}}), consul.ErrUnavailable, "127.0.0.1:1")
+	wantErr(t, st.CommitBatch(t.Context(), []consul.Entry{{Shard: "a", Token: 1, Offset: 1}}), consul.ErrUnavailable, "127.0.0.1:1")
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("failing took %v", d)
 	}
@@ -121,7 +121,7 @@ func TestPermissionDenied(t *testing.T) {
 		t.Fatalf("Load with read permission: %v", err)
 	}
 	wantErr(t, ro.Commit(t.Context(), "s", 1, 1), consul.ErrPermissionDenied, "Permission denied", `key_prefix "fleet/offsets/"`)
-	wantErr(t, ro.CommitBatch(t.Context(), []consul.Entry{{"s", 1, 1}}), consul.ErrPermissionDenied)
+	wantErr(t, ro.CommitBatch(t.Context(), []consul.Entry{{Shard: "s", Token: 1, Offset: 1}}), consul.ErrPermissionDenied)
 }
 
 // A value that is not an offsets record is reported for its shard by
@@ -150,7 +150,7 @@ func TestCorruptValue(t *testing.T) {
 			wantErr(t, err, consul.ErrCorrupt, "shard "+string(bad), st.Key(bad), tt.says)
 			wantErr(t, st.Commit(ctx, bad, 100, 1), consul.ErrCorrupt, tt.says)
 			wantErr(t, st.Fence(ctx, bad, 100), consul.ErrCorrupt, tt.says)
-			err = st.CommitBatch(ctx, []consul.Entry{{"fine", 1, 1}, {bad, 100, 1}})
+			err = st.CommitBatch(ctx, []consul.Entry{{Shard: "fine", Token: 1, Offset: 1}, {Shard: bad, Token: 100, Offset: 1}})
 			var be *consul.BatchError
 			if !errors.As(err, &be) || be.Errs[0] != nil || !errors.Is(be.Errs[1], consul.ErrCorrupt) {
 				t.Errorf("batch with a corrupt shard: %v; want only that entry refused", err)
@@ -179,8 +179,8 @@ func TestBadShardIDs(t *testing.T) {
 		"other invalid": {st.Commit(ctx, "a\xfe", 1, 1), `shard "a\xfe"`},
 		"NUL":           {st.Fence(ctx, "a\x00", 1), "NUL"},
 		"too long":      {st.Commit(ctx, long, 1, 1), "1025 bytes"},
-		"batch dup":     {st.CommitBatch(ctx, []consul.Entry{{"a", 1, 1}, {"a", 2, 2}}), "entries 0 and 1 are both for shard a"},
-		"batch entry":   {st.CommitBatch(ctx, []consul.Entry{{"a", 0, 1}}), "batch entry 0"},
+		"batch dup":     {st.CommitBatch(ctx, []consul.Entry{{Shard: "a", Token: 1, Offset: 1}, {Shard: "a", Token: 2, Offset: 2}}), "entries 0 and 1 are both for shard a"},
+		"batch entry":   {st.CommitBatch(ctx, []consul.Entry{{Shard: "a", Token: 0, Offset: 1}}), "batch entry 0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if !errors.Is(tt.err, shard.ErrInvalidArgument) || tt.err == nil || !strings.Contains(tt.err.Error(), tt.says) {

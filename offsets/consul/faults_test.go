@@ -110,7 +110,7 @@ func TestLostAnswer(t *testing.T) {
 
 	// The same for a batch: every entry of the lost transaction is unknown.
 	lossy.armed.Store(true)
-	err = st.CommitBatch(ctx, []consul.Entry{{"s", 3, 30}, {"u", 1, 1}})
+	err = st.CommitBatch(ctx, []consul.Entry{{Shard: "s", Token: 3, Offset: 30}, {Shard: "u", Token: 1, Offset: 1}})
 	var be *consul.BatchError
 	if !errors.As(err, &be) || !errors.Is(be.Errs[0], consul.ErrOutcomeUnknown) || !errors.Is(be.Errs[1], consul.ErrOutcomeUnknown) {
 		t.Fatalf("batch whose answer was lost = %v", err)

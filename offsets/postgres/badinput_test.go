@@ -177,8 +177,8 @@ func TestBadArguments(t *testing.T) {
 		{"NUL", st.Fence(ctx, "a\x00b", 1), `shard "a\x00b" contains a NUL byte`},
 		{"too long", st.Commit(ctx, long, 1, 1), "1025 bytes, more than 1024"},
 		{"load too long", func() error { _, err := st.Load(ctx, long); return err }(), "1025 bytes"},
-		{"batch duplicate", st.CommitBatch(ctx, []postgres.Entry{{"a", 1, 1}, {"b", 1, 1}, {"a", 2, 2}}), "entries 0 and 2 are both for shard a"},
-		{"batch bad entry", st.CommitBatch(ctx, []postgres.Entry{{"a", 1, 1}, {"b", 1, -7}}), "batch entry 1"},
+		{"batch duplicate", st.CommitBatch(ctx, []postgres.Entry{{Shard: "a", Token: 1, Offset: 1}, {Shard: "b", Token: 1, Offset: 1}, {Shard: "a", Token: 2, Offset: 2}}), "entries 0 and 2 are both for shard a"},
+		{"batch bad entry", st.CommitBatch(ctx, []postgres.Entry{{Shard: "a", Token: 1, Offset: 1}, {Shard: "b", Token: 1, Offset: -7}}), "batch entry 1"},
 		{"fenced tx nil fn", st.FencedTx(ctx, "a", 1, nil), "nil function"},
 	}
 	for _, tt := range tests {

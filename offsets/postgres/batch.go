@@ -3,47 +3,17 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 )
 
-// Entry is one commit of a batch.
-type Entry struct {
-	Shard  shard.ID
-	Token  shard.Token
-	Offset int64
-}
-
-// BatchError reports the entries of a batch that were refused. Errs has one
-// element per entry, in the batch's order: nil for an entry that was
-// committed, else why not (a *offsets.StaleTokenError). errors.Is(err,
-// offsets.ErrStaleToken) holds when any entry was stale.
-type BatchError struct {
-	Errs []error
-}
-
-func (e *BatchError) Error() string {
-	var msgs []string
-	for i, err := range e.Errs {
-		if err != nil {
-			msgs = append(msgs, fmt.Sprintf("entry %d: %v", i, err))
-		}
-	}
-	return fmt.Sprintf("offsets/postgres: %d of %d commits refused: %s", len(msgs), len(e.Errs), strings.Join(msgs, "; "))
-}
-
-// Unwrap returns the entries' errors, for errors.Is and errors.As.
-func (e *BatchError) Unwrap() []error {
-	var errs []error
-	for _, err := range e.Errs {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
+// Entry and BatchError are the offsets package's, shared by every
+// backend that commits in batches.
+type (
+	Entry      = offsets.Entry
+	BatchError = offsets.BatchError
+)
 
 // CommitBatch commits many shards in one round trip: one conditional upsert
 // statement over all entries, each entry checked against its own shard's

@@ -22,11 +22,11 @@ func TestCommitBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := st.CommitBatch(ctx, []postgres.Entry{
-		{"a", 1, 11},  // new shard
-		{"b", 9, 12},  // stale: floor 10
-		{"c", 5, 13},  // equal token overwrites
-		{"d", 2, 14},  // new shard
-		{"b2", 10, 1}, // a prefix-alike, independent
+		{Shard: "a", Token: 1, Offset: 11},  // new shard
+		{Shard: "b", Token: 9, Offset: 12},  // stale: floor 10
+		{Shard: "c", Token: 5, Offset: 13},  // equal token overwrites
+		{Shard: "d", Token: 2, Offset: 14},  // new shard
+		{Shard: "b2", Token: 10, Offset: 1}, // a prefix-alike, independent
 	})
 	var be *postgres.BatchError
 	if !errors.As(err, &be) || !errors.Is(err, offsets.ErrStaleToken) {

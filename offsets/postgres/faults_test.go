@@ -217,7 +217,7 @@ func TestAcknowledgedIsDurable(t *testing.T) {
 	if err := st.Fence(ctx, "b", 9); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CommitBatch(ctx, []postgres.Entry{{"c", 4, 40}, {"d", 5, 50}}); err != nil {
+	if err := st.CommitBatch(ctx, []postgres.Entry{{Shard: "c", Token: 4, Offset: 40}, {Shard: "d", Token: 5, Offset: 50}}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Kill(t)
