@@ -11,22 +11,21 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/shardlease/shardlease/internal/cli"
 )
 
 // Exit codes.
 const (
-	exitOK        = 0
-	exitFailed    = 1 // the scenario could not run (a server, a timeout)
-	exitBadInvoke = 2 // bad command line
+	exitOK        = cli.ExitOK
+	exitFailed    = cli.ExitFailed    // the scenario could not run (a server, a timeout)
+	exitBadInvoke = cli.ExitBadInvoke // bad command line
 )
 
 // scenario is one benchmark: run parses its own flags.
@@ -80,27 +79,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, "\nrun 'shardbench SCENARIO -h' for a scenario's flags\n")
 }
 
-// parse parses flags, printing errors to stderr; ok is false on bad input.
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (ok bool, code int) {
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return false, exitOK
-		}
-		return false, exitBadInvoke
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return false, exitBadInvoke
-	}
-	return true, exitOK
-}
-
-func printJSON(w io.Writer, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		fmt.Fprintf(w, "{\"error\":%q}\n", err.Error())
-		return
-	}
-	fmt.Fprintln(w, string(b))
-}
+// The command-line helpers every command shares.
+var (
+	parse     = cli.Parse
+	printJSON = cli.PrintJSON
+)

@@ -9,21 +9,20 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/shardlease/shardlease/internal/cli"
 )
 
 // Exit codes.
 const (
-	exitOK        = 0
-	exitFailed    = 1 // ran, and something failed (an invariant, a server)
-	exitBadInvoke = 2 // bad command line
+	exitOK        = cli.ExitOK
+	exitFailed    = cli.ExitFailed    // ran, and something failed (an invariant, a server)
+	exitBadInvoke = cli.ExitBadInvoke // bad command line
 )
 
 func main() {
@@ -75,27 +74,8 @@ run 'shardd COMMAND -h' for a command's flags
 `)
 }
 
-// parse parses flags, printing errors to stderr; ok is false on bad input.
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (ok bool, code int) {
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return false, exitOK
-		}
-		return false, exitBadInvoke
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return false, exitBadInvoke
-	}
-	return true, exitOK
-}
-
-func printJSON(w io.Writer, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		fmt.Fprintf(w, "{\"error\":%q}\n", err.Error())
-		return
-	}
-	fmt.Fprintln(w, string(b))
-}
+// The command-line helpers every command shares.
+var (
+	parse     = cli.Parse
+	printJSON = cli.PrintJSON
+)
