@@ -12,6 +12,8 @@ import (
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/memory"
+
+	"github.com/shardlease/shardlease/examples/internal/netsim"
 )
 
 // options set the cast and the timings.
@@ -109,7 +111,7 @@ type story struct {
 
 	mu      sync.Mutex
 	res     result
-	hosts   map[string]*host
+	hosts   map[string]*netsim.Host
 	elected chan term     // every new term
 	done    chan struct{} // closed when the batch is complete
 	once    sync.Once
@@ -129,7 +131,7 @@ func (s *story) say(who, format string, args ...any) {
 func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &story{o: o, out: out, queue: newQueue(), hosts: map[string]*host{},
+	s := &story{o: o, out: out, queue: newQueue(), hosts: map[string]*netsim.Host{},
 		elected: make(chan term, 16), done: make(chan struct{})}
 	for _, c := range o.customers {
 		s.jobs = append(s.jobs, fmt.Sprintf("invoice:%s:%s", c, o.date))
@@ -142,15 +144,15 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	s.say("", "%d scheduler instances, one election (invoice-scheduler), %d invoice jobs for %s; the queue accepts each key once",
 		o.instances, len(s.jobs), o.date)
 	var running sync.WaitGroup
-	var hosts []*host
+	var hosts []*netsim.Host
 	for i := 1; i <= o.instances; i++ {
-		h := newHost(fmt.Sprintf("sched-%d", i))
+		h := netsim.NewHost(fmt.Sprintf("sched-%d", i))
 		hosts = append(hosts, h)
-		s.hosts[h.id] = h
+		s.hosts[h.ID] = h
 		e, err := election.New(election.Config{
-			ID: h.id, Name: "invoice-scheduler",
-			Coordinator: coordinator{Coordinator: coord, h: h},
-			Offsets:     store{Store: checkpoints, h: h},
+			ID: h.ID, Name: "invoice-scheduler",
+			Coordinator: netsim.Coordinator{Coordinator: coord, H: h},
+			Offsets:     netsim.Store{Store: checkpoints, H: h},
 			Lead:        s.lead(h),
 			OnChange:    s.onChange(h),
 			Policy:      o.policy, LockDelay: o.lockDelay, DrainTimeout: 2 * time.Second,
@@ -163,13 +165,13 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 		}
 		running.Go(func() {
 			if err := e.Run(ctx); err != nil {
-				s.say(h.id, "stopped with an error: %v", err)
+				s.say(h.ID, "stopped with an error: %v", err)
 			}
 		})
 	}
 	stopAll := func() {
 		for _, h := range hosts {
-			close(h.gone)
+			close(h.Gone)
 		}
 		cancel()
 		running.Wait()
@@ -210,7 +212,7 @@ func (s *story) script(ctx context.Context) error {
 			if n < 3 || cut == "" {
 				continue
 			}
-			s.hosts[cut].set(netUp)
+			s.hosts[cut].Set(netsim.Up)
 			s.say("", "*** the partition heals: %s can reach the others again", cut)
 			select {
 			case <-s.done:
@@ -241,9 +243,9 @@ func (s *story) role(id string) election.Role {
 
 // onChange prints an instance's role changes (a dead process prints
 // nothing) and records the terms.
-func (s *story) onChange(h *host) func(election.Change) {
+func (s *story) onChange(h *netsim.Host) func(election.Change) {
 	return func(c election.Change) {
-		if h.get() == netDead {
+		if h.Get() == netsim.Dead {
 			return
 		}
 		s.mu.Lock()
@@ -264,11 +266,11 @@ func (s *story) onChange(h *host) func(election.Change) {
 
 // lead is an instance's Lead: enqueue the day's jobs from the checkpoint on,
 // one per pace, recording progress every commitEvery jobs.
-func (s *story) lead(h *host) func(context.Context, *election.Leadership) error {
+func (s *story) lead(h *netsim.Host) func(context.Context, *election.Leadership) error {
 	return func(ctx context.Context, l *election.Leadership) error {
-		n := s.newTerm(h.id, l.Token, l.Start.Offset)
+		n := s.newTerm(h.ID, l.Token, l.Start.Offset)
 		next := int(l.Start.Offset)
-		s.say(h.id, "resumes the batch at job %d of %d (the last checkpoint)", next, len(s.jobs))
+		s.say(h.ID, "resumes the batch at job %d of %d (the last checkpoint)", next, len(s.jobs))
 		failing := false
 		for next < len(s.jobs) {
 			select {
@@ -276,32 +278,32 @@ func (s *story) lead(h *host) func(context.Context, *election.Leadership) error 
 				return nil // revoked or lost: stop enqueueing at once
 			case <-time.After(s.o.pace):
 			}
-			if h.get() == netDead {
-				<-h.gone // the process is gone: nothing more happens here
+			if h.Get() == netsim.Dead {
+				<-h.Gone // the process is gone: nothing more happens here
 				return nil
 			}
 			key := s.jobs[next]
-			if err := h.reach(); err != nil {
+			if err := h.Reach(); err != nil {
 				if !failing {
-					s.say(h.id, "enqueue %s: %v; retrying", key, errUnreachable)
+					s.say(h.ID, "enqueue %s: %v; retrying", key, netsim.ErrUnreachable)
 				}
 				failing = true
 				continue
 			}
 			failing = false
 			_, what := s.queue.enqueue(key, l.Token)
-			s.say(h.id, "enqueue %s (token %d): %s", key, l.Token, what)
+			s.say(h.ID, "enqueue %s (token %d): %s", key, l.Token, what)
 			next++
 			if next%s.o.commitEvery == 0 || next == len(s.jobs) {
 				if err := l.Commit(ctx, int64(next)); err != nil {
-					s.say(h.id, "checkpoint %d refused: %v", next, err)
+					s.say(h.ID, "checkpoint %d refused: %v", next, err)
 					return err
 				}
-				s.say(h.id, "checkpoint: %d of %d done (token %d)", next, len(s.jobs), l.Token)
+				s.say(h.ID, "checkpoint: %d of %d done (token %d)", next, len(s.jobs), l.Token)
 			}
 			s.strike(h, n, next)
 		}
-		s.say(h.id, "batch %s complete", s.o.date)
+		s.say(h.ID, "batch %s complete", s.o.date)
 		s.once.Do(func() { close(s.done) })
 		<-ctx.Done()
 		return nil
@@ -309,22 +311,22 @@ func (s *story) lead(h *host) func(context.Context, *election.Leadership) error 
 }
 
 // strike applies the story's faults at their exact points in the batch.
-func (s *story) strike(h *host, term, enqueued int) {
+func (s *story) strike(h *netsim.Host, term, enqueued int) {
 	switch {
 	case term == 1 && enqueued == s.o.killAt:
-		h.set(netDead)
+		h.Set(netsim.Dead)
 		s.mu.Lock()
-		s.res.killed = h.id
+		s.res.killed = h.ID
 		s.mu.Unlock()
-		s.say("", "*** %s is killed mid-batch: %d jobs enqueued, its checkpoint says %d", h.id, enqueued,
+		s.say("", "*** %s is killed mid-batch: %d jobs enqueued, its checkpoint says %d", h.ID, enqueued,
 			enqueued/s.o.commitEvery*s.o.commitEvery)
 	case term == 2 && enqueued == s.o.cutAt:
-		h.set(netPartitioned)
+		h.Set(netsim.Partitioned)
 		s.mu.Lock()
-		s.res.cut = h.id
+		s.res.cut = h.ID
 		s.mu.Unlock()
 		s.say("", "*** %s is cut off from the coordinator, the checkpoint store and the queue (network partition): %d jobs enqueued, checkpoint %d",
-			h.id, enqueued, enqueued/s.o.commitEvery*s.o.commitEvery)
+			h.ID, enqueued, enqueued/s.o.commitEvery*s.o.commitEvery)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/memory"
 	"github.com/shardlease/shardlease/worker"
+
+	"github.com/shardlease/shardlease/examples/internal/netsim"
 )
 
 // options set the fleet, the stream and the timings.
@@ -144,22 +146,22 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 
 	s.say("%d workers, %d shards, %d messages per shard (%d in all); offsets committed every %d messages with the shard's token",
 		o.workers, o.shards, o.length, int64(o.shards)*o.length, o.commitEvery)
-	hosts := map[string]*host{}
+	hosts := map[string]*netsim.Host{}
 	var running sync.WaitGroup
 	stopAll := func() {
 		for _, h := range hosts {
-			close(h.gone)
+			close(h.Gone)
 		}
 		cancel()
 		running.Wait()
 	}
 	for i := 1; i <= o.workers; i++ {
-		h := newHost(fmt.Sprintf("w%02d", i))
-		hosts[h.id] = h
+		h := netsim.NewHost(fmt.Sprintf("w%02d", i))
+		hosts[h.ID] = h
 		w, err := worker.New(worker.Config{
-			ID: h.id, Fleet: fleet,
-			Coordinator: coordinator{Coordinator: coord, h: h},
-			Offsets:     store{Store: audit, h: h},
+			ID: h.ID, Fleet: fleet,
+			Coordinator: netsim.Coordinator{Coordinator: coord, H: h},
+			Offsets:     netsim.Store{Store: audit, H: h},
 			Handler:     s.handler(h),
 			Policy:      o.policy, LockDelay: o.lockDelay, DrainTimeout: 2 * time.Second,
 			RoundEvery: 500 * time.Millisecond, OrphanGrace: time.Second,
@@ -170,7 +172,7 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 		}
 		running.Go(func() {
 			if err := w.Run(ctx); err != nil {
-				s.say("%s stopped with an error: %v", h.id, err)
+				s.say("%s stopped with an error: %v", h.ID, err)
 			}
 		})
 	}
@@ -191,7 +193,7 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 
 // script: wait for a balanced fleet and some progress, kill the victim,
 // follow its shards to their new owners, and wait for the end of the stream.
-func (s *story) script(ctx context.Context, coord *memory.Coordinator, base offsets.Store, victim *host, ids []shard.ID, res *result) error {
+func (s *story) script(ctx context.Context, coord *memory.Coordinator, base offsets.Store, victim *netsim.Host, ids []shard.ID, res *result) error {
 	total := int64(len(ids)) * s.o.length
 	snap, err := s.waitFor(ctx, coord, func(snap shard.Snapshot) bool {
 		counts := snap.Counts()
@@ -208,7 +210,7 @@ func (s *story) script(ctx context.Context, coord *memory.Coordinator, base offs
 			return errors.New("interrupted")
 		}
 	}
-	victim.set(netDead)
+	victim.Set(netsim.Dead)
 	died := time.Now()
 	snap, err = coord.Watch(ctx, 0)
 	if err != nil {
@@ -216,7 +218,7 @@ func (s *story) script(ctx context.Context, coord *memory.Coordinator, base offs
 	}
 	doomed := map[shard.ID]move{}
 	for id, owner := range snap.Owners() {
-		if owner != victim.id {
+		if owner != victim.ID {
 			continue
 		}
 		st, _ := snap.Shard(id)
@@ -228,7 +230,7 @@ func (s *story) script(ctx context.Context, coord *memory.Coordinator, base offs
 	}
 	res.victimShards = len(doomed)
 	s.say("*** %s dies holding %d shards, %d of %d messages processed in all; its shards wait for its session to expire",
-		victim.id, len(doomed), s.sink.processed(), total)
+		victim.ID, len(doomed), s.sink.processed(), total)
 
 	// Follow each doomed shard to its next handler start.
 	for len(res.moves) < len(doomed) {
@@ -248,7 +250,7 @@ func (s *story) script(ctx context.Context, coord *memory.Coordinator, base offs
 	for _, m := range res.moves {
 		receivers[m.to] = true
 		s.say("%s: %s → %s, token %d → %d, resumes at offset %d (its committed offset; %s had processed up to %d)",
-			m.shard, victim.id, m.to, m.oldToken, m.newToken, m.resumeAt, victim.id, m.reached)
+			m.shard, victim.ID, m.to, m.oldToken, m.newToken, m.resumeAt, victim.ID, m.reached)
 	}
 	s.say("%d shards moved, to %d workers, %v after the death", len(res.moves), len(receivers), time.Since(died).Round(100*time.Millisecond))
 
@@ -284,21 +286,21 @@ func (s *story) script(ctx context.Context, coord *memory.Coordinator, base offs
 		return err
 	}
 	res.countsAfter = snap.Counts()
-	res.victimOwnedAfter = res.countsAfter[victim.id]
-	delete(res.countsAfter, victim.id)
+	res.victimOwnedAfter = res.countsAfter[victim.ID]
+	delete(res.countsAfter, victim.ID)
 	res.spreadAfter = spread(res.countsAfter)
 	res.lost, res.repeats = s.sink.tally()
 	s.say("stream consumed: every shard at offset %d; %d messages lost, %d processed twice (after the dead worker's last commits)",
 		s.o.length, res.lost, res.repeats)
-	s.say("balanced again: %s per worker over the %d survivors; only %s's shards moved", rangeOf(res.countsAfter), len(res.countsAfter), victim.id)
+	s.say("balanced again: %s per worker over the %d survivors; only %s's shards moved", rangeOf(res.countsAfter), len(res.countsAfter), victim.ID)
 	return nil
 }
 
 // handler consumes a shard's stream from the committed offset.
-func (s *story) handler(h *host) worker.HandlerFunc {
+func (s *story) handler(h *netsim.Host) worker.HandlerFunc {
 	return func(ctx context.Context, c *worker.Claim) error {
 		s.mu.Lock()
-		s.starts[c.Shard] = append(s.starts[c.Shard], started{worker: h.id, token: c.Token, from: c.Start.Offset, at: time.Now()})
+		s.starts[c.Shard] = append(s.starts[c.Shard], started{worker: h.ID, token: c.Token, from: c.Start.Offset, at: time.Now()})
 		s.mu.Unlock()
 		off := c.Start.Offset
 		for off < s.o.length {
@@ -309,8 +311,8 @@ func (s *story) handler(h *host) worker.HandlerFunc {
 				}
 				return nil // lost: return at once, commits would be refused
 			}
-			if h.get() == netDead {
-				<-h.gone // the process is gone
+			if h.Get() == netsim.Dead {
+				<-h.Gone // the process is gone
 				return nil
 			}
 			s.sink.process(c.Shard, off)
