@@ -1,21 +1,23 @@
-// Command shardbench runs shardlease's benchmark scenarios and prints their
-// figures (a table, or one JSON object per scenario with --json).
+// Command shardbench measures shardlease on a real Consul against a
+// baseline measured in the same run: one api.Lock per shard from
+// github.com/hashicorp/consul/api, as a Consul user writes it without this
+// framework (see baseline.go for its options).
 //
-//	shardbench consul-steady [flags]   Consul requests per worker per second in
-//	                                    steady state, and a fleet's cold start
+//	shardbench --scenario NAME[,NAME…]|all [--consul ADDR] [--trials N] [--small] [--json]
+//	shardbench consul-steady [flags]
 //
-// Run `shardbench SCENARIO -h` for a scenario's flags. Scenarios that need a
-// server take its address (and the usual environment, e.g. CONSUL_HTTP_ADDR);
-// they never start one themselves.
+// Without --consul it starts a dev agent of its own on free loopback ports
+// (bin/consul under the module root, built with scripts/consul.sh when
+// missing) and stops it at exit. It prints a table of p50/p99 over the
+// trials for every scenario, shardlease and the baseline side by side with
+// their ratio, or with --json one JSON document with every row and the
+// machine, Go and Consul it ran on. Run `shardbench -h` for the scenarios.
 package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"syscall"
 
 	"github.com/shardlease/shardlease/internal/cli"
@@ -24,20 +26,9 @@ import (
 // Exit codes.
 const (
 	exitOK        = cli.ExitOK
-	exitFailed    = cli.ExitFailed    // the scenario could not run (a server, a timeout)
+	exitFailed    = cli.ExitFailed    // a scenario could not run (a server, a timeout)
 	exitBadInvoke = cli.ExitBadInvoke // bad command line
 )
-
-// scenario is one benchmark: run parses its own flags.
-type scenario struct {
-	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-}
-
-// scenarios lists every benchmark by name.
-var scenarios = map[string]scenario{
-	"consul-steady": {"Consul requests per worker per second in steady state at several shard counts, and each fleet's cold start", consulSteadyCmd},
-}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -46,37 +37,6 @@ func main() {
 		stop() // a second Ctrl-C kills at once
 	}()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return exitBadInvoke
-	}
-	if s, ok := scenarios[args[0]]; ok {
-		return s.run(ctx, args[1:], stdout, stderr)
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		usage(stdout)
-		return exitOK
-	}
-	fmt.Fprintf(stderr, "shardbench: unknown scenario %q\n", args[0])
-	usage(stderr)
-	return exitBadInvoke
-}
-
-func usage(w io.Writer) {
-	fmt.Fprint(w, "usage: shardbench SCENARIO [flags]\n\nscenarios:\n")
-	names := make([]string, 0, len(scenarios))
-	for n := range scenarios {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-14s %s\n", n, scenarios[n].summary)
-	}
-	fmt.Fprint(w, "\nrun 'shardbench SCENARIO -h' for a scenario's flags\n")
 }
 
 // The command-line helpers every command shares.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -47,7 +48,10 @@ func TestBadCommandLines(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"frobnicate"}, `unknown scenario "frobnicate"`},
+		{[]string{"frobnicate"}, `unknown subcommand "frobnicate"`},
+		{[]string{"--scenario", "crash-failover,nope"}, `unknown scenario "nope"`},
+		{[]string{"--trials", "0", "--scenario", "all"}, "--trials 0"},
+		{[]string{"--json"}, "--scenario is required"},
 		{[]string{"consul-steady", "--shards", "128,x"}, `--shards "128,x"`},
 		{[]string{"consul-steady", "--workers", "0", "--window", "0s"}, "--workers 0"},
 		{[]string{"consul-steady", "--window", "0s"}, "--window 0s"},
@@ -56,6 +60,55 @@ func TestBadCommandLines(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := run(t.Context(), tc.args, &out, &errb); code != exitBadInvoke || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("shardbench %v: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
+
+// TestAllScenariosSmoke runs every scenario once at --small sizes on a dev
+// agent, as CI does: one JSON document, no scenario failed, every scenario
+// has rows, and every shardlease row has its baseline row. It asserts
+// nothing about time.
+func TestAllScenariosSmoke(t *testing.T) {
+	agent := consultest.StartDev(t, consultest.WithHCL(fmt.Sprintf("limits { http_max_conns_per_client = %d }", maxConnsPerClient)))
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"--scenario", "all", "--small", "--trials", "1", "--json", "--consul", agent.HTTPAddr}, &stdout, &stderr)
+	t.Logf("progress:\n%s", stderr.String())
+	if code != exitOK {
+		t.Errorf("exit %d", code)
+	}
+	var rep report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("the output is not one JSON report: %v\n%s", err, stdout.String())
+	}
+	for _, e := range rep.Errors {
+		t.Errorf("scenario %s failed: %s", e.Scenario, e.Error)
+	}
+	if rep.Machine.ConsulVersion == "" || rep.Machine.Cores < 1 || rep.Machine.GoVersion == "" {
+		t.Errorf("machine description incomplete: %+v", rep.Machine)
+	}
+	rows := map[string]map[string]bool{} // scenario → "system/metric"
+	for _, r := range rep.Results {
+		if rows[r.Scenario] == nil {
+			rows[r.Scenario] = map[string]bool{}
+		}
+		rows[r.Scenario][r.System+"/"+r.Metric] = true
+		if r.Trials != 1 {
+			t.Errorf("%s/%s/%s: %d trials, want 1", r.Scenario, r.System, r.Metric, r.Trials)
+		}
+	}
+	for _, s := range orderedScenarios() {
+		if len(rows[s.name]) == 0 {
+			t.Errorf("scenario %s reported no rows", s.name)
+		}
+	}
+	for _, name := range []string{"crash-failover", "graceful-handoff", "scale-out"} {
+		if !rows[name][systemShardlease+"/time until its shards are owned again"] && !rows[name][systemShardlease+"/time until max−min <= 1"] {
+			t.Errorf("scenario %s has no shardlease time row: %v", name, rows[name])
+		}
+	}
+	for _, r := range rep.Results {
+		if r.System == systemShardlease && !rows[r.Scenario][systemBaseline+"/"+r.Metric] {
+			t.Errorf("%s: shardlease row %q has no baseline row", r.Scenario, r.Metric)
 		}
 	}
 }

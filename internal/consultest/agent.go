@@ -72,50 +72,81 @@ func WithACL() Option {
 // returns once it is ready. It is stopped on t.Cleanup.
 func StartDev(t testing.TB, opts ...Option) *Agent {
 	t.Helper()
+	bin := Binary(t)
+	a, err := launchDev(bin, t.TempDir(), opts)
+	if a != nil {
+		// Cleanups run last-in first-out: the log tail is printed while
+		// the file still exists, then the agent is killed, then the dir
+		// removed.
+		t.Cleanup(a.kill)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("consultest: last lines of %s (%s):\n%s", a.Name, a.LogPath, a.LogTail(40))
+			}
+		})
+	}
+	if err != nil {
+		t.Fatalf("consultest: the dev agent did not start: %v%s", err, requiredNote())
+	}
+	return a
+}
+
+// Launch starts a dev agent as StartDev does, for a program rather than a
+// test: the binary is found the same way (FindBinary), its data and log go
+// under dir, and the caller must Stop it. On error no process is left.
+func Launch(dir string, opts ...Option) (*Agent, error) {
+	bin, err := FindBinary()
+	if err != nil {
+		return nil, err
+	}
+	a, err := launchDev(bin, dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("consultest: the dev agent did not start: %w", err)
+	}
+	return a, nil
+}
+
+// Stop kills the agent (as Kill does) and waits for it to exit.
+func (a *Agent) Stop() { a.kill() }
+
+// launchDev starts and waits for a dev agent with files under dir. When it
+// fails, the agent it returns (nil if none was prepared) is stopped and
+// only its log is of use.
+func launchDev(bin, dir string, opts []Option) (*Agent, error) {
 	var o devOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
-	bin := Binary(t)
+	var a *Agent
 	var lastErr error
 	// Free ports are picked by binding and closing; another process may grab
 	// one in between, so a start that fails is retried with new ports.
 	for attempt := 0; attempt < 3; attempt++ {
 		ports, err := freePorts(4)
 		if err != nil {
-			t.Fatalf("consultest: picking free ports: %v", err)
+			return a, fmt.Errorf("picking free ports: %w", err)
 		}
-		a := newAgent(t, bin, "dev", ports)
+		a = prepareAgent(filepath.Join(dir, strconv.Itoa(attempt)), bin, "dev", ports)
 		a.Token = o.token
 		a.args = append([]string{"agent", "-dev"}, a.commonArgs(ports)...)
 		for _, h := range o.hcl {
 			a.args = append(a.args, "-hcl", h)
 		}
-		if lastErr = a.start(t); lastErr != nil {
+		if lastErr = a.start(); lastErr != nil {
 			continue
 		}
 		if lastErr = a.waitReady(30*time.Second, nil); lastErr != nil {
 			a.kill()
 			continue
 		}
-		return a
+		return a, nil
 	}
-	t.Fatalf("consultest: the dev agent did not start: %v%s", lastErr, requiredNote())
-	return nil
+	return a, lastErr
 }
 
 // newAgent prepares an agent's files and cleanup; it does not start it.
 func newAgent(t testing.TB, bin, role string, ports []int) *Agent {
-	dir := t.TempDir()
-	a := &Agent{
-		Name:        fmt.Sprintf("consultest-%s-%s", role, randomHex(4)),
-		HTTPAddr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
-		SerfLANAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
-		ServerAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3])),
-		DataDir:     filepath.Join(dir, "data"),
-		LogPath:     filepath.Join(dir, "agent.log"),
-		bin:         bin,
-	}
+	a := prepareAgent(t.TempDir(), bin, role, ports)
 	// Cleanups run last-in first-out: the log tail is printed while the
 	// file still exists, then the agent is killed, then the dir removed.
 	t.Cleanup(a.kill)
@@ -125,6 +156,19 @@ func newAgent(t testing.TB, bin, role string, ports []int) *Agent {
 		}
 	})
 	return a
+}
+
+// prepareAgent names an agent and places its files under dir.
+func prepareAgent(dir, bin, role string, ports []int) *Agent {
+	return &Agent{
+		Name:        fmt.Sprintf("consultest-%s-%s", role, randomHex(4)),
+		HTTPAddr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
+		SerfLANAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
+		ServerAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3])),
+		DataDir:     filepath.Join(dir, "data"),
+		LogPath:     filepath.Join(dir, "agent.log"),
+		bin:         bin,
+	}
 }
 
 // commonArgs are the flags every agent gets: loopback only, its own ports,
@@ -144,11 +188,14 @@ func (a *Agent) commonArgs(ports []int) []string {
 }
 
 // start launches the process in its own process group, appending to the log.
-func (a *Agent) start(t testing.TB) error {
+func (a *Agent) start() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.cmd != nil {
 		return fmt.Errorf("%s is already running", a.Name)
+	}
+	if err := os.MkdirAll(filepath.Dir(a.LogPath), 0o755); err != nil {
+		return err
 	}
 	logf, err := os.OpenFile(a.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -215,7 +262,7 @@ func (a *Agent) Running() bool {
 func (a *Agent) Restart(t testing.TB) {
 	t.Helper()
 	a.kill()
-	if err := a.start(t); err != nil {
+	if err := a.start(); err != nil {
 		t.Fatalf("consultest: restarting %s: %v", a.Name, err)
 	}
 	if err := a.waitReady(60*time.Second, nil); err != nil {

@@ -16,21 +16,23 @@ const EnvBinary = "SHARDLEASE_CONSUL"
 // to do about it. Missing Consul is never a reason to skip.
 func Binary(t testing.TB) string {
 	t.Helper()
-	path, err := findBinary()
+	path, err := FindBinary()
 	if err != nil {
 		t.Fatalf("consultest: %v%s", err, requiredNote())
 	}
 	return path
 }
 
-func findBinary() (string, error) {
+// FindBinary returns the path of the consul binary: $SHARDLEASE_CONSUL, else
+// <module root>/bin/consul. The error says how to build it.
+func FindBinary() (string, error) {
 	if p := os.Getenv(EnvBinary); p != "" {
 		if err := executable(p); err != nil {
 			return "", fmt.Errorf("$%s=%s: %w", EnvBinary, p, err)
 		}
 		return p, nil
 	}
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
@@ -53,9 +55,9 @@ func executable(p string) error {
 	return nil
 }
 
-// moduleRoot walks up from the working directory (a test's package
+// ModuleRoot walks up from the working directory (a test's package
 // directory) to the directory holding go.mod.
-func moduleRoot() (string, error) {
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

@@ -49,7 +49,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 			"-hcl", `gossip_lan { gossip_interval = "100ms" probe_interval = "200ms" probe_timeout = "100ms" suspicion_mult = 3 }`,
 			"-hcl", "connect { enabled = false }",
 			"-hcl", "disable_update_check = true")
-		if err := a.start(t); err != nil {
+		if err := a.start(); err != nil {
 			t.Fatalf("consultest: starting %s: %v", a.Name, err)
 		}
 	}

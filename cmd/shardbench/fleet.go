@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// fleet is one system's workers under test, on one fresh KV prefix: the
+// scenarios drive shardlease and the baseline through it alike.
+type fleet interface {
+	system() string
+	// add starts a worker; it does not wait for it to own anything.
+	add(ctx context.Context, id string) error
+	// crash makes worker id look kill -9'd to Consul at once: nothing more
+	// of it reaches the agent, its sessions are neither renewed nor
+	// destroyed, so Consul invalidates them when their TTL or check runs
+	// out. The worker's goroutines are reaped in the background.
+	crash(id string)
+	// stop starts a clean stop of worker id (what SIGTERM does) and returns
+	// at once; the channel closes when the worker has finished.
+	stop(id string) <-chan struct{}
+	// view returns who owns what; with after > 0 it first blocks until the
+	// prefix changes past index after (a blocking query).
+	view(ctx context.Context, after uint64) (view, error)
+	// close stops every remaining worker and releases the observer.
+	close()
+}
+
+// view is one observation of a fleet.
+type view struct {
+	index   uint64
+	owners  map[string]string // shard → owning worker, held shards only
+	members []string          // workers that count for balance (live ones)
+}
+
+// counts returns the shards each member owns (zero included).
+func (v view) counts() map[string]int {
+	c := make(map[string]int, len(v.members))
+	for _, m := range v.members {
+		c[m] = 0
+	}
+	for _, w := range v.owners {
+		if _, ok := c[w]; ok {
+			c[w]++
+		}
+	}
+	return c
+}
+
+// spread is max−min of the members' counts.
+func (v view) spread() int {
+	c := v.counts()
+	if len(c) == 0 {
+		return 0
+	}
+	ns := make([]int, 0, len(c))
+	for _, n := range c {
+		ns = append(ns, n)
+	}
+	return slices.Max(ns) - slices.Min(ns)
+}
+
+// ownedByMembers counts the shards held by a member.
+func (v view) ownedByMembers() int {
+	c := 0
+	for _, n := range v.counts() {
+		c += n
+	}
+	return c
+}
+
+// shardsOf lists the shards worker id owns.
+func (v view) shardsOf(id string) []string {
+	var out []string
+	for s, w := range v.owners {
+		if w == id {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitFor watches f until cond holds and returns the view that satisfied
+// it and when it was seen, or an error after within.
+func waitFor(ctx context.Context, f fleet, within time.Duration, what string, cond func(view) bool) (view, time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	var last view
+	var after uint64
+	for {
+		v, err := f.view(ctx, after)
+		if err != nil {
+			if ctx.Err() != nil {
+				return last, time.Time{}, fmt.Errorf("%s: %s not reached within %v (last seen: %d shards owned, %d members, max−min %d)",
+					f.system(), what, within, len(last.owners), len(last.members), last.spread())
+			}
+			// A failed blocking query: retry after a moment.
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		now := time.Now()
+		last = v
+		if cond(v) {
+			return v, now, nil
+		}
+		after = v.index
+	}
+}
+
+// takeWorker removes workers[id] (guarded by mu) and returns it.
+func takeWorker[W any](mu *sync.Mutex, workers map[string]W, id string) W {
+	mu.Lock()
+	defer mu.Unlock()
+	w := workers[id]
+	delete(workers, id)
+	return w
+}
+
+// stopEvery stops every worker in workers (guarded by mu) at once and
+// waits until all have finished.
+func stopEvery[W any](mu *sync.Mutex, workers map[string]W, stop func(id string) <-chan struct{}) {
+	mu.Lock()
+	ids := make([]string, 0, len(workers))
+	for id := range workers {
+		ids = append(ids, id)
+	}
+	mu.Unlock()
+	dones := make([]<-chan struct{}, 0, len(ids))
+	for _, id := range ids {
+		dones = append(dones, stop(id))
+	}
+	for _, d := range dones {
+		<-d
+	}
+}
+
+// moved counts the shards whose owner differs between two views.
+func moved(before, after view) int {
+	n := 0
+	for s, w := range after.owners {
+		if before.owners[s] != w {
+			n++
+		}
+	}
+	return n
+}
+
+// workerIDs names n workers: w01, w02, …
+func workerID(i int) string { return fmt.Sprintf("w%02d", i) }

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The ownership scenarios of issue 7: how fast shards move when they must.
+// Each runs on one fleet per system, reused across trials: after every
+// trial the fleet is brought back to its starting size and waited for.
+func init() {
+	register(benchScenario{name: "crash-failover", run: crashFailover,
+		summary: "one of 12 workers over 128 shards is kill -9'd (its session abandoned): time until all its shards are owned again"})
+	register(benchScenario{name: "graceful-handoff", run: gracefulHandoff,
+		summary: "one of 12 workers over 128 shards stops cleanly: time until all its shards are owned again"})
+	register(benchScenario{name: "scale-out", run: scaleOut,
+		summary: "a 13th worker joins 12 over 128 shards: shards moved, time until max−min ≤ 1"})
+}
+
+// ownershipSize is the fleet: 12 workers over 128 shards, or with --small
+// 3 over 16.
+func ownershipSize(env *benchEnv) (workers, shards int) {
+	if env.small {
+		return 3, 16
+	}
+	return 12, 128
+}
+
+// settleWithin bounds every wait for a fleet to reach its starting state.
+const settleWithin = 2 * time.Minute
+
+// newFleet makes a fresh fleet of system for a scenario.
+func newFleet(env *benchEnv, system, scenario string, shards int) (fleet, error) {
+	if system == systemBaseline {
+		return newBLFleet(env, scenario, shards)
+	}
+	return newSLFleet(env, scenario, slOptions{shards: shards, policy: fastFailover, lockDelay: slLockDelay})
+}
+
+// slLockDelay is the lock-delay of the measured shardlease workers.
+const slLockDelay = time.Second
+
+// ready is a fleet's starting state: every shard owned by one of the
+// workers members, and, for shardlease, balanced within one (the baseline
+// never balances).
+func ready(f fleet, shards, workers int) func(view) bool {
+	return func(v view) bool {
+		if len(v.members) != workers || v.ownedByMembers() != shards {
+			return false
+		}
+		return f.system() == systemBaseline || v.spread() <= 1
+	}
+}
+
+// fleetRun holds what every trial of an ownership scenario shares.
+type fleetRun struct {
+	env             *benchEnv
+	f               fleet
+	workers, shards int
+	next            int // the number of the next worker to add
+}
+
+// startFleet adds the workers and waits until the fleet is ready.
+func startFleet(ctx context.Context, env *benchEnv, system, scenario string) (*fleetRun, error) {
+	workers, shards := ownershipSize(env)
+	f, err := newFleet(env, system, scenario, shards)
+	if err != nil {
+		return nil, err
+	}
+	r := &fleetRun{env: env, f: f, workers: workers, shards: shards, next: 1}
+	began := time.Now()
+	for range workers {
+		if err := r.addWorker(ctx); err != nil {
+			f.close()
+			return nil, err
+		}
+	}
+	if err := r.settle(ctx); err != nil {
+		f.close()
+		return nil, err
+	}
+	env.logf("shardbench: %s %s: %d workers own %d shards after %v", scenario, system, workers, shards, time.Since(began).Round(time.Millisecond))
+	return r, nil
+}
+
+func (r *fleetRun) addWorker(ctx context.Context) error {
+	id := workerID(r.next)
+	r.next++
+	return r.f.add(ctx, id)
+}
+
+// settle waits until the fleet is back at its starting state.
+func (r *fleetRun) settle(ctx context.Context) error {
+	_, _, err := waitFor(ctx, r.f, settleWithin, "a ready fleet", ready(r.f, r.shards, r.workers))
+	return err
+}
+
+// victim picks the worker to take away in trial i: members owning at least
+// one shard take turns.
+func (r *fleetRun) victim(ctx context.Context, i int) (string, []string, error) {
+	v, err := r.f.view(ctx, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	var owning []string
+	for _, m := range v.members {
+		if len(v.shardsOf(m)) > 0 {
+			owning = append(owning, m)
+		}
+	}
+	if len(owning) == 0 {
+		return "", nil, errors.New("no worker owns a shard")
+	}
+	slices.Sort(owning)
+	id := owning[i%len(owning)]
+	return id, v.shardsOf(id), nil
+}
+
+// reownedBy is the failover condition: every shard in lost is owned by a
+// worker other than gone.
+func reownedBy(gone string, lost []string) func(view) bool {
+	return func(v view) bool {
+		for _, s := range lost {
+			if w, ok := v.owners[s]; !ok || w == gone {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// takeAway measures, over the trials, the time from taking one worker
+// away (crash or clean stop) until its shards are owned again, for one
+// system; a new worker replaces it between trials.
+func takeAway(ctx context.Context, env *benchEnv, system, scenario string, crash bool, within time.Duration) ([]float64, []float64, error) {
+	r, err := startFleet(ctx, env, system, scenario)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer r.f.close()
+	var secs, counts []float64
+	for i := range env.trials {
+		id, lost, err := r.victim(ctx, i)
+		if err != nil {
+			return secs, counts, err
+		}
+		var stopped <-chan struct{}
+		t0 := time.Now()
+		if crash {
+			r.f.crash(id)
+		} else {
+			stopped = r.f.stop(id)
+		}
+		_, t1, err := waitFor(ctx, r.f, within, fmt.Sprintf("%s's %d shards owned again", id, len(lost)), reownedBy(id, lost))
+		if err != nil {
+			return secs, counts, err
+		}
+		secs = append(secs, t1.Sub(t0).Seconds())
+		counts = append(counts, float64(len(lost)))
+		env.logf("shardbench: %s %s trial %d: %s's %d shards owned again after %v", scenario, system, i+1, id, len(lost), t1.Sub(t0).Round(time.Millisecond))
+		if stopped != nil {
+			<-stopped
+		}
+		if err := r.addWorker(ctx); err != nil {
+			return secs, counts, err
+		}
+		if err := r.settle(ctx); err != nil {
+			return secs, counts, err
+		}
+	}
+	return secs, counts, nil
+}
+
+func crashFailover(ctx context.Context, env *benchEnv) ([]result, error) {
+	return takeAwayRows(ctx, env, "crash-failover", true)
+}
+
+func gracefulHandoff(ctx context.Context, env *benchEnv) ([]result, error) {
+	return takeAwayRows(ctx, env, "graceful-handoff", false)
+}
+
+// takeAwayRows runs a take-away scenario for both systems.
+func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash bool) ([]result, error) {
+	const metric = "time until its shards are owned again"
+	var rows []result
+	for _, system := range []string{systemShardlease, systemBaseline} {
+		// The baseline's crash failover waits for a 15 s session TTL
+		// (which Consul may stretch to 30 s) and a 15 s lock-delay.
+		within := 30 * time.Second
+		if system == systemBaseline {
+			within = 2 * time.Minute
+		}
+		secs, counts, err := takeAway(ctx, env, system, scenario, crash, within)
+		if len(secs) == 0 {
+			return rows, fmt.Errorf("%s: %w", system, err)
+		}
+		row := measured(scenario, system, metric, "s", secs).with("shards_per_trial", percentile(counts, 50))
+		if err != nil {
+			row.Note = fmt.Sprintf("only %d of %d trials: %v", len(secs), env.trials, err)
+		}
+		if system == systemShardlease {
+			row = row.with("check_ttl_s", fastFailover.TTL.Seconds()).with("renew_s", fastFailover.RenewEvery.Seconds()).
+				with("lock_delay_s", slLockDelay.Seconds())
+			if crash {
+				row = row.withGoal("p99 <= 3s", row.P99 <= 3)
+			} else {
+				row = row.withGoal("p99 <= 250ms", row.P99 <= 0.25)
+			}
+		}
+		rows = append(rows, row)
+		if err != nil {
+			return rows, fmt.Errorf("%s: %w", system, err)
+		}
+	}
+	return rows, nil
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	offmem "github.com/shardlease/shardlease/offsets/memory"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/worker"
+)
+
+// slOptions shape a shardlease fleet.
+type slOptions struct {
+	shards    int
+	policy    shard.LeasePolicy
+	lockDelay time.Duration // worker.Config.LockDelay (0: its default)
+	liveness  consul.Liveness
+}
+
+// fastFailover is the policy of the fast-failover liveness mode measured
+// here: a session bound to a 2 s TTL health check, renewed every 500 ms
+// (2 × 0.5 + 1 ≤ 2).
+var fastFailover = shard.LeasePolicy{TTL: 2 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second}
+
+// slFleet is shardlease workers in this process, each with its own Consul
+// client (and so its own connections) and session, as separate processes
+// would have.
+type slFleet struct {
+	env      *benchEnv
+	o        slOptions
+	cfg      consul.Config
+	store    *offmem.Store
+	observer *consul.Coordinator
+
+	mu      sync.Mutex
+	workers map[string]*slWorker
+	reaping sync.WaitGroup
+}
+
+type slWorker struct {
+	sev    *severable
+	coord  *consul.Coordinator
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// coordConfig is the coordinator config for the run's agent.
+func (e *benchEnv) coordConfig(prefix string) consul.Config {
+	c := consul.DefaultConfig()
+	c.Address, c.Scheme, c.Token, c.TokenFile = e.consul.Address, e.consul.Scheme, e.consul.Token, e.consul.TokenFile
+	c.Datacenter, c.TLS = e.consul.Datacenter, e.consul.TLSConfig
+	c.Prefix = prefix
+	return c
+}
+
+func newSLFleet(env *benchEnv, scenario string, o slOptions) (*slFleet, error) {
+	cfg := env.coordConfig(fmt.Sprintf("shardbench/%s-sl-%s", scenario, randomHex(4)))
+	if o.liveness != "" {
+		cfg.Liveness = o.liveness
+	}
+	observer, err := consul.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &slFleet{env: env, o: o, cfg: cfg, store: offmem.New(), observer: observer, workers: map[string]*slWorker{}}, nil
+}
+
+func (f *slFleet) system() string { return systemShardlease }
+
+func (f *slFleet) add(ctx context.Context, id string) error {
+	sw := &slWorker{sev: newSeverable(nil), done: make(chan struct{})}
+	cfg := f.cfg
+	cfg.WrapTransport = sw.sev.wrap
+	var err error
+	if sw.coord, err = consul.New(cfg); err != nil {
+		return err
+	}
+	w, err := worker.New(worker.Config{
+		ID: id, Fleet: shard.Config{Shards: f.o.shards}, Coordinator: sw.coord, Offsets: f.store,
+		Policy: f.o.policy, LockDelay: f.o.lockDelay,
+		// The handler holds its shard and does nothing else: the figures
+		// are the coordination's own.
+		Handler: worker.HandlerFunc(func(ctx context.Context, _ *worker.Claim) error { <-ctx.Done(); return nil }),
+	})
+	if err != nil {
+		sw.coord.Close()
+		return err
+	}
+	// The worker outlives add's ctx: it ends with stop, crash or close.
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	sw.cancel = cancel
+	f.mu.Lock()
+	f.workers[id] = sw
+	f.mu.Unlock()
+	go func() {
+		defer close(sw.done)
+		if err := w.Run(wctx); err != nil && wctx.Err() == nil {
+			f.env.logf("shardbench: worker %s ended: %v", id, err)
+		}
+		sw.coord.Close()
+	}()
+	return nil
+}
+
+// take removes worker id from the fleet and returns it (nil if none).
+func (f *slFleet) take(id string) *slWorker { return takeWorker(&f.mu, f.workers, id) }
+
+func (f *slFleet) crash(id string) {
+	if sw := f.take(id); sw != nil {
+		sw.sev.sever()
+		sw.cancel() // its Run now fails every call and returns
+		f.reaping.Add(1)
+		go func() { defer f.reaping.Done(); <-sw.done }()
+	}
+}
+
+func (f *slFleet) stop(id string) <-chan struct{} {
+	sw := f.take(id)
+	if sw == nil {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	sw.cancel() // drain, release every shard, destroy the session
+	return sw.done
+}
+
+func (f *slFleet) view(ctx context.Context, after uint64) (view, error) {
+	snap, err := f.observer.Watch(ctx, after)
+	if err != nil {
+		return view{}, err
+	}
+	v := view{index: snap.Index, owners: map[string]string{}}
+	for s, w := range snap.Owners() {
+		v.owners[string(s)] = w
+	}
+	for _, m := range snap.Members {
+		if m.Live() {
+			v.members = append(v.members, m.ID)
+		}
+	}
+	return v, nil
+}
+
+func (f *slFleet) close() {
+	stopEvery(&f.mu, f.workers, f.stop)
+	f.reaping.Wait()
+	// Best effort: a given agent should not keep every run's keys.
+	_, _ = f.observer.Client().KV().DeleteTree(f.cfg.Prefix+"/", nil)
+	f.observer.Close()
+	f.store.Close()
+}
