@@ -41,7 +41,8 @@ type Config struct {
 	// return before its lock is released anyway. Default 10 s.
 	DrainTimeout time.Duration
 	// RoundEvery spaces rebalance rounds (±50 % jitter). Over-capacity
-	// shards are released only in rounds. Default 1 s.
+	// shards are released only in rounds; a change of members brings the
+	// next round forward to within RoundEvery/4. Default 1 s.
 	RoundEvery time.Duration
 	// MaxMovesPerRound caps the shards this worker hands off per round,
 	// unless half its surplus is more (see the package doc). Default 4.

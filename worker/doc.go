@@ -28,6 +28,20 @@
 // recovered, logged and treated as an error. Process calls for different
 // shards run concurrently; calls for one shard never overlap within a worker.
 //
+// # Rounds
+//
+// Hand-offs happen in rebalance rounds, spaced Config.RoundEvery apart
+// (± 50 % jitter), each moving a bounded number of shards. A new term
+// acquires nothing before its first round, so that a fleet starting
+// together does not see its first worker grab every shard — unless its first
+// snapshot shows every shard held by a live member, when there is nothing to
+// grab and it takes what is handed to it at once. A change of live members
+// brings the next round forward to within RoundEvery/4 (never closer than
+// that to the previous round), so a join is absorbed in about a quarter of
+// a round. A free shard that Acquire refuses (its old owner's lock-delay) is
+// retried when the delay should be over (Config.LockDelay, doubling on
+// repeated refusals up to RoundEvery), not only at the next round.
+//
 // # What is guaranteed
 //
 // Before Process starts, the claim's token has been fenced in the offset

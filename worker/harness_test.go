@@ -55,8 +55,15 @@ func (f *fleet) start(id string, h worker.Handler) *member {
 	if h == nil {
 		h = f.events.waiting(id)
 	}
+	return f.startWith(f.config(id, h))
+}
+
+// startWith runs a worker with cfg, its Coordinator set to a faults
+// wrapper of the fleet's.
+func (f *fleet) startWith(cfg worker.Config) *member {
+	f.t.Helper()
+	id := cfg.ID
 	fc := faults.Wrap(f.coord)
-	cfg := f.config(id, h)
 	cfg.Coordinator = fc
 	w, err := worker.New(cfg)
 	if err != nil {

@@ -45,12 +45,21 @@ type loop struct {
 	stuck      map[string]stuck    // designated acquirers this worker took shards over from
 	state      State
 	roundTimer *time.Timer
-	// warm is set by the first rebalance round. Until then the worker
-	// acquires nothing: workers of a fleet that starts together all join
-	// within that jittered quiet period, so each takes its own share at
-	// once instead of the first one grabbing everything and handing most
-	// of it off again.
+	// warm is set by the first rebalance round, or by a first snapshot in
+	// which every shard is held by a live member (see established). Until
+	// then the worker acquires nothing: workers of a fleet that starts
+	// together all join within that jittered quiet period, so each takes
+	// its own share at once instead of the first one grabbing everything
+	// and handing most of it off again.
 	warm bool
+	// lastRound and nextRound are when the previous round ran and the
+	// next is due (see roundSoon).
+	lastRound, nextRound time.Time
+	// retryTimer re-plans at retryAt (zero when not armed) after a refused
+	// acquisition; refusals counts them in a row (see retryRefused).
+	retryTimer *time.Timer
+	retryAt    time.Time
+	refusals   int
 }
 
 // orphan is a free shard targeted at another worker, as this worker first
@@ -95,8 +104,13 @@ func (lp *loop) run(ctx context.Context) error {
 	go func() { defer close(watchDone); lp.watch(watchCtx) }()
 	defer func() { stopWatch(); <-watchDone }()
 
-	lp.roundTimer = time.NewTimer(lp.w.jitter.around(lp.w.cfg.RoundEvery))
+	first := lp.w.jitter.around(lp.w.cfg.RoundEvery)
+	lp.roundTimer = time.NewTimer(first)
+	lp.lastRound, lp.nextRound = time.Now(), time.Now().Add(first)
 	defer lp.roundTimer.Stop()
+	lp.retryTimer = time.NewTimer(time.Hour)
+	lp.retryTimer.Stop()
+	defer lp.retryTimer.Stop()
 	lp.publish()
 	for {
 		select {
@@ -106,14 +120,26 @@ func (lp *loop) run(ctx context.Context) error {
 		case <-lp.lease.ctx.Done():
 			return lp.stepDown(ctx)
 		case s := <-lp.snaps:
+			prev := lp.snap
 			lp.snap = &s
 			lp.w.m.watchWakeups.Inc()
+			switch now := time.Now(); {
+			case !lp.warm && established(lp.snap, lp.w.shards):
+				lp.warm = true
+			case lp.warm && prev != nil && membersChanged(prev, lp.snap):
+				lp.roundSoon(now)
+			}
 			lp.replan(false)
 		case <-lp.roundTimer.C:
 			lp.warm = true
 			lp.releaseOverdue()
 			lp.replan(true)
-			lp.roundTimer.Reset(lp.w.jitter.around(lp.w.cfg.RoundEvery))
+			now := time.Now()
+			lp.lastRound = now
+			lp.setRound(lp.w.jitter.around(lp.w.cfg.RoundEvery), now)
+		case <-lp.retryTimer.C:
+			lp.retryAt = time.Time{}
+			lp.replan(false)
 		case e := <-lp.exits:
 			lp.onExit(e)
 		}

@@ -141,11 +141,13 @@ func (lp *loop) replan(round bool) {
 	}
 	lp.release(strays, "rebalance")
 	if lp.warm {
-		for _, id := range lp.acquire(want) {
+		started := lp.acquire(want)
+		for _, id := range started {
 			if target, ok := takeovers[id]; ok {
 				lp.markStuck(target, now)
 			}
 		}
+		lp.retryRefused(want, started, v, now)
 	}
 
 	if round {
