@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -31,7 +33,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("consul", "", "HTTP address of a Consul agent to use (default: start a dev agent from bin/consul)")
 	trials := fs.Int("trials", 5, "repetitions of each measurement; p50/p99 are taken over them")
 	small := fs.Bool("small", false, "CI smoke sizes: a few workers and shards, short windows (its figures are not results)")
+	fs.StringVar(&postgresDSN, "postgres", "", "PostgreSQL DSN for commit-throughput's postgres rows (default: start a throwaway cluster from the installed binaries)")
 	asJSON := fs.Bool("json", false, "print one JSON document (every row, the machine, Go and Consul) instead of a table")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the scenarios (this process: workers, baseline, observers) to `FILE`, for go tool pprof")
 	fs.Usage = func() { usage(fs) }
 	if ok, code := parse(fs, args, stderr); !ok {
 		return code
@@ -59,6 +63,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer agent.stop()
 	env := &benchEnv{consul: agent.config, trials: *trials, small: *small, log: stderr}
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "shardbench: --cpuprofile: %v\n", err)
+			return exitBadInvoke
+		}
+		defer stopProfile()
+	}
 	rep := report{Machine: describeMachine(agent), Trials: *trials, Small: *small, Started: time.Now().UTC()}
 	for _, s := range selected {
 		env.logf("shardbench: %s: %s", s.name, s.summary)
@@ -105,4 +117,18 @@ flags:
 	for name, s := range subcommands {
 		fmt.Fprintf(w, "  %-18s %s\n", name, s.summary)
 	}
+}
+
+// startCPUProfile profiles this process into path until the returned
+// function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

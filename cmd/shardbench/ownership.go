@@ -41,7 +41,7 @@ func newFleet(env *benchEnv, system, scenario string, shards int) (fleet, error)
 }
 
 // slLockDelay is the lock-delay of the measured shardlease workers.
-const slLockDelay = time.Second
+const slLockDelay = 500 * time.Millisecond
 
 // ready is a fleet's starting state: every shard owned by one of the
 // workers members, and, for shardlease, balanced within one (the baseline
@@ -132,20 +132,30 @@ func reownedBy(gone string, lost []string) func(view) bool {
 	}
 }
 
+// keepsAll reports whether worker id still owns every shard in lost.
+func keepsAll(v view, id string, lost []string) bool {
+	for _, s := range lost {
+		if v.owners[s] != id {
+			return false
+		}
+	}
+	return true
+}
+
 // takeAway measures, over the trials, the time from taking one worker
 // away (crash or clean stop) until its shards are owned again, for one
 // system; a new worker replaces it between trials.
-func takeAway(ctx context.Context, env *benchEnv, system, scenario string, crash bool, within time.Duration) ([]float64, []float64, error) {
+func takeAway(ctx context.Context, env *benchEnv, system, scenario string, crash bool, within time.Duration) (takeAwayFigures, error) {
+	var fig takeAwayFigures
 	r, err := startFleet(ctx, env, system, scenario)
 	if err != nil {
-		return nil, nil, err
+		return fig, err
 	}
 	defer r.f.close()
-	var secs, counts []float64
 	for i := range env.trials {
 		id, lost, err := r.victim(ctx, i)
 		if err != nil {
-			return secs, counts, err
+			return fig, err
 		}
 		var stopped <-chan struct{}
 		t0 := time.Now()
@@ -154,24 +164,43 @@ func takeAway(ctx context.Context, env *benchEnv, system, scenario string, crash
 		} else {
 			stopped = r.f.stop(id)
 		}
-		_, t1, err := waitFor(ctx, r.f, within, fmt.Sprintf("%s's %d shards owned again", id, len(lost)), reownedBy(id, lost))
+		// freed: when the first of its shards was seen leaving it (for a
+		// crash, Consul's invalidation of the session): the failover
+		// splits into Consul's detection and the takeover after it.
+		var freed time.Time
+		done := reownedBy(id, lost)
+		_, t1, err := waitFor(ctx, r.f, within, fmt.Sprintf("%s's %d shards owned again", id, len(lost)), func(v view) bool {
+			if freed.IsZero() && !keepsAll(v, id, lost) {
+				freed = time.Now()
+			}
+			return done(v)
+		})
 		if err != nil {
-			return secs, counts, err
+			return fig, err
 		}
-		secs = append(secs, t1.Sub(t0).Seconds())
-		counts = append(counts, float64(len(lost)))
-		env.logf("shardbench: %s %s trial %d: %s's %d shards owned again after %v", scenario, system, i+1, id, len(lost), t1.Sub(t0).Round(time.Millisecond))
+		fig.secs = append(fig.secs, t1.Sub(t0).Seconds())
+		fig.freed = append(fig.freed, freed.Sub(t0).Seconds())
+		fig.shards = append(fig.shards, float64(len(lost)))
+		env.logf("shardbench: %s %s trial %d: %s's %d shards owned again after %v (first freed after %v)",
+			scenario, system, i+1, id, len(lost), t1.Sub(t0).Round(time.Millisecond), freed.Sub(t0).Round(time.Millisecond))
 		if stopped != nil {
 			<-stopped
 		}
 		if err := r.addWorker(ctx); err != nil {
-			return secs, counts, err
+			return fig, err
 		}
 		if err := r.settle(ctx); err != nil {
-			return secs, counts, err
+			return fig, err
 		}
 	}
-	return secs, counts, nil
+	return fig, nil
+}
+
+// takeAwayFigures are a take-away scenario's samples, one per trial.
+type takeAwayFigures struct {
+	secs   []float64 // until every shard of the victim is owned again
+	freed  []float64 // until the first of them left the victim
+	shards []float64 // how many it owned
 }
 
 func crashFailover(ctx context.Context, env *benchEnv) ([]result, error) {
@@ -193,13 +222,14 @@ func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash boo
 		if system == systemBaseline {
 			within = 2 * time.Minute
 		}
-		secs, counts, err := takeAway(ctx, env, system, scenario, crash, within)
-		if len(secs) == 0 {
+		fig, err := takeAway(ctx, env, system, scenario, crash, within)
+		if len(fig.secs) == 0 {
 			return rows, fmt.Errorf("%s: %w", system, err)
 		}
-		row := measured(scenario, system, metric, "s", secs).with("shards_per_trial", percentile(counts, 50))
+		row := measured(scenario, system, metric, "s", fig.secs).with("shards_per_trial_p50", percentile(fig.shards, 50)).
+			with("first_freed_s_p50", percentile(fig.freed, 50)).with("first_freed_s_p99", percentile(fig.freed, 99))
 		if err != nil {
-			row.Note = fmt.Sprintf("only %d of %d trials: %v", len(secs), env.trials, err)
+			row.Note = fmt.Sprintf("only %d of %d trials: %v", len(fig.secs), env.trials, err)
 		}
 		if system == systemShardlease {
 			row = row.with("check_ttl_s", fastFailover.TTL.Seconds()).with("renew_s", fastFailover.RenewEvery.Seconds()).
