@@ -4,6 +4,8 @@
 // Shared gives every test of a package one cluster, started on first use and
 // stopped by Main after the package's tests ran. A test that needs a clean
 // slate on a shared cluster takes a fresh database (Server.NewDatabase).
+// Launch and Server.Close do the same outside a test, for programs (the
+// benchmarks of cmd/shardbench); failures are returned, not t.Fatal.
 //
 // A cluster is made the way an operator would by hand: initdb into a new
 // temporary directory, then postgres on a free loopback port with its unix

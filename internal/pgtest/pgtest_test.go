@@ -99,3 +99,24 @@ func TestShared(t *testing.T) {
 		t.Fatalf("wrong password: %v", err)
 	}
 }
+
+// Launch and Close, for programs: a cluster that answers, and nothing left
+// behind once closed.
+func TestLaunchAndClose(t *testing.T) {
+	s, err := pgtest.Launch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := query(t, s.DSN("postgres"), "SELECT current_user"); got != pgtest.Superuser {
+		t.Errorf("current_user = %q", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Running() {
+		t.Error("running after Close")
+	}
+	if _, err := os.Stat(s.Dir); !os.IsNotExist(err) {
+		t.Errorf("%s still exists after Close: %v", s.Dir, err)
+	}
+}

@@ -72,7 +72,7 @@ func (s *Server) DSN(db string) string {
 // on t.Cleanup.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s, err := start()
+	s, err := Launch()
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -87,9 +87,11 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
-// start makes, starts and waits for a new cluster. On error nothing is left
-// behind.
-func start() (*Server, error) {
+// Launch makes, starts and waits for a new cluster outside a test (a
+// benchmark program's, say); the caller stops and removes it with Close.
+// On error nothing is left behind. As with Start, the server dies with this
+// process even if Close is never called.
+func Launch() (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL not found: %v; %s", err, fix)
@@ -367,6 +369,10 @@ func procStat(pid int) (state string, ppid int, ok bool) {
 	ppid, err = strconv.Atoi(f[1])
 	return f[0], ppid, err == nil
 }
+
+// Close stops a server from Launch (fast shutdown) and removes its
+// directory.
+func (s *Server) Close() error { return s.shutdown() }
 
 // shutdown stops the server (fast) and removes its directory.
 func (s *Server) shutdown() error {

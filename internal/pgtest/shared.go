@@ -23,7 +23,7 @@ var shared struct {
 // If it could not start, every caller fails with the same message.
 func Shared(t testing.TB) *Server {
 	t.Helper()
-	shared.once.Do(func() { shared.srv, shared.err = start() })
+	shared.once.Do(func() { shared.srv, shared.err = Launch() })
 	if shared.err != nil {
 		t.Fatalf("pgtest: %v", shared.err)
 	}

@@ -1,101 +1,84 @@
-// Package fencecost holds only benchmarks: what the token check costs the
-// two in-process backends, memory and bolt, against the same write without
-// the check. (Consul's and PostgreSQL's are in their own packages, where
-// their servers are at hand; all four are in docs/benchmarks.md.)
+package fencecost_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/offsets/offsetstest/fencecost"
+)
+
+// BenchmarkFenceCost measures what the token check costs the two
+// in-process backends, memory and bolt, against the same write without the
+// check. (Consul's and PostgreSQL's are in their own packages, where their
+// servers are at hand; all four are in docs/benchmarks.md and in
+// shardbench's commit-throughput scenario.)
 //
 //	go test -run '^$' -bench FenceCost -count 5 ./offsets/offsetstest/fencecost
 //
 // Neither backend has a batch API, so there is no batched row.
-package fencecost
-
-import (
-	"context"
-	"encoding/binary"
-	"path/filepath"
-	"sync"
-	"testing"
-	"time"
-
-	"go.etcd.io/bbolt"
-
-	"github.com/shardlease/shardlease/offsets"
-	"github.com/shardlease/shardlease/offsets/bolt"
-	"github.com/shardlease/shardlease/offsets/memory"
-	"github.com/shardlease/shardlease/shard"
-)
-
 func BenchmarkFenceCost(b *testing.B) {
-	ctx := context.Background()
 	b.Run("memory/commit", func(b *testing.B) {
-		st := memory.New()
-		defer st.Close()
-		// The same map behind the same kind of lock, written blind.
-		var mu sync.Mutex
-		m := map[shard.ID]offsets.Checkpoint{}
-		pair(b,
-			func(i int64) error { return st.Commit(ctx, "bench/fenced", 1, i) },
-			func(i int64) error {
-				mu.Lock()
-				m["bench/unfenced"] = offsets.Checkpoint{Offset: i, Token: 1, Floor: 1}
-				mu.Unlock()
-				return nil
-			})
+		p, closeStore := fencecost.Memory()
+		defer closeStore()
+		fencecost.Bench(b, p)
 	})
 	b.Run("bolt/commit", func(b *testing.B) {
-		dir := b.TempDir()
-		st, err := bolt.Open(filepath.Join(dir, "offsets.db"))
+		p, closeStore, err := fencecost.Bolt(b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer st.Close()
-		// A second file on the same disk (the store holds its own file's
-		// lock), written the way the store writes, without the read and
-		// the check: one read-write transaction, one put, one fsync.
-		db, err := bbolt.Open(filepath.Join(dir, "unfenced.db"), 0o600, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer db.Close()
-		bucket := []byte("offsets")
-		if err := db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucketIfNotExists(bucket); return err }); err != nil {
-			b.Fatal(err)
-		}
-		pair(b,
-			func(i int64) error { return st.Commit(ctx, "bench/fenced", 1, i) },
-			func(i int64) error {
-				v := make([]byte, 25) // the store's record: version, offset, token, floor
-				v[0] = 1
-				binary.BigEndian.PutUint64(v[1:], uint64(i))
-				binary.BigEndian.PutUint64(v[9:], 1)
-				binary.BigEndian.PutUint64(v[17:], 1)
-				return db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Put([]byte("bench/unfenced"), v) })
-			})
+		defer closeStore()
+		fencecost.Bench(b, p)
 	})
 }
 
-// pair runs fenced and unfenced once per iteration, alternating the order,
-// and reports commits/s for each and the fence's cost in percent of the
-// unfenced time.
-func pair(b *testing.B, fenced, unfenced func(i int64) error) {
-	var tf, tu time.Duration
-	timed := func(f func(int64) error, i int64, into *time.Duration) {
-		start := time.Now()
-		if err := f(i); err != nil {
-			b.Fatal(err)
-		}
-		*into += time.Since(start)
+// TestTimingAlternatesAndCounts checks the timing core: both sides run
+// once per step, in alternating order, and the rates count PerOp commits
+// per write.
+func TestTimingAlternatesAndCounts(t *testing.T) {
+	var order []string
+	p := fencecost.Pair{
+		Name: "fake", PerOp: 4,
+		Fenced: func(context.Context, int64) error {
+			order = append(order, "f")
+			time.Sleep(time.Millisecond)
+			return nil
+		},
+		Unfenced: func(context.Context, int64) error {
+			order = append(order, "u")
+			time.Sleep(time.Millisecond)
+			return nil
+		},
 	}
-	for i := int64(0); b.Loop(); i++ {
-		if i%2 == 0 {
-			timed(fenced, i, &tf)
-			timed(unfenced, i, &tu)
-		} else {
-			timed(unfenced, i, &tu)
-			timed(fenced, i, &tf)
+	var tm fencecost.Timing
+	for i := range int64(4) {
+		if err := tm.Step(t.Context(), p, i); err != nil {
+			t.Fatal(err)
 		}
 	}
-	n := float64(b.N)
-	b.ReportMetric(n/tf.Seconds(), "fenced-commits/s")
-	b.ReportMetric(n/tu.Seconds(), "unfenced-commits/s")
-	b.ReportMetric(100*(tf.Seconds()-tu.Seconds())/tu.Seconds(), "fence-%")
+	if got := strings.Join(order, ""); got != "fuuffuuf" {
+		t.Errorf("order %q, want fuuffuuf (fenced first on even iterations)", got)
+	}
+	if tm.Iterations != 4 || tm.FencedN != 4 || tm.UnfencedN != 4 {
+		t.Errorf("counts %+v, want 4 of each", tm)
+	}
+	// 4 writes of 4 commits in at least 4 ms: at most 4000 commits/s.
+	if r := tm.FencedRate(); r <= 0 || r > 4000 {
+		t.Errorf("fenced rate %.0f/s, want in (0, 4000]", r)
+	}
+}
+
+// A failing side stops the step and is named in the error.
+func TestTimingNamesTheFailingSide(t *testing.T) {
+	p := fencecost.Pair{
+		Name: "fake", PerOp: 1,
+		Fenced:   func(context.Context, int64) error { return nil },
+		Unfenced: func(context.Context, int64) error { return context.DeadlineExceeded },
+	}
+	_, err := fencecost.Measure(t.Context(), p, 0)
+	if err == nil || err.Error() != "fencecost: fake unfenced write 0: context deadline exceeded" {
+		t.Fatalf("err = %v", err)
+	}
 }

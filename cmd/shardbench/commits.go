@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/internal/pgtest"
+	offconsul "github.com/shardlease/shardlease/offsets/consul"
+	"github.com/shardlease/shardlease/offsets/offsetstest/fencecost"
+	"github.com/shardlease/shardlease/offsets/postgres"
+)
+
+// postgresDSN is --postgres: the PostgreSQL commit-throughput uses. Empty:
+// a throwaway cluster is started (internal/pgtest) and removed after.
+var postgresDSN string
+
+// commit-throughput: per offsets backend, the fenced commit against the
+// same write without the check (fencecost's pairs, the ones the FenceCost
+// go-test benchmarks run), one at a time and in batches of 64 where the
+// backend has a batch API. Each trial runs each pair for a window; the row
+// is fenced ÷ unfenced throughput over the trials.
+func init() {
+	register(benchScenario{
+		name:    "commit-throughput",
+		summary: "offset commits/s per backend (memory, bolt, consul, postgres), fenced vs the same write unfenced, single and batched",
+		run:     commitThroughput,
+	})
+}
+
+// commitGoal is the goal: fenced ≥ 0.9 × unfenced.
+const commitGoal = 0.9
+
+func commitWindow(env *benchEnv) time.Duration {
+	if env.small {
+		return 200 * time.Millisecond
+	}
+	return 2 * time.Second
+}
+
+// commitBackend is one backend's pairs, ready to measure, and how to let
+// go of it.
+type commitBackend struct {
+	system string
+	pairs  []commitPair
+	close  func()
+}
+
+// commitPair is a pair and the words its row is labelled with.
+type commitPair struct {
+	mode string // "one at a time", "batches of 64", …
+	fencecost.Pair
+}
+
+// modes labels pairs by their size: one at a time or batches of PerOp.
+func modes(suffix string, ps ...fencecost.Pair) []commitPair {
+	out := make([]commitPair, len(ps))
+	for i, p := range ps {
+		out[i] = commitPair{mode: "one at a time" + suffix, Pair: p}
+		if p.PerOp > 1 {
+			out[i].mode = fmt.Sprintf("batches of %d%s", p.PerOp, suffix)
+		}
+	}
+	return out
+}
+
+func commitThroughput(ctx context.Context, env *benchEnv) ([]result, error) {
+	openers := []struct {
+		system string
+		open   func(context.Context, *benchEnv) (commitBackend, error)
+	}{
+		{"memory", openMemoryPairs},
+		{"bolt", openBoltPairs},
+		{"consul", openConsulPairs},
+		{"postgres", openPostgresPairs},
+	}
+	var rows []result
+	for _, o := range openers {
+		b, err := o.open(ctx, env)
+		if err != nil {
+			// A backend that cannot run (no PostgreSQL here) is a row
+			// saying why, not the end of the run.
+			env.logf("shardbench: commit-throughput: %s: %v", o.system, err)
+			rows = append(rows, result{Scenario: "commit-throughput", System: o.system, Metric: "fenced ÷ unfenced commits/s",
+				Unit: "ratio", Note: "not measured: " + err.Error()})
+			continue
+		}
+		rs, err := measurePairs(ctx, env, b)
+		b.close()
+		rows = append(rows, rs...)
+		if err != nil {
+			return rows, fmt.Errorf("%s: %w", o.system, err)
+		}
+	}
+	return rows, nil
+}
+
+// measurePairs runs each pair of b for env.trials windows and makes one row
+// per pair.
+func measurePairs(ctx context.Context, env *benchEnv, b commitBackend) ([]result, error) {
+	var rows []result
+	for _, p := range b.pairs {
+		var ratios, fenced, unfenced, cost []float64
+		for trial := range env.trials {
+			t, err := fencecost.Measure(ctx, p.Pair, commitWindow(env))
+			if err != nil {
+				return rows, err
+			}
+			ratios = append(ratios, t.Ratio())
+			fenced = append(fenced, t.FencedRate())
+			unfenced = append(unfenced, t.UnfencedRate())
+			cost = append(cost, t.CostPercent())
+			env.logf("shardbench: commit-throughput %s, %s, trial %d: fenced %.0f/s, unfenced %.0f/s, ratio %.3f (%d iterations)",
+				b.system, p.mode, trial+1, t.FencedRate(), t.UnfencedRate(), t.Ratio(), t.Iterations)
+		}
+		row := measured("commit-throughput", b.system, "fenced ÷ unfenced commits/s, "+p.mode, "ratio", ratios).
+			with("fenced_commits_per_s_p50", percentile(fenced, 50)).
+			with("unfenced_commits_per_s_p50", percentile(unfenced, 50)).
+			with("fence_cost_percent_p50", percentile(cost, 50))
+		row = row.withGoal(fmt.Sprintf("p50 >= %.1f", commitGoal), row.P50 >= commitGoal)
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func openMemoryPairs(context.Context, *benchEnv) (commitBackend, error) {
+	p, closeStore := fencecost.Memory()
+	return commitBackend{system: "memory", pairs: modes("", p), close: closeStore}, nil
+}
+
+func openBoltPairs(context.Context, *benchEnv) (commitBackend, error) {
+	dir, err := os.MkdirTemp("", "shardbench-bolt-")
+	if err != nil {
+		return commitBackend{}, err
+	}
+	p, closeStore, err := fencecost.Bolt(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return commitBackend{}, err
+	}
+	return commitBackend{system: "bolt", pairs: modes("", p), close: func() { closeStore(); os.RemoveAll(dir) }}, nil
+}
+
+func openConsulPairs(_ context.Context, env *benchEnv) (commitBackend, error) {
+	client, err := api.NewClient(env.apiConfig(nil))
+	if err != nil {
+		return commitBackend{}, err
+	}
+	prefix := "shardbench/commits-" + randomHex(4)
+	st, err := offconsul.New(offconsul.Config{Client: client, Address: env.consul.Address, Prefix: prefix})
+	if err != nil {
+		return commitBackend{}, err
+	}
+	single, vsTxnSet, batched := fencecost.Consul(st, client)
+	pairs := modes("", single, batched)
+	pairs = append(pairs, commitPair{mode: "one at a time, unfenced as a set through /v1/txn", Pair: vsTxnSet})
+	return commitBackend{system: "consul", pairs: pairs, close: func() {
+		_ = st.Close()
+		_, _ = client.KV().DeleteTree(prefix+"/", nil)
+	}}, nil
+}
+
+// openPostgresPairs uses --postgres, or a throwaway cluster. The table is
+// the run's own and is dropped after. Each pair runs twice: with the
+// server's durability (every commit waits for its WAL flush, so the disk's
+// fsync dominates) and with synchronous_commit=off for the benchmark's
+// connections, which leaves the statements' own cost to compare.
+func openPostgresPairs(ctx context.Context, _ *benchEnv) (commitBackend, error) {
+	dsn, stop := postgresDSN, func() {}
+	if dsn == "" {
+		srv, err := pgtest.Launch()
+		if err != nil {
+			return commitBackend{}, fmt.Errorf("no --postgres given, and starting a throwaway PostgreSQL failed: %w", err)
+		}
+		dsn, stop = srv.DSN("postgres"), func() { _ = srv.Close() }
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	table := "shardbench_offsets_" + randomHex(4)
+	durable, err := postgres.Open(octx, postgres.Config{DSN: dsn, Table: table})
+	if err != nil {
+		stop()
+		return commitBackend{}, err
+	}
+	async, err := postgres.Open(octx, postgres.Config{DSN: withParam(dsn, "synchronous_commit", "off"), Table: table})
+	if err != nil {
+		_ = durable.Close()
+		stop()
+		return commitBackend{}, fmt.Errorf("with synchronous_commit=off: %w", err)
+	}
+	ds, db := fencecost.Postgres(durable)
+	as, ab := fencecost.Postgres(async)
+	pairs := append(modes("", ds, db), modes(", synchronous_commit=off", as, ab)...)
+	return commitBackend{system: "postgres", pairs: pairs, close: func() {
+		_, _ = durable.Pool().Exec(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+durable.Table())
+		_ = async.Close()
+		_ = durable.Close()
+		stop()
+	}}, nil
+}
+
+// withParam adds a run-time parameter to a DSN: to the query of a URL, or
+// as one more key=value.
+func withParam(dsn, key, value string) string {
+	switch {
+	case !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://"):
+		return dsn + " " + key + "=" + value
+	case strings.Contains(dsn, "?"):
+		return dsn + "&" + key + "=" + value
+	default:
+		return dsn + "?" + key + "=" + value
+	}
+}
