@@ -1,8 +1,14 @@
 package consul
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/shard"
 )
 
 func TestEndpoint(t *testing.T) {
@@ -56,5 +62,81 @@ func TestLockDelayString(t *testing.T) {
 func TestSanitize(t *testing.T) {
 	if got := sanitize("team/w 1:é"); got != "team_w_1__" {
 		t.Errorf("sanitize = %q", got)
+	}
+}
+
+func TestLocalAgent(t *testing.T) {
+	for address, want := range map[string]bool{
+		"127.0.0.1:8500":          true,
+		"127.0.0.2:8500":          true,
+		"localhost:8500":          true,
+		"[::1]:8500":              true,
+		"http://127.0.0.1:8500":   true,
+		"https://localhost:8501":  true,
+		"unix:///var/consul.sock": true,
+		"10.0.0.5:8500":           false,
+		"consul.service:8500":     false,
+		"https://consul.example":  false,
+		"192.168.1.1":             false,
+	} {
+		if got := localAgent(address); got != want {
+			t.Errorf("localAgent(%q) = %v, want %v", address, got, want)
+		}
+	}
+}
+
+// TestLoopbackAsksNoGzip: requests to a local agent do not ask for a
+// compressed answer (Go's transport would add Accept-Encoding: gzip).
+func TestLoopbackAsksNoGzip(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Accept-Encoding"))
+		w.Header().Set("X-Consul-Index", "1")
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	c, err := New(Config{Address: srv.Listener.Addr().String(), Prefix: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, _, err := c.Client().KV().Get("p/config", nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "" {
+		t.Fatalf("Accept-Encoding sent: %q, want none", got)
+	}
+}
+
+// TestDecodeReusesOwnersByIndex: a shard value is decoded again only when
+// its key's ModifyIndex moved, and a malformed one stays a problem while
+// it is reused.
+func TestDecodeReusesOwnersByIndex(t *testing.T) {
+	c, err := New(Config{Address: "127.0.0.1:1", Prefix: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &api.KVPair{Key: "p/config", Value: []byte(`{"shards":2}`), ModifyIndex: 1}
+	a := &api.KVPair{Key: "p/shards/" + string(shard.Config{Shards: 2}.Normalize().IDs()[0]), Value: []byte(`{"worker":"w1"}`), ModifyIndex: 5, Session: "s1"}
+	b := &api.KVPair{Key: "p/shards/" + string(shard.Config{Shards: 2}.Normalize().IDs()[1]), Value: []byte(`not json`), ModifyIndex: 6, Session: "s2"}
+	owner := func(s shard.Snapshot, i int) string { return s.Shards[i].Owner.Worker }
+
+	s1 := c.decode(api.KVPairs{cfg, a, b}, 6)
+	if owner(s1, 0) != "w1" || len(s1.Problems) != 1 {
+		t.Fatalf("first listing: owner %q, problems %q", owner(s1, 0), s1.Problems)
+	}
+	// The same index with another value (which Consul never does) shows
+	// the value is not decoded again...
+	a2 := *a
+	a2.Value = []byte(`{"worker":"other"}`)
+	s2 := c.decode(api.KVPairs{cfg, &a2, b}, 7)
+	if owner(s2, 0) != "w1" || len(s2.Problems) != 1 {
+		t.Fatalf("same index: owner %q, problems %q; want the cached w1 and the malformed value still reported", owner(s2, 0), s2.Problems)
+	}
+	// ...and a new index is.
+	a2.ModifyIndex = 8
+	s3 := c.decode(api.KVPairs{cfg, &a2, b}, 8)
+	if owner(s3, 0) != "other" {
+		t.Fatalf("new index: owner %q, want other", owner(s3, 0))
 	}
 }
