@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -139,8 +138,43 @@ type benchWorker struct {
 	done     chan error
 }
 
-// consulSteady measures one fleet of n shards.
+// consulSteady measures one fleet of n shards: its cold start, then one
+// steady-state window.
 func consulSteady(ctx context.Context, o steadyOptions, n int, progress io.Writer) (steadyResult, error) {
+	f, r, err := coldStart(ctx, o, n, progress)
+	if err != nil {
+		return r, err
+	}
+	defer f.close()
+	fmt.Fprintf(progress, "consul-steady: %d shards owned by %d workers after %.2fs; measuring %v of steady state …\n",
+		n, o.workers, r.ColdStartSeconds, o.window)
+	// Let hand-offs in flight finish, then count a window.
+	time.Sleep(o.policy.RenewEvery)
+	if r.RequestsPerWorker, r.ByEndpoint, r.WindowSeconds, err = f.window(ctx, o.window); err != nil {
+		return r, err
+	}
+	if !f.converged(ctx) {
+		fmt.Fprintf(progress, "consul-steady: warning: the fleet was not converged at the end of the window\n")
+	}
+	return r, nil
+}
+
+// steadyFleet is a fleet of workers in this process, each with its own
+// Consul client, session, request counter and acquire counter.
+type steadyFleet struct {
+	n, want  int
+	observer *consul.Coordinator
+	store    *offmem.Store
+	stop     context.CancelFunc
+	workers  []*benchWorker
+}
+
+// coldStart starts o.workers workers at once over n shards on a fresh
+// prefix under o.consul.Prefix and waits until every shard is owned by a
+// live worker and their counts differ by at most one. It returns the
+// running fleet and the cold start's figures; on error the fleet is
+// already closed.
+func coldStart(ctx context.Context, o steadyOptions, n int, progress io.Writer) (*steadyFleet, steadyResult, error) {
 	cfg := o.consul
 	cfg.Prefix = fmt.Sprintf("%s/steady-%d-%s", o.consul.Prefix, n, randomHex(4))
 	r := steadyResult{Shards: n, Workers: o.workers, Prefix: cfg.Prefix, Liveness: string(cfg.Liveness), Policy: o.policy}
@@ -149,38 +183,32 @@ func consulSteady(ctx context.Context, o steadyOptions, n int, progress io.Write
 	}
 	observer, err := consul.New(cfg)
 	if err != nil {
-		return r, err
+		return nil, r, err
 	}
-	defer observer.Close()
-	if _, err := observer.Watch(ctx, 0); err != nil {
-		return r, fmt.Errorf("reading %s: %w", cfg.Prefix, err)
+	snap, err := observer.Watch(ctx, 0)
+	if err != nil {
+		observer.Close()
+		return nil, r, fmt.Errorf("reading %s: %w", cfg.Prefix, err)
 	}
 
 	reg := prometheus.NewRegistry()
-	store := offmem.New()
-	defer store.Close()
-	fleet := shard.Config{Shards: n}
+	f := &steadyFleet{n: n, want: o.workers, observer: observer, store: offmem.New()}
 	wctx, stop := context.WithCancel(ctx)
-	var workers []*benchWorker
-	defer func() {
-		stop()
-		for _, bw := range workers {
-			<-bw.done
-			bw.coord.Close()
-		}
-	}()
+	f.stop = stop
+	fleet := shard.Config{Shards: n}
 	start := time.Now()
 	for i := range o.workers {
 		bw := &benchWorker{requests: &consul.RequestCounter{}, done: make(chan error, 1)}
 		wcfg := cfg
 		wcfg.WrapTransport = bw.requests.Wrap
 		if bw.coord, err = consul.New(wcfg); err != nil {
-			return r, err
+			f.close()
+			return nil, r, err
 		}
 		bw.acquires = &acquireCounter{Coordinator: bw.coord}
 		id := fmt.Sprintf("bench-%02d", i+1)
 		bw.w, err = worker.New(worker.Config{
-			ID: id, Fleet: fleet, Coordinator: bw.acquires, Offsets: store, Policy: o.policy,
+			ID: id, Fleet: fleet, Coordinator: bw.acquires, Offsets: f.store, Policy: o.policy,
 			// The handler holds the shard and does nothing else: the
 			// figures are the coordination's own.
 			Handler:    worker.HandlerFunc(func(ctx context.Context, _ *worker.Claim) error { <-ctx.Done(); return nil }),
@@ -188,35 +216,43 @@ func consulSteady(ctx context.Context, o steadyOptions, n int, progress io.Write
 		})
 		if err != nil {
 			bw.coord.Close()
-			return r, err
+			f.close()
+			return nil, r, err
 		}
-		workers = append(workers, bw)
+		f.workers = append(f.workers, bw)
 		go func() { bw.done <- bw.w.Run(wctx) }()
 	}
 
-	// Cold start.
+	// The observer follows the prefix with blocking queries, as the
+	// workers do: polling a large prefix would itself load the agent.
 	lastReport := start
-	for {
-		snap, err := observer.Watch(ctx, 0)
-		if err == nil && converged(snap, n, o.workers) {
-			break
+	for !converged(snap, n, o.workers) {
+		if time.Since(start) > o.converge {
+			owned, spread := ownership(snap)
+			f.close()
+			return nil, r, fmt.Errorf("not converged after %v (%d of %d shards owned by live workers, max−min %d)", o.converge, owned, n, spread)
 		}
-		if err == nil && time.Since(lastReport) >= 5*time.Second {
+		octx, cancel := context.WithTimeout(ctx, time.Until(start.Add(o.converge))+time.Second)
+		next, err := observer.Watch(octx, snap.Index)
+		cancel()
+		if ctx.Err() != nil {
+			f.close()
+			return nil, r, ctx.Err()
+		}
+		if err != nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		snap = next
+		if time.Since(lastReport) >= 5*time.Second {
 			lastReport = time.Now()
 			owned, spread := ownership(snap)
 			fmt.Fprintf(progress, "consul-steady: %4.0fs: %d of %d shards owned by live workers, max−min %d\n",
 				time.Since(start).Seconds(), owned, n, spread)
 		}
-		if ctx.Err() != nil {
-			return r, ctx.Err()
-		}
-		if time.Since(start) > o.converge {
-			return r, fmt.Errorf("not converged after %v", o.converge)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	r.ColdStartSeconds = time.Since(start).Seconds()
-	for _, bw := range workers {
+	for _, bw := range f.workers {
 		bw.acquires.settled()
 		r.AcquireCalls += bw.acquires.calls.Load()
 		r.ShardsAsked += bw.acquires.asked.Load()
@@ -225,39 +261,68 @@ func consulSteady(ctx context.Context, o steadyOptions, n int, progress io.Write
 		r.ColdRequests += bw.requests.Total()
 	}
 	r.Moves = int64(sumCounter(reg, "shardlease_rebalance_moves_total"))
-	fmt.Fprintf(progress, "consul-steady: %d shards owned by %d workers after %.2fs; measuring %v of steady state …\n",
-		n, o.workers, r.ColdStartSeconds, o.window)
+	return f, r, nil
+}
 
-	// Steady state: let hand-offs in flight finish, then count a window.
-	time.Sleep(o.policy.RenewEvery)
-	before := make([]map[string]int64, len(workers))
-	for i, bw := range workers {
-		before[i] = bw.requests.Counts()
+// window counts every HTTP request the workers send over d (see
+// requestRate).
+func (f *steadyFleet) window(ctx context.Context, d time.Duration) (perWorker float64, byEndpoint map[string]float64, seconds float64, err error) {
+	counters := make([]*consul.RequestCounter, len(f.workers))
+	for i, bw := range f.workers {
+		counters[i] = bw.requests
+	}
+	return requestRate(ctx, counters, d)
+}
+
+// requestRate counts the requests of every counter (one per worker) over d
+// and returns the rate per worker per second, in total and by endpoint, and
+// the seconds actually measured.
+func requestRate(ctx context.Context, counters []*consul.RequestCounter, d time.Duration) (perWorker float64, byEndpoint map[string]float64, seconds float64, err error) {
+	before := make([]map[string]int64, len(counters))
+	for i, c := range counters {
+		before[i] = c.Counts()
 	}
 	began := time.Now()
 	select {
-	case <-time.After(o.window):
+	case <-time.After(d):
 	case <-ctx.Done():
-		return r, ctx.Err()
+		return 0, nil, 0, ctx.Err()
 	}
-	elapsed := time.Since(began).Seconds()
-	r.WindowSeconds = elapsed
-	r.ByEndpoint = map[string]float64{}
+	seconds = time.Since(began).Seconds()
+	byEndpoint = map[string]float64{}
 	var total int64
-	for i, bw := range workers {
-		for ep, c := range bw.requests.Counts() {
-			d := c - before[i][ep]
-			total += d
-			if d > 0 {
-				r.ByEndpoint[ep] += float64(d) / float64(o.workers) / elapsed
+	for i, c := range counters {
+		for ep, n := range c.Counts() {
+			delta := n - before[i][ep]
+			total += delta
+			if delta > 0 {
+				byEndpoint[ep] += float64(delta) / float64(len(counters)) / seconds
 			}
 		}
 	}
-	r.RequestsPerWorker = float64(total) / float64(o.workers) / elapsed
-	if snap, err := observer.Watch(ctx, 0); err == nil && !converged(snap, n, o.workers) {
-		fmt.Fprintf(progress, "consul-steady: warning: the fleet was not converged at the end of the window\n")
+	return float64(total) / float64(len(counters)) / seconds, byEndpoint, seconds, nil
+}
+
+// converged reads the prefix once and reports whether the fleet is still
+// converged.
+func (f *steadyFleet) converged(ctx context.Context) bool {
+	snap, err := f.observer.Watch(ctx, 0)
+	return err == nil && converged(snap, f.n, f.want)
+}
+
+// close stops every worker (each drains, releases its shards and destroys
+// its session) and deletes the fleet's keys.
+func (f *steadyFleet) close() {
+	if f.stop != nil {
+		f.stop()
 	}
-	return r, nil
+	for _, bw := range f.workers {
+		<-bw.done
+		bw.coord.Close()
+	}
+	_, _ = f.observer.Client().KV().DeleteTree(f.observer.Prefix()+"/", nil)
+	f.observer.Close()
+	f.store.Close()
 }
 
 // ownership returns how many shards live members hold and the spread of
@@ -335,17 +400,8 @@ func printSteady(w io.Writer, rs []steadyResult) {
 	}
 	tw.Flush()
 	for _, r := range rs {
-		eps := make([]string, 0, len(r.ByEndpoint))
-		for ep := range r.ByEndpoint {
-			eps = append(eps, ep)
-		}
-		sort.Strings(eps)
-		var parts []string
-		for _, ep := range eps {
-			parts = append(parts, fmt.Sprintf("%s %.3f", ep, r.ByEndpoint[ep]))
-		}
 		fmt.Fprintf(w, "%d shards, steady state per worker per second: %s (liveness %s, renew every %v, window %.0fs)\n",
-			r.Shards, strings.Join(parts, ", "), r.Liveness, r.Policy.RenewEvery, r.WindowSeconds)
+			r.Shards, endpoints(r.ByEndpoint), r.Liveness, r.Policy.RenewEvery, r.WindowSeconds)
 	}
 }
 

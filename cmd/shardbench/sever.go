@@ -20,9 +20,11 @@ var errSevered = errors.New("shardbench: severed (simulated crash)")
 // health check runs out.
 type severable struct {
 	base http.RoundTripper
-	ctx  context.Context // done once severed
-	cut  context.CancelFunc
-	once sync.Once
+	// requests counts what reaches the agent (coordinator-load, cold-start).
+	requests requestTap
+	ctx      context.Context // done once severed
+	cut      context.CancelFunc
+	once     sync.Once
 }
 
 func newSeverable(base http.RoundTripper) *severable {
@@ -45,7 +47,7 @@ func (s *severable) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx, cancel := context.WithCancel(req.Context())
 	stop := context.AfterFunc(s.ctx, cancel)
-	resp, err := s.base.RoundTrip(req.WithContext(ctx))
+	resp, err := s.requests.roundTrip(s.base, req.WithContext(ctx))
 	if err != nil {
 		stop()
 		cancel()

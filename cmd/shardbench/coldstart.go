@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// cold-start: workers all start together on an empty prefix. Measured:
+// the time until every shard is owned by a live worker with max−min ≤ 1,
+// and the failed acquire attempts (shards asked for and not granted) per
+// successful one. The goal is for 100 workers × 10,000 shards (each an
+// in-process worker with its own Consul client and session). The baseline
+// cannot be run at that size — it would be 100 × 10,000 = one million
+// api.Locks, each with a session and a blocking query — so both systems
+// are also measured at 12 × 128, the size of the other scenarios.
+func init() {
+	register(benchScenario{
+		name:    "cold-start",
+		summary: "100 workers × 10,000 shards start together: time until all owned with max−min ≤ 1, failed ÷ successful acquires (both systems at 12 × 128 too)",
+		run:     coldStartScenario,
+	})
+}
+
+// coldSize is one cold-start fleet.
+type coldSize struct{ workers, shards int }
+
+// coldSizes: the goal's size for shardlease, and the size both systems run.
+func coldSizes(env *benchEnv) (goal, common coldSize) {
+	if env.small {
+		return coldSize{10, 200}, coldSize{3, 16}
+	}
+	return coldSize{100, 10000}, coldSize{12, 128}
+}
+
+// The goals at the large size.
+const (
+	coldGoalSeconds = 5.0
+	coldGoalFailed  = 0.05
+)
+
+func coldStartScenario(ctx context.Context, env *benchEnv) ([]result, error) {
+	goal, common := coldSizes(env)
+	var rows []result
+	for _, size := range []coldSize{goal, common} {
+		rs, err := slColdStart(ctx, env, size, size == goal)
+		rows = append(rows, rs...)
+		if err != nil {
+			return rows, fmt.Errorf("shardlease, %d × %d: %w", size.workers, size.shards, err)
+		}
+	}
+	rs, err := blColdStart(ctx, env, common)
+	rows = append(rows, rs...)
+	if err != nil {
+		return rows, fmt.Errorf("baseline, %d × %d: %w", common.workers, common.shards, err)
+	}
+	return rows, nil
+}
+
+// slColdStart runs env.trials cold starts of shardlease, each a fresh fleet
+// on a fresh prefix.
+func slColdStart(ctx context.Context, env *benchEnv, size coldSize, withGoal bool) ([]result, error) {
+	o := steadyOptions{
+		consul: env.coordConfig("shardbench/cold-start"), workers: size.workers,
+		policy: shard.DefaultPolicy, converge: 3 * time.Minute,
+	}
+	var secs, ratios, calls, moves []float64
+	for trial := range env.trials {
+		f, r, err := coldStart(ctx, o, size.shards, env.log)
+		if err != nil {
+			return nil, err
+		}
+		f.close()
+		granted := r.ShardsAsked - r.FailedAcquires
+		ratio := float64(r.FailedAcquires) / float64(max(granted, 1))
+		secs, ratios = append(secs, r.ColdStartSeconds), append(ratios, ratio)
+		calls, moves = append(calls, float64(r.AcquireCalls)), append(moves, float64(r.Moves))
+		env.logf("shardbench: cold-start shardlease %d × %d trial %d: %.2fs; %d acquire calls asked for %d shards, %d not granted (%.4f per granted), %d errors, %d hand-offs, %d requests",
+			size.workers, size.shards, trial+1, r.ColdStartSeconds, r.AcquireCalls, r.ShardsAsked, r.FailedAcquires, ratio, r.AcquireErrors, r.Moves, r.ColdRequests)
+	}
+	timeRow := measured("cold-start", systemShardlease, coldMetric("time until all owned with max−min <= 1", size), "s", secs).
+		with("workers", float64(size.workers)).with("shards", float64(size.shards)).
+		with("acquire_calls_p50", percentile(calls, 50)).with("handoffs_p50", percentile(moves, 50))
+	failRow := measured("cold-start", systemShardlease, coldMetric("failed ÷ successful acquire attempts", size), "ratio", ratios)
+	if withGoal {
+		timeRow = timeRow.withGoal(fmt.Sprintf("p99 <= %.0fs", coldGoalSeconds), timeRow.P99 <= coldGoalSeconds)
+		failRow = failRow.withGoal(fmt.Sprintf("p99 <= %.2f", coldGoalFailed), failRow.P99 <= coldGoalFailed)
+	}
+	return []result{timeRow, failRow}, nil
+}
+
+// blColdStart runs env.trials cold starts of the baseline. It never
+// balances, so its time is until every shard is locked, and the row says
+// how far from balanced that was.
+func blColdStart(ctx context.Context, env *benchEnv, size coldSize) ([]result, error) {
+	var secs, ratios, spreads []float64
+	for trial := range env.trials {
+		s, ratio, spread, err := blColdTrial(ctx, env, size)
+		if err != nil {
+			return nil, err
+		}
+		secs, ratios, spreads = append(secs, s), append(ratios, ratio), append(spreads, float64(spread))
+		env.logf("shardbench: cold-start baseline %d × %d trial %d: every shard locked after %.2fs, max−min %d; %.4f refused acquires per granted",
+			size.workers, size.shards, trial+1, s, spread, ratio)
+	}
+	timeRow := measured("cold-start", systemBaseline, coldMetric("time until all owned", size), "s", secs).
+		with("workers", float64(size.workers)).with("shards", float64(size.shards)).
+		with("max_minus_min_p50", percentile(spreads, 50))
+	timeRow.Note = "the baseline never balances: the time is until every shard is locked, at the max−min given"
+	failRow := measured("cold-start", systemBaseline, coldMetric("failed ÷ successful acquire attempts", size), "ratio", ratios)
+	failRow.Note = "KV acquires (PUT ?acquire) Consul answered false, per one it answered true"
+	return []result{timeRow, failRow}, nil
+}
+
+// blColdTrial starts a fresh baseline fleet and waits until every shard is
+// locked by one of its workers.
+func blColdTrial(ctx context.Context, env *benchEnv, size coldSize) (seconds, failedPerGranted float64, spread int, err error) {
+	f, err := newBLFleet(env, "cold-start", size.shards)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer f.close()
+	began := time.Now()
+	for i := range size.workers {
+		if err := f.add(ctx, workerID(i+1)); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	v, at, err := waitFor(ctx, f, 3*time.Minute, "every shard locked", func(v view) bool {
+		return len(v.members) == size.workers && v.ownedByMembers() == size.shards
+	})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	var acquired, refused int64
+	f.mu.Lock()
+	for _, bw := range f.workers {
+		acquired += bw.sev.requests.acquired.Load()
+		refused += bw.sev.requests.refused.Load()
+	}
+	f.mu.Unlock()
+	return at.Sub(began).Seconds(), float64(refused) / float64(max(acquired, 1)), v.spread(), nil
+}
+
+func coldMetric(what string, size coldSize) string {
+	return fmt.Sprintf("%s, %d workers × %d shards", what, size.workers, size.shards)
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/consul"
+)
+
+// coordinator-load: Consul HTTP requests per worker per second once a
+// fleet of 12 has settled, at 128 and at 4096 shards. shardlease holds one
+// session and one blocking watch per worker, so its rate must not grow
+// with the shard count. The baseline holds one api.Lock per shard per
+// worker: a session renewed every TTL/2 and a blocking query per lock, so
+// its rate grows with the shards; at 4096 shards it would be 12 × 4096
+// sessions and goroutines on this agent, so it is measured at 128 and at
+// baselineLoadShards and the rate per shard is given.
+func init() {
+	register(benchScenario{
+		name:    "coordinator-load",
+		summary: "Consul HTTP requests per worker per second in steady state, 12 workers at 128 and 4096 shards (baseline: 128 and 512)",
+		run:     coordinatorLoad,
+	})
+}
+
+// loadSize is coordinator-load's fleet: workers, shard counts per system,
+// and the length of each measured window (one per trial).
+func loadSize(env *benchEnv) (workers int, slShards, blShards []int, window time.Duration) {
+	if env.small {
+		return 3, []int{16, 64}, []int{16}, 2 * time.Second
+	}
+	return 12, []int{128, 4096}, []int{128, baselineLoadShards}, 20 * time.Second
+}
+
+// baselineLoadShards is the larger baseline size: 12 × 512 = 6144 locks,
+// each with its session and goroutine, is what this 2-core box holds
+// beside the agent without the renewals themselves falling behind.
+const baselineLoadShards = 512
+
+// loadGoal is the goal, with room for one renewal (two requests)
+// falling inside or outside a window's edge, which moves a 20 s window's
+// rate by a few percent.
+const (
+	loadGoal      = 1.0
+	loadTolerance = 0.05
+)
+
+func coordinatorLoad(ctx context.Context, env *benchEnv) ([]result, error) {
+	workers, slShards, blShards, window := loadSize(env)
+	var rows []result
+	var first float64
+	for i, n := range slShards {
+		row, err := slLoad(ctx, env, workers, n, window)
+		if err != nil {
+			return rows, fmt.Errorf("shardlease, %d shards: %w", n, err)
+		}
+		if i == 0 {
+			first = row.P50
+		} else if first > 0 {
+			row = row.with(fmt.Sprintf("ratio_to_%d_shards", slShards[0]), row.P50/first)
+		}
+		rows = append(rows, row)
+	}
+	for _, n := range blShards {
+		row, err := blLoad(ctx, env, workers, n, window)
+		if err != nil {
+			return rows, fmt.Errorf("baseline, %d shards: %w", n, err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// slLoad starts a shardlease fleet, lets it converge and settle, and
+// measures env.trials windows.
+func slLoad(ctx context.Context, env *benchEnv, workers, n int, window time.Duration) (result, error) {
+	o := steadyOptions{
+		consul: env.coordConfig("shardbench/coordinator-load"), workers: workers,
+		// The default policy: renew every 2 s (a check update and a
+		// session read per renewal).
+		policy: shard.DefaultPolicy, converge: 3 * time.Minute,
+	}
+	f, cold, err := coldStart(ctx, o, n, env.log)
+	if err != nil {
+		return result{}, err
+	}
+	defer f.close()
+	env.logf("shardbench: coordinator-load shardlease: %d workers own %d shards after %.2fs; settling, then %d windows of %v",
+		workers, n, cold.ColdStartSeconds, env.trials, window)
+	time.Sleep(o.policy.RenewEvery)
+	var samples []float64
+	var last map[string]float64
+	for trial := range env.trials {
+		rate, byEP, _, err := f.window(ctx, window)
+		if err != nil {
+			return result{}, err
+		}
+		samples, last = append(samples, rate), byEP
+		env.logf("shardbench: coordinator-load shardlease %d shards trial %d: %.3f requests per worker per second (%s)",
+			n, trial+1, rate, endpoints(byEP))
+	}
+	if !f.converged(ctx) {
+		env.logf("shardbench: coordinator-load shardlease %d shards: warning: not converged at the end", n)
+	}
+	row := loadRow(systemShardlease, n, workers, samples, last)
+	return row.withGoal(fmt.Sprintf("p99 <= %.2f (1 per second, %.0f %% for a renewal at a window's edge), the same at every size",
+		loadGoal+loadTolerance, 100*loadTolerance), row.P99 <= loadGoal+loadTolerance), nil
+}
+
+// blLoad starts a baseline fleet, waits until every shard is locked, lets
+// the waiting locks settle into their blocking queries, and measures
+// env.trials windows.
+func blLoad(ctx context.Context, env *benchEnv, workers, n int, window time.Duration) (result, error) {
+	f, err := newBLFleet(env, "coordinator-load", n)
+	if err != nil {
+		return result{}, err
+	}
+	defer f.close()
+	began := time.Now()
+	for i := range workers {
+		if err := f.add(ctx, workerID(i+1)); err != nil {
+			return result{}, err
+		}
+	}
+	if _, _, err := waitFor(ctx, f, 3*time.Minute, "every shard locked", func(v view) bool {
+		return len(v.members) == workers && v.ownedByMembers() == n
+	}); err != nil {
+		return result{}, err
+	}
+	env.logf("shardbench: coordinator-load baseline: %d workers hold all %d shards after %v; settling, then %d windows of %v",
+		workers, n, time.Since(began).Round(time.Millisecond), env.trials, window)
+	// A waiting api.Lock's blocking query lasts LockWaitTime (15 s): let
+	// the burst of the start pass.
+	settle := 15 * time.Second
+	if env.small {
+		settle = time.Second
+	}
+	time.Sleep(settle)
+	f.mu.Lock()
+	counters := make([]*consul.RequestCounter, 0, len(f.workers))
+	for _, bw := range f.workers {
+		counters = append(counters, &bw.sev.requests.RequestCounter)
+	}
+	f.mu.Unlock()
+	var samples []float64
+	var last map[string]float64
+	for trial := range env.trials {
+		rate, byEP, _, err := requestRate(ctx, counters, window)
+		if err != nil {
+			return result{}, err
+		}
+		samples, last = append(samples, rate), byEP
+		env.logf("shardbench: coordinator-load baseline %d shards trial %d: %.3f requests per worker per second (%s)",
+			n, trial+1, rate, endpoints(byEP))
+	}
+	row := loadRow(systemBaseline, n, workers, samples, last)
+	return row.with("per_shard", row.P50/float64(n)), nil
+}
+
+// loadRow is one size's row, with the last window's rate per endpoint.
+func loadRow(system string, shards, workers int, samples []float64, byEP map[string]float64) result {
+	row := measured("coordinator-load", system, fmt.Sprintf("Consul requests per worker per second, %d workers × %d shards", workers, shards),
+		"req/s", samples).with("shards", float64(shards)).with("workers", float64(workers))
+	for ep, r := range byEP {
+		row = row.with(ep, r)
+	}
+	return row
+}
+
+// endpoints formats a rate per endpoint for a progress line.
+func endpoints(byEP map[string]float64) string {
+	eps := make([]string, 0, len(byEP))
+	for ep := range byEP {
+		eps = append(eps, ep)
+	}
+	sort.Strings(eps)
+	parts := make([]string, len(eps))
+	for i, ep := range eps {
+		parts[i] = fmt.Sprintf("%s %.3f", ep, byEP[ep])
+	}
+	return strings.Join(parts, ", ")
+}
