@@ -35,6 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	small := fs.Bool("small", false, "CI smoke sizes: a few workers and shards, short windows (its figures are not results)")
 	fs.StringVar(&postgresDSN, "postgres", "", "PostgreSQL DSN for commit-throughput's postgres rows (default: start a throwaway cluster from the installed binaries)")
 	asJSON := fs.Bool("json", false, "print one JSON document (every row, the machine, Go and Consul) instead of a table")
+	markdown := fs.String("markdown", "", "also write the table as Markdown to `FILE` (for docs/benchmarks.md)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the scenarios (this process: workers, baseline, observers) to `FILE`, for go tool pprof")
 	fs.Usage = func() { usage(fs) }
 	if ok, code := parse(fs, args, stderr); !ok {
@@ -91,6 +92,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep.writeJSON(stdout)
 	} else {
 		rep.writeTable(stdout)
+	}
+	if *markdown != "" {
+		var b strings.Builder
+		rep.writeMarkdown(&b)
+		if err := os.WriteFile(*markdown, []byte(b.String()), 0o644); err != nil {
+			fmt.Fprintf(stderr, "shardbench: --markdown: %v\n", err)
+			return exitFailed
+		}
 	}
 	if len(rep.Errors) > 0 {
 		return exitFailed

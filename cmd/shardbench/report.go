@@ -101,7 +101,30 @@ func (r report) writeJSON(w io.Writer) {
 // and p99, or, for a metric only one system has, that system alone.
 func (r report) writeTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tmetric\tsystem\tp50\tp99\tbaseline p50\tbaseline p99\tratio p50\tratio p99\ttrials\tgoal\tmet\t")
+	for _, line := range r.tableLines() {
+		fmt.Fprintln(tw, strings.Join(line, "\t")+"\t")
+	}
+	tw.Flush()
+	r.writeNotes(w, "  ")
+	fmt.Fprintf(w, "\n%s\n", r.Machine.summary(r.Trials, r.Small))
+}
+
+// writeMarkdown prints the same table as Markdown, for docs/benchmarks.md.
+func (r report) writeMarkdown(w io.Writer) {
+	for i, line := range r.tableLines() {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(line, " | "))
+		if i == 0 {
+			fmt.Fprintf(w, "|%s\n", strings.Repeat("---|", len(line)))
+		}
+	}
+	fmt.Fprintln(w)
+	r.writeNotes(w, "- ")
+	fmt.Fprintf(w, "\n%s\n", r.Machine.summary(r.Trials, r.Small))
+}
+
+// tableLines are the table's header and rows.
+func (r report) tableLines() [][]string {
+	lines := [][]string{{"scenario", "metric", "system", "p50", "p99", "baseline p50", "baseline p99", "ratio p50", "ratio p99", "trials", "goal", "met"}}
 	for _, row := range pairRows(r.Results) {
 		a, b := row.first, row.baseline
 		line := []string{a.Scenario, a.Metric + unitSuffix(a.Unit), a.System, num(a.P50), num(a.P99), "–", "–", "–", "–", strconv.Itoa(a.Trials), a.Goal, metString(a.Met)}
@@ -109,12 +132,16 @@ func (r report) writeTable(w io.Writer) {
 			line[5], line[6] = num(b.P50), num(b.P99)
 			line[7], line[8] = ratio(a.P50, b.P50), ratio(a.P99, b.P99)
 		}
-		fmt.Fprintln(tw, strings.Join(line, "\t")+"\t")
+		lines = append(lines, line)
 	}
-	tw.Flush()
+	return lines
+}
+
+// writeNotes prints each row's extra figures and note, and the failures.
+func (r report) writeNotes(w io.Writer, bullet string) {
 	for _, res := range r.Results {
 		if res.Note != "" || len(res.Extra) > 0 {
-			fmt.Fprintf(w, "  %s / %s / %s:", res.Scenario, res.System, res.Metric)
+			fmt.Fprintf(w, "%s%s / %s / %s:", bullet, res.Scenario, res.System, res.Metric)
 			for _, k := range sortedKeys(res.Extra) {
 				fmt.Fprintf(w, " %s=%s", k, num(res.Extra[k]))
 			}
@@ -125,11 +152,14 @@ func (r report) writeTable(w io.Writer) {
 		}
 	}
 	for _, e := range r.Errors {
-		fmt.Fprintf(w, "FAILED %s: %s\n", e.Scenario, e.Error)
+		fmt.Fprintf(w, "%sFAILED %s: %s\n", bullet, e.Scenario, e.Error)
 	}
-	m := r.Machine
-	fmt.Fprintf(w, "\n%d trials%s on %d cores (%s), %.1f GiB, %s %s, %s; Consul %s: %s\n",
-		r.Trials, map[bool]string{true: " (--small)", false: ""}[r.Small], m.Cores, m.CPU,
+}
+
+// summary is one line on where a run ran.
+func (m machine) summary(trials int, small bool) string {
+	return fmt.Sprintf("%d trials%s on %d cores (%s), %.1f GiB, %s %s, %s; Consul %s: %s",
+		trials, map[bool]string{true: " (--small)", false: ""}[small], m.Cores, m.CPU,
 		float64(m.MemoryBytes)/(1<<30), m.OS, m.Kernel, m.GoVersion, m.ConsulVersion, m.ConsulMode)
 }
 
