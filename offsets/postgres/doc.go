@@ -63,9 +63,16 @@
 //     provably changed nothing are retried up to three times with jittered
 //     backoff first, which rides over a connection found dead after a
 //     server restart.
-//   - ErrOutcomeUnknown: the connection broke, or the context ended, after
-//     a write was sent: it may or may not be committed. Never reported as
-//     success, never as failure.
+//   - ErrOutcomeUnknown: the connection broke after a write was sent: it
+//     may or may not be committed. Never reported as success, never as
+//     failure. A context that ends during a statement does not leave the
+//     outcome unknown on a pool Open made: the statement is cancelled on the
+//     server and its answer awaited (up to 5 s), so the write was either
+//     rolled back ("not applied") or completed; dropping the connection
+//     instead would leave the statement running, to land after the
+//     caller's next commit with the same token and overwrite it. A Pool of
+//     the caller's keeps pgx's default (drop the connection), so there a
+//     context that ends after the write was sent is ErrOutcomeUnknown.
 //   - a context done before the call: its error and cause, nothing sent.
 //   - ErrCorrupt: a row that breaks the rule (possible only in a table made
 //     without the CHECKs) is reported for its shard, not obeyed.

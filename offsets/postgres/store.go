@@ -7,10 +7,12 @@ import (
 	"math"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shardlease/shardlease/offsets"
@@ -85,6 +87,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			// ours names it redacted by RedactDSN and keeps only the reason.
 			return nil, fmt.Errorf("%w: offsets/postgres: DSN %s: %s", shard.ErrInvalidArgument, st.dsn, parseReason(err, cfg.DSN))
 		}
+		pc.ConnConfig.BuildContextWatcherHandler = cancelOnServer
 		if st.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 			return nil, fmt.Errorf("offsets/postgres: %s: %w", st.dsn, err)
 		}
@@ -105,6 +108,23 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, st.fail(ctx, "preparing table "+st.name.String(), "", err, refused)
 	}
 	return st, nil
+}
+
+// cancelGrace is how long a statement whose context ended may take to
+// answer the server-side cancel before its connection is dropped.
+const cancelGrace = 5 * time.Second
+
+// cancelOnServer is how the pool's connections react to a context that ends
+// during a statement: ask the server to cancel it and wait (up to
+// cancelGrace) for its answer, instead of pgx's default of dropping the
+// connection at once. Dropping it leaves the statement running on the
+// server: an upsert waiting for its row is applied once the row is free,
+// after the caller was told "outcome unknown" and may have committed again
+// with the same token — and the stale upsert then overwrites that newer,
+// acknowledged offset. Waiting for the server makes the outcome known: the
+// statement was cancelled (rolled back) or it completed.
+func cancelOnServer(c *pgconn.PgConn) ctxwatch.Handler {
+	return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
 }
 
 // parseReason is pgx's parse error without the connection string it
