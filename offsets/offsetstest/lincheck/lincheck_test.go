@@ -67,6 +67,18 @@ func TestModel(t *testing.T) {
 		{"fence changed the offset", []op{
 			commit(5, 100, false, 1, 2), fence(6, false, 3, 4), load(offsets.Checkpoint{Floor: 6}, 5, 6),
 		}, porcupine.Illegal},
+		{"unknown commit took effect", []op{
+			{lincheck.Input{Kind: lincheck.Commit, Shard: s, Token: 5, Offset: 100}, lincheck.Output{Unknown: true}, 1, 100},
+			load(offsets.Checkpoint{Offset: 100, Token: 5, Floor: 5}, 3, 4),
+		}, porcupine.Ok},
+		{"unknown commit did not take effect", []op{
+			{lincheck.Input{Kind: lincheck.Commit, Shard: s, Token: 5, Offset: 100}, lincheck.Output{Unknown: true}, 1, 100},
+			load(offsets.Checkpoint{}, 3, 4),
+		}, porcupine.Ok},
+		{"unknown commit cannot explain a third offset", []op{
+			{lincheck.Input{Kind: lincheck.Commit, Shard: s, Token: 5, Offset: 100}, lincheck.Output{Unknown: true}, 1, 100},
+			load(offsets.Checkpoint{Offset: 90, Token: 5, Floor: 5}, 3, 4),
+		}, porcupine.Illegal},
 		{"other shards do not interfere", []op{
 			commit(5, 100, false, 1, 2),
 			{lincheck.Input{Kind: lincheck.Fence, Shard: "t", Token: 9}, lincheck.Output{}, 3, 4},

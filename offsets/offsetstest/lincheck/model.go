@@ -35,6 +35,12 @@ type Input struct {
 type Output struct {
 	Stale bool               // rejected with offsets.ErrStaleToken; otherwise it succeeded
 	CP    offsets.Checkpoint // Load's result
+	// Unknown: the outcome of a Commit or Fence is not known (it failed
+	// other than as stale, or its process was killed during it). It may
+	// have taken effect or not: give it a Return after every other
+	// operation, and the model lets it take effect wherever it is placed
+	// (placed last, it is as if it never happened).
+	Unknown bool
 }
 
 // Model is the porcupine model of a Store (see the package doc). Its state
@@ -60,12 +66,12 @@ var Model = porcupine.Model{
 			return !out.Stale && out.CP == cp, cp
 		case Commit:
 			if in.Token < cp.Floor {
-				return out.Stale, cp
+				return out.Stale || out.Unknown, cp
 			}
 			return !out.Stale, offsets.Checkpoint{Offset: in.Offset, Token: in.Token, Floor: in.Token}
 		default: // Fence
 			if in.Token < cp.Floor {
-				return out.Stale, cp
+				return out.Stale || out.Unknown, cp
 			}
 			next := cp
 			next.Floor = in.Token
@@ -85,6 +91,9 @@ var Model = porcupine.Model{
 		}
 		if out.Stale {
 			return call + " → stale"
+		}
+		if out.Unknown {
+			return call + " → unknown"
 		}
 		return call + " → ok"
 	},
