@@ -10,15 +10,18 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/internal/logging"
+	"github.com/shardlease/shardlease/internal/offsetlog"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/offsets/bolt"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
+	"github.com/shardlease/shardlease/offsets/postgres"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 	"github.com/shardlease/shardlease/worker"
@@ -35,6 +38,7 @@ type workerFlags struct {
 	lockDelay   time.Duration
 	drain       time.Duration
 	offsets     string
+	history     string
 	dataDir     string
 	httpAddr    string
 	rate        int
@@ -42,12 +46,17 @@ type workerFlags struct {
 	level       string
 }
 
-// Offset store kinds of --offsets. Consul KV and PostgreSQL come with their
-// backends; the flag keeps their names free.
+// Offset store kinds of --offsets, besides a postgres:// URL. Consul KV
+// comes with its backend; the flag keeps its name free.
 const (
 	offsetsMemory = "memory"
 	offsetsBolt   = "bolt"
 )
+
+// isPostgresDSN: --offsets names a PostgreSQL database.
+func isPostgresDSN(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
 
 func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f, code, ok := parseWorkerFlags(args, stderr)
@@ -79,7 +88,8 @@ func parseWorkerFlags(args []string, stderr io.Writer) (workerFlags, int, bool) 
 	fs.DurationVar(&f.policy.PauseBudget, "pause-budget", f.policy.PauseBudget, "pause budget (2×renew + pause must fit in ttl)")
 	fs.DurationVar(&f.lockDelay, "lock-delay", time.Second, "lock-delay after this worker's session is invalidated (0: none)")
 	fs.DurationVar(&f.drain, "drain-timeout", 10*time.Second, "how long a revoked shard waits for its handler before it is released")
-	fs.StringVar(&f.offsets, "offsets", "", `offset store: "memory", or "bolt" (a file in --data); default bolt with --data, else memory`)
+	fs.StringVar(&f.offsets, "offsets", "", `offset store: "memory", "bolt" (a file in --data), or a postgres:// URL (table shardlease_offsets); default bolt with --data, else memory`)
+	fs.StringVar(&f.history, "history", "", "append a JSON line for every call and return of the offset store to this file (for the chaos suite's checkers)")
 	fs.StringVar(&f.dataDir, "data", "", "directory of the bolt offsets file (one worker process per directory)")
 	fs.StringVar(&f.httpAddr, "http", "", "serve Prometheus /metrics and /status on this address, e.g. :9100 (default: off)")
 	fs.IntVar(&f.rate, "rate", 50, "messages per second per shard in the synthetic stream")
@@ -153,7 +163,9 @@ func (f workerFlags) validate() error {
 			add("--offsets bolt needs --data DIR")
 		}
 	default:
-		add("--offsets %q: want %q or %q", f.offsets, offsetsMemory, offsetsBolt)
+		if !isPostgresDSN(f.offsets) {
+			add("--offsets %q: want %q, %q or a postgres:// URL", f.offsets, offsetsMemory, offsetsBolt)
+		}
 	}
 	if f.rate < 1 {
 		add("--rate %d: want at least 1 message per second", f.rate)
@@ -177,7 +189,7 @@ func runWorker(ctx context.Context, f workerFlags, log *zap.Logger) int {
 	}
 	defer coord.Close()
 
-	store, closeStore, err := openWorkerStore(f)
+	store, closeStore, err := openWorkerStore(ctx, f)
 	if err != nil {
 		log.Error("cannot open the offset store", zap.Error(err))
 		return exitFailed
@@ -232,7 +244,7 @@ func runWorker(ctx context.Context, f workerFlags, log *zap.Logger) int {
 		zap.String("consul", ccfg.Address), zap.String("prefix", ccfg.Prefix), zap.String("liveness", string(ccfg.Liveness)),
 		zap.Int("shards", f.fleet.Shards), zap.String("shard_name", f.fleet.Name),
 		zap.Duration("ttl", f.policy.TTL), zap.Duration("renew", f.policy.RenewEvery), zap.Duration("pause_budget", f.policy.PauseBudget),
-		zap.Duration("lock_delay", f.lockDelay), zap.String("offsets", f.offsets))
+		zap.Duration("lock_delay", f.lockDelay), zap.String("offsets", postgres.RedactDSN(f.offsets)))
 	if f.offsets == offsetsMemory {
 		log.Warn("offsets are kept in memory: lost on exit and not shared with other workers, so the fence protects this process only")
 	}
@@ -259,19 +271,45 @@ func lockDelayFlag(d time.Duration) time.Duration {
 	return d
 }
 
-func openWorkerStore(f workerFlags) (offsets.Store, func(), error) {
-	if f.offsets == offsetsMemory {
-		st := offmem.New()
+// openWorkerStore opens the --offsets store, recording its calls to
+// --history when set.
+func openWorkerStore(ctx context.Context, f workerFlags) (offsets.Store, func(), error) {
+	st, err := openOffsets(ctx, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.history == "" {
 		return st, func() { st.Close() }, nil
 	}
+	out, err := offsetlog.OpenFile(f.history)
+	if err != nil {
+		st.Close()
+		return nil, nil, fmt.Errorf("--history: %w", err)
+	}
+	return offsetlog.New(st, out, f.id), func() { st.Close(); out.Close() }, nil
+}
+
+func openOffsets(ctx context.Context, f workerFlags) (offsets.Store, error) {
+	switch {
+	case f.offsets == offsetsMemory:
+		return offmem.New(), nil
+	case isPostgresDSN(f.offsets):
+		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		st, err := postgres.Open(octx, postgres.Config{DSN: f.offsets})
+		if err != nil {
+			return nil, fmt.Errorf("--offsets %s: %w", postgres.RedactDSN(f.offsets), err)
+		}
+		return st, nil
+	}
 	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("--data %q: %w", f.dataDir, err)
+		return nil, fmt.Errorf("--data %q: %w", f.dataDir, err)
 	}
 	st, err := bolt.Open(filepath.Join(f.dataDir, "offsets.db"))
 	if err != nil {
-		return nil, nil, fmt.Errorf("--data %q: %w", f.dataDir, err)
+		return nil, fmt.Errorf("--data %q: %w", f.dataDir, err)
 	}
-	return st, func() { st.Close() }, nil
+	return st, nil
 }
 
 // version is the module version the binary was built from ("(devel)" for a

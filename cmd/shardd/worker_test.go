@@ -28,6 +28,7 @@ func TestWorkerBadCommandLines(t *testing.T) {
 		{append(base, "--consul-liveness", "sometimes"), []string{`want "check" or "ttl"`}},
 		{append(base, "--lock-delay", "2m"), []string{"--lock-delay 2m0s"}},
 		{append(base, "--offsets", "consul"), []string{`--offsets "consul"`}},
+		{append(base, "--offsets", "mysql://db"), []string{`--offsets "mysql://db": want "memory", "bolt" or a postgres:// URL`}},
 		{append(base, "--offsets", "bolt"), []string{"--offsets bolt needs --data"}},
 		{append(base, "--rate", "0", "--commit-every", "0s"), []string{"--rate 0", "--commit-every 0s"}},
 		{append(base, "--log-level", "loud"), []string{`--log-level "loud"`}},
