@@ -22,6 +22,12 @@ type view struct {
 
 func (lp *loop) digest() (view, error) {
 	s := lp.snap
+	if s == lp.digestedFor {
+		// A round with no newer snapshot plans from the same view: at 100
+		// workers × 10,000 shards one plan is a million rendezvous scores,
+		// and every worker rounds every second.
+		return lp.digested, nil
+	}
 	v := view{byShard: make(map[shard.ID]shard.ShardState, len(s.Shards)), ownerOf: map[shard.SessionID]string{}, counts: map[string]int{}}
 	var members []rebalance.Member
 	for _, m := range s.Members {
@@ -56,6 +62,7 @@ func (lp *loop) digest() (view, error) {
 	}
 	v.plan = plan
 	v.capacity = plan.Capacity[lp.w.cfg.ID]
+	lp.digested, lp.digestedFor = v, s
 	return v, nil
 }
 
