@@ -229,8 +229,9 @@ func coldStart(ctx context.Context, o steadyOptions, n int, progress io.Writer) 
 	for !converged(snap, n, o.workers) {
 		if time.Since(start) > o.converge {
 			owned, spread := ownership(snap)
+			f.count(&r, reg)
 			f.close()
-			return nil, r, fmt.Errorf("not converged after %v (%d of %d shards owned by live workers, max−min %d)", o.converge, owned, n, spread)
+			return nil, r, fmt.Errorf("%w after %v (%d of %d shards owned by live workers, max−min %d)", errNotConverged, o.converge, owned, n, spread)
 		}
 		octx, cancel := context.WithTimeout(ctx, time.Until(start.Add(o.converge))+time.Second)
 		next, err := observer.Watch(octx, snap.Index)
@@ -252,6 +253,16 @@ func coldStart(ctx context.Context, o steadyOptions, n int, progress io.Writer) 
 		}
 	}
 	r.ColdStartSeconds = time.Since(start).Seconds()
+	f.count(&r, reg)
+	return f, r, nil
+}
+
+// errNotConverged: a cold start that did not converge in time. The figures
+// returned with it are those counted until then.
+var errNotConverged = errors.New("not converged")
+
+// count adds the workers' acquire and request counters to r.
+func (f *steadyFleet) count(r *steadyResult, reg prometheus.Gatherer) {
 	for _, bw := range f.workers {
 		bw.acquires.settled()
 		r.AcquireCalls += bw.acquires.calls.Load()
@@ -261,7 +272,6 @@ func coldStart(ctx context.Context, o steadyOptions, n int, progress io.Writer) 
 		r.ColdRequests += bw.requests.Total()
 	}
 	r.Moves = int64(sumCounter(reg, "shardlease_rebalance_moves_total"))
-	return f, r, nil
 }
 
 // window counts every HTTP request the workers send over d (see
