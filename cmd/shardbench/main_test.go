@@ -71,7 +71,7 @@ func TestBadCommandLines(t *testing.T) {
 // has rows, and every shardlease row has its baseline row. It asserts
 // nothing about time.
 func TestAllScenariosSmoke(t *testing.T) {
-	agent := consultest.StartDev(t, consultest.WithHCL(fmt.Sprintf("limits { http_max_conns_per_client = %d }", maxConnsPerClient)))
+	agent := consultest.StartDev(t, consultest.WithHCL(fmt.Sprintf("limits { http_max_conns_per_client = %d }", connsPerClient())))
 	var stdout, stderr bytes.Buffer
 	md := filepath.Join(t.TempDir(), "table.md")
 	code := run(t.Context(), []string{"--scenario", "all", "--small", "--trials", "1", "--json", "--markdown", md, "--consul", agent.HTTPAddr}, &stdout, &stderr)
