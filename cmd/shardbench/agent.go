@@ -52,6 +52,9 @@ func obtainConsul(ctx context.Context, addr string, log io.Writer) (*benchAgent,
 		return a, a.describe(ctx, "given agent "+addr)
 	}
 	if _, err := consultest.FindBinary(); err != nil {
+		if os.Getenv(consultest.EnvBinary) != "" {
+			return nil, err // a binary named explicitly is not built
+		}
 		fmt.Fprintf(log, "shardbench: %v\nshardbench: building it with scripts/consul.sh (several minutes on a cold cache) …\n", err)
 		if err := buildConsul(ctx, log); err != nil {
 			return nil, err
