@@ -1,0 +1,116 @@
+package shardproc
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Build builds cmd/shardd into dir and returns the binary's path.
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "shardd")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/shardlease/shardlease/cmd/shardd").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("shardproc: building shardd: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Proc is one running (or exited) process.
+type Proc struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+
+	mu     sync.Mutex
+	exitAt time.Time
+	err    error
+}
+
+// Start runs bin with args, its stdout and stderr appended to logPath. The
+// environment is the test's without CONSUL_* (a process gets its agent
+// from its flags), plus env.
+func Start(bin string, args []string, logPath string, env ...string) (*Proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("shardproc: %w", err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CONSUL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("shardproc: starting %s %s: %w", bin, strings.Join(args, " "), err)
+	}
+	p := &Proc{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		p.mu.Lock()
+		p.exitAt, p.err = time.Now(), err
+		p.mu.Unlock()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// Signal sends sig unless the process has exited.
+func (p *Proc) Signal(sig syscall.Signal) {
+	select {
+	case <-p.exited:
+	default:
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+// Wait waits up to d for the process to exit and reports whether it did.
+func (p *Proc) Wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// Running reports whether the process has not exited yet.
+func (p *Proc) Running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Exit returns when the process exited and how (nil: exit status 0).
+func (p *Proc) Exit() (time.Time, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitAt, p.err
+}
+
+// Stop continues the process if it was stopped (SIGSTOP), asks it to drain
+// (SIGTERM), and kills it if it has not exited within d.
+func (p *Proc) Stop(d time.Duration) error {
+	p.Signal(syscall.SIGCONT)
+	p.Signal(syscall.SIGTERM)
+	if p.Wait(d) {
+		return nil
+	}
+	p.Signal(syscall.SIGKILL)
+	p.Wait(5 * time.Second)
+	return fmt.Errorf("shardproc: pid %d still running %v after SIGTERM; killed", p.cmd.Process.Pid, d)
+}
