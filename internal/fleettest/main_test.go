@@ -6,15 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/shardlease/shardlease/internal/shardproc"
 )
 
 // shardd is the path of the shardd binary built for this package's tests.
@@ -26,10 +26,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "fleettest:", err)
 		os.Exit(1)
 	}
-	shardd = filepath.Join(dir, "shardd")
-	out, err := exec.Command("go", "build", "-o", shardd, "github.com/shardlease/shardlease/cmd/shardd").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "fleettest: building shardd: %v\n%s", err, out)
+	if shardd, err = shardproc.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "fleettest:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
@@ -52,12 +50,7 @@ func TestMain(m *testing.M) {
 type proc struct {
 	id      string
 	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-
-	mu     sync.Mutex
-	exitAt time.Time
-	err    error
+	run     *shardproc.Proc
 }
 
 // workerArgs are the flags every test worker gets besides its own.
@@ -71,34 +64,11 @@ func workerArgs(addr, prefix, id string, shards int, extra ...string) []string {
 // cleanup, and dies with the test binary if the test is killed.
 func startWorker(t *testing.T, id string, args []string, env ...string) *proc {
 	t.Helper()
-	p := &proc{id: id, logPath: filepath.Join(t.TempDir(), id+".log"), exited: make(chan struct{})}
-	logf, err := os.Create(p.logPath)
-	if err != nil {
+	p := &proc{id: id, logPath: filepath.Join(t.TempDir(), id+".log")}
+	var err error
+	if p.run, err = shardproc.Start(shardd, args, p.logPath, env...); err != nil {
 		t.Fatal(err)
 	}
-	p.cmd = exec.Command(shardd, args...)
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	// The test's own Consul settings must not leak into the workers: every
-	// worker gets its agent from --consul (or from env, when a test says so).
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CONSUL_") {
-			p.cmd.Env = append(p.cmd.Env, kv)
-		}
-	}
-	p.cmd.Env = append(p.cmd.Env, env...)
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatalf("starting shardd %s: %v", strings.Join(args, " "), err)
-	}
-	go func() {
-		err := p.cmd.Wait()
-		logf.Close()
-		p.mu.Lock()
-		p.exitAt, p.err = time.Now(), err
-		p.mu.Unlock()
-		close(p.exited)
-	}()
 	t.Cleanup(func() {
 		p.signal(syscall.SIGTERM)
 		if !p.wait(10 * time.Second) {
@@ -112,13 +82,7 @@ func startWorker(t *testing.T, id string, args []string, env ...string) *proc {
 	return p
 }
 
-func (p *proc) signal(sig syscall.Signal) {
-	select {
-	case <-p.exited:
-	default:
-		_ = p.cmd.Process.Signal(sig)
-	}
-}
+func (p *proc) signal(sig syscall.Signal) { p.run.Signal(sig) }
 
 // kill9 kills the process at once, as a crash would, and waits for it.
 func (p *proc) kill9(t *testing.T) {
@@ -130,30 +94,12 @@ func (p *proc) kill9(t *testing.T) {
 }
 
 // wait waits up to d for the process to exit and reports whether it did.
-func (p *proc) wait(d time.Duration) bool {
-	select {
-	case <-p.exited:
-		return true
-	case <-time.After(d):
-		return false
-	}
-}
+func (p *proc) wait(d time.Duration) bool { return p.run.Wait(d) }
 
-func (p *proc) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (p *proc) running() bool { return p.run.Running() }
 
 // exit returns when the process exited and how (nil: exit status 0).
-func (p *proc) exit() (time.Time, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.exitAt, p.err
-}
+func (p *proc) exit() (time.Time, error) { return p.run.Exit() }
 
 // logLine is one JSON log line of a worker.
 type logLine struct {
