@@ -74,9 +74,9 @@ func NewProxy(target string) (*Proxy, error) {
 	p := &Proxy{ln: ln, rp: httputil.NewSingleHostReverseProxy(u), healed: make(chan struct{})}
 	close(p.healed)
 	p.cut, p.cutNow = context.WithCancel(context.Background())
-	// The agent's own transport, with no keep-alive: a partition must also
-	// reach connections opened before it.
-	p.rp.Transport = &http.Transport{DisableKeepAlives: true, ResponseHeaderTimeout: 0}
+	// A connection per request to the agent: a cut request takes only its
+	// own connection with it, and none is left pooled to a killed agent.
+	p.rp.Transport = &http.Transport{DisableKeepAlives: true}
 	p.rp.ErrorHandler = p.upstreamFailed
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog}
 	go func() { _ = p.srv.Serve(ln) }()
