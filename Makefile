@@ -3,7 +3,7 @@
 #   make test                     everything below, against real servers
 GO ?= go
 
-.PHONY: test vet consul postgres chromium demo dashboard-screenshot bench sim fuzz
+.PHONY: test vet consul postgres chromium demo dashboard-screenshot bench shardbench sim chaos fuzz
 
 # test builds the real Consul the integration tests start (seconds when
 # bin/consul is already there), installs Debian's PostgreSQL and Chromium when
@@ -30,6 +30,11 @@ chromium:
 bench: consul postgres
 	$(GO) test -run '^$$' -bench FenceCost -benchtime 1s -count 8 ./offsets/postgres ./offsets/consul ./offsets/offsetstest/fencecost
 
+# Every shardbench scenario, shardlease against an api.Lock baseline on one
+# Consul agent it starts itself (docs/benchmarks.md, "Ownership"). About 15 min.
+shardbench: consul postgres
+	$(GO) run ./cmd/shardbench --scenario all
+
 # Refresh the README's screenshot from the browser test.
 dashboard-screenshot: chromium
 	SHARDLEASE_SCREENSHOT=$(CURDIR)/docs/img/dashboard.png $(GO) test -count=1 -run TestDashboardInChromium ./internal/dashboard
@@ -41,6 +46,15 @@ demo:
 # figures; make sim SEED=n replays one seed (make test runs seeds 1-500).
 sim:
 	cd internal/sim && $(GO) test -count=1 -timeout 0 -run 'TestSim$$' $(if $(SEED),-seed=$(SEED) -v,-seeds=$(or $(SEEDS),5000) -seed.first=$(or $(FIRST),1))
+
+# make chaos [FAULTS=100]: real faults (SIGSTOP, kill -9, partitions, slow and
+# failing renewals, Raft leader kills) against shardd workers on a three-server
+# Consul with offsets in PostgreSQL; prints the summary table and fails on any
+# stale commit accepted or a non-linearizable history (docs/reliability.md).
+# About 25 min at 100 faults of each kind; make test runs 3 of each.
+FAULTS ?= 100
+chaos: consul postgres
+	$(GO) test ./internal/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -chaos.faults=$(FAULTS)
 
 # make fuzz [FUZZTIME=1000000x]: every fuzz target in turn. A count, not a
 # duration: Go 1.26's -fuzztime deadline races its workers (golang/go#75804).
