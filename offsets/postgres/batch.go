@@ -70,9 +70,13 @@ func (st *Store) CommitBatch(ctx context.Context, batch []Entry) error {
 		if len(refusedIdx) == 0 {
 			break
 		}
-		floors, err := st.floors(ctx, refusedShards)
+		// As in write: the refusals are certain, the read only names the
+		// floors, so it survives the end of ctx.
+		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
+		floors, err := st.floors(readCtx, refusedShards)
+		cancel()
 		if err != nil {
-			return fmt.Errorf("offsets/postgres: commit batch: %d entries refused, and reading their floors failed: %w", len(refusedIdx), err)
+			return fmt.Errorf("offsets/postgres: commit batch: %d entries refused (%w), and reading their floors failed: %w", len(refusedIdx), offsets.ErrStaleToken, err)
 		}
 		pending = pending[:0]
 		for _, i := range refusedIdx {

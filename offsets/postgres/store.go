@@ -111,7 +111,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 // cancelGrace is how long a statement whose context ended may take to
-// answer the server-side cancel before its connection is dropped.
+// answer the server-side cancel before its connection is dropped, and how
+// long the read that names a refusal's floor may take after the caller's
+// context ended.
 const cancelGrace = 5 * time.Second
 
 // cancelOnServer is how the pool's connections react to a context that ends
@@ -260,10 +262,17 @@ func (st *Store) write(ctx context.Context, op string, s shard.ID, token shard.T
 		if tag.RowsAffected() == 1 {
 			return nil
 		}
-		cp, err := st.read(ctx, s)
+		// The refusal is certain; the read only names the floor. It runs
+		// even if ctx ended meanwhile (a revoked owner's commit often is
+		// refused just as its context ends), so that the caller still gets
+		// a StaleTokenError, and if it fails anyway the error still says
+		// the token is stale.
+		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
+		cp, err := st.read(readCtx, s)
+		cancel()
 		if err != nil {
-			return fmt.Errorf("offsets/postgres: %s shard %s: refused (token %d below the floor), and reading the floor failed: %w",
-				op, s, token, err)
+			return fmt.Errorf("offsets/postgres: %s shard %s: %w: token %d refused by the floor, which could not be read: %w",
+				op, s, offsets.ErrStaleToken, token, err)
 		}
 		if floor := cp.Floor; floor > token {
 			return &offsets.StaleTokenError{Shard: s, Token: token, Floor: floor}
