@@ -31,7 +31,7 @@ bench: consul postgres
 	$(GO) test -run '^$$' -bench FenceCost -benchtime 1s -count 8 ./offsets/postgres ./offsets/consul ./offsets/offsetstest/fencecost
 
 # Every shardbench scenario, shardlease against an api.Lock baseline on one
-# Consul agent it starts itself (docs/benchmarks.md, "Ownership"). About 15 min.
+# Consul agent it starts itself (docs/benchmarks.md, "Ownership"). About 20 min.
 shardbench: consul postgres
 	$(GO) run ./cmd/shardbench --scenario all
 
