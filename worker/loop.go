@@ -162,6 +162,7 @@ func (lp *loop) run(ctx context.Context) error {
 func (lp *loop) watch(ctx context.Context) {
 	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: lp.w.jitter}
 	var index uint64
+	var problems seenProblems // logged once per term while they stay
 	for {
 		s, err := lp.w.cfg.Coordinator.Watch(ctx, index)
 		if ctx.Err() != nil {
@@ -180,7 +181,7 @@ func (lp *loop) watch(ctx context.Context) {
 			continue // a blocking query that timed out: nothing changed
 		}
 		index = shard.NextIndex(index, s.Index)
-		for _, p := range s.Problems {
+		for _, p := range problems.fresh(s.Problems) {
 			lp.w.log.Warn("ignoring a foreign or malformed key under the fleet prefix", zap.String("problem", p))
 		}
 		select { // replace an unread snapshot: only the latest matters
