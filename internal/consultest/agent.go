@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/internal/shardproc"
 )
 
 // Agent is one running (or stopped) Consul agent process.
@@ -41,7 +43,7 @@ type Agent struct {
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
-	exited chan struct{} // closed when the current process has exited
+	exited <-chan struct{} // closed when the current process has exited
 }
 
 // Option changes how StartDev starts its agent.
@@ -197,26 +199,15 @@ func (a *Agent) start() error {
 	if err := os.MkdirAll(filepath.Dir(a.LogPath), 0o755); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(a.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
 	cmd := exec.Command(a.bin, a.args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
 	// Setpgid: cleanup kills the whole group. Pdeathsig: the agent dies with
 	// the test binary even if the test is killed before its cleanups run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("starting %s: %w", a.bin, err)
+	p, err := shardproc.Launch(cmd, a.LogPath)
+	if err != nil {
+		return err
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(exited)
-	}()
-	a.cmd, a.exited = cmd, exited
+	a.cmd, a.exited = cmd, p.Done()
 	return nil
 }
 

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/shardlease/shardlease/internal/shardproc"
 )
 
 // Superuser is the cluster's superuser; Server.Password is its password.
@@ -47,7 +49,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
-	exited chan struct{}
+	exited <-chan struct{}
 }
 
 // DataDir is the cluster's data directory.
@@ -176,27 +178,16 @@ func (s *Server) launch() error {
 	if s.cmd != nil {
 		return errors.New("already running")
 	}
-	logf, err := os.OpenFile(s.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
 	cmd := s.command("postgres", "-D", s.DataDir(), "-p", strconv.Itoa(s.Port), "-k", s.Dir,
 		"-c", "listen_addresses="+s.Host,
 		"-c", "max_connections=300", // every store opens a pool, tests run in parallel
 		"-c", "log_min_messages=warning",
 	)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("starting %s: %w", cmd.Path, err)
+	p, err := shardproc.Launch(cmd, s.LogPath())
+	if err != nil {
+		return err
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(exited)
-	}()
-	s.cmd, s.exited = cmd, exited
+	s.cmd, s.exited = cmd, p.Done()
 	return nil
 }
 

@@ -3,7 +3,9 @@
 // internal/chaos): started with their output appended to a log file, the
 // test's CONSUL_* settings kept out of their environment, killed with the
 // test binary (Pdeathsig) if it dies first, and waited for by one goroutine
-// per process that records when and how each exited.
+// per process that records when and how each exited. Launch starts any
+// other child process the tests run (Consul agents, PostgreSQL servers)
+// the same way.
 //
 // It returns errors and never fails a test itself, so it may be used from
 // any goroutine.

@@ -35,12 +35,7 @@ type Proc struct {
 // environment is the test's without CONSUL_* (a process gets its agent
 // from its flags), plus env.
 func Start(bin string, args []string, logPath string, env ...string) (*Proc, error) {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("shardproc: %w", err)
-	}
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CONSUL_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -48,9 +43,24 @@ func Start(bin string, args []string, logPath string, env ...string) (*Proc, err
 	}
 	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return Launch(cmd, logPath)
+}
+
+// Launch starts cmd, prepared by the caller (its environment and process
+// attributes), with its stdout and stderr appended to logPath, and waits
+// for it on one goroutine. It is how every child process of the tests is
+// started: shardd here, the Consul agents of internal/consultest, the
+// PostgreSQL servers of internal/pgtest. The caller must not call
+// cmd.Wait itself.
+func Launch(cmd *exec.Cmd, logPath string) (*Proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("shardproc: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("shardproc: starting %s %s: %w", bin, strings.Join(args, " "), err)
+		return nil, fmt.Errorf("shardproc: starting %s: %w", strings.Join(cmd.Args, " "), err)
 	}
 	p := &Proc{cmd: cmd, exited: make(chan struct{})}
 	go func() {
@@ -63,6 +73,9 @@ func Start(bin string, args []string, logPath string, env ...string) (*Proc, err
 	}()
 	return p, nil
 }
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.exited }
 
 // Signal sends sig unless the process has exited.
 func (p *Proc) Signal(sig syscall.Signal) {
