@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -27,16 +26,9 @@ import (
 
 // runFlags is what `shardd run` reads from its command line.
 type runFlags struct {
-	consul    consul.Config
-	onConsul  bool // --consul was given; otherwise the embedded coordinator
-	fleet     shard.Config
-	id        string
-	policy    shard.LeasePolicy
-	lockDelay time.Duration
-	drain     time.Duration
-	httpAddr  string
-	level     string
-	argv      []string
+	memberFlags
+	onConsul bool // --consul was given; otherwise the embedded coordinator
+	argv     []string
 }
 
 // defaultRunPrefix names the fleet of an embedded `shardd run` (children see
@@ -60,20 +52,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func parseRunFlags(args []string, stderr io.Writer) (runFlags, int, bool) {
 	fs := flag.NewFlagSet("shardd run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	f := runFlags{consul: consul.DefaultConfig(), policy: shard.DefaultPolicy}
-	f.consul.RegisterFlags(fs)
-	host, _ := os.Hostname()
-	fs.StringVar(&f.consul.Prefix, "prefix", "", "the fleet's KV prefix, e.g. shardlease/orders (required with --consul; default "+defaultRunPrefix+")")
-	fs.IntVar(&f.fleet.Shards, "shards", 0, "number of shards in the fleet (required; must match the fleet's stored config)")
-	fs.StringVar(&f.fleet.Name, "shard-name", shard.DefaultName, "shard name stem: shards are named STEM-000, STEM-001, …")
-	fs.StringVar(&f.id, "id", host, "this supervisor's worker ID, unique among live workers")
-	fs.DurationVar(&f.policy.TTL, "ttl", f.policy.TTL, "session TTL (liveness check: the check's TTL; liveness ttl: at least 10s)")
-	fs.DurationVar(&f.policy.RenewEvery, "renew", f.policy.RenewEvery, "renewal interval")
-	fs.DurationVar(&f.policy.PauseBudget, "pause-budget", f.policy.PauseBudget, "pause budget (2×renew + pause must fit in ttl)")
-	fs.DurationVar(&f.lockDelay, "lock-delay", time.Second, "lock-delay after this worker's session is invalidated (0: none)")
-	fs.DurationVar(&f.drain, "drain-timeout", 10*time.Second, "on revoke, how long a child has between SIGTERM and SIGKILL")
-	fs.StringVar(&f.httpAddr, "http", "", "serve Prometheus /metrics and /status on this address, e.g. :9100 (default: off)")
-	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn, error")
+	var f runFlags
+	f.register(fs,
+		"the fleet's KV prefix, e.g. shardlease/orders (required with --consul; default "+defaultRunPrefix+")",
+		"this supervisor's worker ID, unique among live workers",
+		"on revoke, how long a child has between SIGTERM and SIGKILL")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: shardd run --shards N [--prefix P] [--consul ADDR] [flags] -- COMMAND [ARGS…]
 
@@ -140,38 +123,17 @@ func (f runFlags) validate() error {
 	} else if _, err := exec.LookPath(f.argv[0]); err != nil {
 		add("command %q: %v", f.argv[0], err)
 	}
-	if f.fleet.Shards == 0 {
-		add("--shards is required: the number of shards in the fleet")
-	} else if err := f.fleet.Validate(); err != nil {
-		add("--shards %d / --shard-name %q: %v", f.fleet.Shards, f.fleet.Name, err)
-	}
-	switch {
-	case f.onConsul && f.consul.Prefix == "":
-		add("--prefix is required with --consul: the fleet's KV prefix, e.g. shardlease/orders")
-	case f.onConsul:
-		if err := f.consul.Validate(); err != nil {
-			add("%v", err)
-		}
-	case strings.HasPrefix(f.consul.Prefix, "/") || strings.HasSuffix(f.consul.Prefix, "/"):
+	if !f.onConsul && (strings.HasPrefix(f.consul.Prefix, "/") || strings.HasSuffix(f.consul.Prefix, "/")) {
 		add("--prefix %q must not start or end with '/'", f.consul.Prefix)
 	}
-	if f.id == "" {
-		add("--id is required (the host name is unknown)")
-	} else if strings.ContainsAny(f.id, "/ \t\n") {
-		add("--id %q must not contain '/' or spaces", f.id)
+	if f.onConsul {
+		if f.consul.Prefix == "" {
+			add("--prefix is required with --consul: the fleet's KV prefix, e.g. shardlease/orders")
+		} else if err := f.consul.Validate(); err != nil {
+			add("%v", err)
+		}
 	}
-	if err := f.policy.Validate(); err != nil {
-		add("--ttl/--renew/--pause-budget: %v", err)
-	} else if f.onConsul && f.consul.Liveness == consul.LivenessTTL && f.policy.TTL < consul.MinSessionTTL {
-		add("--ttl %v: with --consul-liveness ttl Consul's minimum session TTL is %v (use --consul-liveness check for shorter TTLs)",
-			f.policy.TTL, consul.MinSessionTTL)
-	}
-	if f.lockDelay < 0 || f.lockDelay > consul.MaxLockDelay {
-		add("--lock-delay %v: want 0..%v", f.lockDelay, consul.MaxLockDelay)
-	}
-	if f.drain < 0 {
-		add("--drain-timeout %v must not be negative", f.drain)
-	}
+	f.check(add, f.onConsul)
 	return errors.Join(problems...)
 }
 

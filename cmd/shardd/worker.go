@@ -22,28 +22,20 @@ import (
 	"github.com/shardlease/shardlease/offsets/bolt"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/offsets/postgres"
-	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 	"github.com/shardlease/shardlease/worker"
 )
 
 // workerFlags is what `shardd worker` reads from its command line.
 type workerFlags struct {
-	consul      consul.Config
-	fleet       shard.Config
-	id          string
+	memberFlags
 	weight      int
 	address     string
-	policy      shard.LeasePolicy
-	lockDelay   time.Duration
-	drain       time.Duration
 	offsets     string
 	history     string
 	dataDir     string
-	httpAddr    string
 	rate        int
 	commitEvery time.Duration
-	level       string
 }
 
 // Offset store kinds of --offsets, besides a postgres:// URL. Consul KV
@@ -74,27 +66,18 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 func parseWorkerFlags(args []string, stderr io.Writer) (workerFlags, int, bool) {
 	fs := flag.NewFlagSet("shardd worker", flag.ContinueOnError)
-	f := workerFlags{consul: consul.DefaultConfig(), policy: shard.DefaultPolicy}
-	f.consul.RegisterFlags(fs)
-	host, _ := os.Hostname()
-	fs.StringVar(&f.consul.Prefix, "prefix", "", "the fleet's Consul KV prefix, e.g. shardlease/orders (required)")
-	fs.IntVar(&f.fleet.Shards, "shards", 0, "number of shards in the fleet (required; must match the fleet's stored config)")
-	fs.StringVar(&f.fleet.Name, "shard-name", shard.DefaultName, "shard name stem: shards are named STEM-000, STEM-001, …")
-	fs.StringVar(&f.id, "id", host, "this worker's ID, unique among live workers")
+	var f workerFlags
+	f.register(fs,
+		"the fleet's Consul KV prefix, e.g. shardlease/orders (required)",
+		"this worker's ID, unique among live workers",
+		"how long a revoked shard waits for its handler before it is released")
 	fs.IntVar(&f.weight, "weight", 1, "relative share of shards")
 	fs.StringVar(&f.address, "address", "", "address shown to operators (default: the bound --http address)")
-	fs.DurationVar(&f.policy.TTL, "ttl", f.policy.TTL, "session TTL (liveness check: the check's TTL; liveness ttl: at least 10s)")
-	fs.DurationVar(&f.policy.RenewEvery, "renew", f.policy.RenewEvery, "renewal interval")
-	fs.DurationVar(&f.policy.PauseBudget, "pause-budget", f.policy.PauseBudget, "pause budget (2×renew + pause must fit in ttl)")
-	fs.DurationVar(&f.lockDelay, "lock-delay", time.Second, "lock-delay after this worker's session is invalidated (0: none)")
-	fs.DurationVar(&f.drain, "drain-timeout", 10*time.Second, "how long a revoked shard waits for its handler before it is released")
 	fs.StringVar(&f.offsets, "offsets", "", `offset store: "memory", "bolt" (a file in --data), or a postgres:// URL (table shardlease_offsets); default bolt with --data, else memory`)
 	fs.StringVar(&f.history, "history", "", "append a JSON line for every call and return of the offset store to this file (for the chaos suite's checkers)")
 	fs.StringVar(&f.dataDir, "data", "", "directory of the bolt offsets file (one worker process per directory)")
-	fs.StringVar(&f.httpAddr, "http", "", "serve Prometheus /metrics and /status on this address, e.g. :9100 (default: off)")
 	fs.IntVar(&f.rate, "rate", 50, "messages per second per shard in the synthetic stream")
 	fs.DurationVar(&f.commitEvery, "commit-every", time.Second, "how often a shard handler commits its offset (jittered)")
-	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: shardd worker --prefix P --shards N [--id ID] [flags]
 
@@ -136,26 +119,7 @@ func (f workerFlags) validate() error {
 	} else if err := f.consul.Validate(); err != nil {
 		add("%v", err)
 	}
-	if f.fleet.Shards == 0 {
-		add("--shards is required: the number of shards in the fleet")
-	} else if err := f.fleet.Validate(); err != nil {
-		add("--shards %d / --shard-name %q: %v", f.fleet.Shards, f.fleet.Name, err)
-	}
-	if f.id == "" {
-		add("--id is required (the host name is unknown)")
-	}
-	if err := f.policy.Validate(); err != nil {
-		add("--ttl/--renew/--pause-budget: %v", err)
-	} else if f.consul.Liveness == consul.LivenessTTL && f.policy.TTL < consul.MinSessionTTL {
-		add("--ttl %v: with --consul-liveness ttl Consul's minimum session TTL is %v (use --consul-liveness check for shorter TTLs)",
-			f.policy.TTL, consul.MinSessionTTL)
-	}
-	if f.lockDelay < 0 || f.lockDelay > consul.MaxLockDelay {
-		add("--lock-delay %v: want 0..%v", f.lockDelay, consul.MaxLockDelay)
-	}
-	if f.drain < 0 {
-		add("--drain-timeout %v must not be negative", f.drain)
-	}
+	f.check(add, true)
 	switch f.offsets {
 	case offsetsMemory:
 	case offsetsBolt:

@@ -22,6 +22,7 @@ func TestWorkerBadCommandLines(t *testing.T) {
 		{append(base, "--prefix", "/p/"), []string{`prefix "/p/"`}},
 		{append(base, "--shards", "-1"), []string{"--shards -1", "shard count -1"}},
 		{append(base, "--id", ""), []string{"--id is required"}},
+		{append(base, "--id", "a/b"), []string{`--id "a/b" must not contain`}},
 		{append(base, "--ttl", "1s"), []string{"exceeds ttl 1s"}},
 		{append(base, "--consul-liveness", "ttl", "--ttl", "5s", "--renew", "1s", "--pause-budget", "1s"),
 			[]string{"--ttl 5s", "minimum session TTL is 10s"}},
