@@ -81,6 +81,20 @@ type Snapshot struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
+// MemberKey is one member key as WatchMember sees it.
+type MemberKey struct {
+	// Index is the blocking-query index to wait on next (see NextIndex).
+	Index uint64
+	// Exists is false when the key is missing (deleted, or never written).
+	Exists bool
+	// Member is the key's value and the session holding it (empty when
+	// none does). Valid only when Exists and Problem is empty.
+	Member MemberState
+	// Problem is non-empty when the key exists but its value cannot be
+	// read as a Member (overwritten by hand): it says what is wrong.
+	Problem string
+}
+
 // Acquisition asks for one shard lock, with the reason recorded in its value.
 type Acquisition struct {
 	Shard  ID
@@ -115,10 +129,23 @@ type Coordinator interface {
 	// each shard it locked. A shard held by another session, or inside its
 	// lock-delay, is left out of the result; that is not an error. Shards the
 	// session already holds are returned with their current token.
+	//
+	// When the work takes several writes and one fails, Acquire returns the
+	// claims the earlier writes granted together with the error: those
+	// shards are locked by the session, and dropping them would leave them
+	// held by a worker that does not run them until its next look.
 	Acquire(ctx context.Context, id SessionID, want []Acquisition) ([]Claim, error)
 	// Release unlocks the shards the session holds among shards and records
 	// why in their value. Shards it does not hold are ignored.
 	Release(ctx context.Context, id SessionID, shards []ID, why string) error
+
+	// WatchMember returns worker id's member key as soon as the key's index
+	// is greater than after (at once when after is 0), or when the
+	// coordinator's blocking wait ends; callers follow NextIndex. It is how a
+	// worker learns promptly that its session was ended by someone else
+	// (the key loses its session) or that its registration was deleted or
+	// overwritten, without listing the fleet.
+	WatchMember(ctx context.Context, id string, after uint64) (MemberKey, error)
 
 	// Watch returns the fleet's snapshot as soon as its index is greater
 	// than after (at once when after is 0). It blocks until then or until

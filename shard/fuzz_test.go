@@ -13,7 +13,8 @@ import (
 // FuzzLeasePolicyValidate: for any three durations (as a command line or a
 // config file can give them) Validate never panics, accepts exactly the
 // policies that satisfy 2·renew + pause ≤ ttl with positive ttl and renew
-// and a non-negative pause — computed here without overflow — and names
+// and a non-negative pause — computed here without overflow — and a
+// lock-delay of at least ttl − pause, and names
 // an offending value when it refuses. It once accepted a renewal interval
 // of 146 years because 2·renew wrapped around to a negative need.
 func FuzzLeasePolicyValidate(f *testing.F) {
@@ -24,12 +25,26 @@ func FuzzLeasePolicyValidate(f *testing.F) {
 	f.Add(int64(10*time.Second), int64(2*time.Second), int64(1<<63-1)) // renew + pause wraps
 	f.Add(int64(1<<63-1), int64(1<<62-1), int64(1))
 	f.Fuzz(func(t *testing.T, ttl, renew, pause int64) {
-		p := LeasePolicy{TTL: time.Duration(ttl), RenewEvery: time.Duration(renew), PauseBudget: time.Duration(pause)}
+		// The lock-delay is derived from the other three so that both of
+		// its sides of the rule are reached: the default (0), exactly the
+		// minimum, and one nanosecond short of it.
+		var lockDelay int64
+		switch {
+		case pause%3 == 1 && ttl > pause:
+			lockDelay = ttl - pause
+		case pause%3 == 2 && ttl-pause > 1:
+			lockDelay = ttl - pause - 1
+		}
+		p := LeasePolicy{TTL: time.Duration(ttl), RenewEvery: time.Duration(renew), PauseBudget: time.Duration(pause), LockDelay: time.Duration(lockDelay)}
 		err := p.Validate()
 
 		need := new(big.Int).Mul(big.NewInt(renew), big.NewInt(2))
 		need.Add(need, big.NewInt(pause))
-		ok := ttl > 0 && renew > 0 && pause >= 0 && need.Cmp(big.NewInt(ttl)) <= 0
+		effective := lockDelay
+		if effective == 0 {
+			effective = ttl
+		}
+		ok := ttl > 0 && renew > 0 && pause >= 0 && need.Cmp(big.NewInt(ttl)) <= 0 && effective >= ttl-pause
 		if ok != (err == nil) {
 			t.Fatalf("%+v: Validate = %v, but 2·renew + pause = %v vs ttl %d says ok=%v", p, err, need, ttl, ok)
 		}
@@ -38,13 +53,16 @@ func FuzzLeasePolicyValidate(f *testing.F) {
 				t.Fatalf("%+v: %v does not wrap ErrInvalidPolicy", p, err)
 			}
 			if !strings.Contains(err.Error(), p.TTL.String()) && !strings.Contains(err.Error(), p.RenewEvery.String()) &&
-				!strings.Contains(err.Error(), p.PauseBudget.String()) {
+				!strings.Contains(err.Error(), p.PauseBudget.String()) && !strings.Contains(err.Error(), p.LockDelay.String()) {
 				t.Fatalf("%+v: %q names none of the values", p, err)
 			}
 			return
 		}
 		if sd := p.StepDownAfter(); sd < 2*p.RenewEvery || sd > p.TTL {
 			t.Fatalf("%+v: valid, but steps down %v after a renewal: want between 2·renew and ttl", p, sd)
+		}
+		if p.EffectiveLockDelay() < p.StepDownAfter() {
+			t.Fatalf("%+v: valid, but its lock-delay %v frees the locks before the step-down deadline %v", p, p.EffectiveLockDelay(), p.StepDownAfter())
 		}
 	})
 }

@@ -8,26 +8,65 @@ import (
 )
 
 // LeasePolicy sets how long the coordinator keeps a silent worker's session
-// (TTL), how often the worker renews it (RenewEvery), and how long the worker's
+// (TTL), how often the worker renews it (RenewEvery), how long the worker's
 // process may be paused without warning (PauseBudget: garbage collection,
-// CPU starvation, a stalled disk).
+// CPU starvation, a stalled disk), and how long the locks of a session that
+// ended stay closed to everyone (LockDelay).
 //
-// The rule is 2·RenewEvery + PauseBudget ≤ TTL: one renewal may fail and the
-// next may arrive late by a whole pause, and the session still has not expired.
-// The worker steps down locally at TTL − PauseBudget after the start of its
-// last successful renewal, which the rule keeps at least two renewal periods
-// away, and which ends before the coordinator could expire the session.
+// Two rules, both checked by Validate:
+//
+//   - 2·RenewEvery + PauseBudget ≤ TTL: one renewal may fail and the next may
+//     arrive late by a whole pause, and the session still has not expired.
+//     The worker steps down locally at TTL − PauseBudget after the start of
+//     its last successful renewal (StepDownAfter), which the rule keeps at
+//     least two renewal periods away, and which ends before the coordinator
+//     could expire the session.
+//   - LockDelay ≥ TTL − PauseBudget: a session can also end long before its
+//     TTL (an operator destroys it, Serf marks its node failed, its check
+//     turns critical) while the worker cannot hear of it (cut off from the
+//     coordinator). Its locks are then free once the lock-delay has passed,
+//     counted from the end, which came after the worker's last successful
+//     renewal started; so with this rule nobody can take a shard before the
+//     worker's own step-down deadline, whichever way its session ended.
+//
+// At exactly the minimum lock-delay the old owner's margin to stop is only
+// the new owner's acquire and fence round trips; the default, LockDelay =
+// TTL, gives it the whole pause budget, as an expiry does.
 type LeasePolicy struct {
 	TTL         time.Duration `json:"ttl"`
 	RenewEvery  time.Duration `json:"renew_every"`
 	PauseBudget time.Duration `json:"pause_budget"`
+	// LockDelay: zero means the default, TTL (see EffectiveLockDelay).
+	LockDelay time.Duration `json:"lock_delay,omitempty"`
 }
 
-// DefaultPolicy suits Consul, whose minimum session TTL is 10 s.
+// DefaultPolicy suits Consul, whose minimum session TTL is 10 s. Its
+// lock-delay is the default, the TTL.
 var DefaultPolicy = LeasePolicy{TTL: 10 * time.Second, RenewEvery: 2 * time.Second, PauseBudget: 5 * time.Second}
 
+// FastPolicy is the fast-failover policy for Consul's check liveness (or the
+// embedded coordinator): a crash is noticed within about the TTL and its
+// shards are owned again about a lock-delay later (2.5 s at most on Consul
+// 1.14.8, docs/tuning.md). It satisfies both rules with 200 ms of margin on
+// the lock-delay, and it asks for pauses under 900 ms.
+var FastPolicy = LeasePolicy{TTL: 1500 * time.Millisecond, RenewEvery: 300 * time.Millisecond,
+	PauseBudget: 900 * time.Millisecond, LockDelay: 800 * time.Millisecond}
+
+// EffectiveLockDelay is the lock-delay the policy asks sessions for: LockDelay,
+// or the TTL when LockDelay is zero.
+func (p LeasePolicy) EffectiveLockDelay() time.Duration {
+	if p.LockDelay == 0 {
+		return p.TTL
+	}
+	return p.LockDelay
+}
+
+// MinLockDelay is the shortest lock-delay the second rule allows: the
+// step-down deadline, TTL − PauseBudget.
+func (p LeasePolicy) MinLockDelay() time.Duration { return p.StepDownAfter() }
+
 // Validate returns an error wrapping ErrInvalidPolicy that names the numbers
-// when the policy breaks the rule or has a non-positive duration. Every
+// when the policy breaks a rule or has a non-positive duration. Every
 // problem is reported at once.
 func (p LeasePolicy) Validate() error {
 	var problems []string
@@ -39,6 +78,9 @@ func (p LeasePolicy) Validate() error {
 	}
 	if p.PauseBudget < 0 {
 		problems = append(problems, fmt.Sprintf("pause budget %v must not be negative", p.PauseBudget))
+	}
+	if p.LockDelay < 0 {
+		problems = append(problems, fmt.Sprintf("lock-delay %v must not be negative (zero means the default, the ttl)", p.LockDelay))
 	}
 	if len(problems) == 0 {
 		// 2·renew + pause ≤ ttl, computed so that nothing can overflow:
@@ -52,6 +94,11 @@ func (p LeasePolicy) Validate() error {
 		default:
 			problems = append(problems, fmt.Sprintf("2 × renew %v + pause %v = %v exceeds ttl %v by %v",
 				p.RenewEvery, p.PauseBudget, need, p.TTL, need-p.TTL))
+		}
+		if ld, least := p.EffectiveLockDelay(), p.MinLockDelay(); p.PauseBudget <= p.TTL && ld < least {
+			problems = append(problems, fmt.Sprintf("lock-delay %v is shorter than the step-down deadline ttl %v − pause %v = %v by %v: "+
+				"a session ended early (destroyed, its node failed, its check critical) would free the locks while its worker, "+
+				"cut off from the coordinator, still acts as owner", ld, p.TTL, p.PauseBudget, least, least-ld))
 		}
 	}
 	if len(problems) > 0 {

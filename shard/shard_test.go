@@ -14,13 +14,19 @@ func TestLeasePolicyRule(t *testing.T) {
 		ok    bool
 		wants []string
 	}{
-		{"the source material's 30s/10s/12s example breaks the rule", LeasePolicy{30 * time.Second, 10 * time.Second, 12 * time.Second}, false,
+		{"the source material's 30s/10s/12s example breaks the rule", LeasePolicy{TTL: 30 * time.Second, RenewEvery: 10 * time.Second, PauseBudget: 12 * time.Second}, false,
 			[]string{"2 × renew 10s + pause 12s = 32s exceeds ttl 30s by 2s"}},
-		{"exactly at the limit", LeasePolicy{10 * time.Second, 2 * time.Second, 6 * time.Second}, true, nil},
+		{"exactly at the limit", LeasePolicy{TTL: 10 * time.Second, RenewEvery: 2 * time.Second, PauseBudget: 6 * time.Second}, true, nil},
 		{"default", DefaultPolicy, true, nil},
+		{"fast", FastPolicy, true, nil},
+		{"lock-delay exactly the step-down deadline", LeasePolicy{TTL: 10 * time.Second, RenewEvery: 2 * time.Second, PauseBudget: 5 * time.Second, LockDelay: 5 * time.Second}, true, nil},
+		{"lock-delay shorter than the step-down deadline", LeasePolicy{TTL: 10 * time.Second, RenewEvery: 2 * time.Second, PauseBudget: 5 * time.Second, LockDelay: time.Second}, false,
+			[]string{"lock-delay 1s is shorter than the step-down deadline ttl 10s − pause 5s = 5s by 4s"}},
+		{"the fast policy as benchmarked before the lock-delay rule", LeasePolicy{TTL: 2 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second, LockDelay: 500 * time.Millisecond}, false,
+			[]string{"lock-delay 500ms is shorter than the step-down deadline ttl 2s − pause 1s = 1s by 500ms"}},
 		{"zero pause budget", LeasePolicy{TTL: time.Second, RenewEvery: 500 * time.Millisecond}, true, nil},
-		{"every problem at once", LeasePolicy{0, -time.Second, -time.Second}, false,
-			[]string{"ttl 0s must be positive", "renew interval -1s must be positive", "pause budget -1s must not be negative"}},
+		{"every problem at once", LeasePolicy{RenewEvery: -time.Second, PauseBudget: -time.Second, LockDelay: -time.Second}, false,
+			[]string{"ttl 0s must be positive", "renew interval -1s must be positive", "pause budget -1s must not be negative", "lock-delay -1s must not be negative"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.p.Validate()
@@ -30,6 +36,9 @@ func TestLeasePolicyRule(t *testing.T) {
 				}
 				if tc.p.StepDownAfter() < 2*tc.p.RenewEvery {
 					t.Errorf("step-down after %v leaves no room for two renewals of %v", tc.p.StepDownAfter(), tc.p.RenewEvery)
+				}
+				if tc.p.EffectiveLockDelay() < tc.p.StepDownAfter() {
+					t.Errorf("lock-delay %v frees the locks before the step-down deadline %v", tc.p.EffectiveLockDelay(), tc.p.StepDownAfter())
 				}
 				return
 			}
