@@ -106,3 +106,10 @@ func (p *pausable) Watch(ctx context.Context, after uint64) (shard.Snapshot, err
 	}
 	return p.Coordinator.Watch(ctx, after)
 }
+
+func (p *pausable) WatchMember(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
+	if err := p.wait(ctx); err != nil {
+		return shard.MemberKey{}, err
+	}
+	return p.Coordinator.WatchMember(ctx, id, after)
+}

@@ -125,9 +125,28 @@ func (f *Coordinator) Release(ctx context.Context, id shard.SessionID, shards []
 	return f.inner.Release(ctx, id, shards, why)
 }
 
+// Watch and WatchMember are blocking queries: one that was already waiting
+// when the mode turned to Hang or Fail does not deliver its answer either
+// (a cut connection loses the reply), so a cut-off worker learns nothing
+// from the coordinator until the mode is Healthy again.
 func (f *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) {
 	if err := f.admit(ctx, "watch"); err != nil {
 		return shard.Snapshot{}, err
 	}
-	return f.inner.Watch(ctx, after)
+	s, err := f.inner.Watch(ctx, after)
+	if aerr := f.admit(ctx, "watch"); aerr != nil {
+		return shard.Snapshot{}, aerr
+	}
+	return s, err
+}
+
+func (f *Coordinator) WatchMember(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
+	if err := f.admit(ctx, "watch member"); err != nil {
+		return shard.MemberKey{}, err
+	}
+	k, err := f.inner.WatchMember(ctx, id, after)
+	if aerr := f.admit(ctx, "watch member"); aerr != nil {
+		return shard.MemberKey{}, aerr
+	}
+	return k, err
 }

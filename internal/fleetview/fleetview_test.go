@@ -225,6 +225,9 @@ func (failing) Acquire(context.Context, shard.SessionID, []shard.Acquisition) ([
 	return nil, nil
 }
 func (failing) Release(context.Context, shard.SessionID, []shard.ID, string) error { return nil }
+func (failing) WatchMember(context.Context, string, uint64) (shard.MemberKey, error) {
+	return shard.MemberKey{}, nil
+}
 
 func TestEventStrings(t *testing.T) {
 	e := Event{Kind: Acquired, Shard: "s-1", Worker: "a", From: "a", Token: 4, Reason: "adopted"}

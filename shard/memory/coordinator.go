@@ -48,7 +48,10 @@ type Coordinator struct {
 	nextSession uint64
 
 	members map[string]*memberKey
-	shards  map[shard.ID]*shardKey
+	// memberGone holds the index of the write that deleted a member key,
+	// so a WatchMember on a missing key wakes once, for the deletion.
+	memberGone map[string]uint64
+	shards     map[shard.ID]*shardKey
 	// lockDelay holds, per shard, the moment its lock-delay ends. It lives
 	// beside the keys, not in them, so that deleting a key does not lift its
 	// lock-delay (as in Consul).
@@ -119,6 +122,7 @@ func New(opts ...Option) *Coordinator {
 		changed:     make(chan struct{}),
 		sessions:    make(map[shard.SessionID]*session),
 		members:     make(map[string]*memberKey),
+		memberGone:  make(map[string]uint64),
 		shards:      make(map[shard.ID]*shardKey),
 		lockDelay:   make(map[shard.ID]time.Time),
 	}

@@ -29,10 +29,10 @@
 //     calls the coordinator (a watcher sees it), and every call first applies
 //     whatever is due, in the order it fell due, so the outcome of a call
 //     depends only on the clock's reading, never on timer scheduling.
-//   - Invalidation releases every key of the session (values kept, session
-//     cleared) and keeps each released shard from being locked by any session
-//     for the session's LockDelay. Release and DestroySession are voluntary
-//     and set no lock-delay.
+//   - Invalidation — an expiry or DestroySession, as in Consul — releases
+//     every key of the session (values kept, session cleared) and keeps each
+//     released shard from being locked by any session for the session's
+//     LockDelay. Release is voluntary and sets no lock-delay.
 //   - A member key left without a session is shown as dead (empty Session)
 //     and deleted after the member grace (WithMemberGrace, default one
 //     minute), with no operator action.

@@ -54,6 +54,79 @@ func (c *Coordinator) collectMemberLocked(id string) {
 	if k.gcTimer != nil {
 		k.gcTimer.Stop()
 	}
-	c.commitLocked()
+	c.memberGone[id] = c.commitLocked()
 	delete(c.members, id)
+}
+
+// WatchMember is a blocking query on one member key: it returns the key as
+// soon as its index is above after (at once when after is 0, or when after
+// is ahead of the store's index, so that shard.NextIndex sees the reset).
+// A missing key's index is that of the write that deleted it, so its
+// deletion wakes the watcher once; other keys' writes never do.
+func (c *Coordinator) WatchMember(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
+	for {
+		if err := ctxErr(ctx); err != nil {
+			return shard.MemberKey{}, err
+		}
+		c.mu.Lock()
+		c.catchUpLocked()
+		key := c.memberKeyLocked(id)
+		if after == 0 || key.Index > after || c.index < after {
+			c.mu.Unlock()
+			return key, nil
+		}
+		changed := c.changed
+		c.mu.Unlock()
+
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return shard.MemberKey{}, context.Cause(ctx)
+		}
+	}
+}
+
+func (c *Coordinator) memberKeyLocked(id string) shard.MemberKey {
+	k, ok := c.members[id]
+	if !ok {
+		return shard.MemberKey{Index: max(c.memberGone[id], 1)}
+	}
+	return shard.MemberKey{Index: k.index, Exists: true, Member: shard.MemberState{Member: k.member, Session: k.session}}
+}
+
+// DeleteMember deletes a member key, as an operator might in Consul, and
+// reports whether it existed. A live worker notices through WatchMember and
+// joins again.
+func (c *Coordinator) DeleteMember(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.catchUpLocked()
+
+	k, ok := c.members[id]
+	if !ok {
+		return false
+	}
+	if k.gcTimer != nil {
+		k.gcTimer.Stop()
+	}
+	c.memberGone[id] = c.commitLocked()
+	delete(c.members, id)
+	return true
+}
+
+// PutMember overwrites a member key's value and keeps its session, as a
+// plain PUT does in Consul (an operator's edit). It creates the key without
+// a session when it is missing.
+func (c *Coordinator) PutMember(m shard.Member) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.catchUpLocked()
+
+	k := c.members[m.ID]
+	if k == nil {
+		k = &memberKey{deadSince: c.clock.Now()}
+		k.gcTimer = c.scheduleLocked(k.deadSince.Add(c.memberGrace))
+		c.members[m.ID] = k
+	}
+	k.member, k.index = m, c.commitLocked()
 }

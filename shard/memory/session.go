@@ -81,8 +81,12 @@ func (c *Coordinator) RenewSession(ctx context.Context, id shard.SessionID) erro
 }
 
 // DestroySession ends the session and releases everything it holds in one
-// write, without lock-delay: a voluntary end, so the next owners may start at
-// once. Destroying a missing session does nothing and is not an error.
+// write. As in Consul, a destroy is an invalidation: the shards it still
+// held stay locked out for the session's LockDelay, because whoever
+// destroyed it (an operator, a script) cannot know whether its worker is
+// still acting. A worker that stops on purpose releases its shards first
+// (Release sets no lock-delay), so its next owners start at once.
+// Destroying a missing session does nothing and is not an error.
 func (c *Coordinator) DestroySession(ctx context.Context, id shard.SessionID) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
@@ -92,7 +96,7 @@ func (c *Coordinator) DestroySession(ctx context.Context, id shard.SessionID) er
 	now := c.catchUpLocked()
 
 	if s, ok := c.sessions[id]; ok {
-		c.endSessionLocked(s, now, false)
+		c.endSessionLocked(s, now)
 	}
 	return nil
 }
@@ -110,11 +114,10 @@ func (c *Coordinator) liveSessionLocked(id shard.SessionID) (*session, error) {
 
 // endSessionLocked removes the session at time at and releases, in one write,
 // every key it holds: shard keys and member keys keep their values but lose
-// the session (Consul's Behavior=release). When the session was invalidated
-// rather than destroyed, each released shard is locked out until at +
-// LockDelay, so that a holder that merely lost contact has time to notice
-// before anyone else can take over. No keys held, no write.
-func (c *Coordinator) endSessionLocked(s *session, at time.Time, invalidated bool) {
+// the session (Consul's Behavior=release). Each released shard is locked
+// out until at + LockDelay, so that a holder that merely lost contact has
+// time to notice before anyone else can take over. No keys held, no write.
+func (c *Coordinator) endSessionLocked(s *session, at time.Time) {
 	delete(c.sessions, s.id)
 	s.timer.Stop()
 
@@ -138,7 +141,7 @@ func (c *Coordinator) endSessionLocked(s *session, at time.Time, invalidated boo
 	for _, id := range shards {
 		k := c.shards[id]
 		k.session, k.index = "", idx
-		if invalidated && s.spec.LockDelay > 0 {
+		if s.spec.LockDelay > 0 {
 			c.lockDelay[id] = at.Add(s.spec.LockDelay)
 		}
 	}
@@ -163,7 +166,7 @@ func (c *Coordinator) catchUpLocked() time.Time {
 			return now
 		}
 		if ev.session != nil {
-			c.endSessionLocked(ev.session, ev.at, true)
+			c.endSessionLocked(ev.session, ev.at)
 		} else {
 			c.collectMemberLocked(ev.member)
 		}

@@ -147,8 +147,10 @@ func TestRenewal(t *testing.T) {
 	}
 }
 
-// TestLockDelay: after an invalidation the released shards cannot be locked
-// by anyone until LockDelay has passed; after a voluntary end they can at once.
+// TestLockDelay: after an invalidation (an expiry, or a destroy, which may
+// come from someone other than the session's worker) the released shards
+// cannot be locked by anyone until LockDelay has passed; after a release
+// they can at once.
 func TestLockDelay(t *testing.T) {
 	const (
 		ttl   = 10 * time.Second
@@ -165,7 +167,7 @@ func TestLockDelay(t *testing.T) {
 		{"expiry without lock-delay", 0, expire, 0},
 		{"destroy", delay, func(ctx context.Context, c *memory.Coordinator, sid shard.SessionID) error {
 			return c.DestroySession(ctx, sid)
-		}, 0},
+		}, delay},
 		{"release", delay, func(ctx context.Context, c *memory.Coordinator, sid shard.SessionID) error {
 			return c.Release(ctx, sid, []shard.ID{"s-000"}, "bye")
 		}, 0},

@@ -139,3 +139,10 @@ func (s Store) Load(ctx context.Context, id shard.ID) (offsets.Checkpoint, error
 	}
 	return s.Store.Load(ctx, id)
 }
+
+func (c Coordinator) WatchMember(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
+	if err := c.H.Reach(); err != nil {
+		return shard.MemberKey{}, err
+	}
+	return c.Coordinator.WatchMember(ctx, id, after)
+}
