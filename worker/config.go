@@ -32,14 +32,15 @@ type Config struct {
 	// Handler processes one owned shard. Required.
 	Handler Handler
 
-	// Policy is the lease policy. Default shard.DefaultPolicy.
+	// Policy is the lease policy: TTL, renewal interval, pause budget and
+	// the lock-delay of the worker's sessions, which Validate checks against
+	// both of its rules (shard.LeasePolicy). Default shard.DefaultPolicy.
 	Policy shard.LeasePolicy
-	// LockDelay keeps an invalidated session's shards unacquirable for a
-	// while, as a second line of defence for writes that are not fenced.
-	// Default 1 s; negative means none.
-	LockDelay time.Duration
-	// DrainTimeout bounds how long a revoked shard waits for its handler to
-	// return before its lock is released anyway. Default 10 s.
+	// DrainTimeout bounds how long a revoked handler may take to return.
+	// When it passes, the claim is lost (Claim.Lost closes and Commit
+	// refuses) and the handler must return at once; the lock is released
+	// only after the handler has returned, so a hand-off never lets two
+	// handlers run one shard. Default 10 s.
 	DrainTimeout time.Duration
 	// RoundEvery spaces rebalance rounds (±50 % jitter). Over-capacity
 	// shards are released only in rounds; a change of members brings the
@@ -90,12 +91,6 @@ func (c Config) withDefaults() Config {
 	c.Fleet = c.Fleet.Normalize()
 	if c.Policy == (shard.LeasePolicy{}) {
 		c.Policy = shard.DefaultPolicy
-	}
-	switch {
-	case c.LockDelay == 0:
-		c.LockDelay = time.Second
-	case c.LockDelay < 0:
-		c.LockDelay = 0
 	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = 10 * time.Second

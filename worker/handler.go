@@ -33,13 +33,39 @@ type Claim struct {
 	// was fenced: every offset an older owner committed is in it.
 	Start offsets.Checkpoint
 
-	w *Worker
+	w    *Worker
+	auth *authority
 }
 
-// Commit stores offset for the shard with the claim's token. It fails with
-// an error wrapping offsets.ErrStaleToken once a newer owner has fenced the
-// shard; the handler must then stop acting for it.
+// Lost is closed when the claim's authority ends: at the worker's local
+// deadline, when another session holds the shard, or when a revoked
+// handler overruns Config.DrainTimeout. It closes whatever the handler's
+// context says: a handler draining after ErrRevoked learns here that it
+// must stop at once. Err tells why.
+func (c *Claim) Lost() <-chan struct{} { return c.auth.ctx.Done() }
+
+// Err is nil while the claim may act for its shard, and an error wrapping
+// ErrLost once it may not. It also checks the local deadline against the
+// clock, so a process paused across the deadline gets ErrLost from its
+// first Err after waking, before any timer has run. Check it right before
+// an effect that no fence protects.
+func (c *Claim) Err() error { return c.auth.err() }
+
+// Commit stores offset for the shard with the claim's token. It returns an
+// error wrapping ErrLost at once, without reaching the store, when the
+// claim's authority has ended (see Err), and the store call is cancelled
+// if the authority ends while it is in flight. It fails with an error
+// wrapping offsets.ErrStaleToken once a newer owner has fenced the shard.
+// Either way the handler must stop acting for the shard.
 func (c *Claim) Commit(ctx context.Context, offset int64) error {
+	if err := c.Err(); err != nil {
+		c.w.m.commits.WithLabelValues("lost").Inc()
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(c.auth.ctx, func() { cancel(context.Cause(c.auth.ctx)) })
+	defer stop()
 	err := c.w.cfg.Offsets.Commit(ctx, c.Shard, c.Token, offset)
 	switch {
 	case err == nil:
@@ -55,9 +81,10 @@ func (c *Claim) Commit(ctx context.Context, offset int64) error {
 }
 
 // runShard is a shard runner: fence the claim's token, load the checkpoint,
-// then run the handler until ctx ends, restarting it with backoff. It returns
-// a non-nil error only when the fence showed the claim is already stale.
-func (w *Worker) runShard(ctx context.Context, claim shard.Claim) error {
+// then run the handler until ctx ends, restarting it with backoff while the
+// claim's authority lasts. It returns a non-nil error only when the fence
+// showed the claim is already stale.
+func (w *Worker) runShard(ctx context.Context, auth *authority, claim shard.Claim) error {
 	log := w.log.With(zap.String("shard", string(claim.Shard)), zap.Uint64("token", uint64(claim.Token)))
 	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
 	var start offsets.Checkpoint
@@ -83,11 +110,14 @@ func (w *Worker) runShard(ctx context.Context, claim shard.Claim) error {
 		}
 	}
 	retry.reset()
-	c := &Claim{Claim: claim, Worker: w.cfg.ID, Start: start, w: w}
+	c := &Claim{Claim: claim, Worker: w.cfg.ID, Start: start, w: w, auth: auth}
 	for {
+		if auth.err() != nil {
+			return nil // the fence and load outlasted the authority
+		}
 		began := time.Now()
 		err := w.process(ctx, c)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || auth.err() != nil {
 			return nil
 		}
 		if time.Since(began) > time.Minute {
@@ -101,7 +131,7 @@ func (w *Worker) runShard(ctx context.Context, claim shard.Claim) error {
 		}
 		// A restarted handler resumes from what is committed now.
 		if cp, err := w.cfg.Offsets.Load(ctx, claim.Shard); err == nil {
-			c = &Claim{Claim: claim, Worker: w.cfg.ID, Start: cp, w: w}
+			c = &Claim{Claim: claim, Worker: w.cfg.ID, Start: cp, w: w, auth: auth}
 		}
 	}
 }

@@ -15,10 +15,11 @@ import (
 )
 
 // testPolicy is Consul's shape of policy: 10 s TTL, renew every 2 s, 5 s of
-// pause budget, so the local deadline is 5 s after a renewal starts.
-var testPolicy = shard.LeasePolicy{TTL: 10 * time.Second, RenewEvery: 2 * time.Second, PauseBudget: 5 * time.Second}
+// pause budget, so the local deadline is 5 s after a renewal starts, and
+// the shortest lock-delay the rule allows, the same 5 s.
+var testPolicy = shard.LeasePolicy{TTL: 10 * time.Second, RenewEvery: 2 * time.Second, PauseBudget: 5 * time.Second, LockDelay: testLockDelay}
 
-const testLockDelay = time.Second
+const testLockDelay = 5 * time.Second
 
 // fleet runs workers in one synctest bubble against one embedded coordinator
 // and one in-memory offset store.
@@ -46,7 +47,7 @@ func newFleet(t *testing.T, shards int) *fleet {
 
 func (f *fleet) config(id string, h worker.Handler) worker.Config {
 	return worker.Config{ID: id, Fleet: f.shards, Coordinator: nil, Offsets: f.store, Handler: h,
-		Policy: testPolicy, LockDelay: testLockDelay, JitterSeed: uint64(len(id)*7919 + int(id[len(id)-1]))}
+		Policy: testPolicy, JitterSeed: uint64(len(id)*7919 + int(id[len(id)-1]))}
 }
 
 // start runs a worker with h (nil: a handler that records and waits).

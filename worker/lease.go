@@ -21,22 +21,37 @@ type lease struct {
 	ctx     context.Context
 	session shard.SessionID
 
-	cancel context.CancelCauseFunc
-	mu     sync.Mutex
-	timer  *time.Timer
-	expiry time.Time // local step-down deadline
+	cancel        context.CancelCauseFunc
+	stepDownAfter time.Duration
+	mu            sync.Mutex
+	timer         *time.Timer
+	expiry        time.Time // local step-down deadline
 }
 
 // newLease starts the term of session, created at created (the start of the
 // CreateSession call, which counts as its first renewal).
 func newLease(parent context.Context, session shard.SessionID, created time.Time, p shard.LeasePolicy) *lease {
 	ctx, cancel := context.WithCancelCause(parent)
-	l := &lease{ctx: ctx, session: session, cancel: cancel}
+	l := &lease{ctx: ctx, session: session, cancel: cancel, stepDownAfter: p.StepDownAfter()}
 	l.expiry = created.Add(p.StepDownAfter())
-	l.timer = time.AfterFunc(time.Until(l.expiry), func() {
-		l.cancel(fmt.Errorf("%w: no renewal of session %s succeeded within %v (local deadline)", ErrLost, session, p.StepDownAfter()))
-	})
+	l.timer = time.AfterFunc(time.Until(l.expiry), func() { l.cancel(l.deadlineCause()) })
 	return l
+}
+
+func (l *lease) deadlineCause() error {
+	return fmt.Errorf("%w: no renewal of session %s succeeded within %v (local deadline)", ErrLost, l.session, l.stepDownAfter)
+}
+
+// endIfPast ends the term if now is at or past its deadline: the timer does
+// the same, but a process paused across the deadline may run other
+// goroutines before the timer's.
+func (l *lease) endIfPast(now time.Time) {
+	l.mu.Lock()
+	past := !now.Before(l.expiry)
+	l.mu.Unlock()
+	if past {
+		l.end(l.deadlineCause())
+	}
 }
 
 // extend moves the deadline after a renewal that started at start.

@@ -16,9 +16,13 @@ type runner struct {
 	claim    shard.Claim
 	state    ShardState
 	since    time.Time
-	cancel   context.CancelCauseFunc
-	drainBy  time.Time // when revoking: release even if the handler has not returned
+	cancel   context.CancelCauseFunc // the handler's context; nil once it returned
+	auth     *authority
+	drainBy  time.Time // when revoking: the claim is lost if the handler has not returned by then
 	revokeBy string    // when revoking: why (rebalance, drain, shutdown)
+	overdue  bool      // when revoking: drainBy passed, authority ended, waiting for the handler
+	// drainTimer ends the authority at drainBy; stopped when the handler returns.
+	drainTimer *time.Timer
 }
 
 // exit is a runner's last word.
@@ -143,7 +147,7 @@ func (lp *loop) run(ctx context.Context) error {
 			}
 		case <-lp.roundTimer.C:
 			lp.warm = true
-			lp.releaseOverdue()
+			lp.endOverdue()
 			lp.replan(true)
 			now := time.Now()
 			lp.lastRound = now
@@ -236,11 +240,13 @@ func (lp *loop) opCtx() (context.Context, context.CancelFunc) {
 
 // start launches the runner of a granted claim.
 func (lp *loop) start(c shard.Claim) {
-	ctx, cancel := context.WithCancelCause(lp.lease.ctx)
-	lp.runners[c.Shard] = &runner{claim: c, state: ShardOwned, since: time.Now(), cancel: cancel}
+	auth := newAuthority(lp.lease)
+	ctx, cancel := context.WithCancelCause(auth.ctx)
+	lp.runners[c.Shard] = &runner{claim: c, state: ShardOwned, since: time.Now(), cancel: cancel, auth: auth}
 	go func() {
-		err := lp.w.runShard(ctx, c)
+		err := lp.w.runShard(ctx, auth, c)
 		cancel(nil)
+		auth.end(nil)
 		select {
 		case lp.exits <- exit{shard: c.Shard, token: c.Token, err: err}:
 		case <-lp.closed:
@@ -255,7 +261,14 @@ func (lp *loop) revoke(r *runner, why string) {
 	}
 	r.state = ShardRevoking
 	r.revokeBy = why
-	r.drainBy = time.Now().Add(lp.w.cfg.DrainTimeout)
+	drain := lp.w.cfg.DrainTimeout
+	r.drainBy = time.Now().Add(drain)
+	// The claim's authority ends exactly at the drain timeout, not at the
+	// next round: a handler overrunning it is told at once (Claim.Lost).
+	auth := r.auth
+	r.drainTimer = time.AfterFunc(drain, func() {
+		auth.lose(fmt.Sprintf("the handler did not return within the drain timeout %v", drain))
+	})
 	r.cancel(fmt.Errorf("%w: %s", ErrRevoked, why))
 	lp.w.log.Info("revoking shard", zap.String("shard", string(r.claim.Shard)), zap.String("why", why))
 }
@@ -266,7 +279,7 @@ func (lp *loop) lose(r *runner, why string) {
 		return
 	}
 	r.state = ShardLost
-	r.cancel(fmt.Errorf("%w: %s", ErrLost, why))
+	r.auth.lose(why)
 	lp.w.m.losses.WithLabelValues("taken").Inc()
 	lp.w.log.Warn("shard lost", zap.String("shard", string(r.claim.Shard)), zap.Uint64("token", uint64(r.claim.Token)), zap.String("why", why))
 }
@@ -292,6 +305,9 @@ func (lp *loop) onExit(e exit) {
 		return
 	}
 	delete(lp.runners, e.shard)
+	if r.drainTimer != nil {
+		r.drainTimer.Stop()
+	}
 	switch {
 	case r.state == ShardRevoking:
 		lp.release([]shard.ID{e.shard}, r.revokeBy)
@@ -302,37 +318,43 @@ func (lp *loop) onExit(e exit) {
 	lp.publish()
 }
 
-// releaseOverdue releases revoked shards whose handlers overran the drain
-// timeout. Their late commits are rejected once the next owner fences.
-func (lp *loop) releaseOverdue() {
+// endOverdue reports revoked claims whose handlers overran the drain
+// timeout. Their authority already ended then (revoke's timer): Claim.Lost
+// closed, commits are refused, a shardd run child was killed. The lock
+// stays held until the handler returns (onExit releases it then), because
+// releasing it under a running handler would let the next owner start
+// beside it.
+func (lp *loop) endOverdue() {
 	now := time.Now()
 	for id, r := range lp.runners {
-		if r.state == ShardRevoking && now.After(r.drainBy) {
-			lp.w.log.Warn("handler did not return within the drain timeout; releasing anyway",
+		if r.state == ShardRevoking && !r.overdue && now.After(r.drainBy) {
+			r.overdue = true
+			lp.w.m.losses.WithLabelValues("drain_timeout").Inc()
+			lp.w.log.Warn("handler did not return within the drain timeout: its claim is lost, the lock is kept until it returns",
 				zap.String("shard", string(id)), zap.Duration("drain_timeout", lp.w.cfg.DrainTimeout))
-			r.state = ShardReleased
-			lp.release([]shard.ID{id}, r.revokeBy)
 		}
 	}
 }
 
-// awaitRunners waits until every runner has exited or until the drain
-// timeout, whichever is first.
-func (lp *loop) awaitRunners() {
-	deadline := time.NewTimer(lp.w.cfg.DrainTimeout)
+// awaitRunners waits until every runner has exited or until wait has
+// passed, whichever is first, and reports whether all have exited.
+func (lp *loop) awaitRunners(wait time.Duration) bool {
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for lp.running() > 0 {
 		select {
 		case e := <-lp.exits:
 			if r, ok := lp.runners[e.shard]; ok && r.claim.Token == e.token {
-				r.state = ShardReleased
+				if r.state != ShardLost {
+					r.state = ShardReleased
+				}
 				r.cancel = nil
 			}
 		case <-deadline.C:
-			lp.w.log.Warn("handlers still running after the drain timeout", zap.Int("handlers", lp.running()))
-			return
+			return false
 		}
 	}
+	return true
 }
 
 func (lp *loop) running() int {
@@ -347,14 +369,30 @@ func (lp *loop) running() int {
 
 // shutdown drains every shard, releases them in one batch and destroys the
 // session, so the next owners start within a watch round.
+//
+// A handler still running after the drain timeout loses its claim (Lost
+// closes, commits are refused) and gets one renewal interval more to
+// return. If it still has not, its shard is not released: destroying the
+// session leaves it locked for the lock-delay instead, which covers a
+// handler that returns within it.
 func (lp *loop) shutdown(ctx context.Context) {
 	lp.state = StateDraining
-	held := lp.heldByMe()
 	for _, r := range lp.runners {
 		lp.revoke(r, "shutdown")
 	}
 	lp.publish()
-	lp.awaitRunners()
+	if !lp.awaitRunners(lp.w.cfg.DrainTimeout) {
+		for _, r := range lp.runners {
+			if r.cancel != nil {
+				r.auth.lose(fmt.Sprintf("the handler did not return within the drain timeout %v at shutdown", lp.w.cfg.DrainTimeout))
+			}
+		}
+		if !lp.awaitRunners(lp.w.cfg.Policy.RenewEvery) {
+			lp.w.log.Error("handlers still running after the drain timeout and their loss: their shards are left to the lock-delay",
+				zap.Int("handlers", lp.running()), zap.Duration("lock_delay", lp.w.cfg.Policy.EffectiveLockDelay()))
+		}
+	}
+	held := lp.heldByMe()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
 	defer cancel()
 	if len(held) > 0 {
@@ -368,15 +406,16 @@ func (lp *loop) shutdown(ctx context.Context) {
 	lp.w.log.Info("stopped: every shard released", zap.Int("shards", len(held)))
 }
 
-// heldByMe lists the shards this term holds: its runners' and any the latest
-// snapshot shows under its session.
+// heldByMe lists the shards this term may release: those of its runners
+// whose handlers have returned, and any the latest snapshot shows under
+// its session without a runner.
 func (lp *loop) heldByMe() []shard.ID {
 	seen := map[shard.ID]bool{}
 	var ids []shard.ID
 	for id, r := range lp.runners {
-		if r.state != ShardLost {
-			seen[id] = true
-			ids = append(ids, id)
+		seen[id] = true
+		if r.state != ShardLost && r.cancel == nil {
+			ids = append(ids, id) // its handler has returned
 		}
 	}
 	if lp.snap != nil {
@@ -406,7 +445,9 @@ func (lp *loop) stepDown(ctx context.Context) error {
 	lp.state = StateJoining
 	lp.publish()
 	lp.w.log.Error("stepped down: every shard lost", zap.Int("shards", n), zap.Error(cause))
-	lp.awaitRunners()
+	if !lp.awaitRunners(lp.w.cfg.DrainTimeout) {
+		lp.w.log.Warn("handlers still running after a step-down and the drain timeout", zap.Int("handlers", lp.running()))
+	}
 	lp.w.destroy(ctx, lp.lease.session)
 	if cause == nil {
 		cause = errors.New("lease ended")

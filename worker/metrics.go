@@ -16,7 +16,7 @@ type metrics struct {
 	renewSeconds    prometheus.Histogram
 	renewFailures   prometheus.Counter
 	stepDowns       prometheus.Counter
-	commits         *prometheus.CounterVec // result: accepted, stale, error
+	commits         *prometheus.CounterVec // result: accepted, stale, lost, error
 	watchWakeups    prometheus.Counter
 	moves           prometheus.Counter
 	imbalance       prometheus.Gauge
@@ -45,7 +45,7 @@ func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
 		losses:        counterVec("losses_total", "Shards lost without a hand-off, by reason.", "reason"),
 		renewFailures: counter("renewal_failures_total", "Session renewals that failed."),
 		stepDowns:     counter("step_downs_total", "Times the worker stepped down (lost its session or missed its local deadline)."),
-		commits:       counterVec("commits_total", "Offset commits by result (accepted, stale, error).", "result"),
+		commits:       counterVec("commits_total", "Offset commits by result (accepted, stale, lost: refused by the worker itself after its authority ended, error).", "result"),
 		watchWakeups:  counter("watch_wakeups_total", "Watch results that led to a re-plan."),
 		moves:         counter("rebalance_moves_total", "Shards this worker handed off for rebalancing."),
 		imbalance:     gauge("imbalance_shards", "Max minus min shards owned across live workers, as this worker last saw it."),

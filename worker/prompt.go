@@ -109,7 +109,7 @@ func (lp *loop) retryRefused(want []shard.Acquisition, started []shard.ID, v vie
 	if !lp.retryAt.IsZero() {
 		return // one pending retry is enough
 	}
-	d := max(lp.w.cfg.LockDelay, lp.w.cfg.RoundEvery/10)
+	d := max(lp.w.cfg.Policy.EffectiveLockDelay(), lp.w.cfg.RoundEvery/10)
 	for range min(lp.refusals, 8) {
 		d *= 2
 	}

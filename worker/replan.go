@@ -216,8 +216,10 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 	defer cancel()
 	got, err := lp.w.cfg.Coordinator.Acquire(ctx, lp.lease.session, want)
 	if err != nil {
-		lp.w.log.Warn("acquire failed; retrying next round", zap.Int("shards", len(want)), zap.Error(err))
-		return nil
+		// The claims granted before the failure are locked by this session:
+		// run them now rather than leave them idle until the next look.
+		lp.w.log.Warn("acquire failed; running what it granted, retrying the rest next round",
+			zap.Int("shards", len(want)), zap.Int("granted", len(got)), zap.Error(err))
 	}
 	var started []shard.ID
 	why := make(map[shard.ID]string, len(want))

@@ -131,7 +131,7 @@ func (w *Worker) configure(ctx context.Context) error {
 func (w *Worker) term(ctx context.Context) error {
 	p := w.cfg.Policy
 	created := time.Now()
-	sid, err := w.cfg.Coordinator.CreateSession(ctx, shard.SessionSpec{Worker: w.cfg.ID, TTL: p.TTL, LockDelay: w.cfg.LockDelay})
+	sid, err := w.cfg.Coordinator.CreateSession(ctx, shard.SessionSpec{Worker: w.cfg.ID, TTL: p.TTL, LockDelay: p.EffectiveLockDelay()})
 	if err != nil {
 		return fmt.Errorf("creating session: %w", err)
 	}
@@ -148,12 +148,14 @@ func (w *Worker) term(ctx context.Context) error {
 	renewing.Go(func() { w.renew(l) })
 	defer renewing.Wait()
 
-	if err := w.join(ctx, l); err != nil {
+	m, err := w.join(ctx, l)
+	if err != nil {
 		l.end(err)
 		w.destroy(ctx, sid)
 		return err
 	}
 	w.log.Info("joined the fleet", zap.String("session", string(sid)))
+	renewing.Go(func() { w.guardMember(l, m) })
 	return newLoop(w, l).run(ctx)
 }
 
@@ -173,7 +175,7 @@ func (w *Worker) renewNow(ctx context.Context, sid shard.SessionID) (time.Time, 
 // for as long as a crashed predecessor with the same ID could keep its
 // session (2·TTL on Consul, plus a renewal period); after that it is a
 // duplicate worker ID.
-func (w *Worker) join(ctx context.Context, l *lease) error {
+func (w *Worker) join(ctx context.Context, l *lease) (shard.Member, error) {
 	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Weight: w.cfg.Weight, Started: time.Now(),
 		Draining: w.draining.Load()}
 	giveUp := time.Now().Add(2*w.cfg.Policy.TTL + w.cfg.Policy.RenewEvery)
@@ -181,24 +183,24 @@ func (w *Worker) join(ctx context.Context, l *lease) error {
 	for {
 		err := w.cfg.Coordinator.Join(l.ctx, l.session, m)
 		if err == nil {
-			return nil
+			return m, nil
 		}
 		if errors.Is(err, shard.ErrMemberExists) && time.Now().After(giveUp) {
-			return fmt.Errorf("worker id %q is held by another live session: is another worker running with this id? %w", w.cfg.ID, err)
+			return m, fmt.Errorf("worker id %q is held by another live session: is another worker running with this id? %w", w.cfg.ID, err)
 		}
 		if isFatal(err) && !errors.Is(err, shard.ErrMemberExists) {
-			return err
+			return m, err
 		}
 		if l.ctx.Err() != nil {
-			return context.Cause(l.ctx)
+			return m, context.Cause(l.ctx)
 		}
 		wait := retry.next()
 		w.log.Warn("joining failed; retrying", zap.Error(err), zap.Duration("in", wait))
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return m, ctx.Err()
 		case <-l.ctx.Done():
-			return context.Cause(l.ctx)
+			return m, context.Cause(l.ctx)
 		case <-time.After(wait):
 		}
 	}

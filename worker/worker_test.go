@@ -223,15 +223,17 @@ func TestFailingHandlerIsRestartedWhileOwned(t *testing.T) {
 }
 
 // TestPausedWorkerLateCommitIsRejected is the paused-leader story: a worker
-// freezes with a commit in flight, its session expires, the new owner fences
-// and loads, and the late commit is refused.
+// freezes with a commit in hand, its session expires, the new owner fences
+// and loads, and the late commit is refused — by the claim itself, which
+// knows its authority ended at the local deadline, before it reaches the
+// store (the store's fence is the second line, tested in offsets).
 func TestPausedWorkerLateCommitIsRejected(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFleet(t, 2)
 		var gate faults.Gate
 		var mu sync.Mutex
 		lastAccepted := map[shard.ID]int64{}
-		var stale, acceptedAfterPause atomic.Int32
+		var stale, lost, acceptedAfterPause atomic.Int32
 		var paused atomic.Bool
 		var pausedTokens sync.Map // the tokens a held when it froze
 		committer := worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
@@ -251,6 +253,9 @@ func TestPausedWorkerLateCommitIsRejected(t *testing.T) {
 					}
 				case errors.Is(err, offsets.ErrStaleToken):
 					stale.Add(1)
+					return nil
+				case errors.Is(err, worker.ErrLost):
+					lost.Add(1)
 					return nil
 				default:
 					return err
@@ -305,8 +310,9 @@ func TestPausedWorkerLateCommitIsRejected(t *testing.T) {
 		gate.Open()
 		a.faults.Set(faults.Healthy)
 		settle(time.Second)
-		if stale.Load() != 2 {
-			t.Errorf("%d late commits were rejected as stale, want one per shard (2)", stale.Load())
+		if lost.Load() != 2 || stale.Load() != 0 {
+			t.Errorf("late commits: %d refused as lost by the claim, %d reached the store and were refused as stale; want 2 and 0",
+				lost.Load(), stale.Load())
 		}
 		if n := acceptedAfterPause.Load(); n != 0 {
 			t.Errorf("%d commits of the paused owner's old claims were accepted after the pause", n)

@@ -1,0 +1,109 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// guardMember watches the worker's own member key for the whole term, one
+// blocking query on one key (it is not woken by other workers' writes).
+// The key stops being what the term wrote in three ways, and each is acted
+// on within one watch round:
+//
+//   - Its session was ended by someone else: an operator destroyed it, Serf
+//     marked the node failed, its check turned critical. Consul then clears
+//     the key's session. The worker confirms with a renewal and steps down
+//     at once, instead of at its next renewal or its local deadline.
+//   - An operator deleted the key, or overwrote it with a plain PUT (which
+//     keeps the session): the planner no longer counts the worker, which
+//     would otherwise stay active and own nothing until restarted. The
+//     worker writes its registration again, keeping an operator's drain.
+//   - Another session holds it: only after this term's session ended and
+//     another worker took the ID, so the renewal check ends the term.
+func (w *Worker) guardMember(l *lease, m shard.Member) {
+	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
+	var index uint64
+	for l.ctx.Err() == nil {
+		k, err := w.cfg.Coordinator.WatchMember(l.ctx, w.cfg.ID, index)
+		if l.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			if !sleepCtx(l.ctx.Done(), retry.next()) {
+				return
+			}
+			continue
+		}
+		retry.reset()
+		index = shard.NextIndex(index, k.Index)
+		if k.Exists && k.Problem == "" && k.Member.Session == l.session && sameRegistration(k.Member.Member, m) {
+			continue
+		}
+		if !w.sessionAlive(l) {
+			return
+		}
+		if k.Exists && k.Problem == "" {
+			m.Draining = k.Member.Draining // an operator's drain request stays
+		}
+		why := describeMemberKey(k, l.session)
+		ctx, cancel := context.WithTimeout(l.ctx, w.cfg.Policy.RenewEvery)
+		err = w.cfg.Coordinator.Join(ctx, l.session, m)
+		cancel()
+		if err != nil {
+			w.log.Warn("the member key was changed under this worker and writing it again failed; retrying",
+				zap.String("key", why), zap.Error(err))
+			index = 0 // look again at once (after the backoff)
+			sleepCtx(l.ctx.Done(), retry.next())
+			continue
+		}
+		w.log.Warn("the member key was changed under this live worker; registered again", zap.String("key", why))
+	}
+}
+
+// sessionAlive renews the term's session once to tell whether it still
+// exists. A session that is gone ends the term at once (the caller
+// returns); any other failure is left to the renewal loop and counts as
+// alive.
+func (w *Worker) sessionAlive(l *lease) bool {
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(l.ctx, l.deadline())
+	err := w.cfg.Coordinator.RenewSession(ctx, l.session)
+	cancel()
+	switch {
+	case err == nil:
+		l.extend(start, w.cfg.Policy)
+	case errors.Is(err, shard.ErrSessionInvalid):
+		l.end(fmt.Errorf("%w: session %s was ended by the coordinator before its TTL (destroyed, node failed or check critical), "+
+			"seen on the worker's member key: %w", ErrLost, l.session, err))
+		return false
+	}
+	return l.ctx.Err() == nil
+}
+
+// sameRegistration compares what the worker wrote, leaving out Draining,
+// which belongs to operators.
+func sameRegistration(got, want shard.Member) bool {
+	return got.ID == want.ID && got.Address == want.Address && got.Version == want.Version &&
+		got.Weight == want.Weight && got.Started.Equal(want.Started)
+}
+
+func describeMemberKey(k shard.MemberKey, session shard.SessionID) string {
+	switch {
+	case !k.Exists:
+		return "deleted"
+	case k.Problem != "":
+		return "overwritten with a value that is not a member: " + k.Problem
+	case k.Member.Session == "":
+		return "held by no session"
+	case k.Member.Session != session:
+		return fmt.Sprintf("held by another session %s", k.Member.Session)
+	default:
+		return fmt.Sprintf("overwritten: %+v", k.Member.Member)
+	}
+}
