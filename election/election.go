@@ -51,13 +51,12 @@ type Config struct {
 	// and must not call Run; it may call Status.
 	OnChange func(Change)
 
-	// Policy, LockDelay, DrainTimeout, RoundEvery and OrphanGrace are passed
+	// Policy, DrainTimeout, RoundEvery and OrphanGrace are passed
 	// to the worker (see worker.Config for their defaults). RoundEvery is
 	// also how soon a new instance first tries for the lock; OrphanGrace is
 	// how long a vacancy waits for its designated candidate before the
 	// others may take it.
 	Policy       shard.LeasePolicy
-	LockDelay    time.Duration
 	DrainTimeout time.Duration
 	RoundEvery   time.Duration
 	OrphanGrace  time.Duration
@@ -131,7 +130,6 @@ func New(cfg Config) (*Election, error) {
 		Offsets:      cfg.Offsets,
 		Handler:      worker.HandlerFunc(e.process),
 		Policy:       cfg.Policy,
-		LockDelay:    cfg.LockDelay,
 		DrainTimeout: cfg.DrainTimeout,
 		RoundEvery:   cfg.RoundEvery,
 		OrphanGrace:  cfg.OrphanGrace,

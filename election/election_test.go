@@ -23,7 +23,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var testPolicy = shard.LeasePolicy{TTL: 10 * time.Second, RenewEvery: 2 * time.Second, PauseBudget: 5 * time.Second}
+var testPolicy = shard.LeasePolicy{TTL: 10 * time.Second, RenewEvery: 2 * time.Second, PauseBudget: 5 * time.Second, LockDelay: 5 * time.Second}
 
 // group runs instances of one election in a synctest bubble.
 type group struct {
@@ -69,7 +69,7 @@ func (g *group) startWith(id string, lead func(context.Context, *election.Leader
 			defer g.mu.Unlock()
 			g.log[c.Instance] = append(g.log[c.Instance], c)
 		},
-		Policy: testPolicy, LockDelay: time.Second, JitterSeed: uint64(len(id)*7919 + int(id[len(id)-1])),
+		Policy: testPolicy, JitterSeed: uint64(len(id)*7919 + int(id[len(id)-1])),
 	})
 	if err != nil {
 		g.t.Fatalf("election.New(%s): %v", id, err)
@@ -226,7 +226,7 @@ func TestCutOffLeaderStepsDownAndFollowsAfterHealing(t *testing.T) {
 		if s := g.inst[old].e.Status(); s.Role == election.RoleLeader {
 			t.Fatalf("cut-off leader still leads %v after the cut", time.Since(cut))
 		}
-		settle(testPolicy.TTL)
+		settle(testPolicy.TTL + testPolicy.LockDelay)
 		var next string
 		for _, id := range g.leaders() {
 			next = id

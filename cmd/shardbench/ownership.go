@@ -37,11 +37,8 @@ func newFleet(env *benchEnv, system, scenario string, shards int) (fleet, error)
 	if system == systemBaseline {
 		return newBLFleet(env, scenario, shards)
 	}
-	return newSLFleet(env, scenario, slOptions{shards: shards, policy: fastFailover, lockDelay: slLockDelay})
+	return newSLFleet(env, scenario, slOptions{shards: shards, policy: fastFailover})
 }
-
-// slLockDelay is the lock-delay of the measured shardlease workers.
-const slLockDelay = 500 * time.Millisecond
 
 // ready is a fleet's starting state: every shard owned by one of the
 // workers members, and, for shardlease, balanced within one (the baseline
@@ -233,7 +230,7 @@ func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash boo
 		}
 		if system == systemShardlease {
 			row = row.with("check_ttl_s", fastFailover.TTL.Seconds()).with("renew_s", fastFailover.RenewEvery.Seconds()).
-				with("lock_delay_s", slLockDelay.Seconds())
+				with("lock_delay_s", fastFailover.EffectiveLockDelay().Seconds())
 			if crash {
 				row = row.withGoal("p99 <= 3s", row.P99 <= 3)
 			} else {

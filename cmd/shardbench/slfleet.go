@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/shard"
@@ -14,16 +13,16 @@ import (
 
 // slOptions shape a shardlease fleet.
 type slOptions struct {
-	shards    int
-	policy    shard.LeasePolicy
-	lockDelay time.Duration // worker.Config.LockDelay (0: its default)
-	liveness  consul.Liveness
+	shards   int
+	policy   shard.LeasePolicy
+	liveness consul.Liveness
 }
 
 // fastFailover is the policy of the fast-failover liveness mode measured
-// here: a session bound to a 2 s TTL health check, renewed every 500 ms
-// (2 × 0.5 + 1 ≤ 2).
-var fastFailover = shard.LeasePolicy{TTL: 2 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second}
+// here, the one docs/tuning.md recommends: a session bound to a 1.5 s TTL
+// health check, renewed every 300 ms, with a lock-delay that covers the
+// step-down deadline (shard.FastPolicy).
+var fastFailover = shard.FastPolicy
 
 // slFleet is shardlease workers in this process, each with its own Consul
 // client (and so its own connections) and session, as separate processes
@@ -80,7 +79,7 @@ func (f *slFleet) add(ctx context.Context, id string) error {
 	}
 	w, err := worker.New(worker.Config{
 		ID: id, Fleet: shard.Config{Shards: f.o.shards}, Coordinator: sw.coord, Offsets: f.store,
-		Policy: f.o.policy, LockDelay: f.o.lockDelay,
+		Policy: f.o.policy,
 		// The handler holds its shard and does nothing else: the figures
 		// are the coordination's own.
 		Handler: worker.HandlerFunc(func(ctx context.Context, _ *worker.Claim) error { <-ctx.Done(); return nil }),

@@ -47,7 +47,7 @@ func (d *demoConsul) apply(fs *flag.FlagSet, o *demo.Options) error {
 		}
 		return nil
 	}
-	leaseFlags := set["ttl"] || set["renew"] || set["pause-budget"]
+	leaseFlags := set["ttl"] || set["renew"] || set["pause-budget"] || set["lock-delay"]
 	switch {
 	case d.cfg.Liveness != consul.LivenessTTL:
 		if !leaseFlags {

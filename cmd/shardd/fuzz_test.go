@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/shardlease/shardlease/shard/consul"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func FuzzWorkerFlags(f *testing.F) {
 			if err := fl.policy.Validate(); err != nil {
 				t.Fatalf("accepted %v, but its policy is invalid: %v", args, err)
 			}
-			if err := fl.fleet.Validate(); err != nil || fl.lockDelay < 0 || fl.drain < 0 || fl.commitEvery <= 0 || fl.id == "" {
+			if err := fl.fleet.Validate(); err != nil || fl.policy.EffectiveLockDelay() > consul.MaxLockDelay || fl.drain < 0 || fl.commitEvery <= 0 || fl.id == "" {
 				t.Fatalf("accepted %v: %+v (fleet: %v)", args, fl, err)
 			}
 			return

@@ -14,14 +14,13 @@ import (
 // fleet (`shardd worker`, `shardd run`): where the fleet is, who this
 // member is, its lease, and how it is observed.
 type memberFlags struct {
-	consul    consul.Config
-	fleet     shard.Config
-	id        string
-	policy    shard.LeasePolicy
-	lockDelay time.Duration
-	drain     time.Duration
-	httpAddr  string
-	level     string
+	consul   consul.Config
+	fleet    shard.Config
+	id       string
+	policy   shard.LeasePolicy
+	drain    time.Duration
+	httpAddr string
+	level    string
 }
 
 // register adds the shared flags to fs, with the defaults; prefixHelp,
@@ -38,7 +37,7 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 	fs.DurationVar(&f.policy.TTL, "ttl", f.policy.TTL, "session TTL (liveness check: the check's TTL; liveness ttl: at least 10s)")
 	fs.DurationVar(&f.policy.RenewEvery, "renew", f.policy.RenewEvery, "renewal interval")
 	fs.DurationVar(&f.policy.PauseBudget, "pause-budget", f.policy.PauseBudget, "pause budget (2×renew + pause must fit in ttl)")
-	fs.DurationVar(&f.lockDelay, "lock-delay", time.Second, "lock-delay after this worker's session is invalidated (0: none)")
+	fs.DurationVar(&f.policy.LockDelay, "lock-delay", 0, "how long the shards of this worker's session stay closed to everyone after the session ends other than by a release; at least ttl − pause-budget (0: the ttl)")
 	fs.DurationVar(&f.drain, "drain-timeout", 10*time.Second, drainHelp)
 	fs.StringVar(&f.httpAddr, "http", "", "serve Prometheus /metrics and /status on this address, e.g. :9100 (default: off)")
 	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn, error")
@@ -59,13 +58,13 @@ func (f memberFlags) check(add func(format string, args ...any), onConsul bool) 
 		add("--id %q must not contain '/' or spaces", f.id)
 	}
 	if err := f.policy.Validate(); err != nil {
-		add("--ttl/--renew/--pause-budget: %v", err)
+		add("--ttl/--renew/--pause-budget/--lock-delay: %v", err)
 	} else if onConsul && f.consul.Liveness == consul.LivenessTTL && f.policy.TTL < consul.MinSessionTTL {
 		add("--ttl %v: with --consul-liveness ttl Consul's minimum session TTL is %v (use --consul-liveness check for shorter TTLs)",
 			f.policy.TTL, consul.MinSessionTTL)
 	}
-	if f.lockDelay < 0 || f.lockDelay > consul.MaxLockDelay {
-		add("--lock-delay %v: want 0..%v", f.lockDelay, consul.MaxLockDelay)
+	if ld := f.policy.EffectiveLockDelay(); onConsul && ld > consul.MaxLockDelay {
+		add("--lock-delay %v (with --ttl %v): Consul's longest lock-delay is %v", ld, f.policy.TTL, consul.MaxLockDelay)
 	}
 	if f.drain < 0 {
 		add("--drain-timeout %v must not be negative", f.drain)

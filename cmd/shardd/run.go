@@ -191,9 +191,10 @@ func superviseFleet(ctx context.Context, f runFlags, stdout, stderr io.Writer, l
 		Offsets:     store,
 		Handler:     sup,
 		Policy:      f.policy,
-		LockDelay:   lockDelayFlag(f.lockDelay),
-		// The lock outlives the child: SIGTERM, the drain, SIGKILL, reaping.
-		DrainTimeout: f.drain + killGrace,
+		// At the drain timeout the claim is lost and the child killed; the
+		// lock outlives it until it is reaped (the worker releases only
+		// after Process returned).
+		DrainTimeout: f.drain,
 		Registerer:   reg,
 		Logger:       log,
 	})

@@ -79,11 +79,6 @@ next:
 	return out
 }
 
-// killGrace is how long after SIGKILL the lock is still kept: the worker
-// releases a revoked shard no earlier than drain + killGrace, so the next
-// owner's child never starts while this one's is still being reaped.
-const killGrace = 2 * time.Second
-
 // maxLine caps a buffered output line; a longer one is cut into pieces.
 const maxLine = 64 << 10
 
@@ -155,7 +150,7 @@ func (s *supervisor) Process(ctx context.Context, c *worker.Claim) error {
 	}
 
 	cause := context.Cause(ctx)
-	if errors.Is(cause, worker.ErrLost) {
+	if errors.Is(cause, worker.ErrLost) || c.Err() != nil {
 		killGroup(pid, syscall.SIGKILL)
 		err := <-exited
 		log.Warn("shard lost: child killed at once (SIGKILL)", zap.NamedError("cause", cause), zap.String("exit", exitText(err)))
@@ -163,16 +158,20 @@ func (s *supervisor) Process(ctx context.Context, c *worker.Claim) error {
 	}
 	killGroup(pid, syscall.SIGTERM)
 	log.Info("shard revoked: SIGTERM sent, waiting for the child", zap.NamedError("cause", cause), zap.Duration("drain_timeout", s.drain))
-	timer := time.NewTimer(s.drain)
-	defer timer.Stop()
+	// The worker ends the claim's authority at the drain timeout, and at
+	// its local deadline if the lease is lost while the child drains: a
+	// draining child is killed then, whichever comes first. The lock is
+	// released only after Process returns, so the next owner's child
+	// cannot start while this one is still being reaped.
 	select {
 	case err := <-exited:
 		killGroup(pid, syscall.SIGKILL) // stragglers in its group that ignored SIGTERM
 		log.Info("child stopped", zap.String("exit", exitText(err)))
-	case <-timer.C:
+	case <-c.Lost():
 		killGroup(pid, syscall.SIGKILL)
 		err := <-exited
-		log.Warn("child did not exit within the drain timeout: SIGKILL sent", zap.Duration("drain_timeout", s.drain), zap.String("exit", exitText(err)))
+		log.Warn("authority ended while the child drained: SIGKILL sent", zap.NamedError("cause", c.Err()),
+			zap.Duration("drain_timeout", s.drain), zap.String("exit", exitText(err)))
 	}
 	return nil
 }

@@ -185,7 +185,6 @@ func runWorker(ctx context.Context, f workerFlags, log *zap.Logger) int {
 		Offsets:      store,
 		Handler:      stream{rate: f.rate, commitEvery: f.commitEvery, log: log.With(zap.String("worker", f.id))},
 		Policy:       f.policy,
-		LockDelay:    lockDelayFlag(f.lockDelay),
 		DrainTimeout: f.drain,
 		Registerer:   reg,
 		Logger:       log,
@@ -208,7 +207,7 @@ func runWorker(ctx context.Context, f workerFlags, log *zap.Logger) int {
 		zap.String("consul", ccfg.Address), zap.String("prefix", ccfg.Prefix), zap.String("liveness", string(ccfg.Liveness)),
 		zap.Int("shards", f.fleet.Shards), zap.String("shard_name", f.fleet.Name),
 		zap.Duration("ttl", f.policy.TTL), zap.Duration("renew", f.policy.RenewEvery), zap.Duration("pause_budget", f.policy.PauseBudget),
-		zap.Duration("lock_delay", f.lockDelay), zap.String("offsets", postgres.RedactDSN(f.offsets)))
+		zap.Duration("lock_delay", f.policy.EffectiveLockDelay()), zap.String("offsets", postgres.RedactDSN(f.offsets)))
 	if f.offsets == offsetsMemory {
 		log.Warn("offsets are kept in memory: lost on exit and not shared with other workers, so the fence protects this process only")
 	}
@@ -225,14 +224,6 @@ func runWorker(ctx context.Context, f workerFlags, log *zap.Logger) int {
 	}
 	log.Info("stopped", zap.Int64("consul_requests", requests.Total()))
 	return exitOK
-}
-
-// lockDelayFlag maps the flag (0: none) to worker.Config (0: default).
-func lockDelayFlag(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
 }
 
 // openWorkerStore opens the --offsets store, recording its calls to

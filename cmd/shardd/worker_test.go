@@ -60,11 +60,12 @@ func TestDemoConsulFlags(t *testing.T) {
 	}{
 		{[]string{"demo", "--prefix", "x"}, "--prefix: need --consul ADDR"},
 		{[]string{"demo", "--consul-token", "t", "--consul-liveness", "ttl"}, "--consul-liveness, --consul-token: need --consul ADDR"},
-		{[]string{"demo", "--consul", "127.0.0.1:1", "--consul-liveness", "ttl", "--ttl", "5s"}, "--ttl 5s: with --consul-liveness ttl"},
+		{[]string{"demo", "--consul", "127.0.0.1:1", "--consul-liveness", "ttl", "--ttl", "5s", "--lock-delay", "4s"}, "--ttl 5s: with --consul-liveness ttl"},
+		{[]string{"demo", "--ttl", "5s"}, "lock-delay 1s is shorter than the step-down deadline ttl 5s − pause 1s = 4s by 3s"},
 		{[]string{"demo", "--consul", "127.0.0.1:1", "--prefix", "a b"}, `prefix "a b"`},
 		// TTL liveness stretches the schedule: Consul may take 2×TTL to
 		// invalidate a session.
-		{[]string{"demo", "--consul", "127.0.0.1:1", "--consul-liveness", "ttl", "--duration", "30s"}, "--duration 30s: want 0 (until Ctrl-C) or at least 54.5s"},
+		{[]string{"demo", "--consul", "127.0.0.1:1", "--consul-liveness", "ttl", "--duration", "30s"}, "--duration 30s: want 0 (until Ctrl-C) or at least 1m13.5s"},
 	} {
 		var out, errb bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -24,23 +24,22 @@ const (
 
 // options choose the coordinator and the timings.
 type options struct {
-	consul    *consul.Config // nil: the embedded coordinator
-	policy    shard.LeasePolicy
-	lockDelay time.Duration
+	consul *consul.Config // nil: the embedded coordinator
+	policy shard.LeasePolicy
 }
 
 // embeddedOptions: a short lease so the story plays out in seconds.
 func embeddedOptions() options {
-	return options{policy: shard.LeasePolicy{TTL: 2 * time.Second, RenewEvery: 400 * time.Millisecond, PauseBudget: time.Second},
-		lockDelay: 500 * time.Millisecond}
+	return options{policy: shard.LeasePolicy{TTL: 2 * time.Second, RenewEvery: 400 * time.Millisecond, PauseBudget: time.Second,
+		LockDelay: time.Second}}
 }
 
 // consulOptions: Consul's fast-failover liveness (a TTL health check per
 // session) accepts a 3 s TTL; the session TTL mode would need 10 s or more.
 func consulOptions(c consul.Config) options {
 	c.Liveness = consul.LivenessCheck
-	return options{consul: &c, policy: shard.LeasePolicy{TTL: 3 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second},
-		lockDelay: 500 * time.Millisecond}
+	return options{consul: &c, policy: shard.LeasePolicy{TTL: 3 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second,
+		LockDelay: 2 * time.Second}}
 }
 
 // outcome is what the story must end with.
@@ -93,7 +92,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	defer cleanup()
 	p := o.policy
 	t.say("", "fenced writes on %s: workers A and B, one lock (%s), one shared register that keeps the highest token", res.coordName, lock)
-	t.say("", "lease: TTL %v, renew every %v, pause budget %v; lock-delay %v", p.TTL, p.RenewEvery, p.PauseBudget, o.lockDelay)
+	t.say("", "lease: TTL %v, renew every %v, pause budget %v; lock-delay %v", p.TTL, p.RenewEvery, p.PauseBudget, p.EffectiveLockDelay())
 
 	reg := &register{}
 	// The workers' own offsets store: each new claim is fenced in it before
@@ -128,7 +127,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	start := func(id string, c shard.Coordinator, h worker.HandlerFunc) (*worker.Worker, error) {
 		w, err := worker.New(worker.Config{
 			ID: id, Fleet: shard.Config{Shards: 1}, Coordinator: c, Offsets: store, Handler: h,
-			Policy: o.policy, LockDelay: o.lockDelay, DrainTimeout: 2 * time.Second,
+			Policy: o.policy, DrainTimeout: 2 * time.Second,
 			RoundEvery: 250 * time.Millisecond, OrphanGrace: time.Second,
 		})
 		if err != nil {

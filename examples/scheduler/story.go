@@ -26,7 +26,6 @@ type options struct {
 	killAt      int           // the first leader is killed after enqueueing this many jobs
 	cutAt       int           // the second leader is cut off after this many
 	policy      shard.LeasePolicy
-	lockDelay   time.Duration
 }
 
 func defaultOptions() options {
@@ -39,8 +38,7 @@ func defaultOptions() options {
 		commitEvery: 3,
 		killAt:      5,
 		cutAt:       8,
-		policy:      shard.LeasePolicy{TTL: 2 * time.Second, RenewEvery: 400 * time.Millisecond, PauseBudget: time.Second},
-		lockDelay:   500 * time.Millisecond,
+		policy:      shard.LeasePolicy{TTL: 2 * time.Second, RenewEvery: 400 * time.Millisecond, PauseBudget: time.Second, LockDelay: time.Second},
 	}
 }
 
@@ -155,7 +153,7 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 			Offsets:     netsim.Store{Store: checkpoints, H: h},
 			Lead:        s.lead(h),
 			OnChange:    s.onChange(h),
-			Policy:      o.policy, LockDelay: o.lockDelay, DrainTimeout: 2 * time.Second,
+			Policy:      o.policy, DrainTimeout: 2 * time.Second,
 			RoundEvery: 250 * time.Millisecond, OrphanGrace: time.Second,
 		})
 		if err != nil {

@@ -29,14 +29,12 @@ type options struct {
 	killAt      float64       // the victim dies once this fraction of the stream is processed
 	victim      string
 	policy      shard.LeasePolicy
-	lockDelay   time.Duration
 }
 
 func defaultOptions() options {
 	return options{
 		workers: 12, shards: 128, length: 100, pace: 50 * time.Millisecond, commitEvery: 10, killAt: 0.4, victim: "w07",
-		policy:    shard.LeasePolicy{TTL: 2 * time.Second, RenewEvery: 400 * time.Millisecond, PauseBudget: time.Second},
-		lockDelay: 500 * time.Millisecond,
+		policy: shard.LeasePolicy{TTL: 2 * time.Second, RenewEvery: 400 * time.Millisecond, PauseBudget: time.Second, LockDelay: time.Second},
 	}
 }
 
@@ -163,7 +161,7 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 			Coordinator: netsim.Coordinator{Coordinator: coord, H: h},
 			Offsets:     netsim.Store{Store: audit, H: h},
 			Handler:     s.handler(h),
-			Policy:      o.policy, LockDelay: o.lockDelay, DrainTimeout: 2 * time.Second,
+			Policy:      o.policy, DrainTimeout: 2 * time.Second,
 			RoundEvery: 500 * time.Millisecond, OrphanGrace: time.Second,
 		})
 		if err != nil {
@@ -281,9 +279,19 @@ func (s *story) script(ctx context.Context, coord *memory.Coordinator, base offs
 			res.incomplete = append(res.incomplete, id)
 		}
 	}
-	snap, err = coord.Watch(ctx, 0)
-	if err != nil {
-		return err
+	// The moved shards' streams may end before the rebalance rounds that
+	// follow a failover are over: give the fleet a few rounds to settle.
+	settleCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	snap, err = s.waitFor(settleCtx, coord, func(snap shard.Snapshot) bool {
+		counts := snap.Counts()
+		delete(counts, victim.ID)
+		return len(snap.Owners()) == len(ids) && spread(counts) <= 1
+	})
+	cancel()
+	if err != nil { // not settled in time: judge the fleet as it is now
+		if snap, err = coord.Watch(ctx, 0); err != nil {
+			return err
+		}
 	}
 	res.countsAfter = snap.Counts()
 	res.victimOwnedAfter = res.countsAfter[victim.ID]

@@ -62,9 +62,11 @@ type consulBackend struct {
 // 2.5 s check TTL, renewals every 500 ms and a 1 s pause budget. Each
 // renewal is two HTTP requests to the agent, which a loaded machine can
 // delay, so a worker is given 1.5 s without a successful one before it
-// steps down (DemoPolicy gives 1 s, plenty in process); the schedule still
+// steps down (DemoPolicy gives 1 s, plenty in process), and the lock-delay
+// is that step-down deadline, the least the rule allows; the schedule still
 // fits in 20 s.
-var ConsulPolicy = shard.LeasePolicy{TTL: 2500 * time.Millisecond, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second}
+var ConsulPolicy = shard.LeasePolicy{TTL: 2500 * time.Millisecond, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second,
+	LockDelay: 1500 * time.Millisecond}
 
 // consulSlack is what Consul may take beyond the liveness TTL to invalidate
 // a session: the agent's sync of the critical check to the servers and the
@@ -162,12 +164,12 @@ func (o Options) backend() Backend {
 // invalidation and lock-delay, so that its shards have new owners (who
 // fenced them) when its late commits arrive.
 func (o Options) pauseFor() time.Duration {
-	return o.backend().Expiry(o.Policy) + o.LockDelay + 1500*time.Millisecond
+	return o.backend().Expiry(o.Policy) + o.Policy.EffectiveLockDelay() + 1500*time.Millisecond
 }
 
 // settleTime is how long the fleet is given to settle after a fault.
 func (o Options) settleTime() time.Duration {
-	return max(settleTime, o.backend().Expiry(o.Policy)+o.LockDelay+3*time.Second)
+	return max(settleTime, o.backend().Expiry(o.Policy)+o.Policy.EffectiveLockDelay()+3*time.Second)
 }
 
 // cycle is the period of the fault schedule: room for the pause to end

@@ -77,7 +77,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Summary, error) {
 		d.reg = prometheus.NewRegistry()
 	}
 	d.say("demo: %d workers over %d shards, lease ttl %v renew %v pause budget %v, lock-delay %v, seed %d",
-		o.Workers, o.Shards, o.Policy.TTL, o.Policy.RenewEvery, o.Policy.PauseBudget, o.LockDelay, o.Seed)
+		o.Workers, o.Shards, o.Policy.TTL, o.Policy.RenewEvery, o.Policy.PauseBudget, o.Policy.EffectiveLockDelay(), o.Seed)
 	d.say("coordinator: %s", backend.Describe())
 	for range o.Workers {
 		if err := d.spawn(d.nextID()); err != nil {

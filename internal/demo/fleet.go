@@ -20,7 +20,7 @@ type member struct {
 	id     string
 	w      *worker.Worker
 	faults *faults.Coordinator
-	gate   faults.Gate // closed: the worker's handlers are frozen
+	gate   faults.Gate // closed: the worker's commits are frozen on their way to the store
 	dead   atomic.Bool // crashed: frozen handlers never wake to write
 	cancel context.CancelFunc
 	done   chan error
@@ -37,10 +37,9 @@ func (d *demo) spawn(id string) error {
 		ID:           id,
 		Fleet:        shard.Config{Shards: d.o.Shards},
 		Coordinator:  m.faults,
-		Offsets:      d.store,
+		Offsets:      onTheWire{Store: d.store, m: m},
 		Handler:      d.handler(m),
 		Policy:       d.o.Policy,
-		LockDelay:    d.o.LockDelay,
 		DrainTimeout: 2 * time.Second,
 		RoundEvery:   500 * time.Millisecond,
 		OrphanGrace:  time.Second,
@@ -64,9 +63,10 @@ func (d *demo) spawn(id string) error {
 
 // handler consumes the synthetic stream of each owned shard: every
 // CommitEvery it takes everything up to the stream's head and commits the
-// new offset with the claim's token. A pause can strike between taking the
-// batch and sending the commit, which is exactly the write a stale owner
-// sends late.
+// new offset with the claim's token. A pause can strike while a commit is
+// on its way to the store (onTheWire), which is exactly the write a stale
+// owner sends late; a commit begun after the worker's local deadline is
+// refused by the claim itself (worker.ErrLost) and never sent.
 func (d *demo) handler(m *member) worker.Handler {
 	return worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
 		d.store.started(c.Shard, c.Start.Offset)
@@ -86,12 +86,11 @@ func (d *demo) handler(m *member) worker.Handler {
 				tick.Reset(every/2 + time.Duration(rand.Int64N(int64(every))))
 			}
 			offset = max(offset, d.head())
-			m.gate.Wait(context.Background()) // a frozen process does not see ctx end
 			if m.dead.Load() {
 				return nil // a crashed process never wakes up
 			}
-			if err := d.commit(ctx, c, offset); errors.Is(err, offsets.ErrStaleToken) {
-				<-ctx.Done() // a newer owner fenced us: stop acting for the shard
+			if err := d.commit(ctx, c, offset); errors.Is(err, offsets.ErrStaleToken) || errors.Is(err, worker.ErrLost) {
+				<-ctx.Done() // a newer owner fenced us, or our authority ended: stop acting for the shard
 				return nil
 			}
 		}
@@ -104,6 +103,25 @@ func (d *demo) commit(ctx context.Context, c *worker.Claim, offset int64) error 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	return c.Commit(cctx, offset)
+}
+
+// onTheWire is the offsets store as one member reaches it. While the
+// member is paused its commits are frozen after they left the handler (and
+// passed the claim's own authority check), and reach the store only when
+// it resumes: late, with whatever token they carry, and cancelling them
+// then cannot call them back. A crashed member's frozen commits never
+// arrive.
+type onTheWire struct {
+	offsets.Store
+	m *member
+}
+
+func (s onTheWire) Commit(ctx context.Context, sh shard.ID, tok shard.Token, offset int64) error {
+	s.m.gate.Wait(context.Background())
+	if s.m.dead.Load() {
+		return fmt.Errorf("demo: %s crashed with this commit on its way: it never arrives", s.m.id)
+	}
+	return s.Store.Commit(context.WithoutCancel(ctx), sh, tok, offset)
 }
 
 // head is the synthetic stream's newest offset: every shard receives Rate
@@ -137,8 +155,10 @@ func (d *demo) crash(m *member) string {
 	return fmt.Sprintf("crash %s (session abandoned with %d shards)", m.id, n)
 }
 
-// pause freezes a worker (handlers and coordinator calls) for d, then lets
-// it resume and send the commits it had in hand.
+// pause freezes a worker (its coordinator calls and the commits on their
+// way to the store) for d, then lets it resume: the frozen commits arrive
+// late and meet the fence, and any begun after its local deadline are
+// refused by the claims themselves.
 func (d *demo) pause(m *member, pauseFor time.Duration) string {
 	n := len(m.w.Status().Owned())
 	m.gate.Close()

@@ -29,8 +29,7 @@ type Options struct {
 	Backend Backend
 	// Policy is the lease policy; the default is short so faults play out
 	// in seconds: TTL 2 s, renew every 400 ms, 1 s pause budget.
-	Policy    shard.LeasePolicy
-	LockDelay time.Duration // default 500 ms
+	Policy shard.LeasePolicy
 	// Rate is messages per second per shard in the synthetic stream.
 	Rate int // default 50
 	// CommitEvery spaces a handler's commits (default 500 ms, jittered).
@@ -51,7 +50,7 @@ type Options struct {
 }
 
 // DemoPolicy is the demo's default lease policy.
-var DemoPolicy = shard.LeasePolicy{TTL: 2 * time.Second, RenewEvery: 400 * time.Millisecond, PauseBudget: time.Second}
+var DemoPolicy = shard.LeasePolicy{TTL: 2 * time.Second, RenewEvery: 400 * time.Millisecond, PauseBudget: time.Second, LockDelay: time.Second}
 
 func (o Options) withDefaults() Options {
 	if o.Workers == 0 {
@@ -62,9 +61,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Policy == (shard.LeasePolicy{}) {
 		o.Policy = DemoPolicy
-	}
-	if o.LockDelay == 0 {
-		o.LockDelay = 500 * time.Millisecond
 	}
 	if o.Rate == 0 {
 		o.Rate = 50

@@ -158,7 +158,7 @@ func startWorker(t *testing.T, agent *consultest.Agent, tok, prefix string) *fle
 	t.Cleanup(func() { store.Close() })
 	w, err := worker.New(worker.Config{
 		ID: "w1", Fleet: shard.Config{Shards: 4}, Coordinator: f.coord, Offsets: store,
-		Policy: testPolicy, LockDelay: -1, RoundEvery: 200 * time.Millisecond,
+		Policy: testPolicy, RoundEvery: 200 * time.Millisecond,
 		Handler: worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
 			err := c.Commit(ctx, c.Start.Offset+1)
 			f.mu.Lock()
@@ -316,7 +316,7 @@ func TestDocumentedACLPolicies(t *testing.T) {
 			tok := token(t, admin, "worker-minus", rest)
 			w, err := worker.New(worker.Config{
 				ID: "w-minus", Fleet: shard.Config{Shards: 4}, Coordinator: coordinator(t, agent, tok, prefix),
-				Offsets: nopStore{}, Policy: testPolicy, LockDelay: -1,
+				Offsets: nopStore{}, Policy: testPolicy,
 				Handler: worker.HandlerFunc(func(ctx context.Context, _ *worker.Claim) error { <-ctx.Done(); return nil }),
 			})
 			if err != nil {

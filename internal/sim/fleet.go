@@ -45,10 +45,6 @@ func (r *run) spawn(id string) *member {
 	m.fault = faults.Wrap(r.coord)
 	m.slow = &slowRenewals{Coordinator: m.fault}
 	su := r.sched.Setup
-	lockDelay := su.LockDelay
-	if lockDelay == 0 {
-		lockDelay = -1 // worker.Config: negative means none
-	}
 	w, err := worker.New(worker.Config{
 		ID:               id,
 		Fleet:            shard.Config{Shards: su.Shards},
@@ -56,7 +52,6 @@ func (r *run) spawn(id string) *member {
 		Offsets:          r.store,
 		Handler:          r.handler(m),
 		Policy:           su.Policy,
-		LockDelay:        lockDelay,
 		DrainTimeout:     su.DrainTimeout,
 		RoundEvery:       su.RoundEvery,
 		MaxMovesPerRound: su.MaxMoves,

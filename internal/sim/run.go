@@ -67,7 +67,7 @@ type Result struct {
 func Bound(su Setup) time.Duration {
 	p := su.Policy
 	rounds := time.Duration(bits.Len(uint(su.Shards-1)) + 3)
-	return p.TTL + su.LockDelay + su.DrainTimeout + p.RenewEvery + 7*time.Second +
+	return p.TTL + p.EffectiveLockDelay() + su.DrainTimeout + p.RenewEvery + 7*time.Second +
 		12*su.OrphanGrace + rounds*su.RoundEvery*3/2 + time.Second
 }
 

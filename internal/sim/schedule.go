@@ -99,7 +99,6 @@ type Setup struct {
 	MaxWorkers   int // joins stop at this many running workers
 	Shards       int
 	Policy       shard.LeasePolicy
-	LockDelay    time.Duration // 0: none
 	RoundEvery   time.Duration
 	MaxMoves     int
 	DrainTimeout time.Duration
@@ -109,7 +108,7 @@ type Setup struct {
 func (s Setup) String() string {
 	return fmt.Sprintf("%d workers (up to %d), %d shards, ttl %v renew %v pause budget %v, lock-delay %v, rounds %v, %d moves/round, drain %v, orphan grace %v",
 		s.Workers, s.MaxWorkers, s.Shards, s.Policy.TTL, s.Policy.RenewEvery, s.Policy.PauseBudget,
-		s.LockDelay, s.RoundEvery, s.MaxMoves, s.DrainTimeout, s.OrphanGrace)
+		s.Policy.EffectiveLockDelay(), s.RoundEvery, s.MaxMoves, s.DrainTimeout, s.OrphanGrace)
 }
 
 // policies are the lease policies seeds pick from. All satisfy the rule; the
@@ -190,12 +189,14 @@ func NewSchedule(seed uint64) Schedule {
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
 	p := policies[rng.IntN(len(policies))]
+	// The lock-delay: exactly the step-down deadline (the least the rule
+	// allows), half-way to the TTL, or the default, the TTL.
+	p.LockDelay = []time.Duration{p.StepDownAfter(), (p.StepDownAfter() + p.TTL) / 2, 0}[rng.IntN(3)]
 	su := Setup{
 		Workers:      2 + rng.IntN(4),
 		MaxWorkers:   6,
 		Shards:       16 + rng.IntN(17),
 		Policy:       p,
-		LockDelay:    []time.Duration{0, 250 * time.Millisecond, time.Second}[rng.IntN(3)],
 		RoundEvery:   []time.Duration{500 * time.Millisecond, time.Second}[rng.IntN(2)],
 		MaxMoves:     1 + rng.IntN(4),
 		DrainTimeout: 2 * time.Second,
@@ -319,7 +320,7 @@ func NewSchedule(seed uint64) Schedule {
 		case Pause:
 			w := pick(free)
 			// From well inside the pause budget to well past TTL + lock-delay.
-			e.For = ms(between(p.PauseBudget/2+time.Millisecond, 2*p.TTL+su.LockDelay+time.Second))
+			e.For = ms(between(p.PauseBudget/2+time.Millisecond, 2*p.TTL+p.EffectiveLockDelay()+time.Second))
 			w.busyUntil = t + e.For
 			e.Worker = w.id
 		case PartitionFail, PartitionHang:
