@@ -1,8 +1,11 @@
 package consul_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consultest"
 	"github.com/shardlease/shardlease/shard"
@@ -30,14 +33,38 @@ func TestConformance(t *testing.T) {
 				func(t *testing.T) shard.Coordinator {
 					return newCoordinator(t, agent, func(c *consul.Config) { c.Liveness = m.liveness })
 				},
-				coordtest.WithDeleteShard(func(t *testing.T, c shard.Coordinator, id shard.ID) {
-					if ok, err := c.(*consul.Coordinator).DeleteShard(t.Context(), id); err != nil || !ok {
-						t.Fatalf("DeleteShard(%s) = %v, %v", id, ok, err)
-					}
-				}),
+				coordtest.WithOperator(kvOperator{}),
 				coordtest.WithTiming(m.timing),
 				coordtest.WithMaxTxnShards(consul.MaxTxnShards),
 			)
 		})
+	}
+}
+
+// kvOperator edits a fleet's keys as an operator would with the KV API.
+type kvOperator struct{}
+
+func (kvOperator) DeleteShard(t *testing.T, c shard.Coordinator, id shard.ID) {
+	if ok, err := c.(*consul.Coordinator).DeleteShard(t.Context(), id); err != nil || !ok {
+		t.Fatalf("DeleteShard(%s) = %v, %v", id, ok, err)
+	}
+}
+
+func (kvOperator) DeleteMember(t *testing.T, c shard.Coordinator, id string) {
+	cc := c.(*consul.Coordinator)
+	if _, err := cc.Client().KV().Delete(cc.Prefix()+"/members/"+id, nil); err != nil {
+		t.Fatalf("deleting member key %s: %v", id, err)
+	}
+}
+
+// PutMember is a plain PUT (no acquire): Consul keeps the key's session.
+func (kvOperator) PutMember(t *testing.T, c shard.Coordinator, m shard.Member) {
+	cc := c.(*consul.Coordinator)
+	value, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cc.Client().KV().Put(&api.KVPair{Key: cc.Prefix() + "/members/" + m.ID, Value: value}, nil); err != nil {
+		t.Fatalf("putting member key %s: %v", m.ID, err)
 	}
 }

@@ -53,21 +53,16 @@ func (c *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, 
 		if due, ok := c.nextCollection(); ok {
 			wait = min(wait, max(time.Until(due), minGCWait))
 		}
-		// Consul answers a blocking query within wait plus up to wait/16 of
-		// jitter; past that (and RequestTimeout for the round trip) the
-		// agent or the path to it is stuck, which TCP alone may take many
-		// minutes to notice.
-		bound := wait + wait/16 + c.cfg.RequestTimeout
-		qctx, cancel := context.WithTimeout(ctx, bound)
-		q := (&api.QueryOptions{WaitIndex: after, WaitTime: wait}).WithContext(qctx)
-		pairs, meta, err := c.client.KV().List(c.prefix, q)
-		cancel()
-		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return shard.Snapshot{}, fmt.Errorf("%w: consul watch at %s: no answer within %v (a blocking query of %v, its jitter, and the request timeout): %w",
-				shard.ErrUnavailable, c.cfg.Address, bound, wait, err)
-		}
+		var (
+			pairs api.KVPairs
+			meta  *api.QueryMeta
+		)
+		err := c.blockingQuery(ctx, "watch", after, wait, func(q *api.QueryOptions) (err error) {
+			pairs, meta, err = c.client.KV().List(c.prefix, q)
+			return err
+		})
 		if err != nil {
-			return shard.Snapshot{}, c.fail(ctx, "watch", err)
+			return shard.Snapshot{}, err
 		}
 		snap := c.decode(pairs, meta.LastIndex)
 		if meta.ResultsFilteredByACLs {
@@ -90,6 +85,24 @@ func (c *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, 
 			return snap, nil
 		}
 	}
+}
+
+// blockingQuery runs query once as a blocking query (WaitIndex after,
+// WaitTime wait) and turns its error into one of the package's. Consul
+// answers a blocking query within wait plus up to wait/16 of jitter; past
+// that (and RequestTimeout for the round trip) the agent or the path to it
+// is stuck, which TCP alone may take many minutes to notice, so the query
+// is bounded there.
+func (c *Coordinator) blockingQuery(ctx context.Context, op string, after uint64, wait time.Duration, query func(*api.QueryOptions) error) error {
+	bound := wait + wait/16 + c.cfg.RequestTimeout
+	qctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	err := query((&api.QueryOptions{WaitIndex: after, WaitTime: wait}).WithContext(qctx))
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: consul %s at %s: no answer within %v (a blocking query of %v, its jitter, and the request timeout): %w",
+			shard.ErrUnavailable, op, c.cfg.Address, bound, wait, err)
+	}
+	return c.fail(ctx, op, err)
 }
 
 // decode turns the prefix's keys into a snapshot. It never fails: what it
@@ -143,16 +156,12 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 				problem(kv.Key, "member key without an id")
 				continue
 			}
-			var m shard.Member
-			if err := json.Unmarshal(kv.Value, &m); err != nil {
-				problem(kv.Key, "malformed member value (want JSON shard.Member): %v", err)
+			m, bad := decodeMember(id, kv)
+			if bad != "" {
+				problem(kv.Key, "%s", bad)
 				continue
 			}
-			if m.ID != id {
-				problem(kv.Key, "member value names worker %q, not %q", m.ID, id)
-				continue
-			}
-			snap.Members = append(snap.Members, shard.MemberState{Member: m, Session: shard.SessionID(kv.Session)})
+			snap.Members = append(snap.Members, m)
 		case strings.HasPrefix(rel, "shards/"):
 			id := shard.ID(strings.TrimPrefix(rel, "shards/"))
 			if id == "" {

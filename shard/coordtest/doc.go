@@ -5,7 +5,7 @@
 // only.
 //
 //	coordtest.Run(t, func(t *testing.T) shard.Coordinator { return memory.New() },
-//		coordtest.WithDeleteShard(...), coordtest.WithTiming(...))
+//		coordtest.WithOperator(...), coordtest.WithTiming(...))
 //
 // Each case opens its own coordinator on a fresh, empty fleet namespace
 // (for Consul, a fresh random prefix) and runs in parallel with the others.
@@ -13,11 +13,13 @@
 // the same token without a write; tokens strictly increase per shard across
 // owners and after the lock key is deleted; session invalidation (destroy,
 // TTL expiry) releases every lock and member key of the session; lock-delay
-// after an invalidation but not after a voluntary release or destroy; watch
-// index rules (0 at once, blocks until a change, returns on ctx end); an
-// acquisition larger than one transaction; Configure mismatch; Join
-// conflict; argument and gone-session errors; concurrent acquirers never
-// overlap.
+// after an invalidation but not after a voluntary release or destroy;
+// watch index rules (0 at once, blocks until a change, returns on ctx end);
+// a member watch that wakes for its key's every change (its session's
+// write, an operator's put, the session's end, a delete) and for nothing
+// else; an acquisition larger than one transaction; Configure mismatch;
+// Join conflict; argument and gone-session errors;
+// concurrent acquirers never overlap.
 //
 // Timing is real time, bounded by Timing: a coordinator with slower
 // invalidation (Consul's session TTL mode takes up to 2·TTL) states it
@@ -26,5 +28,7 @@
 //
 // What it does not check: behaviour that legitimately differs (see the
 // package docs of shard/memory and shard/consul): exact index values, a
-// watch index ahead of the store's, Problems, lock-delay on member keys.
+// watch index ahead of the store's, Problems, lock-delay on member keys,
+// whether a member watch on a missing key wakes for other writes (Consul's
+// index of a missing key is the whole store's, so it does).
 package coordtest

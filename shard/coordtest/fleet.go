@@ -115,9 +115,7 @@ func (s *suite) join(t *testing.T) {
 	ctx := t.Context()
 	a := session(t, c, "a", long, 0)
 	b := session(t, c, "b", long, 0)
-	if err := c.Join(ctx, a, shard.Member{ID: "w2", Weight: 1}); err != nil {
-		t.Fatal(err)
-	}
+	join(t, c, a, shard.Member{ID: "w2", Weight: 1})
 	if err := c.Join(ctx, a, shard.Member{ID: "w2", Weight: 2, Address: "10.0.0.1:80"}); err != nil {
 		t.Fatalf("update by the holder: %v", err)
 	}
@@ -125,9 +123,7 @@ func (s *suite) join(t *testing.T) {
 	if !errors.Is(err, shard.ErrMemberExists) {
 		t.Fatalf("Join of a held id = %v, want ErrMemberExists", err)
 	}
-	if err := c.Join(ctx, b, shard.Member{ID: "w1", Weight: 1}); err != nil {
-		t.Fatal(err)
-	}
+	join(t, c, b, shard.Member{ID: "w1", Weight: 1})
 	snap := snapshot(t, c)
 	ids := make([]string, len(snap.Members))
 	for i, m := range snap.Members {

@@ -103,10 +103,10 @@ func (s *suite) tokensIncrease(t *testing.T) {
 	}{
 		{"release", func(t *testing.T, sid shard.SessionID) { release(t, c, sid, "bye", id) }},
 		{"destroy", func(t *testing.T, sid shard.SessionID) { destroy(t, c, sid) }},
-		{"delete held key", func(t *testing.T, sid shard.SessionID) { s.o.deleteShard(t, c, id) }},
+		{"delete held key", func(t *testing.T, sid shard.SessionID) { s.o.operator.DeleteShard(t, c, id) }},
 		{"delete free key", func(t *testing.T, sid shard.SessionID) {
 			release(t, c, sid, "bye", id)
-			s.o.deleteShard(t, c, id)
+			s.o.operator.DeleteShard(t, c, id)
 		}},
 	}
 	var last shard.Token

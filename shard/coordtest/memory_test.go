@@ -22,11 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestMemory(t *testing.T) {
 	coordtest.Run(t,
 		func(t *testing.T) shard.Coordinator { return memory.New() },
-		coordtest.WithDeleteShard(func(t *testing.T, c shard.Coordinator, id shard.ID) {
-			if !c.(*memory.Coordinator).DeleteShard(id) {
-				t.Fatalf("DeleteShard(%s): no such key", id)
-			}
-		}),
+		coordtest.WithOperator(memoryOperator{}),
 		coordtest.WithTiming(coordtest.Timing{
 			TTL:          500 * time.Millisecond,
 			ExpiryWithin: 500 * time.Millisecond,
@@ -35,4 +31,23 @@ func TestMemory(t *testing.T) {
 		}),
 		coordtest.WithMaxTxnShards(memory.MaxTxnShards),
 	)
+}
+
+// memoryOperator edits keys with the embedded coordinator's test hooks.
+type memoryOperator struct{}
+
+func (memoryOperator) DeleteShard(t *testing.T, c shard.Coordinator, id shard.ID) {
+	if !c.(*memory.Coordinator).DeleteShard(id) {
+		t.Fatalf("DeleteShard(%s): no such key", id)
+	}
+}
+
+func (memoryOperator) DeleteMember(t *testing.T, c shard.Coordinator, id string) {
+	if !c.(*memory.Coordinator).DeleteMember(id) {
+		t.Fatalf("DeleteMember(%s): no such key", id)
+	}
+}
+
+func (memoryOperator) PutMember(t *testing.T, c shard.Coordinator, m shard.Member) {
+	c.(*memory.Coordinator).PutMember(m)
 }

@@ -28,16 +28,29 @@ type Timing struct {
 }
 
 type options struct {
-	deleteShard  func(t *testing.T, c shard.Coordinator, id shard.ID)
+	operator     Operator
 	timing       Timing
 	maxTxnShards int
 }
 
-// WithDeleteShard is required: the way to delete a shard's lock key from
-// under the coordinator, as an operator would (memory: DeleteShard; Consul:
-// a KV delete). It must fail the test itself if it cannot.
-func WithDeleteShard(f func(t *testing.T, c shard.Coordinator, id shard.ID)) Option {
-	return func(o *options) { o.deleteShard = f }
+// Operator changes a fleet's keys from under the coordinator, as a person
+// with the lock service's own tools would (memory: its DeleteShard,
+// DeleteMember and PutMember; Consul: KV calls). Cases need it to check
+// that tokens and member watches survive such edits. Each method must fail
+// the test itself if it cannot do what it is asked.
+type Operator interface {
+	// DeleteShard deletes a shard's lock key, held or not.
+	DeleteShard(t *testing.T, c shard.Coordinator, id shard.ID)
+	// DeleteMember deletes a member key, held or not.
+	DeleteMember(t *testing.T, c shard.Coordinator, id string)
+	// PutMember overwrites the member key of m.ID with m, leaving its lock
+	// alone (Consul: a plain KV put, which keeps the key's session).
+	PutMember(t *testing.T, c shard.Coordinator, m shard.Member)
+}
+
+// WithOperator is required: the coordinator's Operator.
+func WithOperator(op Operator) Option {
+	return func(o *options) { o.operator = op }
 }
 
 // WithTiming sets the suite's time bounds; zero fields keep their default.

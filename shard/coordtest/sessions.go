@@ -20,9 +20,7 @@ func (s *suite) destroyReleases(t *testing.T) {
 	b := session(t, c, "w-b", long, 0)
 	acquire(t, c, a, "s-000", "s-001")
 	acquire(t, c, b, "s-002")
-	if err := c.Join(ctx, a, shard.Member{ID: "w-a", Weight: 3}); err != nil {
-		t.Fatal(err)
-	}
+	join(t, c, a, shard.Member{ID: "w-a", Weight: 3})
 	before := snapshot(t, c)
 
 	destroy(t, c, a)
@@ -65,9 +63,7 @@ func (s *suite) expiryAndLockDelay(t *testing.T) {
 	if len(first) != 2 {
 		t.Fatalf("doomed got %v", first)
 	}
-	if err := c.Join(ctx, doomed, shard.Member{ID: "doomed", Weight: 1}); err != nil {
-		t.Fatal(err)
-	}
+	join(t, c, doomed, shard.Member{ID: "doomed", Weight: 1})
 	acquire(t, c, keeper, "s-002")
 
 	// Keep the keeper alive from its own goroutine; errors come back on a
@@ -165,9 +161,7 @@ func (s *suite) noLockDelayAfterVoluntaryEnd(t *testing.T) {
 	a := session(t, c, "w-a", long, s.o.timing.LockDelay)
 	b := session(t, c, "w-b", long, 0)
 	first := acquire(t, c, a, "s-000", "s-001")
-	if err := c.Join(ctx, a, shard.Member{ID: "w-a"}); err != nil {
-		t.Fatal(err)
-	}
+	join(t, c, a, shard.Member{ID: "w-a"})
 
 	release(t, c, a, "handoff", "s-000")
 	if got := acquire(t, c, b, "s-000"); got["s-000"] <= first["s-000"] {
@@ -279,6 +273,7 @@ func (s *suite) canceledContext(t *testing.T) {
 		"Acquire":        func() error { _, err := c.Acquire(ctx, sid, wantOf("s")); return err },
 		"Release":        func() error { return c.Release(ctx, sid, []shard.ID{"s"}, "x") },
 		"Watch":          func() error { _, err := c.Watch(ctx, 0); return err },
+		"WatchMember":    func() error { _, err := c.WatchMember(ctx, "w", 0); return err },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, cause) {

@@ -16,8 +16,8 @@ import (
 // its own cleanup with t.Cleanup.
 func Run(t *testing.T, open func(t *testing.T) shard.Coordinator, opts ...Option) {
 	o := newOptions(opts)
-	if o.deleteShard == nil {
-		t.Fatal("coordtest: WithDeleteShard is required (the token-after-delete cases need it)")
+	if o.operator == nil {
+		t.Fatal("coordtest: WithOperator is required (the cases that edit keys from under the coordinator need it)")
 	}
 	s := &suite{open: open, o: o}
 	cases := []struct {
@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) shard.Coordinator, opts ...Option
 		{"ExpiryAndLockDelay", s.expiryAndLockDelay},
 		{"NoLockDelayAfterVoluntaryEnd", s.noLockDelayAfterVoluntaryEnd},
 		{"WatchIndex", s.watchIndex},
+		{"WatchMember", s.watchMember},
 		{"BatchLargerThanOneTransaction", s.batch},
 		{"Configure", s.configure},
 		{"Join", s.join},
@@ -105,6 +106,13 @@ func destroy(t *testing.T, c shard.Coordinator, sid shard.SessionID) {
 	t.Helper()
 	if err := c.DestroySession(t.Context(), sid); err != nil {
 		t.Fatalf("DestroySession(%s): %v", sid, err)
+	}
+}
+
+func join(t *testing.T, c shard.Coordinator, sid shard.SessionID, m shard.Member) {
+	t.Helper()
+	if err := c.Join(t.Context(), sid, m); err != nil {
+		t.Fatalf("Join(%s, %s): %v", sid, m.ID, err)
 	}
 }
 

@@ -1,0 +1,72 @@
+package consul
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// WatchMember is one blocking query on P/members/<id> (a KV get with
+// WaitIndex after), bounded as Watch's are. It reads one key, so a worker
+// can follow its own registration without listing the fleet.
+//
+// Index is Consul's X-Consul-Index for the key: its ModifyIndex while it
+// exists. While it is missing, Consul answers with the highest index of
+// the whole KV store, so its deletion wakes the watch once — and so, unlike
+// on the embedded coordinator, does every later write to any key, each
+// time with Exists false. A query that waits WatchWait without a change
+// returns the index unchanged; shard.NextIndex tells the caller to wait
+// again, and turns an index that went backwards (a Consul state reset)
+// into a restart from 0.
+//
+// Member.Session is the key's lock holder: empty once the worker's session
+// has ended, kept by an operator's plain put. A value that is not a JSON
+// shard.Member, or names another worker, is returned with Exists set and
+// Problem saying what is wrong. An empty id wraps shard.ErrInvalidArgument;
+// a failure wraps shard.ErrUnavailable (or ErrPermissionDenied).
+func (c *Coordinator) WatchMember(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
+	if err := ctxErr(ctx); err != nil {
+		return shard.MemberKey{}, err
+	}
+	if id == "" {
+		return shard.MemberKey{}, fmt.Errorf("%w: member id is empty", shard.ErrInvalidArgument)
+	}
+	var (
+		kv   *api.KVPair
+		meta *api.QueryMeta
+	)
+	err := c.blockingQuery(ctx, "watch member "+id, after, c.cfg.WatchWait, func(q *api.QueryOptions) (err error) {
+		kv, meta, err = c.client.KV().Get(c.memberKey(id), q)
+		return err
+	})
+	if err != nil {
+		return shard.MemberKey{}, err
+	}
+	key := shard.MemberKey{Index: meta.LastIndex}
+	if kv == nil {
+		return key, nil
+	}
+	key.Exists = true
+	key.Member, key.Problem = decodeMember(id, kv)
+	if key.Problem != "" {
+		key.Problem = kv.Key + ": " + key.Problem
+	}
+	return key, nil
+}
+
+// decodeMember reads member id's key: the member and its lock holder, or
+// what is wrong with the value (then the member is zero).
+func decodeMember(id string, kv *api.KVPair) (shard.MemberState, string) {
+	var m shard.Member
+	if err := json.Unmarshal(kv.Value, &m); err != nil {
+		return shard.MemberState{}, fmt.Sprintf("malformed member value (want JSON shard.Member): %v", err)
+	}
+	if m.ID != id {
+		return shard.MemberState{}, fmt.Sprintf("member value names worker %q, not %q", m.ID, id)
+	}
+	return shard.MemberState{Member: m, Session: shard.SessionID(kv.Session)}, ""
+}
