@@ -47,9 +47,11 @@
 //     (Consul 1.14 caps a transaction at 128 operations; a lock is a lock and
 //     a get). A transaction rolled back by a refused lock (held, lock-delay)
 //     is retried without the refused shards.
-//   - DestroySession and Release set no lock-delay: held keys are unlocked
-//     in transactions before the session is destroyed (Consul itself would
-//     apply the lock-delay to every key a destroyed session still holds).
+//   - Release sets no lock-delay. DestroySession is an invalidation, as
+//     Consul makes it: the shard keys the session still holds stay closed
+//     to everyone for its lock-delay (measured on 1.14.8: a 2 s delay
+//     refused every acquire until 2.0 s after the destroy). Its member keys
+//     are unlocked first, so a worker can join again under its ID at once.
 //   - Watch never returns an unchanged index, and deletes dead member keys
 //     after Config.MemberGrace with a CAS on their ModifyIndex.
 //

@@ -187,11 +187,17 @@ func (c *Coordinator) RenewSession(ctx context.Context, id shard.SessionID) erro
 	return nil
 }
 
-// DestroySession ends the session without lock-delay. Consul applies the
-// session's lock-delay to every key a destroyed session still holds, so the
-// keys are unlocked first (values kept), in transactions, and the session
-// is destroyed after; then its service instance and check are deregistered.
-// A missing session is not an error.
+// DestroySession ends the session. Consul treats a destroy as an
+// invalidation: the shard keys the session still holds are released and
+// stay closed to every session for its lock-delay. That is wanted: a
+// destroy may come from someone other than the session's worker (an
+// operator, a script), who cannot know whether that worker is still acting
+// on its shards, and shard.LeasePolicy's no-overlap rule counts on the
+// delay. A worker that stops on purpose releases its shards first (Release
+// sets no lock-delay). Its member keys are unlocked first, values kept, so
+// that a worker restarting under its ID joins at once, as on the embedded
+// coordinator, which never puts member keys in lock-delay. Then its service
+// instance and check are deregistered. A missing session is not an error.
 func (c *Coordinator) DestroySession(ctx context.Context, id shard.SessionID) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
@@ -205,9 +211,9 @@ func (c *Coordinator) DestroySession(ctx context.Context, id shard.SessionID) er
 	if err != nil {
 		return err
 	}
-	pairs, _, err := c.client.KV().List(c.prefix, (&api.QueryOptions{}).WithContext(octx))
+	pairs, _, err := c.client.KV().List(c.prefix+"members/", (&api.QueryOptions{}).WithContext(octx))
 	if err != nil {
-		return c.fail(ctx, "destroy session (list keys)", err)
+		return c.fail(ctx, "destroy session (list member keys)", err)
 	}
 	var held []*api.KVPair
 	for _, p := range pairs {

@@ -13,7 +13,8 @@
 // the same token without a write; tokens strictly increase per shard across
 // owners and after the lock key is deleted; session invalidation (destroy,
 // TTL expiry) releases every lock and member key of the session; lock-delay
-// after an invalidation but not after a voluntary release or destroy;
+// after an invalidation, a destroy included (the shards a destroyed session
+// still held stay closed for its lock-delay), but not after a release;
 // watch index rules (0 at once, blocks until a change, returns on ctx end);
 // a member watch that wakes for its key's every change (its session's
 // write, an operator's put, the session's end, a delete) and for nothing
@@ -24,7 +25,7 @@
 // Timing is real time, bounded by Timing: a coordinator with slower
 // invalidation (Consul's session TTL mode takes up to 2·TTL) states it
 // there. Only two cases wait for a TTL: expiry and lock-delay share one
-// wait.
+// wait. One more waits out a lock-delay after a destroy.
 //
 // What it does not check: behaviour that legitimately differs (see the
 // package docs of shard/memory and shard/consul): exact index values, a

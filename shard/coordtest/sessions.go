@@ -153,11 +153,11 @@ func (s *suite) expiryAndLockDelay(t *testing.T) {
 	}
 }
 
-// noLockDelayAfterVoluntaryEnd: Release and DestroySession free shards and
-// member keys for others at once, whatever the session's lock-delay.
-func (s *suite) noLockDelayAfterVoluntaryEnd(t *testing.T) {
+// noLockDelayAfterRelease: Release frees shards for others at once,
+// whatever the session's lock-delay; so does a DestroySession after the
+// session released everything, which is how a worker stops on purpose.
+func (s *suite) noLockDelayAfterRelease(t *testing.T) {
 	c := s.open(t)
-	ctx := t.Context()
 	a := session(t, c, "w-a", long, s.o.timing.LockDelay)
 	b := session(t, c, "w-b", long, 0)
 	first := acquire(t, c, a, "s-000", "s-001")
@@ -167,12 +167,55 @@ func (s *suite) noLockDelayAfterVoluntaryEnd(t *testing.T) {
 	if got := acquire(t, c, b, "s-000"); got["s-000"] <= first["s-000"] {
 		t.Fatalf("after release: b got %v, want s-000 at once with a token above %d", got, first["s-000"])
 	}
+	release(t, c, a, "shutdown", "s-001")
 	destroy(t, c, a)
 	if got := acquire(t, c, b, "s-001"); got["s-001"] <= first["s-001"] {
-		t.Fatalf("after destroy: b got %v, want s-001 at once with a token above %d", got, first["s-001"])
+		t.Fatalf("after release and destroy: b got %v, want s-001 at once with a token above %d", got, first["s-001"])
 	}
-	if err := c.Join(ctx, b, shard.Member{ID: "w-a"}); err != nil {
-		t.Fatalf("joining under the destroyed session's member id: %v", err)
+}
+
+// destroyAppliesLockDelay: DestroySession is an invalidation, as in Consul.
+// The shards the session still held stay closed to every other session for
+// its lock-delay, then are granted with a higher token: whoever destroyed
+// the session (an operator, a script) cannot know whether its worker is
+// still acting on them, and the no-overlap rule of shard.LeasePolicy
+// counts on the delay. Its member key is free at once, so that a worker
+// restarting under its ID joins without waiting.
+func (s *suite) destroyAppliesLockDelay(t *testing.T) {
+	c := s.open(t)
+	delay := s.o.timing.LockDelay
+	a := session(t, c, "w-a", long, delay)
+	b := session(t, c, "w-b", long, 0)
+	first := acquire(t, c, a, "s-000", "s-001")
+	join(t, c, a, shard.Member{ID: "w-a"})
+
+	destroyed := time.Now() // at or before the coordinator's moment of the destroy
+	destroy(t, c, a)
+	if got := acquire(t, c, b, "s-000", "s-001"); len(got) != 0 {
+		t.Fatalf("b got %v %v after the destroy began, inside its lock-delay of %v", got, time.Since(destroyed), delay)
+	}
+	join(t, c, b, shard.Member{ID: "w-a"})
+
+	var granted map[shard.ID]shard.Token
+	for deadline := destroyed.Add(delay + s.o.timing.Slack); ; {
+		granted = acquire(t, c, b, "s-000", "s-001")
+		if len(granted) == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	after := time.Since(destroyed) // the grant came no later than this
+	if len(granted) != 2 {
+		t.Fatalf("lock-delay %v not over %v after the destroy: b got %v", delay, after, granted)
+	}
+	if after < delay {
+		t.Fatalf("b got the shards %v after the destroy, before its lock-delay of %v ended", after, delay)
+	}
+	t.Logf("refused for the lock-delay of %v; granted %v after the destroy began", delay, after.Round(time.Millisecond))
+	for id, tok := range granted {
+		if tok <= first[id] {
+			t.Errorf("%s token after the lock-delay %d, want above the destroyed session's %d", id, tok, first[id])
+		}
 	}
 }
 
