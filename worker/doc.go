@@ -18,10 +18,19 @@
 //
 //   - ErrRevoked: the shard is being handed off (rebalance, drain, shutdown).
 //     Finish the current item, Commit, and return. The lock is released only
-//     after Process returned, or after Config.DrainTimeout.
-//   - ErrLost: authority is already gone (the session expired, renewals
-//     failed past the local deadline, or another session holds the shard).
-//     Commits will be rejected by the store; return at once.
+//     after Process returned, so the next owner never starts beside it.
+//   - ErrLost: authority is already gone (the session expired or was ended
+//     by someone else, renewals failed past the local deadline, or another
+//     session holds the shard). Commits are refused; return at once.
+//
+// A context's cause cannot change, so authority has a second signal that
+// reaches a draining handler too: Claim.Lost closes when the claim may no
+// longer act — at the local deadline, when the shard is taken, or when a
+// revoked handler overruns Config.DrainTimeout — and Claim.Err says so,
+// reading the clock as well (a process paused across its deadline gets
+// ErrLost on its first Err after waking). Check Err right before any effect
+// that no fence protects. Commit returns ErrLost without reaching the store
+// once authority has ended.
 //
 // A Process that returns (with or without an error) while the shard is still
 // owned is restarted with jittered exponential backoff. A panic in Process is
@@ -44,6 +53,15 @@
 //
 // # What is guaranteed
 //
+// No two workers run one shard's handler at the same instant, whichever way
+// a lease ends, provided the handler returns when its context ends or Lost
+// closes, and the policy's second rule holds (LockDelay ≥ TTL −
+// PauseBudget, checked by Validate): a session ended before its TTL cannot
+// free its locks before its worker, even cut off, has stepped down. A
+// worker that can reach the coordinator learns of an ended session at once
+// from its own member key, and writes a deleted or overwritten member key
+// back within one watch round.
+//
 // Before Process starts, the claim's token has been fenced in the offset
 // store (Store.Fence), so every later write of an older owner is rejected and
 // every write it got in before is visible in Claim.Start. The worker steps
@@ -54,9 +72,13 @@
 //
 // # What is not guaranteed
 //
-// A worker cannot stop a handler that ignores its context, nor a process that
-// is paused: a paused worker wakes up believing it owns its shards. Safety
-// then rests on the fence: its late commits fail with offsets.ErrStaleToken.
-// Writes a handler makes to systems that do not check the token are not
-// protected.
+// A worker cannot stop a handler that ignores its context and Lost, nor a
+// process that is paused: a paused worker wakes up believing it owns its
+// shards until it checks Err. A commit already on its way when the pause
+// struck then rests on the fence: it fails with offsets.ErrStaleToken.
+// Writes a handler hands to systems that do not check the token, and that
+// land after the handler stopped, are not protected. A handler that never
+// returns keeps its shard held; at shutdown it is given DrainTimeout plus a
+// renewal interval, after which the session is destroyed and only the
+// lock-delay stands between it and the next owner.
 package worker

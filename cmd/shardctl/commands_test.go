@@ -335,6 +335,11 @@ func TestPolicy(t *testing.T) {
 		{[]string{"-ttl", "10s", "-renew", "4s", "-pause", "5s"}, 1, []string{"FAILS by 3s", "-ttl 13s", "-renew 2.5s", "-pause 2s"}},
 		{[]string{"-ttl", "5s", "-renew", "1s", "-pause", "6s"}, 1, []string{"FAILS by 3s", "-ttl 8s", "below 10s"}},
 		{[]string{"-ttl", "2s", "-renew", "400ms", "-pause", "1s"}, 0, []string{"PASSES with 200ms to spare", "Consul refuses session TTLs below 10s"}},
+		{nil, 0, []string{"rule 2: lock-delay ≥ ttl − pause:  lock-delay 10s  vs  10s − 5s = 5s", "PASSES with 5s to spare: a session ended before its TTL"}},
+		{[]string{"-ttl", "2s", "-renew", "500ms", "-pause", "1s", "-lock-delay", "500ms"}, 1,
+			[]string{"FAILS by 500ms: lock-delay 500ms is shorter than the step-down deadline ttl − pause = 1s", "-lock-delay 1s", "two workers would run one shard"}},
+		{[]string{"-ttl", "10s", "-renew", "1s", "-pause", "5s", "-lock-delay", "2s"}, 1, []string{"FAILS by 3s", "-lock-delay 5s", "-pause 8s"}},
+		{[]string{"-ttl", "1500ms", "-renew", "300ms", "-pause", "900ms", "-lock-delay", "600ms"}, 0, []string{"PASSES with 0s to spare", "only the new owner's acquire and fence round trips"}},
 	} {
 		a, out, errOut := newApp("")
 		code := a.run(context.Background(), append([]string{"policy"}, tc.args...))
@@ -351,8 +356,8 @@ func TestPolicy(t *testing.T) {
 		}
 	}
 	a, out, errOut := newApp("")
-	if code := a.run(context.Background(), []string{"policy", "-ttl", "0s", "-renew", "-1s"}); code != 2 {
+	if code := a.run(context.Background(), []string{"policy", "-ttl", "0s", "-renew", "-1s", "-lock-delay", "-1s"}); code != 2 {
 		t.Errorf("policy with non-positive durations: exit %d, want 2", code)
 	}
-	wantOneLineError(t, 2, out.String(), errOut.String(), 2, "-ttl 0s must be positive", "-renew -1s must be positive")
+	wantOneLineError(t, 2, out.String(), errOut.String(), 2, "-ttl 0s must be positive", "-renew -1s must be positive", "-lock-delay -1s must not be negative")
 }
