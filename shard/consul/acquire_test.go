@@ -55,12 +55,7 @@ func TestAcquireFailingMidway(t *testing.T) {
 		t.Fatal(err)
 	}
 	sid := newSession(t, c, "w", 10*time.Second, 0)
-	want := make([]shard.Acquisition, n)
-	for i, id := range cfg.IDs() {
-		want[i] = shard.Acquisition{Shard: id, Reason: "test"}
-	}
-
-	claims, err := c.Acquire(t.Context(), sid, want)
+	claims, err := c.Acquire(t.Context(), sid, wantOf(cfg.IDs()...))
 	if !errors.Is(err, shard.ErrUnavailable) {
 		t.Fatalf("Acquire with its second lock transaction refused = %v, want ErrUnavailable", err)
 	}

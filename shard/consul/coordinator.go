@@ -37,10 +37,12 @@ type Coordinator struct {
 	// created (worker, check), saving a lookup per call. Sessions created
 	// elsewhere are looked up in Consul when first used.
 	sessions map[shard.SessionID]sessionInfo
-	// config is the fleet config once seen (it is written once), for
-	// refusing unknown shards without a read.
-	config *shard.Config
-	known  map[shard.ID]bool
+	// fleet is the config Configure settled: the one this coordinator's
+	// worker runs, whatever P/config says later (see fleetconfig.go).
+	fleet *shardSet
+	// stored caches the shard set of the last stored config read by a
+	// coordinator that was never configured.
+	stored *shardSet
 	// dead tracks member keys seen without a session, for deleting them
 	// after the grace period (see watch.go).
 	dead map[string]deadMember
@@ -134,28 +136,6 @@ func (c *Coordinator) isMemberKey(key string) bool {
 // opCtx bounds one call by RequestTimeout on top of the caller's ctx.
 func (c *Coordinator) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.cfg.RequestTimeout)
-}
-
-// rememberConfig caches the fleet config (written once, so safe to keep).
-func (c *Coordinator) rememberConfig(cfg shard.Config) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.config != nil && c.config.Equal(cfg) {
-		return
-	}
-	cfg = cfg.Normalize()
-	c.config = &cfg
-	c.known = make(map[shard.ID]bool, cfg.Shards)
-	for _, id := range cfg.IDs() {
-		c.known[id] = true
-	}
-}
-
-// knownShards returns the cached config and its shard set (nil, nil if none).
-func (c *Coordinator) knownShards() (*shard.Config, map[shard.ID]bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.config, c.known
 }
 
 // ctxErr returns the reason ctx ended, or nil while it is live.

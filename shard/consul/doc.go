@@ -54,6 +54,14 @@
 //     are unlocked first, so a worker can join again under its ID at once.
 //   - Watch never returns an unchanged index, and deletes dead member keys
 //     after Config.MemberGrace with a CAS on their ModifyIndex.
+//   - A coordinator runs the config its Configure settled for good. A
+//     P/config rewritten, broken or deleted under it is reported in
+//     Snapshot.Problems, naming both configs, and never adopted: its shard
+//     keys stay listed and its Acquire keeps working, while workers that
+//     start with the original config are refused (shard.ErrConfigMismatch,
+//     naming both) until P/config is restored. A coordinator never
+//     configured (an operator's view) shows the stored config, and says so
+//     when held shard keys lie outside it.
 //
 // # What it does not guarantee
 //

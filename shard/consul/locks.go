@@ -28,7 +28,8 @@ import (
 // nothing is left. Shards left out are not an error.
 //
 // Errors: an empty shard ID (shard.ErrInvalidArgument) or one outside the
-// stored config (shard.ErrUnknownShard) before anything is written; a
+// fleet's config (shard.ErrUnknownShard: the one Configure settled, else
+// the stored one) before anything is written; a
 // missing session (shard.ErrSessionInvalid); Consul unavailable
 // (shard.ErrUnavailable). An error after some transactions committed
 // returns the claims they granted along with it.
@@ -57,24 +58,24 @@ func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []sh
 	for _, a := range want {
 		keys = append(keys, c.shardKey(a.Shard))
 	}
-	if cfg, _ := c.knownShards(); cfg == nil {
-		keys = append(keys, c.configKey()) // learn the shard set in the same read
+	set := c.fleetShards()
+	if set == nil {
+		keys = append(keys, c.configKey()) // not configured: the stored shard set, in the same read
 	}
 	current, err := c.readKeys(ctx, octx, "acquire (read)", keys)
 	if err != nil {
 		return nil, err
 	}
-	if kv := current[c.configKey()]; kv != nil {
-		var cfg shard.Config
-		if json.Unmarshal(kv.Value, &cfg) == nil && cfg.Validate() == nil {
-			c.rememberConfig(cfg)
+	if kv := current[c.configKey()]; set == nil && kv != nil {
+		if cfg, err := parseConfig(kv.Value); err == nil {
+			set = c.storedShards(cfg)
 		}
 	}
-	if cfg, known := c.knownShards(); known != nil {
+	if set != nil {
 		for _, a := range want {
-			if !known[a.Shard] {
+			if !set.ids[a.Shard] {
 				return nil, fmt.Errorf("%w: %q is not one of the fleet's %d shards named %q",
-					shard.ErrUnknownShard, a.Shard, cfg.Shards, cfg.Name)
+					shard.ErrUnknownShard, a.Shard, set.cfg.Shards, set.cfg.Name)
 			}
 		}
 	}

@@ -57,11 +57,7 @@ func newSession(t *testing.T, c *consul.Coordinator, worker string, ttl, lockDel
 
 func acquire(t *testing.T, c *consul.Coordinator, sid shard.SessionID, ids ...shard.ID) map[shard.ID]shard.Token {
 	t.Helper()
-	want := make([]shard.Acquisition, len(ids))
-	for i, id := range ids {
-		want[i] = shard.Acquisition{Shard: id, Reason: "test"}
-	}
-	claims, err := c.Acquire(t.Context(), sid, want)
+	claims, err := c.Acquire(t.Context(), sid, wantOf(ids...))
 	if err != nil {
 		t.Fatalf("Acquire(%v): %v", ids, err)
 	}
@@ -70,6 +66,15 @@ func acquire(t *testing.T, c *consul.Coordinator, sid shard.SessionID, ids ...sh
 		got[cl.Shard] = cl.Token
 	}
 	return got
+}
+
+// wantOf asks for shards with the reason "test".
+func wantOf(ids ...shard.ID) []shard.Acquisition {
+	want := make([]shard.Acquisition, len(ids))
+	for i, id := range ids {
+		want[i] = shard.Acquisition{Shard: id, Reason: "test"}
+	}
+	return want
 }
 
 func snapshot(t *testing.T, c *consul.Coordinator) shard.Snapshot {

@@ -13,6 +13,9 @@ import (
 // Configure stores cfg (normalized) at P/config if no config is stored, by a
 // check-and-set with index 0 (create only), so that of several workers
 // starting at once exactly one writes it and the others compare against it.
+// Once it succeeds, the coordinator runs that config for good: a P/config
+// rewritten later is reported in Snapshot.Problems, never adopted (see
+// fleetconfig.go).
 // A stored config that differs wraps shard.ErrConfigMismatch and names both;
 // one that is not a valid config also wraps shard.ErrConfigMismatch and says
 // how to repair it. An invalid cfg gets cfg.Validate's error.
@@ -40,7 +43,7 @@ func (c *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Co
 			return shard.Config{}, c.fail(ctx, "configure", err)
 		}
 		if ok {
-			c.rememberConfig(cfg)
+			c.setFleet(cfg)
 			return cfg, nil
 		}
 		kv, _, err := c.client.KV().Get(c.configKey(), (&api.QueryOptions{}).WithContext(octx))
@@ -50,20 +53,16 @@ func (c *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Co
 		if kv == nil {
 			continue
 		}
-		var stored shard.Config
-		if err := json.Unmarshal(kv.Value, &stored); err != nil || stored.Validate() != nil {
-			if err == nil {
-				err = stored.Validate()
-			}
+		stored, err := parseConfig(kv.Value)
+		if err != nil {
 			return shard.Config{}, fmt.Errorf("%w: the fleet's stored config at %q is not a valid config (%v); fix it or delete the key (`consul kv delete %s`)",
 				shard.ErrConfigMismatch, c.configKey(), err, c.configKey())
 		}
-		stored = stored.Normalize()
-		c.rememberConfig(stored)
 		if !stored.Equal(cfg) {
 			return stored, fmt.Errorf("%w: the fleet has %d shards named %q, this config has %d shards named %q",
 				shard.ErrConfigMismatch, stored.Shards, stored.Name, cfg.Shards, cfg.Name)
 		}
+		c.setFleet(stored)
 		return stored, nil
 	}
 	return shard.Config{}, fmt.Errorf("%w: consul configure at %s: %q keeps disappearing between write and read",

@@ -34,6 +34,10 @@ const minGCWait = 100 * time.Millisecond
 // values, shards outside the config) are listed in Snapshot.Problems and
 // never become members or owners; a shard key with a malformed value is
 // still shown with its lock holder and token, because the lock is real.
+// Snapshot.Config is the config Configure settled, once it has; a P/config
+// that differs from it, cannot be read or is missing is a problem naming
+// both, never adopted. Before Configure (an operator's view) it is the
+// stored config (see fleetconfig.go).
 // P/offsets/ belongs to the offsets store and is skipped silently.
 //
 // Dead member keys (no session) are shown with an empty Session, and
@@ -71,7 +75,7 @@ func (c *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, 
 			snap.Problems = append(snap.Problems, fmt.Sprintf("%s: some keys were hidden by ACLs: the token needs key_prefix %q read (and write to take part)",
 				c.prefix, c.prefix))
 		}
-		if snap.Config == nil {
+		if c.configPair(pairs) == nil {
 			// A list hiding everything looks like an empty fleet (1.14 sets
 			// no filtered header on its 404). A fleet is configured before
 			// anything else, so a missing config is rare and worth one read
@@ -114,24 +118,16 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 	}
 
 	// The config first: it says which shard keys are the fleet's.
-	for _, kv := range pairs {
-		if kv.Key != c.configKey() {
-			continue
-		}
-		var cfg shard.Config
-		if err := json.Unmarshal(kv.Value, &cfg); err != nil {
-			problem(kv.Key, "malformed config value (want JSON shard.Config): %v", err)
-		} else if err := cfg.Validate(); err != nil {
-			problem(kv.Key, "invalid config: %v", err)
-		} else {
-			cfg = cfg.Normalize()
-			snap.Config = &cfg
-			c.rememberConfig(cfg)
-		}
+	fleet := c.fleetShards()
+	set, bad := c.listingShards(fleet, c.configPair(pairs))
+	if bad != "" {
+		problem(c.configKey(), "%s", bad)
 	}
-	// Without a config in this listing, the one seen earlier (it is written
-	// once) still says which shard keys are the fleet's.
-	_, known := c.knownShards()
+	if set != nil {
+		cfg := set.cfg
+		snap.Config = &cfg
+	}
+	var outside []shard.ID // held shard keys outside the stored config
 	// Shard values decoded by an earlier listing are reused while their
 	// key's ModifyIndex is unchanged (a value is only ever rewritten with
 	// its index): most of a large fleet's listing repeats unchanged.
@@ -168,8 +164,11 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 				problem(kv.Key, "shard key without a shard id")
 				continue
 			}
-			if known != nil && !known[id] {
+			if set != nil && !set.ids[id] {
 				problem(kv.Key, "not one of the fleet's shards; ignored")
+				if kv.Session != "" {
+					outside = append(outside, id)
+				}
 				continue
 			}
 			st := shard.ShardState{Shard: id, Session: shard.SessionID(kv.Session), Token: shard.Token(kv.ModifyIndex)}
@@ -189,6 +188,10 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 		default:
 			problem(kv.Key, "foreign key under the fleet prefix; ignored")
 		}
+	}
+	if len(outside) > 0 && fleet == nil {
+		// First, as the cause of the per-key problems.
+		snap.Problems = slices.Insert(snap.Problems, 0, c.heldOutside(set.cfg, outside))
 	}
 	slices.SortFunc(snap.Members, func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) })
 	slices.SortFunc(snap.Shards, func(a, b shard.ShardState) int { return cmp.Compare(a.Shard, b.Shard) })

@@ -18,8 +18,8 @@
 // watch index rules (0 at once, blocks until a change, returns on ctx end);
 // a member watch that wakes for its key's every change (its session's
 // write, an operator's put, the session's end, a delete) and for nothing
-// else; an acquisition larger than one transaction; Configure mismatch;
-// Join conflict; argument and gone-session errors;
+// else; an acquisition larger than one transaction; Configure mismatch
+// naming both configs; Join conflict; argument and gone-session errors;
 // concurrent acquirers never overlap.
 //
 // Timing is real time, bounded by Timing: a coordinator with slower

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,13 @@ func (s *suite) configure(t *testing.T) {
 	got, err = c.Configure(ctx, shard.Config{Shards: 9, Name: "other"})
 	if !errors.Is(err, shard.ErrConfigMismatch) || got != want {
 		t.Fatalf("Configure with a different config = %+v, %v; want the stored %+v and ErrConfigMismatch", got, err, want)
+	}
+	// The refusal is what a worker started with the wrong config prints:
+	// it must name both configs.
+	for _, part := range []string{"8", `"` + shard.DefaultName + `"`, "9", `"other"`} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("mismatch error %q does not name %s", err, part)
+		}
 	}
 	if _, err := c.Configure(ctx, shard.Config{Shards: 0}); !errors.Is(err, shard.ErrInvalidConfig) {
 		t.Fatalf("Configure with 0 shards = %v, want ErrInvalidConfig", err)

@@ -1,0 +1,143 @@
+package consul
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// A worker's coordinator runs the fleet config Configure settled, for the
+// life of the process. P/config is written once, but an operator can
+// rewrite or delete it under a running fleet; a coordinator that then took
+// its shard set from the next listing would drop the shard keys outside
+// the new set, its worker would count its own shards as lost, and every
+// later Acquire would name an unknown shard. So the running fleet keeps
+// serving the shards it was started with, and the stored config is only
+// compared against and reported (Snapshot.Problems); workers that start or
+// restart are refused by Configure until P/config is restored. Only a
+// coordinator never configured — an operator's view (shardctl, the
+// dashboard) — takes the stored config, listing by listing.
+
+// shardSet is a fleet config and its shard IDs, for parsing shard keys.
+type shardSet struct {
+	cfg shard.Config
+	ids map[shard.ID]bool
+}
+
+func newShardSet(cfg shard.Config) *shardSet {
+	cfg = cfg.Normalize()
+	s := &shardSet{cfg: cfg, ids: make(map[shard.ID]bool, cfg.Shards)}
+	for _, id := range cfg.IDs() {
+		s.ids[id] = true
+	}
+	return s
+}
+
+// setFleet records cfg as the config this coordinator's worker runs.
+func (c *Coordinator) setFleet(cfg shard.Config) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fleet == nil || !c.fleet.cfg.Equal(cfg) {
+		c.fleet = newShardSet(cfg)
+	}
+}
+
+// fleetShards returns the config Configure settled, or nil before.
+func (c *Coordinator) fleetShards() *shardSet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fleet
+}
+
+// storedShards returns the shard set of a stored config, reusing the last
+// one built: an unconfigured view reads the same config in every listing.
+func (c *Coordinator) storedShards(cfg shard.Config) *shardSet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stored == nil || !c.stored.cfg.Equal(cfg) {
+		c.stored = newShardSet(cfg)
+	}
+	return c.stored
+}
+
+// parseConfig reads a P/config value; the error says what is wrong with it.
+func parseConfig(value []byte) (shard.Config, error) {
+	var cfg shard.Config
+	if err := json.Unmarshal(value, &cfg); err != nil {
+		return shard.Config{}, fmt.Errorf("malformed config value (want JSON shard.Config): %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return shard.Config{}, fmt.Errorf("invalid config: %w", err)
+	}
+	return cfg.Normalize(), nil
+}
+
+// listingShards returns the shard set a listing's shard keys are parsed
+// against (nil: no config, every shard key is taken) and what is wrong
+// with its P/config, "" if nothing. fleet is the config Configure settled
+// (nil if none); stored is the P/config pair of the listing, nil when it
+// has none.
+func (c *Coordinator) listingShards(fleet *shardSet, stored *api.KVPair) (*shardSet, string) {
+	var (
+		cfg shard.Config
+		bad error
+	)
+	if stored != nil {
+		cfg, bad = parseConfig(stored.Value)
+	}
+	switch {
+	case fleet != nil:
+		return fleet, c.drift(stored, cfg, bad, fleet.cfg)
+	case stored == nil:
+		return nil, ""
+	case bad != nil:
+		return nil, bad.Error()
+	default:
+		return c.storedShards(cfg), ""
+	}
+}
+
+// drift describes how P/config differs from the config this fleet runs,
+// naming both and how to restore it; "" when they agree.
+func (c *Coordinator) drift(stored *api.KVPair, cfg shard.Config, bad error, runs shard.Config) string {
+	value, _ := json.Marshal(runs) // a Config always marshals
+	restore := fmt.Sprintf("restore it (consul kv put %s '%s')", c.configKey(), value)
+	switch {
+	case stored == nil:
+		return fmt.Sprintf("missing; this fleet runs %s: %s — the next worker to start would store its own config there",
+			describeConfig(runs), restore)
+	case bad != nil:
+		return fmt.Sprintf("stored value is not a config (%v) and differs from the one this fleet runs %s: ignored; %s — workers that restart will refuse to start",
+			bad, describeConfig(runs), restore)
+	case !cfg.Equal(runs):
+		return fmt.Sprintf("stored config %s differs from the one this fleet runs %s: ignored; %s — workers that restart will refuse to start",
+			describeConfig(cfg), describeConfig(runs), restore)
+	}
+	return ""
+}
+
+// heldOutside is what an operator's view, which cannot know the config the
+// workers run, says when shard keys outside the stored config cfg are
+// held: the running fleet uses another config.
+func (c *Coordinator) heldOutside(cfg shard.Config, held []shard.ID) string {
+	return fmt.Sprintf("%s: %d shard keys outside the stored config %s are held (%s … %s): the running fleet uses another config; if %s was rewritten under it, restore it — its workers keep serving their shards, and workers that restart will refuse to start",
+		c.configKey(), len(held), describeConfig(cfg), slices.Min(held), slices.Max(held), c.configKey())
+}
+
+func describeConfig(cfg shard.Config) string {
+	return fmt.Sprintf("{shards %d, name %q}", cfg.Shards, cfg.Name)
+}
+
+// configPair returns the P/config pair of a listing, nil if it has none.
+func (c *Coordinator) configPair(pairs api.KVPairs) *api.KVPair {
+	for _, kv := range pairs {
+		if kv.Key == c.configKey() {
+			return kv
+		}
+	}
+	return nil
+}

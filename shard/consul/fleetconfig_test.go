@@ -1,0 +1,162 @@
+package consul_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/consul"
+)
+
+// TestConfigRewrittenUnderARunningFleet: an operator rewrites or deletes
+// P/config while a worker runs. The worker's coordinator keeps the config
+// it was configured with: its snapshots still list every shard key it
+// holds, report the stored config as a problem naming both, and its
+// Acquire of its own shards still works. A worker starting with the
+// original config is refused, naming both configs; an operator's view
+// (never configured) shows the stored config and says the held keys
+// outside it are not its.
+func TestConfigRewrittenUnderARunningFleet(t *testing.T) {
+	agent := consultest.StartDev(t)
+	kv := agent.Client(t).KV()
+	runs := shard.Config{Shards: 16}.Normalize()
+
+	for _, tt := range []struct {
+		name    string
+		rewrite func(t *testing.T, key string)
+		problem []string // in the worker's problem about P/config
+		refused []string // in a starting worker's ErrConfigMismatch; nil: it starts
+		view    []string // in an operator's view's problems; nil: none expected
+	}{
+		{
+			name:    "another shard count",
+			rewrite: put(kv, `{"shards":8,"name":"stream/shard"}`),
+			problem: []string{`stored config {shards 8, name "stream/shard"} differs from the one this fleet runs {shards 16, name "stream/shard"}`, "workers that restart will refuse to start", `consul kv put`},
+			refused: []string{"8 shards", "16 shards"},
+			view:    []string{`8 shard keys outside the stored config {shards 8, name "stream/shard"} are held (stream/shard-008 … stream/shard-015)`},
+		},
+		{
+			name:    "another name",
+			rewrite: put(kv, `{"shards":16,"name":"orders"}`),
+			problem: []string{`stored config {shards 16, name "orders"} differs from the one this fleet runs {shards 16, name "stream/shard"}`},
+			refused: []string{`"orders"`, `"stream/shard"`},
+			view:    []string{`16 shard keys outside the stored config {shards 16, name "orders"} are held`},
+		},
+		{
+			name:    "not a config",
+			rewrite: put(kv, `sixteen`),
+			problem: []string{"malformed config value", `the one this fleet runs {shards 16, name "stream/shard"}`},
+			refused: []string{"not a valid config"},
+		},
+		{
+			name: "deleted",
+			rewrite: func(t *testing.T, key string) {
+				if _, err := kv.Delete(key, nil); err != nil {
+					t.Fatal(err)
+				}
+			},
+			problem: []string{`missing; this fleet runs {shards 16, name "stream/shard"}`},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			c := newCoordinator(t, agent, nil)
+			if _, err := c.Configure(ctx, runs); err != nil {
+				t.Fatal(err)
+			}
+			sid := newSession(t, c, "w", time.Minute, 0)
+			first := acquire(t, c, sid, runs.IDs()...)
+			before := snapshot(t, c)
+			if len(before.Problems) != 0 {
+				t.Fatalf("problems before the rewrite: %q", before.Problems)
+			}
+
+			tt.rewrite(t, c.Prefix()+"/config")
+			snap, err := c.Watch(ctx, before.Index) // a running watch wakes for it
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.Config == nil || *snap.Config != runs {
+				t.Errorf("snapshot config = %+v, want the one the fleet runs, %+v", snap.Config, runs)
+			}
+			if len(snap.Shards) != runs.Shards {
+				t.Errorf("snapshot lists %d shard keys, want all %d the worker holds; problems %q", len(snap.Shards), runs.Shards, snap.Problems)
+			}
+			for _, st := range snap.Shards {
+				if st.Session != sid {
+					t.Errorf("%s held by %q, want %q", st.Shard, st.Session, sid)
+				}
+			}
+			requireProblem(t, snap.Problems, c.Prefix()+"/config: ", tt.problem)
+
+			again, err := c.Acquire(ctx, sid, wantOf(runs.IDs()...))
+			if err != nil || len(again) != runs.Shards {
+				t.Fatalf("Acquire of its own %d shards after the rewrite = %d claims, %v", runs.Shards, len(again), err)
+			}
+			last := runs.IDs()[runs.Shards-1]
+			if err := c.Release(ctx, sid, []shard.ID{last}, "test"); err != nil {
+				t.Fatal(err)
+			}
+			if got := acquire(t, c, sid, last); got[last] <= first[last] {
+				t.Fatalf("re-acquiring %s after the rewrite = %v, want a token above %d", last, got, first[last])
+			}
+
+			view := snapshot(t, newCoordinator(t, agent, func(cfg *consul.Config) { cfg.Prefix = c.Prefix() }))
+			if tt.view != nil {
+				requireProblem(t, view.Problems, c.Prefix()+"/config: ", tt.view)
+			}
+
+			_, err = newCoordinator(t, agent, func(cfg *consul.Config) { cfg.Prefix = c.Prefix() }).Configure(ctx, runs)
+			if tt.refused == nil {
+				if err != nil {
+					t.Fatalf("a worker starting after P/config was deleted: %v, want it to store its config", err)
+				}
+				if s := snapshot(t, c); len(s.Problems) != 0 {
+					t.Fatalf("problems once P/config is back: %q", s.Problems)
+				}
+				return
+			}
+			if !errors.Is(err, shard.ErrConfigMismatch) {
+				t.Fatalf("a worker starting with the fleet's config = %v, want ErrConfigMismatch", err)
+			}
+			for _, w := range tt.refused {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("refusal %q does not name %s", err, w)
+				}
+			}
+		})
+	}
+}
+
+func put(kv *api.KV, value string) func(t *testing.T, key string) {
+	return func(t *testing.T, key string) {
+		t.Helper()
+		if _, err := kv.Put(&api.KVPair{Key: key, Value: []byte(value)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// requireProblem fails unless one problem starts with prefix and holds
+// every part.
+func requireProblem(t *testing.T, problems []string, prefix string, parts []string) {
+	t.Helper()
+	for _, p := range problems {
+		if !strings.HasPrefix(p, prefix) {
+			continue
+		}
+		for _, w := range parts {
+			if !strings.Contains(p, w) {
+				t.Errorf("problem %q does not say %q", p, w)
+			}
+		}
+		return
+	}
+	t.Errorf("no problem starting %q among %q", prefix, problems)
+}
