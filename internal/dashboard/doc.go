@@ -1,7 +1,9 @@
 // Package dashboard serves the live view of one fleet: an HTML page with the
 // ownership grid (one cell per shard, coloured by owner, token on hover), the
 // workers, offsets and lag per shard when an offset store is configured, the
-// imbalance and the recent moves with their reasons, kept current by
+// imbalance, the recent moves with their reasons, and the coordinator's
+// problems (foreign or malformed keys, a P/config that differs from the one
+// the fleet runs) above everything else while there are any, kept current by
 // server-sent events; the same data as JSON at /api/v1/fleet; and, when a
 // Prometheus gatherer is given, /metrics.
 //

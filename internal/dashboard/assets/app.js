@@ -103,6 +103,7 @@ function render(f) {
   lagTile.hidden = s.max_lag === undefined || s.max_lag === null;
   if (!lagTile.hidden) tile("tile-lag", `${s.max_lag}`, undefined, "");
 
+  renderProblems(f);
   renderGrid(f);
   renderLegend(f);
   renderWorkers(f);
@@ -110,6 +111,19 @@ function render(f) {
   renderShards(f);
   document.getElementById("footer").textContent =
     `coordinator index ${f.index} · view built ${clock(f.at)} · ${f.problems ? f.problems.length : 0} problems`;
+}
+
+// A fleet full of foreign keys would push everything else off the page:
+// the first few problems are listed, the rest counted.
+const MAX_PROBLEMS = 20;
+
+function renderProblems(f) {
+  const problems = f.problems || [];
+  const panel = document.getElementById("problems");
+  panel.hidden = problems.length === 0;
+  const items = problems.slice(0, MAX_PROBLEMS).map(p => el("li", { text: p }));
+  if (problems.length > MAX_PROBLEMS) items.push(el("li", { text: `… and ${problems.length - MAX_PROBLEMS} more (shardctl status lists them all)` }));
+  panel.querySelector("ul").replaceChildren(...items);
 }
 
 function renderGrid(f) {
