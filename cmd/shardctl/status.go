@@ -133,7 +133,9 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 		}
 	}
 	if len(f.Problems) > 0 {
-		fmt.Fprintf(w, "\nPROBLEMS under the prefix (ignored by the workers):\n  %s\n", strings.Join(f.Problems, "\n  "))
+		// Not "ignored by the workers": a P/config rewritten under them is
+		// ignored, but the shard keys outside it are theirs and served.
+		fmt.Fprintf(w, "\nPROBLEMS under the prefix:\n  %s\n", strings.Join(f.Problems, "\n  "))
 	}
 }
 
