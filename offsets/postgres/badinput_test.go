@@ -76,6 +76,12 @@ func TestOpenBadInput(t *testing.T) {
 		{"uppercase table", postgres.Config{DSN: dsn, Table: "Offsets"}, shard.ErrInvalidArgument, []string{`table "Offsets"`}},
 		{"three-part table", postgres.Config{DSN: dsn, Table: "a.b.c"}, shard.ErrInvalidArgument, []string{`table "a.b.c"`}},
 		{"injection", postgres.Config{DSN: dsn, Table: "x; drop table y"}, shard.ErrInvalidArgument, []string{`table "x; drop table y"`}},
+		{"negative max hold", postgres.Config{DSN: dsn, MaxHold: -5 * time.Second},
+			shard.ErrInvalidArgument, []string{"max hold -5s", "between 1s and 1h0m0s", "zero means the default, 5s"}},
+		{"max hold under a second", postgres.Config{DSN: dsn, MaxHold: 5 * time.Millisecond}, shard.ErrInvalidArgument, []string{"max hold 5ms"}},
+		{"max hold of days", postgres.Config{DSN: dsn, MaxHold: 72 * time.Hour}, shard.ErrInvalidArgument, []string{"max hold 72h0m0s"}},
+		{"every problem at once", postgres.Config{Table: "Bad", MaxHold: -1},
+			shard.ErrInvalidArgument, []string{"no DSN", `table "Bad"`, "max hold -1ns"}},
 		{"missing schema", postgres.Config{DSN: dsn, Table: "no_such_schema.offsets"},
 			nil, []string{`schema "no_such_schema" does not exist`, "no_such_schema.offsets"}},
 	}

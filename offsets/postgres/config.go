@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -36,6 +37,19 @@ type Config struct {
 	// operator queries it by hand. Default DefaultTable. A missing table
 	// is created; the schema must exist.
 	Table string
+	// MaxHold bounds how long a FencedTx whose client has vanished (powered
+	// off, partitioned) keeps the shard's row locked, counted from the last
+	// message the server had from it: the server ends the transaction then,
+	// and a newer owner's Fence, waiting for the row, gets in. Set it to the
+	// workers' lease step-down deadline, shard.LeasePolicy.StepDownAfter:
+	// the old owner has stopped by then, and its shards are not handed on
+	// before. Default DefaultMaxHold (shard.DefaultPolicy's step-down);
+	// between 1 s and 1 h.
+	//
+	// The price: a live client's FencedTx is ended by the server, and fails,
+	// when it stays silent that long inside the transaction (a slow call
+	// between two statements) or leaves a result unread that long.
+	MaxHold time.Duration
 }
 
 var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -49,6 +63,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := parseTable(c.Table); err != nil {
 		problems = append(problems, err.Error())
+	}
+	if p := checkMaxHold(c.MaxHold); p != "" {
+		problems = append(problems, p)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: offsets/postgres config: %s", shard.ErrInvalidArgument, strings.Join(problems, "; "))

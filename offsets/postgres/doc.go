@@ -29,6 +29,32 @@
 // so no newer owner can fence in between. CommitTx adds the offset commit to
 // the same transaction.
 //
+// A FencedTx whose owner vanishes (powered off, cut off by the network, its
+// process killed) does not keep that row for long: the transaction sets,
+// for itself only (SET LOCAL), limits derived from Config.MaxHold (default
+// DefaultMaxHold, 5 s, the step-down deadline of shard.DefaultPolicy), and
+// the server rolls it back about MaxHold after it last heard from the
+// client, whatever its backend was doing:
+//
+//   - waiting for the next statement: idle_in_transaction_session_timeout
+//     = MaxHold;
+//   - sending a result the client no longer acknowledges: tcp_user_timeout
+//     = MaxHold;
+//   - running a statement: keepalive probes after max(1 s, MaxHold/4) of
+//     silence (tcp_keepalives_idle, _interval, _count), the dead peer
+//     declared by tcp_user_timeout, and noticed by the running statement
+//     within a probe interval (client_connection_check_interval); a closed
+//     connection (a killed process) is noticed within that interval.
+//
+// A newer owner's Fence, which waits for the row, then gets in. Measured
+// against PostgreSQL 15 with MaxHold 2 s (TestFencedTxOwnerBlackholedIdle,
+// …Sending, TestFencedTxOwnerDiesMidStatement): after 2.0 s, 2.2–2.6 s and
+// 1.0 s. With MaxHold at most the workers' step-down deadline
+// (shard.LeasePolicy.StepDownAfter), a vanished owner's idle or sending
+// transaction has been ended before the lease can pass to a new owner (no
+// sooner than TTL + lock-delay after the old owner's last renewal), so the
+// new owner's Fence does not wait at all.
+//
 // The table (default shardlease_offsets, configurable, optionally
 // schema-qualified) holds one row per shard fenced or committed:
 //
@@ -48,6 +74,28 @@
 // so (ErrOutcomeUnknown) and leaves the decision to the caller; for Commit
 // and Fence a retry with the same token is always safe. FencedTx runs its
 // function once.
+//
+// The bound on a vanished owner's FencedTx stops where these limits do:
+//
+//   - It counts from the last message the server had from the client: an
+//     owner that vanishes mid-statement, behind a blackhole, holds the row
+//     until keepalive declares it dead and the statement notices: up to
+//     MaxHold plus two probe intervals after its last packet.
+//   - Detection mid-statement and mid-send needs TCP (not a unix socket) and
+//     a Linux server (tcp_user_timeout; on a full receive window, Linux 5.11
+//     or later); elsewhere the keepalive count decides (within MaxHold, 2 s
+//     at least) and a blocked send waits for the kernel's retransmissions to
+//     give up. Servers before 14 lack client_connection_check_interval (a
+//     statement whose client vanished runs to its end), before 12 also
+//     tcp_user_timeout. Behind a pooler (PgBouncer) the TCP limits apply to
+//     the pooler's connection, not the owner's: only the idle limit works.
+//   - Row locks taken otherwise — CommitTx in a transaction of the caller's,
+//     the caller's own statements through Pool, a SELECT … FOR UPDATE by
+//     hand — carry no limit. A Fence waits for them until its context ends
+//     and then returns an error (the statement cancelled on the server).
+//   - The price: a live owner's FencedTx that stays silent longer than
+//     MaxHold (slow work between two statements) or leaves a result unread
+//     that long is ended by the server, and fails with nothing committed.
 //
 // # How it fails
 //
@@ -74,6 +122,9 @@
 //     the caller's keeps pgx's default (drop the connection), so there a
 //     context that ends after the write was sent is ErrOutcomeUnknown.
 //   - a context done before the call: its error and cause, nothing sent.
+//   - a FencedTx ended by the server for staying silent longer than
+//     MaxHold fails with its SQLSTATE 25P03, saying so; nothing of it is
+//     committed.
 //   - ErrCorrupt: a row that breaks the rule (possible only in a table made
 //     without the CHECKs) is reported for its shard, not obeyed.
 package postgres

@@ -91,6 +91,8 @@ func (st *Store) explain(err error) string {
 		return fmt.Sprintf(" (table %s is gone: dropped after Open?)", st.table)
 	case "42501":
 		return fmt.Sprintf(" (the role needs SELECT, INSERT and UPDATE on %s)", st.table)
+	case "25P03":
+		return " (the fenced transaction was silent longer than the store's MaxHold, and the server ended it: raise MaxHold, or do slow work outside the transaction)"
 	case "25006":
 		return " (a read-only server: is the DSN pointing at a standby?)"
 	case "28P01", "28000":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
@@ -20,9 +21,11 @@ import (
 // below the floor and stops with a *offsets.StaleTokenError before fn runs.
 // Either way it locks the shard's row until the transaction ends, so a
 // newer owner's Fence or Commit waits for this transaction and then sees
-// its floor; this transaction can no longer be overtaken. Then fn runs with
-// the transaction, then it commits. So the user's statements are committed
-// if and only if the token was not stale, atomically.
+// its floor; this transaction can no longer be overtaken. (If this owner
+// vanishes, the server ends the transaction about Config.MaxHold after it
+// last heard from it, freeing the row: see the package doc.) Then fn runs
+// with the transaction, then it commits. So the user's statements are
+// committed if and only if the token was not stale, atomically.
 //
 // fn runs once; it is not retried. If fn returns an error the transaction is
 // rolled back and that error returned as is. Use CommitTx inside fn to
@@ -67,7 +70,7 @@ func (st *Store) FencedTxWith(ctx context.Context, opts pgx.TxOptions, s shard.I
 		}
 	}()
 
-	tag, err := tx.Exec(ctx, st.sql.fence, s, int64(token))
+	tag, err := st.fenceInTx(ctx, tx, s, token)
 	if err != nil {
 		return st.fail(ctx, op, s, err, refused) // nothing is committed before COMMIT
 	}
@@ -97,6 +100,25 @@ func (st *Store) FencedTxWith(ctx context.Context, opts pgx.TxOptions, s shard.I
 	}
 	committed = true
 	return nil
+}
+
+// fenceInTx sets the transaction's hold limits (holdSettings), then runs
+// the fence, in one round trip. The limits come first: from the fence on,
+// the transaction holds the shard's row.
+func (st *Store) fenceInTx(ctx context.Context, tx pgx.Tx, s shard.ID, token shard.Token) (pgconn.CommandTag, error) {
+	var b pgx.Batch
+	b.Queue(holdSQL(st.hold, serverMajor(tx.Conn().PgConn().ParameterStatus("server_version"))))
+	b.Queue(st.sql.fence, s, int64(token))
+	br := tx.SendBatch(ctx, &b)
+	var tag pgconn.CommandTag
+	_, err := br.Exec()
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
 }
 
 // CommitTx commits offset for shard s inside tx, the caller's transaction

@@ -17,10 +17,16 @@ import (
 func fencedSetup(t *testing.T) *postgres.Store {
 	t.Helper()
 	st := openTable(t, database(t), "fenced")
+	createItems(t, st)
+	return st
+}
+
+// createItems creates the user table "items" in the store's database.
+func createItems(t *testing.T, st *postgres.Store) {
+	t.Helper()
 	if _, err := st.Pool().Exec(t.Context(), "CREATE TABLE items (shard text, item int, by_token bigint)"); err != nil {
 		t.Fatal(err)
 	}
-	return st
 }
 
 func insertItem(ctx context.Context, tx pgx.Tx, s string, item int, token uint64) error {

@@ -49,11 +49,17 @@ func opener(dsn string) offsetstest.OpenFunc {
 // openTable opens a store on table and closes it on cleanup.
 func openTable(tb testing.TB, dsn, table string) *postgres.Store {
 	tb.Helper()
+	return openConfig(tb, postgres.Config{DSN: dsn, Table: table})
+}
+
+// openConfig opens a store with cfg and closes it on cleanup.
+func openConfig(tb testing.TB, cfg postgres.Config) *postgres.Store {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Table: table})
+	st, err := postgres.Open(ctx, cfg)
 	if err != nil {
-		tb.Fatalf("postgres.Open(table %s): %v", table, err)
+		tb.Fatalf("postgres.Open(table %s): %v", cfg.Table, err)
 	}
 	tb.Cleanup(func() { _ = st.Close() })
 	return st

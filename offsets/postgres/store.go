@@ -33,6 +33,7 @@ type Store struct {
 	dsn      string // redacted, for errors
 	closed   atomic.Bool
 	sql      statements
+	hold     []setting // what FencedTx sets for itself (holdSettings of Config.MaxHold)
 }
 
 var _ offsets.Store = (*Store)(nil)
@@ -77,7 +78,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	name, _ := parseTable(cfg.Table)
-	st := &Store{pool: cfg.Pool, name: name, table: name.ident(name.name)}
+	maxHold := cfg.MaxHold
+	if maxHold == 0 {
+		maxHold = DefaultMaxHold
+	}
+	st := &Store{pool: cfg.Pool, name: name, table: name.ident(name.name), hold: holdSettings(maxHold)}
 	st.sql = newStatements(st.table)
 	if st.pool == nil {
 		st.dsn = RedactDSN(cfg.DSN)
@@ -170,7 +175,11 @@ func (st *Store) closePool() {
 }
 
 // Fence raises the shard's floor to token; see offsets.Store. One
-// conditional upsert.
+// conditional upsert. It waits for the shard's row while a FencedTx holds
+// it: if that transaction's owner vanished, for about the MaxHold of the
+// owner's store (see the package doc); for any other lock, until ctx ends,
+// and then it returns an error (see "How it fails" for what became of the
+// statement).
 func (st *Store) Fence(ctx context.Context, s shard.ID, token shard.Token) error {
 	if _, err := offsets.ApplyFence(offsets.Checkpoint{}, s, token); err != nil {
 		return err // argument errors, worded as in every backend
