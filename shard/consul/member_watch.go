@@ -21,7 +21,9 @@ import (
 // time with Exists false. A query that waits WatchWait without a change
 // returns the index unchanged; shard.NextIndex tells the caller to wait
 // again, and turns an index that went backwards (a Consul state reset)
-// into a restart from 0.
+// into a restart from 0. As with Watch, an after ahead of Consul's index
+// blocks until the key changes or WatchWait passes, where the embedded
+// coordinator returns at once.
 //
 // Member.Session is the key's lock holder: empty once the worker's session
 // has ended, kept by an operator's plain put. A value that is not a JSON
