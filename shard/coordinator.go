@@ -115,8 +115,10 @@ type Coordinator interface {
 	// RenewSession resets the session's TTL. ErrSessionInvalid when the
 	// session is gone: everything it held is released.
 	RenewSession(ctx context.Context, id SessionID) error
-	// DestroySession ends a session and releases every key it holds at once,
-	// without lock-delay. Destroying a missing session is not an error.
+	// DestroySession ends a session and releases every key it holds at once.
+	// It is an invalidation, as in Consul: the shards it still held stay
+	// locked for the session's lock-delay (a worker stopping on purpose
+	// releases them first). Destroying a missing session is not an error.
 	DestroySession(ctx context.Context, id SessionID) error
 
 	// Join acquires the member key of m.ID with the session, or updates it

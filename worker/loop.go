@@ -186,7 +186,7 @@ func (lp *loop) watch(ctx context.Context) {
 		}
 		index = shard.NextIndex(index, s.Index)
 		for _, p := range problems.fresh(s.Problems) {
-			lp.w.log.Warn("ignoring a foreign or malformed key under the fleet prefix", zap.String("problem", p))
+			lp.w.log.Warn("the coordinator reports a problem under the fleet prefix (ignored, never taken as an owner or a config)", zap.String("problem", p))
 		}
 		select { // replace an unread snapshot: only the latest matters
 		case <-lp.snaps:

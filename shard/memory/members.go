@@ -64,6 +64,9 @@ func (c *Coordinator) collectMemberLocked(id string) {
 // A missing key's index is that of the write that deleted it, so its
 // deletion wakes the watcher once; other keys' writes never do.
 func (c *Coordinator) WatchMember(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
+	if id == "" {
+		return shard.MemberKey{}, fmt.Errorf("%w: member id is empty", shard.ErrInvalidArgument)
+	}
 	for {
 		if err := ctxErr(ctx); err != nil {
 			return shard.MemberKey{}, err
