@@ -57,6 +57,19 @@ func classify(err error, sent bool) attempt {
 	}
 }
 
+// commitAttempt is classify for the COMMIT of a FencedTx. pgx (v5.12)
+// reports a connection that broke while COMMIT awaited its answer as "conn
+// closed" (pgconn.ErrConnClosed), an error it calls safe to retry, as if
+// nothing had been sent; but the COMMIT was sent and may have been applied.
+// (Were the connection closed before COMMIT, by a failure fn did not
+// return, nothing would be committed: "unknown" is then merely cautious.)
+func commitAttempt(err error) attempt {
+	if errors.Is(err, pgconn.ErrConnClosed) {
+		return unknown
+	}
+	return classify(err, true)
+}
+
 // transient reports whether a server error is worth retrying: the statement
 // was rolled back for a reason that another try may not meet.
 func transient(err error) bool {

@@ -96,7 +96,7 @@ func (st *Store) FencedTxWith(ctx context.Context, opts pgx.TxOptions, s shard.I
 			return fmt.Errorf("offsets/postgres: %s on shard %s: rolled back at COMMIT because a statement of the function failed (and its error was not returned): %w",
 				op, s, err)
 		}
-		return st.fail(ctx, op+" commit", s, err, classify(err, true))
+		return st.fail(ctx, op+" commit", s, err, commitAttempt(err))
 	}
 	committed = true
 	return nil

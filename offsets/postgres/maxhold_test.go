@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -28,12 +29,20 @@ const (
 // has been silent for MaxHold (idle_in_transaction_session_timeout): a
 // newer owner's Fence gets in, and nothing of the old transaction is
 // committed.
+//
+// The old owner cannot know whether its COMMIT, sent into the hole, was
+// applied: once its connection is cut, FencedTx says so (ErrOutcomeUnknown).
+// pgx reports that broken connection as "conn closed", safe to retry, and
+// FencedTx used to pass that on as ErrUnavailable, "nothing was written".
 func TestFencedTxOwnerBlackholedIdle(t *testing.T) {
-	takeover(t, blackhole, testHold/2, func(ctx context.Context, tx pgx.Tx, inside, proceed chan struct{}) error {
+	err := takeover(t, blackhole, testHold/2, func(ctx context.Context, tx pgx.Tx, inside, proceed chan struct{}) error {
 		close(inside)
 		<-proceed
 		return nil // FencedTx sends COMMIT into the hole
 	})
+	if !errors.Is(err, postgres.ErrOutcomeUnknown) || errors.Is(err, postgres.ErrUnavailable) {
+		t.Errorf("the old owner's FencedTx, its COMMIT sent and its connection then cut: %v; want ErrOutcomeUnknown", err)
+	}
 }
 
 // The same, with the backend blocked sending a result the old owner no
