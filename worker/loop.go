@@ -185,6 +185,7 @@ func (lp *loop) watch(ctx context.Context) {
 			continue // a blocking query that timed out: nothing changed
 		}
 		index = shard.NextIndex(index, s.Index)
+		lp.w.m.problems.Set(float64(len(s.Problems)))
 		for _, p := range problems.fresh(s.Problems) {
 			lp.w.log.Warn("the coordinator reports a problem under the fleet prefix (ignored, never taken as an owner or a config)", zap.String("problem", p))
 		}

@@ -12,7 +12,7 @@ type metrics struct {
 	shardsOwned     prometheus.Gauge
 	acquisitions    *prometheus.CounterVec // reason: initial, orphaned, rebalanced, takeover
 	releases        *prometheus.CounterVec // reason: rebalance, drain, shutdown, fence_rejected
-	losses          *prometheus.CounterVec // reason: step_down, taken
+	losses          *prometheus.CounterVec // reason: step_down, taken, fence_rejected, drain_timeout
 	renewSeconds    prometheus.Histogram
 	renewFailures   prometheus.Counter
 	stepDowns       prometheus.Counter
@@ -22,6 +22,7 @@ type metrics struct {
 	imbalance       prometheus.Gauge
 	pauseSeconds    prometheus.Histogram
 	handlerRestarts prometheus.Counter
+	problems        prometheus.Gauge
 }
 
 func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
@@ -56,12 +57,14 @@ func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
 			Help: "Measured scheduler lag of the worker process (GC pauses, CPU starvation).", ConstLabels: labels,
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
 		handlerRestarts: counter("handler_restarts_total", "Handler restarts after it returned while the shard was owned."),
+		problems: gauge("coordinator_problems", "Problems the coordinator reports under the fleet prefix in the latest snapshot "+
+			"(foreign or malformed keys, a stored config that differs from the one the fleet runs)."),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.shardsOwned, m.acquisitions, m.releases, m.losses, m.renewSeconds,
-		m.renewFailures, m.stepDowns, m.commits, m.watchWakeups, m.moves, m.imbalance, m.pauseSeconds, m.handlerRestarts} {
+		m.renewFailures, m.stepDowns, m.commits, m.watchWakeups, m.moves, m.imbalance, m.pauseSeconds, m.handlerRestarts, m.problems} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {
