@@ -138,5 +138,14 @@ func TestAllScenariosSmoke(t *testing.T) {
 				t.Errorf("%s: shardlease row %q has no baseline row", r.Scenario, r.Metric)
 			}
 		}
+		// The take-away rows name the policy they ran with, and it meets
+		// the lock-delay rule.
+		if r.Scenario == "crash-failover" || r.Scenario == "graceful-handoff" {
+			x := r.Extra
+			if x["check_ttl_s"] <= 0 || x["renew_s"] <= 0 || x["pause_budget_s"] <= 0 || x["lock_delay_s"] < x["check_ttl_s"]-x["pause_budget_s"] ||
+				!strings.Contains(r.Note, "shard.FastPolicy") {
+				t.Errorf("%s: the policy reported is missing or breaks the lock-delay rule: %v (%s)", r.Scenario, x, r.Note)
+			}
+		}
 	}
 }

@@ -151,3 +151,12 @@ func (r result) with(name string, v float64) result {
 	r.Extra[name] = v
 	return r
 }
+
+// withNote adds a note to the row's, after a "; " if it has one.
+func (r result) withNote(note string) result {
+	if r.Note != "" {
+		note = r.Note + "; " + note
+	}
+	r.Note = note
+	return r
+}

@@ -19,9 +19,11 @@ type slOptions struct {
 }
 
 // fastFailover is the policy of the fast-failover liveness mode measured
-// here, the one docs/tuning.md recommends: a session bound to a 1.5 s TTL
-// health check, renewed every 300 ms, with a lock-delay that covers the
-// step-down deadline (shard.FastPolicy).
+// here, the one docs/tuning.md recommends (shard.FastPolicy): a session
+// bound to a 1.5 s TTL health check, renewed every 300 ms, a 900 ms pause
+// budget (2 × 0.3 + 0.9 ≤ 1.5), and an 800 ms lock-delay, which covers the
+// step-down deadline 1.5 − 0.9 = 0.6 s so that a session ended before its
+// TTL cannot free the locks while its cut-off worker still acts as owner.
 var fastFailover = shard.FastPolicy
 
 // slFleet is shardlease workers in this process, each with its own Consul
