@@ -66,7 +66,12 @@ func (st *Store) FencedTxWith(ctx context.Context, opts pgx.TxOptions, s shard.I
 	committed := false
 	defer func() {
 		if !committed {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+			// Bounded: on a blackholed connection a rollback would otherwise
+			// wait for the client's TCP to give up, long after the server
+			// ended the transaction itself (MaxHold).
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), st.maxHold)
+			_ = tx.Rollback(rctx)
+			cancel()
 		}
 	}()
 

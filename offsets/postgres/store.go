@@ -34,6 +34,7 @@ type Store struct {
 	closed   atomic.Bool
 	sql      statements
 	hold     []setting // what FencedTx sets for itself (holdSettings of Config.MaxHold)
+	maxHold  time.Duration
 }
 
 var _ offsets.Store = (*Store)(nil)
@@ -82,7 +83,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if maxHold == 0 {
 		maxHold = DefaultMaxHold
 	}
-	st := &Store{pool: cfg.Pool, name: name, table: name.ident(name.name), hold: holdSettings(maxHold)}
+	st := &Store{pool: cfg.Pool, name: name, table: name.ident(name.name), hold: holdSettings(maxHold), maxHold: maxHold}
 	st.sql = newStatements(st.table)
 	if st.pool == nil {
 		st.dsn = RedactDSN(cfg.DSN)
