@@ -252,12 +252,8 @@ func (a *Agent) Running() bool {
 // directory, and waits until it is ready.
 func (a *Agent) Restart(t testing.TB) {
 	t.Helper()
-	a.kill()
-	if err := a.start(); err != nil {
-		t.Fatalf("consultest: restarting %s: %v", a.Name, err)
-	}
-	if err := a.waitReady(60*time.Second, nil); err != nil {
-		t.Fatalf("consultest: %s did not become ready after a restart: %v", a.Name, err)
+	if err := a.Relaunch(60 * time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 

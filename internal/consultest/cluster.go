@@ -10,10 +10,29 @@ import (
 	"github.com/hashicorp/consul/api"
 )
 
-// Cluster is a set of Consul servers on loopback that form one datacenter.
+// Cluster is a set of Consul servers on loopback that form one datacenter,
+// and the client agents joined to them (StartClients).
 type Cluster struct {
+	// Agents are the servers.
 	Agents []*Agent
+	// Clients are the client agents, in the order StartClients started
+	// them.
+	Clients []*Agent
+
+	bin string
 }
+
+// fastTiming are the flags that give every agent of a cluster the -dev Raft
+// and gossip timing, so that a killed leader is replaced, and a dead node
+// marked failed, within seconds; and no UI, Connect or update check, which
+// the tests do not use. Servers and clients must agree on the gossip
+// timing: a client probing at the default interval would be slow to notice
+// a failed server, and the servers' suspicion of it would be mistimed.
+var fastTiming = []string{"-retry-interval", "1s",
+	"-hcl", "performance { raft_multiplier = 1 }",
+	"-hcl", `gossip_lan { gossip_interval = "100ms" probe_interval = "200ms" probe_timeout = "100ms" suspicion_mult = 3 }`,
+	"-hcl", "connect { enabled = false }",
+	"-hcl", "disable_update_check = true"}
 
 // StartCluster starts n servers (n ≥ 1; three for a real quorum) with
 // -bootstrap-expect=n, each retry-joining the others, and returns once they
@@ -29,7 +48,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	if err != nil {
 		t.Fatalf("consultest: picking free ports: %v", err)
 	}
-	c := &Cluster{}
+	c := &Cluster{bin: bin}
 	for i := range n {
 		c.Agents = append(c.Agents, newAgent(t, bin, fmt.Sprintf("server%d", i), ports[4*i:4*i+4]))
 	}
@@ -41,14 +60,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 				a.args = append(a.args, "-retry-join", o.SerfLANAddr)
 			}
 		}
-		// Fast Raft timing and gossip (as in -dev), so that a killed leader
-		// is replaced within seconds; no UI and no Connect, which the tests
-		// do not use.
-		a.args = append(a.args, "-retry-interval", "1s",
-			"-hcl", "performance { raft_multiplier = 1 }",
-			"-hcl", `gossip_lan { gossip_interval = "100ms" probe_interval = "200ms" probe_timeout = "100ms" suspicion_mult = 3 }`,
-			"-hcl", "connect { enabled = false }",
-			"-hcl", "disable_update_check = true")
+		a.args = append(a.args, fastTiming...)
 		if err := a.start(); err != nil {
 			t.Fatalf("consultest: starting %s: %v", a.Name, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,4 +72,69 @@ func TestClusterLeaderKill(t *testing.T) {
 	if err != nil || kv == nil || string(kv.Value) != "x" {
 		t.Fatalf("restarted server does not see the write made without it: %v, %v", kv, err)
 	}
+}
+
+// TestClusterClients: a client agent joins the servers; a session made
+// through it ends when the client is frozen past Serf's failure detection,
+// and when it leaves; it is ready again after SIGCONT and after Relaunch.
+func TestClusterClients(t *testing.T) {
+	cl := consultest.StartCluster(t, 3)
+	clients := cl.StartClients(t, 1)
+	if len(clients) != 1 || len(cl.Clients) != 1 || clients[0] != cl.Clients[0] {
+		t.Fatalf("StartClients returned %d, Clients holds %d", len(clients), len(cl.Clients))
+	}
+	a := clients[0]
+	server := cl.Agents[0].Client(t)
+	session := func() string {
+		t.Helper()
+		sid, _, err := a.Client(t).Session().Create(&api.SessionEntry{Name: "probe", Behavior: api.SessionBehaviorRelease}, nil)
+		if err != nil {
+			t.Fatalf("creating a session on client %s: %v", a.Name, err)
+		}
+		return sid
+	}
+	gone := func(sid, after string) {
+		t.Helper()
+		start := time.Now()
+		deadline := start.Add(30 * time.Second)
+		for {
+			s, _, err := server.Session().Info(sid, nil)
+			if err == nil && s == nil {
+				t.Logf("session gone %v after %s", time.Since(start).Round(time.Millisecond), after)
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("session %s of client %s still there 30 s after %s (%v)", sid, a.Name, after, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	sid := session()
+	if err := a.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	gone(sid, "SIGSTOP")
+	if err := a.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AwaitReady(30 * time.Second); err != nil {
+		t.Fatalf("after SIGCONT: %v", err)
+	}
+
+	sid = session()
+	if err := a.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	if a.Running() {
+		t.Fatal("client still running after Leave")
+	}
+	gone(sid, "leave")
+	if err := a.Signal(syscall.SIGSTOP); err == nil {
+		t.Error("Signal to a client that left succeeded")
+	}
+	if err := a.Relaunch(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	session() // sessions can be made through it again
 }

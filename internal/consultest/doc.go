@@ -1,6 +1,9 @@
 // Package consultest starts real Consul agents for tests: a fresh
 // single-server dev agent per test (StartDev), and a three-server cluster on
-// loopback whose Raft leader can be found, killed and restarted (StartCluster).
+// loopback whose Raft leader can be found, killed and restarted (StartCluster),
+// with client agents joined to it as production has one per host
+// (Cluster.StartClients), which a fault harness can freeze, kill, make leave
+// and bring back from its own goroutines (Agent.Signal, Leave, Relaunch).
 //
 // The binary is <module root>/bin/consul (built by scripts/consul.sh) or the
 // file named by $SHARDLEASE_CONSUL. Every agent listens on 127.0.0.1 only, on
@@ -9,9 +12,9 @@
 // group and is killed (the whole group) on t.Cleanup; it also dies with the
 // test binary (Pdeathsig), so a crashed test leaves no agent behind.
 //
-// What it guarantees: when StartDev or StartCluster returns, a leader is
-// elected, the HTTP API answers, and every node's serfHealth check is in the
-// catalog, so sessions can be created at once.
+// What it guarantees: when StartDev, StartCluster or StartClients returns, a
+// leader is elected, the HTTP API answers, and every node's serfHealth check
+// is in the catalog, so sessions can be created at once.
 //
 // How it fails: a missing binary or an agent that does not become ready is a
 // t.Fatal naming the cause and the fix, always. Integration tests must not
