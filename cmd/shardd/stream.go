@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/internal/offsetlog"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -18,23 +19,50 @@ import (
 // On revocation it commits what it processed and returns; on loss, or when
 // the fence rejects a commit, it returns without writing.
 //
+// Before each commit it asks its claim (Claim.Err) whether it may still
+// act, as a handler must before any effect the fence does not cover: a
+// process paused across its deadline learns of the loss there, on its
+// first check after waking.
+//
 // It logs "handler started" and "handler stopped" with the shard and token
 // at info level: the interval in which this process acted as the shard's
-// owner, which the fleet tests check for overlaps across processes.
+// owner, which the fleet tests check for overlaps across processes. With
+// --history (history non-nil) it also records that interval and every
+// commit it was allowed to make (offsetlog.Run), for the chaos suite's
+// check that no two processes ever ran one shard at once.
 type stream struct {
 	rate        int
 	commitEvery time.Duration
 	log         *zap.Logger
+	history     *offsetlog.Store // nil: no history
 }
 
 func (s stream) Process(ctx context.Context, c *worker.Claim) error {
 	log := s.log.With(zap.String("shard", string(c.Shard)), zap.Uint64("token", uint64(c.Token)))
+	run, err := s.history.StartRun(c.Shard, c.Token)
+	if err != nil {
+		return err // unrecorded, it must not run; the worker restarts it
+	}
+	defer run.End()
 	log.Info("handler started", zap.Int64("offset", c.Start.Offset))
 	offset, last := c.Start.Offset, time.Now()
 	advance := func() {
 		now := time.Now()
 		offset += int64(now.Sub(last).Seconds() * float64(s.rate))
 		last = now
+	}
+	// commit checks the claim, records the effect it is about to make, and
+	// makes it. The time is read before the check, so the record says when
+	// the claim, by its own clock, still allowed the act.
+	commit := func(ctx context.Context) error {
+		at := time.Now()
+		if err := c.Err(); err != nil {
+			return err
+		}
+		if err := run.Effect(at, offset); err != nil {
+			return err
+		}
+		return c.Commit(ctx, offset)
 	}
 	tick := time.NewTimer(time.Duration(rand.Int64N(int64(s.commitEvery))))
 	defer tick.Stop()
@@ -44,10 +72,11 @@ func (s stream) Process(ctx context.Context, c *worker.Claim) error {
 			cause := context.Cause(ctx)
 			if errors.Is(cause, worker.ErrRevoked) {
 				// Handed off: commit what was processed. The lock is held
-				// until this handler returns, so the commit is in time.
+				// until this handler returns, so the commit is in time —
+				// unless the drain timeout passed, which Err tells.
 				advance()
 				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-				if err := c.Commit(cctx, offset); err != nil {
+				if err := commit(cctx); err != nil {
 					log.Warn("final commit failed", zap.Int64("offset", offset), zap.Error(err))
 				}
 				cancel()
@@ -58,9 +87,10 @@ func (s stream) Process(ctx context.Context, c *worker.Claim) error {
 			tick.Reset(s.commitEvery/2 + time.Duration(rand.Int64N(int64(s.commitEvery))))
 		}
 		advance()
-		if err := c.Commit(ctx, offset); errors.Is(err, offsets.ErrStaleToken) {
-			// A newer owner fenced the shard: stop acting for it. The worker
-			// notices the loss through its watch and ends ctx.
+		if err := commit(ctx); errors.Is(err, offsets.ErrStaleToken) || errors.Is(err, worker.ErrLost) {
+			// A newer owner fenced the shard, or the claim's authority
+			// ended: stop acting for it. The worker ends ctx (at once for
+			// a loss; through its watch for a fence).
 			<-ctx.Done()
 			log.Info("handler stopped", zap.Int64("offset", offset), zap.NamedError("cause", err))
 			return nil

@@ -74,7 +74,7 @@ func parseWorkerFlags(args []string, stderr io.Writer) (workerFlags, int, bool) 
 	fs.IntVar(&f.weight, "weight", 1, "relative share of shards")
 	fs.StringVar(&f.address, "address", "", "address shown to operators (default: the bound --http address)")
 	fs.StringVar(&f.offsets, "offsets", "", `offset store: "memory", "bolt" (a file in --data), or a postgres:// URL (table shardlease_offsets); default bolt with --data, else memory`)
-	fs.StringVar(&f.history, "history", "", "append a JSON line for every call and return of the offset store to this file (for the chaos suite's checkers)")
+	fs.StringVar(&f.history, "history", "", "append a JSON line for every call and return of the offset store, and for every start, commit attempt and end of a shard handler, to this file (for the chaos suite's checkers)")
 	fs.StringVar(&f.dataDir, "data", "", "directory of the bolt offsets file (one worker process per directory)")
 	fs.IntVar(&f.rate, "rate", 50, "messages per second per shard in the synthetic stream")
 	fs.DurationVar(&f.commitEvery, "commit-every", time.Second, "how often a shard handler commits its offset (jittered)")
@@ -174,6 +174,7 @@ func runWorker(ctx context.Context, f workerFlags, log *zap.Logger) int {
 		}
 	}
 
+	history, _ := store.(*offsetlog.Store) // nil without --history
 	reg := prometheus.NewRegistry()
 	w, err := worker.New(worker.Config{
 		ID:           f.id,
@@ -183,7 +184,7 @@ func runWorker(ctx context.Context, f workerFlags, log *zap.Logger) int {
 		Fleet:        f.fleet,
 		Coordinator:  coord,
 		Offsets:      store,
-		Handler:      stream{rate: f.rate, commitEvery: f.commitEvery, log: log.With(zap.String("worker", f.id))},
+		Handler:      stream{rate: f.rate, commitEvery: f.commitEvery, log: log.With(zap.String("worker", f.id)), history: history},
 		Policy:       f.policy,
 		DrainTimeout: f.drain,
 		Registerer:   reg,
