@@ -48,10 +48,12 @@ sim:
 	cd internal/sim && $(GO) test -count=1 -timeout 0 -run 'TestSim$$' $(if $(SEED),-seed=$(SEED) -v,-seeds=$(or $(SEEDS),5000) -seed.first=$(or $(FIRST),1))
 
 # make chaos [FAULTS=100]: real faults (SIGSTOP, kill -9, partitions, slow and
-# failing renewals, Raft leader kills) against shardd workers on a three-server
-# Consul with offsets in PostgreSQL; prints the summary table and fails on any
-# stale commit accepted or a non-linearizable history (docs/reliability.md).
-# About 25 min at 100 faults of each kind; make test runs 3 of each.
+# failing renewals, sessions destroyed, client agents killed, stopped and made
+# to leave, Raft leader kills) against shardd workers on a three-server Consul
+# with client agents, offsets in PostgreSQL; prints the summary table and fails
+# on any stale commit accepted, a non-linearizable history, or an instant at
+# which two workers ran one shard (docs/reliability.md). About 35 min at 100
+# faults of each kind; make test runs 3 of each (about 70 s).
 FAULTS ?= 100
 chaos: consul postgres
 	$(GO) test ./internal/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -chaos.faults=$(FAULTS)

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/shardlease/shardlease/internal/offsetlog"
 	"github.com/shardlease/shardlease/shard"
@@ -159,4 +161,167 @@ func (h *History) Check() Verdict {
 		}
 	}
 	return v
+}
+
+// Pause is a SIGSTOP the harness sent to a worker, to its SIGCONT: a
+// window in which the worker's process ran nothing.
+type Pause struct {
+	Worker   string
+	From, To int64 // wall clock, ns: read just before the SIGSTOP, just after the SIGCONT
+}
+
+// Pauses are the SIGSTOP windows of the faults (SigStop faults only: an
+// agent-stop freezes the agent, not its workers, which keep running).
+func Pauses(faults []Fault) []Pause {
+	var out []Pause
+	for _, f := range faults {
+		if f.Kind == SigStop && f.Err == "" {
+			out = append(out, Pause{Worker: f.Target, From: f.Start.UnixNano(), To: f.End.UnixNano()})
+		}
+	}
+	return out
+}
+
+// CloseRuns returns the runs with an end for each run that has none (its
+// process was killed during it): the time its process was seen to exit,
+// from lives (per worker, when each of its processes ran, as
+// Fleet.Lives reports). A run whose process is not known to have exited
+// keeps End math.MaxInt64: it never ended, and overlaps every later run.
+func CloseRuns(ivs []offsetlog.Interval, lives map[string][]Life) []offsetlog.Interval {
+	out := slices.Clone(ivs)
+	for i, iv := range out {
+		if iv.End != math.MaxInt64 {
+			continue
+		}
+		var proc *Life
+		for j, l := range lives[iv.Worker] {
+			if l.Start.UnixNano() <= iv.Start {
+				proc = &lives[iv.Worker][j]
+			}
+		}
+		if proc != nil && !proc.Exit.IsZero() && proc.Exit.UnixNano() >= iv.Start {
+			out[i].End = proc.Exit.UnixNano()
+		}
+	}
+	return out
+}
+
+// Overlap is a run of an older token that had not ended when a run of a
+// newer token of the same shard started.
+type Overlap struct {
+	Old, New offsetlog.Interval
+	// Length is how long both ran: from the newer start to the sooner of
+	// the two ends.
+	Length time.Duration
+	// Effects counts the older run's effects at or after the newer start.
+	Effects int
+	// Pause is the SIGSTOP of the older run's process that spans the newer
+	// start, when there is one (see CheckRuns).
+	Pause *Pause
+}
+
+func (o Overlap) String() string {
+	at := func(ns int64) string {
+		if ns == math.MaxInt64 {
+			return "never ended"
+		}
+		return time.Unix(0, ns).Format("15:04:05.000000")
+	}
+	s := fmt.Sprintf("%s: %s (token %d, process %s) ran from %s to %s; %s (token %d, process %s) started at %s and ran to %s: %v of overlap, %d effect(s) of token %d from the newer start on",
+		o.Old.Shard, o.Old.Worker, o.Old.Token, o.Old.Process(), at(o.Old.Start), at(o.Old.End),
+		o.New.Worker, o.New.Token, o.New.Process(), at(o.New.Start), at(o.New.End), o.Length, o.Effects, o.Old.Token)
+	if o.Pause != nil {
+		s += fmt.Sprintf(" (SIGSTOP at %s, SIGCONT at %s)", at(o.Pause.From), at(o.Pause.To))
+	}
+	return s
+}
+
+// RunVerdict is what CheckRuns found.
+type RunVerdict struct {
+	// Runs is how many handler runs were checked, over Shards shards;
+	// Effects how many effects they recorded.
+	Runs, Shards, Effects int
+	// Overlaps are the instants at which two processes ran one shard.
+	// Must be empty.
+	Overlaps []Overlap
+	// Woke are the runs whose process the harness had SIGSTOPped before a
+	// newer owner of the shard started, and continued after: allowed as
+	// long as the run made no effect from the newer start on (WokeEffects
+	// counts those, and each is a problem).
+	Woke        []Overlap
+	WokeEffects int
+	// Problems names every violation: overlaps, effects of woken runs,
+	// one token run by two processes.
+	Problems []string
+}
+
+// CheckRuns checks the handler runs (as ReadAll returns them, closed by
+// CloseRuns): for each shard, of any two runs with different tokens, the
+// older token's must have ended before the newer's started — no instant
+// at which two processes ran one shard. One exception, counted apart in
+// Woke: a process SIGSTOPped (pauses) before the newer run started and
+// continued after ran nothing meanwhile, and on waking its claim refuses
+// by the clock; its run may end late, but any effect it records at or
+// after the newer start is a violation, as is any effect of an older
+// token from then on. Two processes running one token is a violation too.
+func CheckRuns(ivs []offsetlog.Interval, pauses []Pause) RunVerdict {
+	var v RunVerdict
+	byShard := map[shard.ID][]offsetlog.Interval{}
+	for _, iv := range ivs {
+		byShard[iv.Shard] = append(byShard[iv.Shard], iv)
+		v.Runs++
+		v.Effects += len(iv.Effects)
+	}
+	v.Shards = len(byShard)
+	for _, id := range slices.Sorted(maps.Keys(byShard)) {
+		runs := byShard[id]
+		slices.SortStableFunc(runs, func(a, b offsetlog.Interval) int { return cmp.Compare(a.Start, b.Start) })
+		for j := range runs {
+			for i := range j {
+				old, next := runs[i], runs[j]
+				if old.Token == next.Token {
+					if old.Process() != next.Process() {
+						v.Problems = append(v.Problems, fmt.Sprintf("%s: token %d run by two processes, %s and %s", id, old.Token, old.Process(), next.Process()))
+					}
+					continue
+				}
+				if old.Token > next.Token {
+					old, next = next, old
+				}
+				if old.End < next.Start {
+					continue
+				}
+				o := Overlap{Old: old, New: next, Length: time.Duration(min(old.End, next.End) - next.Start)}
+				for _, e := range old.Effects {
+					if e.At >= next.Start {
+						o.Effects++
+					}
+				}
+				if p, ok := pausedAcross(pauses, old, next.Start); ok {
+					o.Pause = &p
+					v.Woke = append(v.Woke, o)
+					v.WokeEffects += o.Effects
+					if o.Effects > 0 {
+						v.Problems = append(v.Problems, "a paused run acted after a newer owner started: "+o.String())
+					}
+					continue
+				}
+				v.Overlaps = append(v.Overlaps, o)
+				v.Problems = append(v.Problems, "two processes ran one shard: "+o.String())
+			}
+		}
+	}
+	return v
+}
+
+// pausedAcross finds a SIGSTOP of old's worker that came after old started
+// and spans t: old's process (alive from old's start to past t) was
+// stopped at t.
+func pausedAcross(pauses []Pause, old offsetlog.Interval, t int64) (Pause, bool) {
+	for _, p := range pauses {
+		if p.Worker == old.Worker && old.Start < p.From && p.From <= t && t <= p.To {
+			return p, true
+		}
+	}
+	return Pause{}, false
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/consultest"
 	"github.com/shardlease/shardlease/internal/shardproc"
 )
 
@@ -15,20 +16,21 @@ import (
 type Config struct {
 	// Shardd is the path of the shardd binary.
 	Shardd string
-	// Dir receives each worker's log (ID.log) and offset history
-	// (ID.jsonl).
+	// Dir receives each worker's log (ID.log) and history (ID.jsonl).
 	Dir string
 	// Prefix is the fleet's Consul KV prefix; DSN the PostgreSQL database
 	// of its offsets.
 	Prefix, DSN string
-	// Servers are the Consul agents' HTTP addresses, named by ServerNames:
-	// worker i talks to server i mod len(Servers), through its own Proxy.
-	Servers, ServerNames []string
+	// Cluster is the Consul cluster. Worker i talks to client agent
+	// Cluster.Clients[i mod len(Clients)], through its own Proxy, as an
+	// application talks to its host's agent; the harness's own calls
+	// (destroying a session) go to a server.
+	Cluster *consultest.Cluster
 	// Workers and Shards size the fleet.
 	Workers, Shards int
 	// Rate is the synthetic stream's records per second per shard.
 	Rate int
-	// Lease holds the lease flags, e.g. --ttl 4s --renew 500ms.
+	// Lease holds the lease flags, e.g. --ttl 2s --renew 400ms.
 	Lease []string
 }
 
@@ -36,42 +38,73 @@ type Config struct {
 type Fleet struct {
 	cfg     Config
 	Workers []*Worker
+	// Agents are the client agents, each with the workers that talk to it.
+	Agents []*Agent
+}
+
+// Agent is one client agent and the workers that talk to it.
+type Agent struct {
+	*consultest.Agent
+	Workers []*Worker
 }
 
 // Worker is one worker ID, whose process may be killed and restarted.
 type Worker struct {
-	ID, Server string
-	Proxy      *Proxy
-	args       []string
-	logPath    string
-	History    string
-	bin        string
+	ID      string
+	Agent   *Agent
+	Proxy   *Proxy
+	History string
+	args    []string
+	logPath string
+	bin     string
 
-	mu sync.Mutex
-	p  *shardproc.Proc
+	mu    sync.Mutex
+	p     *shardproc.Proc
+	lives []life
+}
+
+// life is one process of a worker: when it was started, and the process,
+// which knows when it exited.
+type life struct {
+	started time.Time
+	p       *shardproc.Proc
+}
+
+// Life is when one process of a worker ran: from just before it was
+// started to when it was seen to exit (Exit zero: still running).
+type Life struct {
+	Start, Exit time.Time
 }
 
 // Start starts the fleet's proxies and workers. On error, what was started
 // is stopped.
 func Start(cfg Config) (*Fleet, error) {
-	if cfg.Workers < 1 || cfg.Shards < 1 || len(cfg.Servers) == 0 || len(cfg.Servers) != len(cfg.ServerNames) {
-		return nil, fmt.Errorf("chaos: config with %d workers, %d shards, %d servers, %d server names",
-			cfg.Workers, cfg.Shards, len(cfg.Servers), len(cfg.ServerNames))
+	if cfg.Workers < 1 || cfg.Shards < 1 || cfg.Cluster == nil || len(cfg.Cluster.Clients) == 0 {
+		clients := 0
+		if cfg.Cluster != nil {
+			clients = len(cfg.Cluster.Clients)
+		}
+		return nil, fmt.Errorf("chaos: config with %d workers, %d shards, %d client agents", cfg.Workers, cfg.Shards, clients)
 	}
 	f := &Fleet{cfg: cfg}
+	for _, a := range cfg.Cluster.Clients {
+		f.Agents = append(f.Agents, &Agent{Agent: a})
+	}
 	for i := range cfg.Workers {
 		id := fmt.Sprintf("w%02d", i+1)
-		px, err := NewProxy(cfg.Servers[i%len(cfg.Servers)])
+		a := f.Agents[i%len(f.Agents)]
+		px, err := NewProxy(a.HTTPAddr)
 		if err != nil {
 			_ = f.Stop()
 			return nil, err
 		}
-		w := &Worker{ID: id, Server: cfg.ServerNames[i%len(cfg.Servers)], Proxy: px,
+		w := &Worker{ID: id, Agent: a, Proxy: px,
 			bin: cfg.Shardd, logPath: filepath.Join(cfg.Dir, id+".log"), History: filepath.Join(cfg.Dir, id+".jsonl")}
 		w.args = append([]string{"worker", "--consul", px.Addr(), "--prefix", cfg.Prefix, "--id", id,
 			"--shards", fmt.Sprint(cfg.Shards), "--rate", fmt.Sprint(cfg.Rate), "--offsets", cfg.DSN,
 			"--history", w.History, "--log-level", "info"}, cfg.Lease...)
 		f.Workers = append(f.Workers, w)
+		a.Workers = append(a.Workers, w)
 		if err := w.start(); err != nil {
 			_ = f.Stop()
 			return nil, err
@@ -81,12 +114,14 @@ func Start(cfg Config) (*Fleet, error) {
 }
 
 func (w *Worker) start() error {
+	started := time.Now()
 	p, err := shardproc.Start(w.bin, w.args, w.logPath)
 	if err != nil {
 		return err
 	}
 	w.mu.Lock()
 	w.p = p
+	w.lives = append(w.lives, life{started: started, p: p})
 	w.mu.Unlock()
 	return nil
 }
@@ -109,16 +144,25 @@ func (w *Worker) kill9() error {
 	return nil
 }
 
-// Servers maps each worker ID to the name of the Consul server it talks to.
-func (f *Fleet) Servers() map[string]string {
-	out := map[string]string{}
+// Lives lists, per worker ID, when each of its processes ran: what closes
+// the handler runs of a process killed before it could record their end.
+func (f *Fleet) Lives() map[string][]Life {
+	out := map[string][]Life{}
 	for _, w := range f.Workers {
-		out[w.ID] = w.Server
+		w.mu.Lock()
+		for _, l := range w.lives {
+			var exit time.Time
+			if !l.p.Running() {
+				exit, _ = l.p.Exit()
+			}
+			out[w.ID] = append(out[w.ID], Life{Start: l.started, Exit: exit})
+		}
+		w.mu.Unlock()
 	}
 	return out
 }
 
-// HistoryFiles are the workers' offset histories.
+// HistoryFiles are the workers' histories.
 func (f *Fleet) HistoryFiles() []string {
 	var out []string
 	for _, w := range f.Workers {
@@ -127,8 +171,14 @@ func (f *Fleet) HistoryFiles() []string {
 	return out
 }
 
-// Heal passes every proxy's traffic again and continues every worker.
+// Heal passes every proxy's traffic again and continues every worker and
+// every client agent that is running.
 func (f *Fleet) Heal() {
+	for _, a := range f.Agents {
+		if a.Running() {
+			_ = a.Signal(syscall.SIGCONT)
+		}
+	}
 	for _, w := range f.Workers {
 		w.Proxy.Set(ModePass, 0)
 		if p := w.proc(); p != nil {

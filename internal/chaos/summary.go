@@ -23,12 +23,17 @@ type KindStats struct {
 	Took        []time.Duration // per moved fault: fault to the last fence
 	Duplicates  []int64         // per moved fault, where Counted: records processed twice
 	// FencedOut counts the commits attempted by fenced-out owners, each
-	// attributed to the latest fault of the worker (or of its Consul
-	// server) that started before it; of them, StaleRejected were refused
-	// by the store's fence, Cancelled failed otherwise (most: the worker's
-	// own lease deadline cancelled them first), StaleAccepted were
-	// accepted (must be 0).
+	// attributed to the latest fault that touched the worker (Touches)
+	// and started before it; of them, StaleRejected were refused by the
+	// store's fence, Cancelled failed otherwise (most: the worker's own
+	// lease deadline cancelled them first), StaleAccepted were accepted
+	// (must be 0).
 	FencedOut, StaleRejected, Cancelled, StaleAccepted int
+	// Overlaps counts the instants two processes ran one shard, and Woke
+	// the runs of SIGSTOPped processes that woke after a newer owner had
+	// started (RunVerdict), each attributed to the latest fault that
+	// touched the older run's worker before the newer run started.
+	Overlaps, Woke int
 }
 
 // None is the row of fenced-out commits no fault explains (a worker that
@@ -39,15 +44,16 @@ const None Kind = "(no fault)"
 type Summary struct {
 	Kinds   []*KindStats
 	Verdict Verdict
+	Runs    RunVerdict
 }
 
-// Summarize derives the figures of a run from its history, its faults, the
-// server each worker talks to, and the stream's rate (records per second
-// per shard).
-func Summarize(h *History, v Verdict, faults []Fault, servers map[string]string, rate int) Summary {
-	s := Summary{Verdict: v}
+// Summarize derives the figures of a run from its history, the verdicts on
+// its store calls and its handler runs, its faults, and the stream's rate
+// (records per second per shard).
+func Summarize(h *History, v Verdict, rv RunVerdict, faults []Fault, rate int) Summary {
+	s := Summary{Verdict: v, Runs: rv}
 	rows := map[Kind]*KindStats{}
-	for _, k := range append(append([]Kind{}, WorkerKinds...), LeaderKill, None) {
+	for _, k := range slices.Concat(WorkerKinds, AgentKinds, []Kind{LeaderKill, None}) {
 		rows[k] = &KindStats{Kind: k}
 		s.Kinds = append(s.Kinds, rows[k])
 	}
@@ -73,15 +79,14 @@ func Summarize(h *History, v Verdict, faults []Fault, servers map[string]string,
 			r.Kept++
 		}
 	}
+	for _, o := range rv.Overlaps {
+		rows[blame(faults, o.Old.Worker, o.New.Start)].Overlaps++
+	}
+	for _, o := range rv.Woke {
+		rows[blame(faults, o.Old.Worker, o.New.Start)].Woke++
+	}
 	for _, o := range v.FencedOut {
-		k := None
-		var at time.Time
-		for _, f := range faults {
-			if f.Start.UnixNano() <= o.Start && (f.Target == o.Worker || f.Target == servers[o.Worker]) && f.Start.After(at) {
-				k, at = f.Kind, f.Start
-			}
-		}
-		r := rows[k]
+		r := rows[blame(faults, o.Worker, o.Start)]
 		r.FencedOut++
 		switch o.Result {
 		case offsetlog.ResultOK:
@@ -95,18 +100,31 @@ func Summarize(h *History, v Verdict, faults []Fault, servers map[string]string,
 	return s
 }
 
+// blame is the kind of the latest fault that touched worker and started
+// at or before t (wall clock, ns), or None.
+func blame(faults []Fault, worker string, t int64) Kind {
+	k := None
+	var at time.Time
+	for _, f := range faults {
+		if f.Start.UnixNano() <= t && f.Touches(worker) && f.Start.After(at) {
+			k, at = f.Kind, f.Start
+		}
+	}
+	return k
+}
+
 // Table renders the summary as a fixed-width table.
 func (s Summary) Table() string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "fault\tinjected\tfailed\tmoved\tkept\ttakeover p50\tp99\tmax\tdup/takeover p50\tp99\tfenced-out commits\tfence refused\tcancelled\taccepted\t")
+	fmt.Fprintln(tw, "fault\tinjected\tfailed\tmoved\tkept\ttakeover p50\tp99\tmax\tdup/takeover p50\tp99\tfenced-out commits\tfence refused\tcancelled\taccepted\toverlaps\twoke late\t")
 	for _, r := range s.Kinds {
-		if r.Faults == 0 && r.FencedOut == 0 {
+		if r.Faults == 0 && r.FencedOut == 0 && r.Overlaps == 0 && r.Woke == 0 {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t\n", r.Kind, r.Faults, r.Failed, r.Moved, r.Kept,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", r.Kind, r.Faults, r.Failed, r.Moved, r.Kept,
 			durQ(r.Took, 50), durQ(r.Took, 99), durQ(r.Took, 100),
-			intQ(r.Duplicates, 50), intQ(r.Duplicates, 99), r.FencedOut, r.StaleRejected, r.Cancelled, r.StaleAccepted)
+			intQ(r.Duplicates, 50), intQ(r.Duplicates, 99), r.FencedOut, r.StaleRejected, r.Cancelled, r.StaleAccepted, r.Overlaps, r.Woke)
 	}
 	tw.Flush()
 	v := s.Verdict
@@ -114,6 +132,15 @@ func (s Summary) Table() string {
 		v.Ops, v.Commits, v.Accepted, v.Rejected, v.Errors, v.Unknown, v.Loads)
 	fmt.Fprintf(&b, "stale commits accepted: %d of %d attempted by fenced-out owners; violations: %d\n",
 		v.StaleAccepted, len(v.FencedOut), len(v.Problems))
+	rv := s.Runs
+	var woke []time.Duration // from SIGCONT to the woken run's end
+	for _, o := range rv.Woke {
+		woke = append(woke, time.Duration(o.Old.End-o.Pause.To))
+	}
+	fmt.Fprintf(&b, "handler runs: %d checked over %d shards, %d effects; instants two processes ran one shard: %d\n",
+		rv.Runs, rv.Shards, rv.Effects, len(rv.Overlaps))
+	fmt.Fprintf(&b, "paused runs that woke after the next owner started: %d (SIGCONT to end p50 %s, max %s); their effects after it: %d; run violations: %d\n",
+		len(rv.Woke), durQ(woke, 50), durQ(woke, 100), rv.WokeEffects, len(rv.Problems))
 	return b.String()
 }
 
@@ -129,11 +156,17 @@ func quantile[T cmp.Ordered](xs []T, q int) (T, bool) {
 	return xs[max(0, min(len(xs)-1, i-1))], true
 }
 
+// durQ formats the q-th percentile of xs: to 10 ms, or to 1 ms below a
+// second.
 func durQ(xs []time.Duration, q int) string {
-	if d, ok := quantile(xs, q); ok {
-		return d.Round(10 * time.Millisecond).String()
+	d, ok := quantile(xs, q)
+	switch {
+	case !ok:
+		return "–"
+	case d < time.Second && d > -time.Second:
+		return d.Round(time.Millisecond).String()
 	}
-	return "–"
+	return d.Round(10 * time.Millisecond).String()
 }
 
 func intQ(xs []int64, q int) string {

@@ -11,20 +11,31 @@ import (
 // Fault is one injected fault.
 type Fault struct {
 	Kind   Kind
-	Target string    // the worker's ID, or the Consul server's name
-	Start  time.Time // when it was injected
-	End    time.Time // when it was healed (the worker continued, restarted, or the server came back)
-	Detail string    // e.g. the latency of slow renewals
-	Err    string    // the injection failed
+	Target string // the worker's ID, or the Consul agent's name
+	// Victims are the workers the fault hit: the target worker, or every
+	// worker of the target client agent; none for a leader kill, which
+	// hits the whole fleet (see Touches).
+	Victims []string
+	Start   time.Time // when it was injected
+	End     time.Time // when it was healed (the worker continued, restarted, or the agent came back)
+	Detail  string    // e.g. the latency of slow renewals
+	Err     string    // the injection failed
+}
+
+// Touches reports whether the fault hit worker: one of its victims, or
+// anyone for a leader kill (no worker can renew during the election).
+func (f Fault) Touches(worker string) bool {
+	return f.Kind == LeaderKill || slices.Contains(f.Victims, worker)
 }
 
 // MaxCommitGap is the longest a running `shardd worker` handler goes
 // between commits: 1.5 × its --commit-every of 1 s.
 const MaxCommitGap = 1500 * time.Millisecond
 
-// Takeover is what happened to the shards a worker held when a fault hit it.
+// Takeover is what happened to the shards the victims of a fault held when
+// it hit them.
 type Takeover struct {
-	// Shards is how many shards the victim held when the fault started.
+	// Shards is how many shards the victims held when the fault started.
 	Shards int
 	// Done: every one of them was fenced by a newer owner afterwards.
 	Done bool
@@ -43,13 +54,13 @@ type Takeover struct {
 	Counted bool
 }
 
-// TakeoverOf measures the takeover of the shards target was processing at
-// the fault's start: those whose holder at t (the process of the highest
-// accepted fence that returned before t) is target and fenced or committed
-// with that token within activeWindow before t. A shard target had lost
-// already, to an earlier fault, and no one had taken yet, is left out: it
-// was not being processed. rate is the stream's records per second per
-// shard.
+// TakeoverOf measures the takeover of the shards the fault's victims were
+// processing at its start: those whose holder at t (the process of the
+// highest accepted fence that returned before t) is a victim and fenced or
+// committed with that token within activeWindow before t. A shard a victim
+// had lost already, to an earlier fault, and no one had taken yet, is left
+// out: it was not being processed. rate is the stream's records per second
+// per shard.
 func (h *History) TakeoverOf(f Fault, rate int) Takeover {
 	t0 := f.Start.UnixNano()
 	var tk Takeover
@@ -57,7 +68,7 @@ func (h *History) TakeoverOf(f Fault, rate int) Takeover {
 	for _, id := range h.Shards() {
 		s := h.byShard[id]
 		holder, ok := s.holderAt(t0)
-		if !ok || holder.Worker != f.Target || !s.active(holder, t0) {
+		if !ok || !slices.Contains(f.Victims, holder.Worker) || !s.active(holder, t0) {
 			continue
 		}
 		tk.Shards++

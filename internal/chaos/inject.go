@@ -1,0 +1,165 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// inject runs one fault, from injection to heal. A SIGSTOP fault's Start
+// is read just before the signal and its End just after the SIGCONT: the
+// window in which the victim ran nothing (Pauses).
+func (f *Fleet) inject(ctx context.Context, p pick, tm Timing) Fault {
+	ft := Fault{Kind: p.kind, Start: time.Now()}
+	for _, v := range p.victims {
+		ft.Victims = append(ft.Victims, v.ID)
+	}
+	var err error
+	if p.agent != nil {
+		ft.Target = p.agent.Name
+		ft.Detail, err = f.injectAgent(ctx, p, tm)
+	} else {
+		ft.Target = p.worker.ID
+		ft.Detail, err = f.injectWorker(ctx, p, tm)
+	}
+	ft.End = time.Now()
+	if err != nil {
+		ft.Err = err.Error()
+	}
+	return ft
+}
+
+// injectWorker runs a fault of WorkerKinds on p.worker.
+func (f *Fleet) injectWorker(ctx context.Context, p pick, tm Timing) (string, error) {
+	w := p.worker
+	past := tm.TTL + time.Second // past the TTL: the session is lost
+	switch p.kind {
+	case SigStop:
+		w.signal(syscall.SIGSTOP)
+		sleepCtx(ctx, tm.TTL+tm.LockDelay+2*time.Second)
+		w.signal(syscall.SIGCONT)
+	case Kill9:
+		if err := w.kill9(); err != nil {
+			return "", err
+		}
+		sleepCtx(ctx, time.Second+p.jitter)
+		return "", w.start()
+	case Partition:
+		w.Proxy.Set(ModePartition, 0)
+		sleepCtx(ctx, past)
+		w.Proxy.Set(ModePass, 0)
+	case SlowRenew:
+		// Between a quarter of the TTL (renewals late, the session kept)
+		// and three quarters (beyond the pause budget: the worker steps
+		// down), for two TTLs.
+		delay := tm.TTL/4 + time.Duration(float64(tm.TTL/2)*float64(p.jitter)/float64(2*time.Second))
+		w.Proxy.Set(ModeSlowRenewals, delay)
+		sleepCtx(ctx, 2*tm.TTL)
+		w.Proxy.Set(ModePass, 0)
+		return delay.Round(time.Millisecond).String(), nil
+	case FailRenew:
+		w.Proxy.Set(ModeFailRenewals, 0)
+		sleepCtx(ctx, past)
+		w.Proxy.Set(ModePass, 0)
+	case Destroy:
+		n, err := f.destroySessions(ctx, w.ID)
+		sleepCtx(ctx, past)
+		return fmt.Sprintf("%d session(s) destroyed", n), err
+	case PartitionDestroy:
+		// The destroy lands 100–600 ms after the cut: anywhere in a
+		// renewal period, so sometimes just after the last renewal that
+		// got through, where the lock-delay rule has least to spare.
+		w.Proxy.Set(ModePartition, 0)
+		after := 100*time.Millisecond + p.jitter/4
+		sleepCtx(ctx, after)
+		n, err := f.destroySessions(ctx, w.ID)
+		sleepCtx(ctx, past-after)
+		w.Proxy.Set(ModePass, 0)
+		return fmt.Sprintf("%d session(s) destroyed %v after the cut", n, after.Round(time.Millisecond)), err
+	default:
+		return "", fmt.Errorf("chaos: no worker fault %q", p.kind)
+	}
+	return "", nil
+}
+
+// injectAgent runs a fault of AgentKinds on p.agent, and brings the agent
+// back: running, its node in the cluster again.
+func (f *Fleet) injectAgent(ctx context.Context, p pick, tm Timing) (string, error) {
+	a := p.agent
+	past := tm.TTL + time.Second
+	start := time.Now()
+	switch p.kind {
+	case AgentKill:
+		a.Stop() // SIGKILL, and waits for the exit
+		sleepCtx(ctx, past)
+	case AgentStop:
+		if err := a.Signal(syscall.SIGSTOP); err != nil {
+			return "", err
+		}
+		sleepCtx(ctx, past)
+		if err := a.Signal(syscall.SIGCONT); err != nil {
+			return "", err
+		}
+		back := time.Now()
+		if err := a.AwaitReady(30 * time.Second); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("node healthy %v after SIGCONT", time.Since(back).Round(time.Millisecond)), nil
+	case AgentLeave:
+		if err := a.Leave(); err != nil {
+			return "", err
+		}
+		sleepCtx(ctx, past-time.Since(start))
+	default:
+		return "", fmt.Errorf("chaos: no agent fault %q", p.kind)
+	}
+	back := time.Now()
+	if err := a.Relaunch(time.Minute); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("restarted, ready in %v", time.Since(back).Round(time.Millisecond)), nil
+}
+
+// destroySessions destroys every session named after worker, through a
+// running server, as an operator (or any third party) would. A worker
+// that is between sessions gets up to 5 s to create its next one.
+func (f *Fleet) destroySessions(ctx context.Context, worker string) (int, error) {
+	servers := f.cfg.Cluster.Running()
+	if len(servers) == 0 {
+		return 0, errors.New("chaos: no Consul server running to destroy a session through")
+	}
+	srv := servers[rand.IntN(len(servers))]
+	c, err := api.NewClient(srv.Config())
+	if err != nil {
+		return 0, fmt.Errorf("chaos: client for %s: %w", srv.Name, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		list, _, err := c.Session().List((&api.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return 0, fmt.Errorf("chaos: listing sessions on %s: %w", srv.Name, err)
+		}
+		n := 0
+		for _, s := range list {
+			if s.Name != worker {
+				continue
+			}
+			if _, err := c.Session().Destroy(s.ID, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+				return n, fmt.Errorf("chaos: destroying session %s of %s on %s: %w", s.ID, worker, srv.Name, err)
+			}
+			n++
+		}
+		if n > 0 {
+			return n, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return 0, fmt.Errorf("chaos: no session named %s on %s within 5 s", worker, srv.Name)
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+}
