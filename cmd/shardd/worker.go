@@ -252,7 +252,12 @@ func openOffsets(ctx context.Context, f workerFlags) (offsets.Store, error) {
 	case isPostgresDSN(f.offsets):
 		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
-		st, err := postgres.Open(octx, postgres.Config{DSN: f.offsets})
+		// A vanished owner's FencedTx is ended by the server about one
+		// step-down deadline after it went silent (PostgreSQL's settings
+		// count whole seconds, hence the floor), so the next owner's fence
+		// does not wait for TCP keepalives.
+		hold := min(max(f.policy.StepDownAfter(), postgres.MinMaxHold), postgres.MaxMaxHold)
+		st, err := postgres.Open(octx, postgres.Config{DSN: f.offsets, MaxHold: hold})
 		if err != nil {
 			return nil, fmt.Errorf("--offsets %s: %w", postgres.RedactDSN(f.offsets), err)
 		}

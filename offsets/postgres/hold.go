@@ -12,22 +12,22 @@ import (
 // a worker of that policy has stopped acting for a shard it cannot renew.
 const DefaultMaxHold = 5 * time.Second
 
-// The range Config.MaxHold must lie in. Below a second a healthy but busy
+// MinMaxHold and MaxMaxHold are the range Config.MaxHold must lie in. Below a second a healthy but busy
 // connection (a retransmission, a garbage-collection pause of the client)
 // would have its transactions cut; above an hour the limit no longer
 // protects anyone — a vanished owner keeping a shard for hours is what it
 // is there to prevent.
 const (
-	minMaxHold = time.Second
-	maxMaxHold = time.Hour
+	MinMaxHold = time.Second
+	MaxMaxHold = time.Hour
 )
 
 // checkMaxHold returns the problem with d as Config.MaxHold, or "".
 func checkMaxHold(d time.Duration) string {
-	if d == 0 || (d >= minMaxHold && d <= maxMaxHold) {
+	if d == 0 || (d >= MinMaxHold && d <= MaxMaxHold) {
 		return ""
 	}
-	return fmt.Sprintf("max hold %v: must be between %v and %v (zero means the default, %v)", d, minMaxHold, maxMaxHold, DefaultMaxHold)
+	return fmt.Sprintf("max hold %v: must be between %v and %v (zero means the default, %v)", d, MinMaxHold, MaxMaxHold, DefaultMaxHold)
 }
 
 // setting is one server parameter a fenced transaction sets for itself
