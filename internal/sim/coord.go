@@ -102,11 +102,12 @@ func (l *leases) deadline(c shard.Claim) (shard.SessionID, time.Time, bool) {
 }
 
 // recorder is the outermost wrapper of a worker's coordinator: it sees what
-// the worker sees and keeps leases up to date.
+// the worker sees and keeps leases and its member's latest session up to
+// date.
 type recorder struct {
 	shard.Coordinator
-	worker string
-	l      *leases
+	m *member
+	l *leases
 }
 
 func (r *recorder) CreateSession(ctx context.Context, spec shard.SessionSpec) (shard.SessionID, error) {
@@ -115,7 +116,8 @@ func (r *recorder) CreateSession(ctx context.Context, spec shard.SessionSpec) (s
 	if err != nil {
 		return sid, err
 	}
-	rec := &leaseRec{worker: r.worker}
+	r.m.setSession(sid)
+	rec := &leaseRec{worker: r.m.id}
 	// worker.term: a create slower than RenewEvery is followed by a renewal,
 	// and the term counts from that renewal's start instead.
 	if time.Since(start) <= r.l.policy.RenewEvery {

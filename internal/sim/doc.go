@@ -18,7 +18,11 @@
 // reachable; a forward jump of the coordinator's clock; join of a new
 // worker, restart of a crashed one under its old ID, graceful leave; slow
 // handler steps that ignore their context; slow renewals (the request or the
-// reply delayed). Run(seed) plays the schedule and returns what it found.
+// reply delayed); a destroy of the worker's session by a third party, half
+// of them while the worker is cut off (calls hang) so that it cannot hear
+// of it. Destroys are drawn from a stream of their own and laid over the
+// other faults, which stay where they were before destroys existed. Run(seed)
+// plays the schedule and returns what it found.
 //
 // # Invariants, checked as the run goes and at every step
 //
@@ -70,7 +74,13 @@
 //     running. A real stop-the-world pause freezes those too, and on waking
 //     the overdue timer races the handler; the simulated handler sends its
 //     commit in hand without looking at its context, which is that race's
-//     worst outcome, and the fence must reject it.
+//     worst outcome. As the step-down timer has already fired, the claim
+//     refuses that commit before the store; so Claim.Err's own reading of
+//     the clock, which a real pause needs, is not exercised here, and the
+//     fence only meets stale commits after clock jumps.
+//   - A destroy ends the session as an operator's would, on the
+//     coordinator. Consul also ends sessions for a failed node or a
+//     critical check; to the worker these look the same.
 //   - A clock jump moves the coordinator's clock forward, so sessions expire
 //     early as the workers count time — what a worker whose monotonic clock
 //     missed a VM suspend, or a coordinator whose clock was stepped, looks

@@ -28,12 +28,21 @@ type member struct {
 
 	dead    atomic.Bool  // crashed: frozen handlers never write again
 	slowMax atomic.Int64 // time.Duration: handler steps take up to this, ignoring ctx; 0: normal
+	sid     atomic.Value // shard.SessionID: the latest session it created
 	cancel  context.CancelFunc
 	done    chan error
 	err     error // Run's result, once done
 	stopped bool  // Run has returned and err is set
 	left    bool  // told to leave
 }
+
+// session returns the latest session m created, or "" if none yet.
+func (m *member) session() shard.SessionID {
+	sid, _ := m.sid.Load().(shard.SessionID)
+	return sid
+}
+
+func (m *member) setSession(sid shard.SessionID) { m.sid.Store(sid) }
 
 // isLost reports whether err (a context cause) says authority is gone.
 func isLost(err error) bool { return errors.Is(err, worker.ErrLost) }
@@ -48,7 +57,7 @@ func (r *run) spawn(id string) *member {
 	w, err := worker.New(worker.Config{
 		ID:               id,
 		Fleet:            shard.Config{Shards: su.Shards},
-		Coordinator:      &recorder{Coordinator: m.slow, worker: id, l: r.leases},
+		Coordinator:      &recorder{Coordinator: m.slow, m: m, l: r.leases},
 		Offsets:          r.store,
 		Handler:          r.handler(m),
 		Policy:           su.Policy,
@@ -171,7 +180,9 @@ func (r *run) apply(e Event) {
 		m.fault.Set(faults.Fail)
 	case e.Kind == PartitionHang && !e.Heal:
 		m.fault.Set(faults.Hang)
-	case e.Kind == Pause || e.Kind == PartitionFail || e.Kind == PartitionHang:
+	case e.Kind == Destroy && !e.Heal:
+		r.destroy(m, e)
+	case e.Kind == Pause || e.Kind == PartitionFail || e.Kind == PartitionHang || e.Kind == Destroy:
 		m.fault.Set(faults.Healthy)
 		m.gate.Open()
 	case e.Kind == SlowHandlers:

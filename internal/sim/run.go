@@ -151,6 +151,12 @@ func Run(seed uint64, opts Options) Result {
 	return res
 }
 
+func (r *run) tracef(format string, args ...any) {
+	if r.opts.Trace != nil {
+		r.opts.Trace(fmt.Sprintf(format, args...))
+	}
+}
+
 // advanceTo lets simulated time pass until at (since the start), checking
 // the workers every checkEvery. It reports false once a violation is found:
 // the run stops early, so the report shows the first problem near its cause.

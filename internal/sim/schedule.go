@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -45,10 +46,18 @@ const (
 	// before the request reaches the coordinator or, with LateReply,
 	// after it was applied.
 	SlowRenewals Kind = "slow-renewals"
+	// Destroy: a third party (an operator, a script, a failed node or
+	// check) destroys the worker's current session on the coordinator.
+	// Without For, the worker hears of it on its member key and steps
+	// down at once. With For, its coordinator calls hang from that
+	// instant for For, as in PartitionHang: it cannot hear of it, and
+	// only its local deadline and the lock-delay rule keep the next owner
+	// from starting beside it.
+	Destroy Kind = "destroy"
 )
 
 // Kinds lists every kind, in the order reports use.
-var Kinds = []Kind{Crash, Pause, PartitionFail, PartitionHang, ClockJump, Join, Restart, Leave, SlowHandlers, SlowRenewals}
+var Kinds = []Kind{Crash, Pause, PartitionFail, PartitionHang, ClockJump, Join, Restart, Leave, SlowHandlers, SlowRenewals, Destroy}
 
 // Event is one step of a schedule.
 type Event struct {
@@ -68,11 +77,21 @@ func (e Event) String() string {
 	fmt.Fprintf(&b, "t=%-8v ", e.At)
 	if e.Heal {
 		fmt.Fprintf(&b, "end %s %s", e.Kind, e.Worker)
+		if e.Kind == Destroy {
+			b.WriteString(" (reconnected)")
+		}
 		return b.String()
 	}
 	b.WriteString(string(e.Kind))
 	if e.Worker != "" {
 		b.WriteString(" " + e.Worker)
+	}
+	if e.Kind == Destroy {
+		b.WriteString("'s session")
+		if e.For > 0 {
+			fmt.Fprintf(&b, ", %s cut off (calls hang) for %v", e.Worker, e.For)
+		}
+		return b.String()
 	}
 	if e.For > 0 {
 		fmt.Fprintf(&b, " for %v", e.For)
@@ -158,10 +177,13 @@ func (s Schedule) String() string {
 	return b.String()
 }
 
-// weights of the kinds the generator picks from.
+// weights of the kinds the generator picks from. Destroy is not drawn with
+// the others but laid over their schedule afterwards (see addDestroys), at
+// the rate its weight would give it among them.
 var weights = map[Kind]float64{
 	Crash: 2, Pause: 2, PartitionFail: 1.5, PartitionHang: 1.5, ClockJump: 1,
 	Join: 1.5, Restart: 1, Leave: 1, SlowHandlers: 1.5, SlowRenewals: 1.5,
+	Destroy: 1.5,
 }
 
 // genWorker is the generator's model of one worker ID.
@@ -255,7 +277,9 @@ func NewSchedule(seed uint64) Schedule {
 
 	t := ms(between(time.Second, 10*time.Second))
 	end := t + ms(between(30*time.Second, 90*time.Second))
+	var steps []time.Duration // when each step struck, for addDestroys
 	for ; t < end; t += ms(between(500*time.Millisecond, 8*time.Second)) {
+		steps = append(steps, t)
 		free := func(w *genWorker) bool { return w.running && w.busyUntil <= t }
 		var kinds []Kind
 		for _, k := range Kinds {
@@ -353,6 +377,7 @@ func NewSchedule(seed uint64) Schedule {
 		ws = append(ws, w)
 		add(Event{At: s.FaultsEnd, Kind: Join, Worker: w.id})
 	}
+	s.addDestroys(steps, t)
 	slices.SortStableFunc(s.Events, func(a, b Event) int {
 		switch {
 		case a.At < b.At:
@@ -368,6 +393,20 @@ func NewSchedule(seed uint64) Schedule {
 // Running returns the workers the schedule leaves running at the end, in
 // order of first start.
 func (s Schedule) Running() []string {
+	order, running := s.membership(s.Events, math.MaxInt64)
+	var out []string
+	for _, id := range order {
+		if running[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// membership plays the joins, restarts, crashes and leaves among events
+// (in the order given) that come before t. It returns the worker IDs in
+// order of first start and which of them run.
+func (s Schedule) membership(events []Event, t time.Duration) ([]string, map[string]bool) {
 	var order []string
 	running := map[string]bool{}
 	for i := range s.Setup.Workers {
@@ -375,7 +414,10 @@ func (s Schedule) Running() []string {
 		order = append(order, id)
 		running[id] = true
 	}
-	for _, e := range s.Events {
+	for _, e := range events {
+		if e.At >= t {
+			continue
+		}
 		switch e.Kind {
 		case Join:
 			order = append(order, e.Worker)
@@ -386,11 +428,5 @@ func (s Schedule) Running() []string {
 			running[e.Worker] = false
 		}
 	}
-	var out []string
-	for _, id := range order {
-		if running[id] {
-			out = append(out, id)
-		}
-	}
-	return out
+	return order, running
 }

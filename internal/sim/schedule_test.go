@@ -21,12 +21,42 @@ func TestScheduleIsAFunctionOfTheSeed(t *testing.T) {
 }
 
 // TestScheduleIsPlayable checks what Run relies on: events in time order,
-// faults only on workers that run, every fault healed by FaultsEnd, at
-// least two workers left to balance, a valid policy.
+// faults only on workers that run, every fault healed by FaultsEnd, no two
+// faults that set a worker's coordinator mode (pause, partitions, a
+// destroy's cut) in force on one worker at once, a destroy striking a
+// worker none of them holds, at least two workers left to balance, a
+// valid policy.
 func TestScheduleIsPlayable(t *testing.T) {
 	kinds := map[Kind]int{}
+	cuts := 0
 	for seed := uint64(1); seed <= 2000; seed++ {
 		s := NewSchedule(seed)
+		var modes []Event
+		for _, e := range s.Events {
+			if !e.Heal && (e.Kind == Pause || e.Kind == PartitionFail || e.Kind == PartitionHang || e.Kind == Destroy && e.For > 0) {
+				modes = append(modes, e)
+			}
+		}
+		for i, a := range modes {
+			for _, b := range modes[i+1:] {
+				if a.Worker == b.Worker && a.At < b.At+b.For && b.At < a.At+a.For {
+					t.Fatalf("seed %d: %v and %v overlap on one worker:\n%v", seed, a, b, s)
+				}
+			}
+		}
+		for _, e := range s.Events {
+			if e.Kind != Destroy || e.Heal {
+				continue
+			}
+			if e.For > 0 {
+				cuts++
+			}
+			for _, m := range modes {
+				if m.Worker == e.Worker && m != e && m.At <= e.At && e.At < m.At+m.For {
+					t.Fatalf("seed %d: %v strikes during %v:\n%v", seed, e, m, s)
+				}
+			}
+		}
 		if err := s.Setup.Policy.Validate(); err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -82,5 +112,8 @@ func TestScheduleIsPlayable(t *testing.T) {
 		if kinds[k] == 0 {
 			t.Errorf("2000 seeds never inject %s", k)
 		}
+	}
+	if d := kinds[Destroy]; cuts < d/3 || cuts > 2*d/3 {
+		t.Errorf("%d of %d destroys cut their worker off; want about half", cuts, d)
 	}
 }
