@@ -101,13 +101,23 @@ func (l *leases) deadline(c shard.Claim) (shard.SessionID, time.Time, bool) {
 	return sid, r.deadline, !r.deadline.IsZero()
 }
 
+// session returns the session that got claim c.
+func (l *leases) session(c shard.Claim) (shard.SessionID, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sid, ok := l.claims[c]
+	return sid, ok
+}
+
 // recorder is the outermost wrapper of a worker's coordinator: it sees what
-// the worker sees and keeps leases and its member's latest session up to
-// date.
+// the worker sees, keeps leases and its member's latest session up to
+// date, and checks every release against the handler runs.
 type recorder struct {
 	shard.Coordinator
-	m *member
-	l *leases
+	m    *member
+	l    *leases
+	runs *runLog
+	c    *checker
 }
 
 func (r *recorder) CreateSession(ctx context.Context, spec shard.SessionSpec) (shard.SessionID, error) {
@@ -161,6 +171,14 @@ func (r *recorder) Acquire(ctx context.Context, id shard.SessionID, want []shard
 		r.l.mu.Unlock()
 	}
 	return got, err
+}
+
+func (r *recorder) Release(ctx context.Context, id shard.SessionID, ids []shard.ID, why string) error {
+	err := r.Coordinator.Release(ctx, id, ids, why)
+	if err == nil {
+		r.runs.released(id, ids, r.c.elapsed())
+	}
+	return err
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -45,6 +45,15 @@
 //     coordinator clock jump, which breaks the lease's timing assumption by
 //     design; those overlaps are counted (Result.Overlaps) and the fence is
 //     what keeps them harmless.
+//   - No two handlers of one shard with different tokens run at the same
+//     instant, whichever way a lease ended: every handler's run, from
+//     Process to its return, less the time it was frozen by a pause, dead
+//     after a crash, or past its lost claim in a step that ignores it, must
+//     not overlap another token's; no commit passes Claim.Err after a newer
+//     owner's handler started or at its claim's local deadline; and no
+//     worker releases a lock while a handler of the claim still runs. The
+//     same clock-jump exception applies (Result.RunOverlaps). runLog states
+//     the definition exactly.
 //   - Once the last fault and its after-effects are over
 //     (Schedule.FaultsEnd), every shard is owned by a running worker, the
 //     live members are exactly the running workers, each of them agrees

@@ -57,7 +57,7 @@ func (r *run) spawn(id string) *member {
 	w, err := worker.New(worker.Config{
 		ID:               id,
 		Fleet:            shard.Config{Shards: su.Shards},
-		Coordinator:      &recorder{Coordinator: m.slow, m: m, l: r.leases},
+		Coordinator:      &recorder{Coordinator: m.slow, m: m, l: r.leases, runs: r.runs, c: r.c},
 		Offsets:          r.store,
 		Handler:          r.handler(m),
 		Policy:           su.Policy,
@@ -89,12 +89,22 @@ func (r *run) spawn(id string) *member {
 //
 // A pause can strike between computing an offset and sending its commit
 // (the gate): the frozen handler wakes up and sends the commit without
-// looking at its context, as a process that was stopped would. A slow step
-// ignores its context. A handler revoked gracefully commits once more and
-// returns; one told it is lost returns at once.
+// looking at its context, as a process that was stopped would; Commit
+// itself checks the claim against the clock. A slow step ignores its
+// context and Claim.Lost. A handler revoked gracefully commits once more
+// and returns; one told it is lost, by its context or by Commit, returns
+// at once. Every invocation is recorded in the run log (runLog), with
+// the stretches in which it was frozen or past its lost claim in a slow
+// step.
 func (r *run) handler(m *member) worker.Handler {
 	return worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
 		r.store.started(c.Claim, c.Start)
+		run := r.runs.begin(m.id, m.n, c.Claim, r.c.elapsed())
+		defer func() { r.runs.end(run, r.c.elapsed()) }()
+		if m.dead.Load() {
+			// Started as its process crashed, after runLog.crash looked.
+			r.runs.crash(m.n, r.c.elapsed())
+		}
 		defer r.handlers.begin(m.id, c.Claim, ctx)()
 		h := fnv.New64a()
 		fmt.Fprintf(h, "%d/%s/%s/%d", r.sched.Seed, m.id, c.Shard, c.Token)
@@ -102,7 +112,7 @@ func (r *run) handler(m *member) worker.Handler {
 		offset := c.Start.Offset
 		for {
 			if slow := time.Duration(m.slowMax.Load()); slow > 0 {
-				time.Sleep(time.Duration(rng.Int64N(int64(slow))) + time.Millisecond)
+				r.slowStep(run, c, time.Duration(rng.Int64N(int64(slow)))+time.Millisecond)
 			} else {
 				t := time.NewTimer(time.Duration(200+rng.IntN(800)) * time.Millisecond)
 				select {
@@ -120,17 +130,39 @@ func (r *run) handler(m *member) worker.Handler {
 			}
 			r.handlers.acting(m.id, c.Claim)
 			offset += 1 + rng.Int64N(5)
+			r.runs.halt(run, r.c.elapsed())
 			m.gate.Wait(context.Background()) // a frozen process does not see ctx end
 			if m.dead.Load() {
 				return nil // a crashed process never wakes up
 			}
+			r.runs.resume(run, r.c.elapsed())
 			err := c.Commit(context.WithoutCancel(ctx), offset)
-			if errors.Is(err, offsets.ErrStaleToken) {
+			switch {
+			case errors.Is(err, worker.ErrLost):
+				return nil // the contract: return at once
+			case errors.Is(err, offsets.ErrStaleToken):
 				<-ctx.Done() // a newer owner fenced the shard: stop acting for it
 				return nil
 			}
 		}
 	})
+}
+
+// slowStep takes d, ignoring the handler's context and its claim's Lost,
+// as a handler stuck in a slow call would. Once Lost has closed, the
+// handler is out of its contract and the worker cannot stop it: the rest
+// of the step is recorded as not running (see runLog).
+func (r *run) slowStep(run *handlerRun, c *worker.Claim, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return
+	case <-c.Lost():
+	}
+	r.runs.halt(run, r.c.elapsed())
+	<-t.C
+	r.runs.resume(run, r.c.elapsed())
 }
 
 // apply plays one event of the schedule.
@@ -166,7 +198,8 @@ func (r *run) apply(e Event) {
 	switch {
 	case e.Kind == Crash:
 		// Every call fails, handlers freeze forever, nothing is released.
-		m.dead.Store(true)
+		m.dead.Store(true) // before the crash is logged: see handler
+		r.runs.crash(m.n, r.c.elapsed())
 		m.gate.Close()
 		m.fault.Set(faults.Fail)
 		m.cancel() // Run returns after its drain timeout; its calls all fail

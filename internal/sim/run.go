@@ -43,6 +43,11 @@ type Result struct {
 	// coordinator clock jump can cause one; the fence rejected the older
 	// owner's writes.
 	Overlaps int64
+	// RunOverlaps counts handlers of two tokens of a shard that ran at
+	// once, or a stale owner's commits after a newer owner's start, within
+	// a TTL after a coordinator clock jump (see runLog). Anything else of
+	// the kind is a violation.
+	RunOverlaps int64
 	// Settle is how long after the last fault the fleet took to own every
 	// shard again with max−min ≤ 1; Bound is what the lease policy allows.
 	Settle, Bound time.Duration
@@ -81,6 +86,7 @@ type run struct {
 	store    *auditor
 	leases   *leases
 	handlers *handlers
+	runs     *runLog
 	jumps    *jumps
 	c        *checker
 
@@ -117,6 +123,8 @@ func Run(seed uint64, opts Options) Result {
 	r.coord = memory.New(memory.WithClock(r.clock))
 	r.store = newAuditor(offmem.New(), c)
 	r.handlers = newHandlers(c, r.leases, r.jumps)
+	r.runs = newRunLog(c, r.leases, r.jumpExcuses)
+	r.store.effect = func(cl shard.Claim) { r.runs.effect(cl, c.elapsed()) }
 	if opts.Trace != nil {
 		opts.Trace(sched.String())
 	}
@@ -142,13 +150,28 @@ func Run(seed uint64, opts Options) Result {
 	stopWatch()
 	<-watched
 	r.store.final(context.Background())
+	r.runs.final(c.elapsed())
 
 	res.Simulated = c.elapsed()
 	res.Faults = r.faults
 	res.Commits, res.StaleRejected, res.Fences = r.store.commits.Load(), r.store.stale.Load(), r.store.fences.Load()
 	res.Starts, res.LostEnds, res.Overlaps = r.handlers.starts.Load(), r.handlers.lostEnds.Load(), r.handlers.overlaps.Load()
+	res.RunOverlaps = r.runs.overlapsExcused()
 	res.Violations = c.list()
 	return res
+}
+
+// jumpExcuses reports whether an overlap with the run of claim older, at
+// at, is the by-design effect of a coordinator clock jump: one happened
+// within a TTL before, and older's worker was still within its local
+// deadline.
+func (r *run) jumpExcuses(older shard.Claim, at time.Duration) bool {
+	t := r.c.start.Add(at)
+	if !r.jumps.since(t.Add(-r.jumps.window)) {
+		return false
+	}
+	_, deadline, ok := r.leases.deadline(older)
+	return ok && t.Before(deadline)
 }
 
 func (r *run) tracef(format string, args ...any) {

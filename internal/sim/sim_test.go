@@ -117,6 +117,7 @@ func summarize(results []Result, took time.Duration) string {
 	var (
 		simulated                                                 time.Duration
 		commits, stale, fences, starts, lost, overlaps, violating int64
+		runOverlaps                                               int64
 		maxSettle, maxBound                                       time.Duration
 		settleSum                                                 time.Duration
 		worstRatio                                                float64
@@ -131,6 +132,7 @@ func summarize(results []Result, took time.Duration) string {
 		starts += r.Starts
 		lost += r.LostEnds
 		overlaps += r.Overlaps
+		runOverlaps += r.RunOverlaps
 		if len(r.Violations) > 0 {
 			violating++
 		}
@@ -155,8 +157,8 @@ func summarize(results []Result, took time.Duration) string {
 	for _, k := range Kinds {
 		fmt.Fprintf(&b, " %s %d,", k, faults[k])
 	}
-	fmt.Fprintf(&b, "\ncommits accepted %d, stale commits rejected %d (accepted: 0 unless a violation says so), fences %d, handler starts %d, handlers ended by ErrLost %d, overlaps after clock jumps caught by the fence %d",
-		commits, stale, fences, starts, lost, overlaps)
+	fmt.Fprintf(&b, "\ncommits accepted %d, stale commits rejected %d (accepted: 0 unless a violation says so), fences %d, handler starts %d, handlers ended by ErrLost %d, overlaps after clock jumps caught by the fence %d (owners started %d, handler runs or late commits %d)",
+		commits, stale, fences, starts, lost, overlaps+runOverlaps, overlaps, runOverlaps)
 	if n := len(results); n > 0 {
 		fmt.Fprintf(&b, "\nsettle after the last fault: mean %v, max %v (bounds up to %v; worst settle/bound %.2f)\n",
 			(settleSum / time.Duration(n)).Round(time.Millisecond), maxSettle, maxBound, worstRatio)

@@ -21,6 +21,8 @@ import (
 type auditor struct {
 	offsets.Store
 	c *checker
+	// effect, if set, is told of every commit before it reaches the store.
+	effect func(shard.Claim)
 
 	seq atomic.Uint64
 
@@ -91,6 +93,9 @@ func (a *auditor) Commit(ctx context.Context, s shard.ID, token shard.Token, off
 	sa := a.shard(s)
 	sa.mu.Lock()
 	defer sa.mu.Unlock()
+	if a.effect != nil {
+		a.effect(shard.Claim{Shard: s, Token: token})
+	}
 	start := a.seq.Add(1)
 	err := a.Store.Commit(ctx, s, token, offset)
 	a.record(offsetstest.Op{Shard: s, Token: token, Offset: offset, Start: start, End: a.seq.Add(1), Err: err})
