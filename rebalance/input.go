@@ -17,9 +17,19 @@ const maxProblems = 8
 // downstream depends on the caller's order, or an error wrapping
 // ErrInvalidInput that lists every problem (up to maxProblems).
 func normalize(in Input) ([]Member, []shard.ID, error) {
-	members := slices.Clone(in.Members)
+	members, shards, problems := sortIDs(in.Members, in.Shards)
+	if len(problems) == 0 {
+		return members, shards, nil
+	}
+	return nil, nil, invalid(problems)
+}
+
+// sortIDs returns sorted copies of ms and ss and a description of every
+// empty or duplicate ID among them (each duplicate named once).
+func sortIDs(ms []Member, ss []shard.ID) ([]Member, []shard.ID, []string) {
+	members := slices.Clone(ms)
 	slices.SortFunc(members, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
-	shards := slices.Clone(in.Shards)
+	shards := slices.Clone(ss)
 	slices.Sort(shards)
 
 	var problems []string
@@ -39,11 +49,14 @@ func normalize(in Input) ([]Member, []shard.ID, error) {
 			problems = append(problems, fmt.Sprintf("duplicate shard ID %q", s))
 		}
 	}
-	if len(problems) == 0 {
-		return members, shards, nil
-	}
+	return members, shards, problems
+}
+
+// invalid returns an error wrapping ErrInvalidInput that lists problems, at
+// most maxProblems of them and then how many more there were.
+func invalid(problems []string) error {
 	if extra := len(problems) - maxProblems; extra > 0 {
 		problems = append(problems[:maxProblems], fmt.Sprintf("and %d more", extra))
 	}
-	return nil, nil, fmt.Errorf("%w: %s", ErrInvalidInput, strings.Join(problems, "; "))
+	return fmt.Errorf("%w: %s", ErrInvalidInput, strings.Join(problems, "; "))
 }

@@ -12,70 +12,14 @@ import (
 // shards and ids are sorted; owner[i] is the index of shard i's live holder
 // or -1 when it is free; caps are the quotas (they sum to len(shards)).
 //
-// First every member keeps what it holds, up to its quota, preferring its
-// highest-scoring shards: keeping is what makes a plan sticky, and choosing
-// by score rather than by shard order spreads what is shed evenly over the
-// shard space and keeps the shards the member would also win by rendezvous.
-// Then each free shard, in shard order, goes
-// to the highest-scoring member that still has room. Without the capacity
-// bound this is plain rendezvous hashing; with it, placement stays O(F·W) and
-// deterministic, and a shard only deviates from its first choice when that
-// member is full.
+// First every member keeps what it holds, up to its quota (see keep). Then
+// each free shard, in shard order, goes to the highest-scoring member that
+// still has room. Without the capacity bound this is plain rendezvous
+// hashing; with it, placement stays O(F·W) and deterministic, and a shard
+// only deviates from its first choice when that member is full.
 func assign(shards []shard.ID, ids []string, owner []int, caps []int) []int {
 	var sc scorer
-	target := make([]int, len(shards))
-	for i := range target {
-		target[i] = -1
-	}
-	room := slices.Clone(caps)
-
-	// Group held shards by holder (a counting sort into one slice, so that
-	// this costs three allocations, not one per member); order within a group
-	// is shard order.
-	start := make([]int, len(ids)+1)
-	for _, o := range owner {
-		if o >= 0 {
-			start[o+1]++
-		}
-	}
-	for m := range ids {
-		start[m+1] += start[m]
-	}
-	grouped := make([]int, start[len(ids)])
-	next := slices.Clone(start[:len(ids)])
-	for i, o := range owner {
-		if o >= 0 {
-			grouped[next[o]] = i
-			next[o]++
-		}
-	}
-	for m := range ids {
-		list := grouped[start[m]:start[m+1]]
-		if len(list) > caps[m] {
-			type scored struct {
-				i     int
-				score uint64
-			}
-			byScore := make([]scored, len(list))
-			for k, i := range list {
-				byScore[k] = scored{i, sc.score(shards[i], ids[m])}
-			}
-			slices.SortFunc(byScore, func(a, b scored) int {
-				if c := cmp.Compare(b.score, a.score); c != 0 {
-					return c
-				}
-				return cmp.Compare(a.i, b.i) // a 64-bit tie: lower shard first
-			})
-			list = list[:caps[m]]
-			for k := range list {
-				list[k] = byScore[k].i
-			}
-		}
-		for _, i := range list {
-			target[i] = m
-		}
-		room[m] -= len(list)
-	}
+	target, room := keep(shards, ids, owner, nil, caps)
 
 	// Members with room, in ID order; as they fill up they drop out, so in
 	// the common cases (one joiner, a few leavers' shards) the loop is short.
@@ -104,4 +48,82 @@ func assign(shards []shard.ID, ids []string, owner []int, caps []int) []int {
 		}
 	}
 	return target
+}
+
+// keep returns, for every shard, the member that keeps it (-1 for the shards
+// nobody keeps) and each member's room left under its quota.
+//
+// owner[i] is the member shard i counts for, or -1; caps are the quotas.
+// Every member keeps min(count, quota) of its shards, preferring its
+// highest-scoring ones: keeping is what makes a plan sticky, and choosing by
+// score rather than by shard order spreads what is shed evenly over the
+// shard space and keeps the shards the member would also win by rendezvous.
+// firm, when not nil, tells the shards a member actually holds (Step also
+// counts shards only assigned to it): those are kept first, whatever the
+// scores, because shedding an assigned free shard costs nothing while
+// shedding a held one costs a hand-off.
+func keep[I int | int32](shards []shard.ID, ids []string, owner []I, firm func(i int) bool, caps []int) (target []I, room []int) {
+	var sc scorer
+	target = make([]I, len(shards))
+	for i := range target {
+		target[i] = -1
+	}
+	room = slices.Clone(caps)
+
+	// Group shards by owner (a counting sort into one slice, so that this
+	// costs three allocations, not one per member); order within a group is
+	// shard order.
+	start := make([]int, len(ids)+1)
+	for _, o := range owner {
+		if o >= 0 {
+			start[o+1]++
+		}
+	}
+	for m := range ids {
+		start[m+1] += start[m]
+	}
+	grouped := make([]I, start[len(ids)])
+	next := slices.Clone(start[:len(ids)])
+	for i, o := range owner {
+		if o >= 0 {
+			grouped[next[o]] = I(i)
+			next[o]++
+		}
+	}
+	type scored struct {
+		i     I
+		firm  bool
+		score uint64
+	}
+	var byScore []scored
+	for m := range ids {
+		list := grouped[start[m]:start[m+1]]
+		if len(list) > caps[m] {
+			byScore = byScore[:0]
+			for _, i := range list {
+				byScore = append(byScore, scored{i, firm == nil || firm(int(i)), sc.score(shards[i], ids[m])})
+			}
+			slices.SortFunc(byScore, func(a, b scored) int {
+				if a.firm != b.firm {
+					if a.firm {
+						return -1
+					}
+					return 1
+				}
+				if c := cmp.Compare(b.score, a.score); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.i, b.i) // a 64-bit tie: lower shard first
+			})
+			list = list[:caps[m]]
+			for k := range list {
+				list[k] = byScore[k].i
+			}
+		}
+		for _, i := range list {
+			target[i] = I(m)
+		}
+		room[m] -= len(list)
+	}
+	return target, room
 }
