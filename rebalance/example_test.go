@@ -2,6 +2,7 @@ package rebalance_test
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
@@ -35,4 +36,78 @@ func ExampleCompute() {
 	// stream/shard-002: a -> c
 	// stream/shard-003: b -> c
 	// a acquires [] releases [stream/shard-002]
+}
+
+// The assignor's loop in miniature: a cold start, then a third worker
+// joins. A shard moves in two steps: out of its holder's key first, into the
+// joiner's only once its holder released it.
+func ExampleStep() {
+	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	state := rebalance.State{
+		Now:    start,
+		Shards: shard.Config{Shards: 6}.IDs(),
+		Members: []rebalance.Member{
+			{ID: "a", Session: "s-a"},
+			{ID: "b", Session: "s-b"},
+		},
+		Holders:  map[shard.ID]string{},
+		Assigned: map[string]rebalance.Assignment{},
+	}
+	step := func() rebalance.Decision {
+		d, err := rebalance.Step(state, rebalance.Policy{})
+		if err != nil {
+			panic(err)
+		}
+		for w, a := range d.Assign { // the assignor writes the keys...
+			state.Assigned[w] = a
+		}
+		for _, mv := range d.Moves {
+			fmt.Printf("  %s: %q -> %q (%v)\n", mv.Shard, mv.From, mv.To, mv.Reason)
+		}
+		return d
+	}
+	take := func() { // ...and each worker takes the free shards of its key
+		for w, a := range state.Assigned {
+			for _, s := range a.Shards {
+				state.Holders[s] = w
+			}
+		}
+	}
+
+	fmt.Println("cold start:")
+	d := step()
+	fmt.Println("  wake at", d.Wake.Sub(start), "unless every shard is taken")
+	take()
+	step() // the waits end
+
+	fmt.Println("c joins:")
+	state.Members = append(state.Members, rebalance.Member{ID: "c", Session: "s-c"})
+	d = step()
+	for _, mv := range d.Moves {
+		delete(state.Holders, mv.Shard) // the holder drains and releases
+	}
+	fmt.Println("released:")
+	step()
+	take()
+	fmt.Println("a:", state.Assigned["a"].Shards)
+	fmt.Println("b:", state.Assigned["b"].Shards)
+	fmt.Println("c:", state.Assigned["c"].Shards)
+	// Output:
+	// cold start:
+	//   stream/shard-000: "" -> "a" (free)
+	//   stream/shard-001: "" -> "a" (free)
+	//   stream/shard-002: "" -> "a" (free)
+	//   stream/shard-003: "" -> "b" (free)
+	//   stream/shard-004: "" -> "b" (free)
+	//   stream/shard-005: "" -> "b" (free)
+	//   wake at 2s unless every shard is taken
+	// c joins:
+	//   stream/shard-002: "a" -> "c" (rebalance)
+	//   stream/shard-004: "b" -> "c" (rebalance)
+	// released:
+	//   stream/shard-002: "" -> "c" (free)
+	//   stream/shard-004: "" -> "c" (free)
+	// a: [stream/shard-000 stream/shard-001]
+	// b: [stream/shard-003 stream/shard-005]
+	// c: [stream/shard-002 stream/shard-004]
 }

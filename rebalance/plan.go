@@ -15,6 +15,9 @@ type Member struct {
 	// Draining gives the member a quota of 0, so its shards move elsewhere.
 	// If every member drains, draining is ignored: shards must go somewhere.
 	Draining bool
+	// Session is the member's current session. Step uses it to tell a
+	// restarted member from the one it judged stuck; Compute ignores it.
+	Session shard.SessionID
 }
 
 // Input is one snapshot of a fleet. Compute does not modify it.

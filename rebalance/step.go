@@ -1,0 +1,171 @@
+package rebalance
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// State is everything one Step decides from, as the assignor read it from
+// the coordinator. Step does not modify it.
+type State struct {
+	// Now is the assignor's clock when it read the state. Step reads no
+	// clock: every time it writes or compares is Now or a time it wrote
+	// before.
+	Now time.Time
+	// Shards is the fleet's shard set.
+	Shards []shard.ID
+	// Members are the live members only. Session must be the member's
+	// current session: a new session is how Step recognises a restart or a
+	// rejoin, which clears a stuck mark.
+	Members []Member
+	// Holders maps each held shard to the live member whose session holds
+	// its lock. A holder that is not in Members, or "", counts as free: its
+	// session is gone or going (the lock may stay closed for its
+	// lock-delay). Entries for shards not in Shards are ignored. Derive it by
+	// session, not by the name in the lock's value: a lock still held by a
+	// member's previous session is not the member's.
+	Holders map[shard.ID]string
+	// Assigned maps each worker that has an assignment key to the key as
+	// last written, workers that are no longer live included.
+	Assigned map[string]Assignment
+}
+
+// Assignment is one worker's assignment key: the shards it should own, and
+// what Step must remember about it. The assignor keeps no other state, so
+// every field must be stored in the key and given back in State.Assigned.
+type Assignment struct {
+	// Shards are the shards assigned, sorted. In State any order is
+	// accepted; Step always returns them sorted.
+	Shards []shard.ID
+	// Since is when Shards last changed (Now of the Step that changed it).
+	Since time.Time
+	// Waiting is how many of Shards were free (no live holder) at
+	// WaitingSince, and WaitingSince when Step last saw that number change
+	// or the worker make progress; 0 and the zero time while none is free.
+	// They are how Step tells a worker that is slowly taking a large
+	// assignment from one that is stuck, without a memory of its own.
+	Waiting      int
+	WaitingSince time.Time
+	// Stuck: Step judged the worker stuck under StuckSession, because the
+	// count of free shards in its assignment did not go down for
+	// Policy.StuckAfter. While the worker keeps that session it is given
+	// nothing new and its free assigned shards went elsewhere; a member with
+	// another session is not stuck, and Step clears the mark.
+	Stuck        bool
+	StuckSession shard.SessionID
+}
+
+// Policy paces Step. Its zero value is the default.
+type Policy struct {
+	// MaxMovesInFlight caps the hand-offs in flight across the fleet: shards
+	// held by a live member but not in its assignment (taken out of it and
+	// not yet released). Step starts a hand-off only while fewer are in
+	// flight; placing a free shard is never capped. ≤ 0 means
+	// DefaultMaxMovesInFlight.
+	MaxMovesInFlight int
+	// StuckAfter: a live worker whose assignment lists free shards and that
+	// took none of them for this long is judged stuck. It must exceed the
+	// longest a healthy worker may need before it can take a shard it was
+	// given: the lock-delay of a shard freed by a session that ended (it
+	// cannot be acquired before), plus one acquire round trip. Pass at least
+	// twice the lock-delay. ≤ 0 means DefaultStuckAfter.
+	StuckAfter time.Duration
+}
+
+// DefaultStuckAfter is Policy.StuckAfter's default: twice shard.FastPolicy's
+// lock-delay of 800 ms, rounded up. A fleet with a longer lock-delay must
+// pass a longer StuckAfter.
+const DefaultStuckAfter = 2 * time.Second
+
+// DefaultMaxMovesInFlight is Policy.MaxMovesInFlight's default for a fleet
+// of the given size: max(16, ⌈shards/members⌉), one member's share. A join
+// or the drain of one member then runs as one wave of hand-offs, while a
+// larger reshuffle (weights changed, many members drained at once) is paced.
+func DefaultMaxMovesInFlight(shards, members int) int {
+	share := (shards + max(members, 1) - 1) / max(members, 1)
+	return max(16, share)
+}
+
+// Decision is what one Step decided.
+type Decision struct {
+	// Assign holds the new key of every live member whose key must change
+	// (its shards, its wait or its stuck mark); members not listed keep
+	// theirs. A member without a key has an empty assignment.
+	Assign map[string]Assignment
+	// Delete lists, sorted, the workers whose key must be deleted: every
+	// worker in State.Assigned that is not a live member. Until it is gone a
+	// key of a worker that is not live is ignored.
+	Delete []string
+	// Wake is the earliest time Step must run again even if nothing changes
+	// (when a worker with free shards assigned would be judged stuck); zero
+	// when only a change needs a new Step.
+	Wake time.Time
+	// Moves lists the hand-offs started by this Step (From is removed from
+	// the shard's holder's assignment and releases it; To is the member it
+	// is meant for, which may still change once it is free) and the
+	// placements (From is "": the free shard was added to To's assignment),
+	// sorted by shard. It is for logs and metrics: Assign is the decision.
+	Moves []Transfer
+}
+
+// Transfer is one shard Step moved.
+type Transfer struct {
+	Shard    shard.ID
+	From, To string
+	Reason   Reason
+}
+
+// Reason says why Step moved a shard.
+type Reason uint8
+
+// The reasons. The zero Reason is never returned.
+const (
+	// ReasonFree: a free shard in nobody's assignment was placed: a shard
+	// never owned yet, or one whose hand-off released it (the second step).
+	ReasonFree Reason = iota + 1
+	// ReasonOrphaned: a free shard whose lock or assignment names a worker
+	// that is no longer live was placed.
+	ReasonOrphaned
+	// ReasonStuck: a free shard was taken from a stuck worker's assignment.
+	ReasonStuck
+	// ReasonRebalance: the shard's holder, or the worker it was assigned to,
+	// is over its quota (a join, a weight change, a conflicting key).
+	ReasonRebalance
+	// ReasonDrain: the shard's holder, or the worker it was assigned to,
+	// drains.
+	ReasonDrain
+)
+
+var reasons = [...]string{ReasonFree: "free", ReasonOrphaned: "orphaned", ReasonStuck: "stuck", ReasonRebalance: "rebalance", ReasonDrain: "drain"}
+
+func (r Reason) String() string {
+	if r >= ReasonFree && int(r) < len(reasons) {
+		return reasons[r]
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// Step is one decision of the fleet's assignor: from the state it read, the
+// assignment keys to write and delete, and when to run again. It is pure: no
+// clock, no I/O, no randomness, and the order of slices and maps in s does
+// not matter. See the package doc for what a Decision guarantees. The only
+// error wraps ErrInvalidInput.
+func Step(s State, p Policy) (Decision, error) {
+	in, err := readState(s)
+	if err != nil {
+		return Decision{}, err
+	}
+	if p.MaxMovesInFlight <= 0 {
+		p.MaxMovesInFlight = DefaultMaxMovesInFlight(len(in.shards), len(in.members))
+	}
+	if p.StuckAfter <= 0 {
+		p.StuckAfter = DefaultStuckAfter
+	}
+	st := newStep(in, p)
+	st.judge()
+	st.plan()
+	st.decide()
+	return st.decision(), nil
+}

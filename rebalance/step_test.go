@@ -1,0 +1,333 @@
+package rebalance
+
+import (
+	"errors"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// live returns members of weight 1 whose session is "<id>#1".
+func live(names ...string) []Member {
+	ms := members(names...)
+	for i := range ms {
+		ms[i].Session = shard.SessionID(ms[i].ID + "#1")
+	}
+	return ms
+}
+
+// key returns an assignment of shards[i] for each i, unchanged since epoch.
+func key(shards []shard.ID, is ...int) Assignment {
+	a := Assignment{Since: epoch}
+	for _, i := range is {
+		a.Shards = append(a.Shards, shards[i])
+	}
+	return a
+}
+
+// mustStep runs Step and checks the decision's invariants.
+func mustStep(t *testing.T, s State, p Policy) Decision {
+	t.Helper()
+	d, err := Step(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkDecision(s, p, d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestStepInvalidInput(t *testing.T) {
+	s := ids(3)
+	tests := []struct {
+		name  string
+		state State
+		want  []string
+	}{
+		{"duplicate member", State{Shards: s, Members: live("a", "b", "a")}, []string{`duplicate member ID "a"`}},
+		{"empty member ID", State{Shards: s, Members: live("a", "")}, []string{"empty member ID"}},
+		{"duplicate shard", State{Shards: []shard.ID{"x", "y", "x"}, Members: live("a")}, []string{`duplicate shard ID "x"`}},
+		{"empty shard ID", State{Shards: []shard.ID{"x", ""}, Members: live("a")}, []string{"empty shard ID"}},
+		{"key of an empty worker", State{Shards: s, Assigned: map[string]Assignment{"": key(s, 0)}}, []string{"assignment key of an empty worker ID"}},
+		{"unknown shard in a key", State{Shards: s, Members: live("a"), Assigned: map[string]Assignment{"a": {Shards: []shard.ID{s[0], "nope"}}}},
+			[]string{`worker "a" is assigned unknown shard "nope"`}},
+		{"unknown shard in a dead worker's key", State{Shards: s, Assigned: map[string]Assignment{"gone": {Shards: []shard.ID{"stream/shard-999"}}}},
+			[]string{`worker "gone" is assigned unknown shard "stream/shard-999"`}},
+		{"a shard twice in a key", State{Shards: s, Members: live("a"), Assigned: map[string]Assignment{"a": key(s, 2, 0, 2, 2)}},
+			[]string{`worker "a" is assigned shard "stream/shard-002" more than once`}},
+		{"every problem at once", State{Shards: []shard.ID{"x", "x"}, Members: live("b", "b"), Assigned: map[string]Assignment{"b": {Shards: []shard.ID{"y"}}}},
+			[]string{`duplicate member ID "b"`, `duplicate shard ID "x"`, `worker "b" is assigned unknown shard "y"`}},
+		{"long lists are cut", State{Shards: ids(20), Assigned: map[string]Assignment{"a": {Shards: slices.Repeat([]shard.ID{"q"}, 12)}}},
+			[]string{"and 4 more"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Step(tt.state, Policy{})
+			if !errors.Is(err, ErrInvalidInput) {
+				t.Fatalf("err = %v, want ErrInvalidInput", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if !reflect.DeepEqual(d, Decision{}) {
+				t.Errorf("decision with an error: %+v", d)
+			}
+		})
+	}
+}
+
+// TestStepSmall walks through each rule on hand-made fleets.
+func TestStepSmall(t *testing.T) {
+	s := ids(6)
+	now := epoch.Add(time.Hour)
+	p := Policy{StuckAfter: time.Second}
+
+	t.Run("cold start places every shard and starts the waits", func(t *testing.T) {
+		d := mustStep(t, State{Now: now, Shards: s[:4], Members: live("a", "b")}, p)
+		if len(d.Assign) != 2 || len(d.Moves) != 4 || !d.Wake.Equal(now.Add(time.Second)) {
+			t.Fatalf("decision %+v", d)
+		}
+		for w, a := range d.Assign {
+			if len(a.Shards) != 2 || !a.Since.Equal(now) || a.Waiting != 2 || !a.WaitingSince.Equal(now) || a.Stuck {
+				t.Errorf("key of %s: %+v", w, a)
+			}
+		}
+		for _, mv := range d.Moves {
+			if mv.From != "" || mv.Reason != ReasonFree {
+				t.Errorf("move %+v", mv)
+			}
+		}
+	})
+
+	t.Run("a join moves a shard in two steps", func(t *testing.T) {
+		st := State{Now: now, Shards: s[:4], Members: live("a", "b", "c"),
+			Holders:  own(s, "a", "a", "b", "b"),
+			Assigned: map[string]Assignment{"a": key(s, 0, 1), "b": key(s, 2, 3)}}
+		d := mustStep(t, st, p)
+		if len(d.Moves) != 1 || d.Moves[0].To != "c" || d.Moves[0].Reason != ReasonRebalance || len(d.Assign) != 1 {
+			t.Fatalf("first step: %+v", d)
+		}
+		from, moved := d.Moves[0].From, d.Moves[0].Shard
+		if _, c := d.Assign["c"]; c || slices.Contains(d.Assign[from].Shards, moved) {
+			t.Fatalf("the shard went to c before it was released: %+v", d.Assign)
+		}
+		st = applied(st, d)
+		if again := mustStep(t, st, p); !quiet(again) {
+			t.Fatalf("stepping again before the release: %+v", again)
+		}
+		delete(st.Holders, moved) // released
+		d = mustStep(t, st, p)
+		if want := []Transfer{{moved, "", "c", ReasonFree}}; !slices.Equal(d.Moves, want) || !slices.Equal(d.Assign["c"].Shards, []shard.ID{moved}) {
+			t.Fatalf("second step: %+v", d)
+		}
+	})
+
+	t.Run("a held shard leaves another worker's key", func(t *testing.T) {
+		// s0 held by a but in b's key only: b must not wait on it; a keeps it.
+		st := State{Now: now, Shards: s[:2], Members: live("a", "b"), Holders: own(s, "a"),
+			Assigned: map[string]Assignment{"b": key(s, 0, 1)}}
+		d := mustStep(t, st, p)
+		if !slices.Equal(d.Assign["a"].Shards, s[:1]) || !slices.Equal(d.Assign["b"].Shards, s[1:2]) || len(d.Moves) != 0 {
+			t.Fatalf("decision %+v", d)
+		}
+	})
+
+	t.Run("a free shard in two keys stays in one", func(t *testing.T) {
+		st := State{Now: now, Shards: s[:2], Members: live("a", "b"),
+			Assigned: map[string]Assignment{"a": key(s, 0, 1), "b": key(s, 0, 1)}}
+		d := mustStep(t, st, p)
+		a, b := d.Assign["a"].Shards, d.Assign["b"].Shards
+		if len(a) != 1 || len(b) != 1 || a[0] == b[0] {
+			t.Fatalf("keys a %v, b %v", a, b)
+		}
+	})
+
+	t.Run("a dead worker's key is deleted and its shards orphaned", func(t *testing.T) {
+		st := State{Now: now, Shards: s[:2], Members: live("a"), Holders: own(s, "gone", "gone"),
+			Assigned: map[string]Assignment{"gone": key(s, 0, 1), "zombie": {}}}
+		d := mustStep(t, st, p)
+		if !slices.Equal(d.Delete, []string{"gone", "zombie"}) || len(d.Moves) != 2 || d.Moves[0].Reason != ReasonOrphaned {
+			t.Fatalf("decision %+v", d)
+		}
+	})
+
+	t.Run("a stuck worker is judged once and given nothing until it restarts", func(t *testing.T) {
+		st := State{Now: now, Shards: s[:4], Members: live("a", "b")}
+		st = applied(st, mustStep(t, st, p))
+		st.Holders = map[shard.ID]string{}
+		for _, id := range st.Assigned["a"].Shards {
+			st.Holders[id] = "a" // a takes its shards; b takes none
+		}
+		st.Now = now.Add(999 * time.Millisecond)
+		d := mustStep(t, st, p)
+		if _, b := d.Assign["b"]; b || !d.Wake.Equal(now.Add(time.Second)) {
+			t.Fatalf("b judged before StuckAfter: %+v", d)
+		}
+		st = applied(st, d)
+		st.Now = now.Add(time.Second)
+		d = mustStep(t, st, p)
+		b := d.Assign["b"]
+		if !b.Stuck || b.StuckSession != "b#1" || len(b.Shards) != 0 || len(d.Moves) != 2 || d.Moves[0].Reason != ReasonStuck || d.Moves[0].To != "a" {
+			t.Fatalf("verdict: %+v", d)
+		}
+		st = applied(st, d)
+		for _, mv := range d.Moves {
+			st.Holders[mv.Shard] = "a"
+		}
+		st.Now = now.Add(time.Hour)
+		d = mustStep(t, st, p)
+		if _, b := d.Assign["b"]; b || len(d.Moves) != 0 || d.Assign["a"].Waiting != 0 {
+			t.Fatalf("after the verdict: %+v", d) // a's wait ends; b gets nothing
+		}
+		st = applied(st, d)
+		st.Members[1].Session = "b#2" // b restarted
+		d = mustStep(t, st, p)
+		if b := d.Assign["b"]; b.Stuck || b.StuckSession != "" {
+			t.Fatalf("restart: %+v", d)
+		}
+	})
+
+	t.Run("a worker taking its shards slowly is not stuck", func(t *testing.T) {
+		st := State{Now: now, Shards: s, Members: live("a")}
+		st = applied(st, mustStep(t, st, p))
+		st.Holders = map[shard.ID]string{}
+		for k, id := range s {
+			st.Now = now.Add(time.Duration(k+1) * 900 * time.Millisecond)
+			d := mustStep(t, st, p)
+			if d.Assign["a"].Stuck {
+				t.Fatalf("judged stuck after taking %d of 6: %+v", k, d)
+			}
+			st = applied(st, d)
+			st.Holders[id] = "a"
+		}
+		d := mustStep(t, st, p)
+		if a := d.Assign["a"]; a.Waiting != 0 || !a.WaitingSince.IsZero() || !d.Wake.IsZero() {
+			t.Fatalf("all taken: the wait must end: %+v", d)
+		}
+		if d := mustStep(t, applied(st, d), p); !quiet(d) {
+			t.Fatalf("at rest: %+v", d)
+		}
+	})
+
+	t.Run("hand-offs wait under the cap, drains first", func(t *testing.T) {
+		st := State{Now: now, Shards: s, Members: append(live("a", "b"), Member{ID: "d", Weight: 1, Draining: true, Session: "d#1"}),
+			Holders:  own(s, "a", "a", "a", "a", "d", "d"),
+			Assigned: map[string]Assignment{"a": key(s, 0, 1, 2, 3), "d": key(s, 4, 5)}}
+		capped := Policy{StuckAfter: time.Second, MaxMovesInFlight: 2}
+		d := mustStep(t, st, capped)
+		if len(d.Moves) != 2 || d.Moves[0].From != "d" || d.Moves[1].From != "d" || d.Moves[0].Reason != ReasonDrain {
+			t.Fatalf("first wave: %+v", d.Moves)
+		}
+		st = applied(st, d)
+		if d := mustStep(t, st, capped); len(d.Moves) != 0 {
+			t.Fatalf("started more while two are in flight: %+v", d.Moves)
+		}
+		delete(st.Holders, s[4]) // one released: room for one more
+		d = mustStep(t, st, capped)
+		if len(d.Moves) != 2 || d.Moves[0].From != "a" || d.Moves[1].Shard != s[4] {
+			t.Fatalf("second wave: %+v", d.Moves)
+		}
+	})
+
+	t.Run("when every member is stuck free shards wait in no key", func(t *testing.T) {
+		st := State{Now: now, Shards: s[:2], Members: live("a"), Holders: own(s, "a"),
+			Assigned: map[string]Assignment{"a": {Shards: s[:1], Stuck: true, StuckSession: "a#1"}}}
+		if d := mustStep(t, st, p); !quiet(d) {
+			t.Fatalf("decision %+v", d)
+		}
+	})
+
+	t.Run("a wait stamped in the future restarts now", func(t *testing.T) {
+		st := State{Now: now, Shards: s[:1], Members: live("a"),
+			Assigned: map[string]Assignment{"a": {Shards: s[:1], Waiting: 1, WaitingSince: now.Add(time.Hour)}}}
+		d := mustStep(t, st, p)
+		if a := d.Assign["a"]; a.Waiting != 1 || !a.WaitingSince.Equal(now) || !d.Wake.Equal(now.Add(time.Second)) {
+			t.Fatalf("decision %+v", d)
+		}
+	})
+}
+
+// TestStepDoesNotModifyInput: the caller's state is left as it was.
+func TestStepDoesNotModifyInput(t *testing.T) {
+	s := ids(4)
+	st := State{Now: epoch, Shards: []shard.ID{s[3], s[1], s[0], s[2]}, Members: live("b", "a"),
+		Holders:  own(s, "b", "a", "gone"),
+		Assigned: map[string]Assignment{"a": key(s, 3, 0), "gone": key(s, 2)}}
+	before := shuffledState(caseRand(0), st)
+	for w, a := range st.Assigned {
+		before.Assigned[w] = Assignment{Shards: slices.Clone(a.Shards), Since: a.Since}
+	}
+	before.Shards, before.Members = slices.Clone(st.Shards), slices.Clone(st.Members)
+	mustStep(t, st, Policy{})
+	if !reflect.DeepEqual(st.Shards, before.Shards) || !reflect.DeepEqual(st.Members, before.Members) ||
+		!maps.Equal(st.Holders, before.Holders) || !reflect.DeepEqual(st.Assigned, before.Assigned) {
+		t.Errorf("input modified: %+v", st)
+	}
+}
+
+func TestShardIndex(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		shards   []shard.ID
+		numbered bool
+	}{
+		{"a Config's IDs", shard.Config{Shards: 1000}.IDs(), true},
+		{"another stem and width", []shard.ID{"q-0", "q-1", "q-2"}, true},
+		{"out of order", []shard.ID{"q-1", "q-0"}, false},
+		{"a gap", []shard.ID{"q-0", "q-2"}, false},
+		{"mixed widths", []shard.ID{"q-0", "q-01"}, false},
+		{"no digits", []shard.ID{"q-", "q-"}, false},
+		{"not from zero", []shard.ID{"q-1", "q-2"}, false},
+		{"a sign", []shard.ID{"q-0", "q+1"}, false},
+		{"empty", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ix := indexShards(tc.shards)
+			if (ix.byID == nil) != tc.numbered {
+				t.Fatalf("numbered = %v, want %v", ix.byID == nil, tc.numbered)
+			}
+			if !tc.numbered {
+				return
+			}
+			for i, id := range tc.shards {
+				if k, ok := ix.find(id); !ok || int(k) != i {
+					t.Errorf("find(%q) = %d, %v; want %d", id, k, ok, i)
+				}
+			}
+			for _, id := range []shard.ID{"", "q-", "q-9999999", "q-00x", tc.shards[0] + "0", "x" + tc.shards[0][1:]} {
+				if k, ok := ix.find(id); ok && tc.shards[k] != id {
+					t.Errorf("find(%q) = %d, the position of %q", id, k, tc.shards[k])
+				}
+			}
+		})
+	}
+}
+
+func TestReasonString(t *testing.T) {
+	var got []string
+	for r := range ReasonDrain + 2 {
+		got = append(got, r.String())
+	}
+	want := []string{"Reason(0)", "free", "orphaned", "stuck", "rebalance", "drain", "Reason(6)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("reasons %v, want %v", got, want)
+	}
+}
+
+func TestDefaultMaxMovesInFlight(t *testing.T) {
+	for _, tc := range []struct{ shards, members, want int }{
+		{0, 0, 16}, {128, 12, 16}, {10_000, 100, 100}, {100_000, 1000, 100}, {100_000, 1001, 100}, {4096, 1, 4096},
+	} {
+		if got := DefaultMaxMovesInFlight(tc.shards, tc.members); got != tc.want {
+			t.Errorf("DefaultMaxMovesInFlight(%d, %d) = %d, want %d", tc.shards, tc.members, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,280 @@
+package rebalance
+
+import (
+	"math/bits"
+	"slices"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// Flags of a shard in one step.
+const (
+	orphaned    uint8 = 1 << iota // its lock or a key of a worker that is not live names it
+	inHolderKey                   // its live holder's key lists it
+	inManyKeys                    // more than one live member's key lists it
+	inStuckKey                    // a stuck member's key lists it
+	handedOff                     // this step starts its hand-off
+)
+
+// step is the working state of one Step. Per-shard slices are indexed like
+// in.shards, per-member ones like in.members.
+type step struct {
+	*stepInput
+	p Policy
+
+	stuck    []bool // judged stuck (now or before, under its current session)
+	draining []bool // drains, and not every member does
+	freeIn   []int  // free shards in the key as read
+	freeOut  []int  // free shards in the key after this step
+
+	firstKey []int32 // the first live member whose key lists the shard, or -1
+	pending  []int32 // the first member not stuck whose key lists the shard, or -1
+	target   []int32 // where the shard belongs, or -1 (no member has room)
+	next     []int32 // whose key lists it after this step, or -1
+}
+
+func newStep(in *stepInput, p Policy) *step {
+	n, w := len(in.shards), len(in.members)
+	st := &step{
+		stepInput: in, p: p,
+		stuck: make([]bool, w), draining: make([]bool, w), freeIn: make([]int, w), freeOut: make([]int, w),
+		firstKey: make([]int32, n), pending: make([]int32, n), next: make([]int32, n),
+	}
+	allDrain := true
+	for _, m := range in.members {
+		allDrain = allDrain && m.Draining
+	}
+	for m, mem := range in.members {
+		st.draining[m] = mem.Draining && !allDrain
+	}
+	return st
+}
+
+// plan computes every shard's target. A shard counts for its live holder,
+// or else for the first member not stuck whose key lists it (so that a
+// free shard assigned and not yet taken stays where it was assigned: that is
+// what keeps assignments from flapping between steps). Quotas follow
+// Compute's (capacities), except that a stuck member's quota is at most what
+// it holds and the members not stuck share the rest. Then every member keeps
+// min(count, quota) of its shards, those it holds first, and the shards
+// nobody keeps are placed on the ring among the members with room.
+func (st *step) plan() {
+	n, w := len(st.shards), len(st.members)
+	for i := range n {
+		st.firstKey[i], st.pending[i] = -1, -1
+	}
+	for m := range int32(w) {
+		for _, i := range st.sets[m] {
+			if st.firstKey[i] < 0 {
+				st.firstKey[i] = m
+			} else {
+				st.flags[i] |= inManyKeys
+			}
+			if st.holder[i] == m {
+				st.flags[i] |= inHolderKey
+			}
+			if st.stuck[m] {
+				st.flags[i] |= inStuckKey
+			} else if st.pending[i] < 0 {
+				st.pending[i] = m
+			}
+		}
+	}
+
+	// Each shard counts for its holder or else its pending member; next
+	// holds that until decide sets it.
+	held, owned := make([]int, w), make([]int, w)
+	for i, h := range st.holder {
+		c := st.pending[i]
+		if h >= 0 {
+			c = h
+			held[h]++
+		}
+		if st.next[i] = c; c >= 0 {
+			owned[c]++
+		}
+	}
+	caps := st.capacities(owned, held)
+	target, room := keep(st.shards, st.ids, st.next, func(i int) bool { return st.holder[i] >= 0 }, caps)
+	placeFree(st.shards, st.ids, target, room)
+	st.target = target
+}
+
+// capacities are the members' quotas: Compute's, except that a stuck
+// member's quota is min(held, ⌈its weighted share⌉) and the members not
+// stuck share the rest by weight. The stuck quotas depend on nothing that
+// moves between steps (not on who got the rounding slots, which follows the
+// others' counts), so a decision written and read back plans the same. If
+// every member is stuck, the shards they do not hold have no quota anywhere
+// and stay free.
+func (st *step) capacities(owned, held []int) []int {
+	if len(st.members) == 0 {
+		return nil
+	}
+	ws := effectiveWeights(st.members)
+	if !slices.Contains(st.stuck, true) {
+		return capacities(len(st.shards), st.ids, ws, owned)
+	}
+	var sum uint64
+	for _, w := range ws {
+		sum += w
+	}
+	caps := make([]int, len(st.members))
+	rest := len(st.shards)
+	var others []int
+	for m := range st.members {
+		if st.stuck[m] {
+			hi, lo := bits.Mul64(uint64(len(st.shards)), ws[m])
+			q, r := bits.Div64(hi, lo, sum) // as in capacities: cannot panic
+			if r > 0 {
+				q++
+			}
+			caps[m] = min(held[m], int(q))
+			rest -= caps[m]
+		} else {
+			others = append(others, m)
+		}
+	}
+	if len(others) == 0 {
+		return caps
+	}
+	ids, members, sub := make([]string, len(others)), make([]Member, len(others)), make([]int, len(others))
+	for k, m := range others {
+		ids[k], members[k], sub[k] = st.ids[m], st.members[m], owned[m]
+	}
+	for k, c := range capacities(rest, ids, effectiveWeights(members), sub) {
+		caps[others[k]] = c
+	}
+	return caps
+}
+
+// decide sets every shard's key after this step. A free shard goes to its
+// target's key. A held shard stays in its holder's key when its target is
+// the holder (or it has none); otherwise it must be handed off: out of the
+// holder's key first, into another key only once it is free. Hand-offs in
+// flight (held, not in the holder's key) count against MaxMovesInFlight,
+// and new ones start, draining holders first and then in shard order, only
+// while there is room under it.
+func (st *step) decide() {
+	inFlight := 0
+	var drains, others []int32
+	for i, h := range st.holder {
+		t := st.target[i]
+		switch {
+		case h < 0:
+			st.next[i] = t
+		case t == h || t < 0:
+			st.next[i] = h
+		case st.flags[i]&inHolderKey == 0:
+			st.next[i] = -1
+			inFlight++
+		default:
+			st.next[i] = h
+			if st.draining[h] {
+				drains = append(drains, int32(i))
+			} else {
+				others = append(others, int32(i))
+			}
+		}
+	}
+	budget := st.p.MaxMovesInFlight - inFlight
+	for _, i := range slices.Concat(drains, others)[:max(0, min(budget, len(drains)+len(others)))] {
+		st.next[i] = -1
+		st.flags[i] |= handedOff
+	}
+}
+
+// inKey reports whether member m's key as read lists shard i.
+func (st *step) inKey(i int, m int32) bool {
+	if st.flags[i]&inManyKeys == 0 {
+		return st.firstKey[i] == m
+	}
+	_, found := slices.BinarySearch(st.sets[m], int32(i))
+	return found
+}
+
+// decision collects the keys that change, the moves, and the wake-up.
+func (st *step) decision() Decision {
+	w := len(st.members)
+	d := Decision{Delete: st.dead}
+	count, same := make([]int, w), make([]int, w)
+	for i, m := range st.next {
+		if m >= 0 {
+			count[m]++
+			if st.holder[i] < 0 {
+				st.freeOut[m]++
+			}
+		}
+	}
+	for m, set := range st.sets {
+		for _, i := range set {
+			if int(st.next[i]) == m {
+				same[m]++
+			}
+		}
+	}
+	changed := make([]bool, w)
+	lists := make([][]shard.ID, w)
+	for m := range w {
+		changed[m] = same[m] != len(st.sets[m]) || same[m] != count[m]
+		if changed[m] {
+			lists[m] = make([]shard.ID, 0, count[m])
+		}
+	}
+	for i, m := range st.next {
+		if m >= 0 && changed[m] {
+			lists[m] = append(lists[m], st.shards[i])
+		}
+		if mv, ok := st.move(i); ok {
+			d.Moves = append(d.Moves, mv)
+		}
+	}
+	for m := range w {
+		key, write := st.nextKey(m, lists[m], changed[m], same[m] == len(st.sets[m]))
+		if write {
+			if d.Assign == nil {
+				d.Assign = map[string]Assignment{}
+			}
+			d.Assign[st.ids[m]] = key
+		}
+		if !st.stuck[m] && key.Waiting > 0 {
+			if at := key.WaitingSince.Add(st.p.StuckAfter); d.Wake.IsZero() || at.Before(d.Wake) {
+				d.Wake = at
+			}
+		}
+	}
+	return d
+}
+
+// move returns the Transfer of shard i in this step, if it has one: a
+// hand-off started, or a free shard added to a key that did not list it.
+func (st *step) move(i int) (Transfer, bool) {
+	s := st.shards[i]
+	if st.flags[i]&handedOff != 0 {
+		h := st.holder[i]
+		return Transfer{Shard: s, From: st.ids[h], To: st.ids[st.target[i]], Reason: st.reasonOf(h)}, true
+	}
+	to := st.next[i]
+	if st.holder[i] >= 0 || to < 0 || st.inKey(i, to) {
+		return Transfer{}, false
+	}
+	mv := Transfer{Shard: s, To: st.ids[to], Reason: ReasonFree}
+	switch {
+	case st.pending[i] >= 0:
+		mv.Reason = st.reasonOf(st.pending[i])
+	case st.flags[i]&inStuckKey != 0:
+		mv.Reason = ReasonStuck
+	case st.flags[i]&orphaned != 0:
+		mv.Reason = ReasonOrphaned
+	}
+	return mv, true
+}
+
+// reasonOf is why a shard leaves member m's key while m is live and not
+// stuck.
+func (st *step) reasonOf(m int32) Reason {
+	if st.draining[m] {
+		return ReasonDrain
+	}
+	return ReasonRebalance
+}

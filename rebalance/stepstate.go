@@ -1,0 +1,192 @@
+package rebalance
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// stepInput is a State validated and turned into indexes: shards and members
+// sorted, and everything else as positions in them (int32: at 100,000
+// shards the per-shard slices are what a step costs in memory traffic).
+type stepInput struct {
+	now     time.Time
+	shards  []shard.ID // sorted; may alias State.Shards, never written
+	members []Member   // live, sorted by ID
+	ids     []string   // members' IDs
+	// holder[i] is the index of shard i's live holder, or -1.
+	holder []int32
+	// flags[i] holds shard i's flags; readState sets orphaned.
+	flags []uint8
+	// keys[m] is member m's key as read (zero when it has none) and sets[m]
+	// its shards as ascending indexes.
+	keys []Assignment
+	sets [][]int32
+	// dead are the workers with a key that are not live, sorted.
+	dead []string
+}
+
+// readState validates s and indexes it, or returns an error wrapping
+// ErrInvalidInput that lists every problem (up to maxProblems): empty or
+// duplicate member and shard IDs, a key of an empty worker ID, a key naming
+// a shard outside the set or naming one shard twice.
+func readState(s State) (*stepInput, error) {
+	shards, index := indexShards(s.Shards)
+	var check []shard.ID // the shards to sort and check: none in the numbered form
+	if index.byID != nil {
+		check = s.Shards
+	}
+	members, sorted, problems := sortIDs(s.Members, check)
+	if index.byID != nil {
+		shards = sorted
+		for i, id := range shards {
+			index.byID[id] = int32(i)
+		}
+	}
+	in := &stepInput{
+		now:     s.Now,
+		shards:  shards,
+		members: members,
+		ids:     make([]string, len(members)),
+		holder:  make([]int32, len(shards)),
+		flags:   make([]uint8, len(shards)),
+		keys:    make([]Assignment, len(members)),
+		sets:    make([][]int32, len(members)),
+	}
+	member := make(map[string]int32, len(members))
+	for m, mem := range members {
+		in.ids[m] = mem.ID
+		member[mem.ID] = int32(m)
+	}
+	for i := range in.holder {
+		in.holder[i] = -1
+	}
+	for id, h := range s.Holders {
+		i, ok := index.find(id)
+		switch m, live := member[h]; {
+		case !ok || h == "":
+		case live:
+			in.holder[i] = m
+		default:
+			in.flags[i] |= orphaned
+		}
+	}
+
+	total := 0
+	for _, a := range s.Assigned {
+		total += len(a.Shards)
+	}
+	backing := make([]int32, 0, total) // one allocation for every key's set
+	for _, w := range slices.Sorted(maps.Keys(s.Assigned)) {
+		a := s.Assigned[w]
+		if w == "" {
+			problems = append(problems, "assignment key of an empty worker ID")
+			continue
+		}
+		start := len(backing)
+		for _, id := range a.Shards {
+			if i, ok := index.find(id); ok {
+				backing = append(backing, i)
+			} else {
+				problems = append(problems, fmt.Sprintf("worker %q is assigned unknown shard %q", w, id))
+			}
+		}
+		set := backing[start:len(backing):len(backing)]
+		if !slices.IsSorted(set) {
+			slices.Sort(set)
+		}
+		for k := 1; k < len(set); k++ {
+			if set[k] == set[k-1] && (k < 2 || set[k-2] != set[k]) {
+				problems = append(problems, fmt.Sprintf("worker %q is assigned shard %q more than once", w, shards[set[k]]))
+			}
+		}
+		if m, live := member[w]; live {
+			in.keys[m], in.sets[m] = a, set
+		} else {
+			in.dead = append(in.dead, w)
+			for _, i := range set {
+				in.flags[i] |= orphaned
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return nil, invalid(problems)
+	}
+	return in, nil
+}
+
+// shardIndex finds a shard's position in the sorted shard set.
+//
+// The shard set of every fleet is a Config's IDs: a stem and the shard's
+// number, zero-padded to one width, in order. Such a set is recognised
+// (in one pass, without sorting) and an ID's position is read from its
+// digits; any other set is sorted and indexed by a map. The difference is
+// only speed: at 100,000 shards building and probing a map of that size
+// costs more than a whole steady step may.
+type shardIndex struct {
+	stem  string // the common prefix, up to and including the last '-'
+	width int    // digits after the stem
+	n     int
+	byID  map[shard.ID]int32 // nil for the stem-and-number form
+}
+
+// indexShards returns the shards sorted and their index. In the
+// stem-and-number form they are returned as given (they are sorted and
+// distinct already); otherwise the index's map is made but left empty for
+// the caller to fill from the sorted, checked copy.
+func indexShards(ss []shard.ID) ([]shard.ID, shardIndex) {
+	if ix, ok := numbered(ss); ok {
+		return ss, ix
+	}
+	return nil, shardIndex{byID: make(map[shard.ID]int32, len(ss))}
+}
+
+// numbered reports whether ss[i] is stem + i padded to one width, for
+// every i.
+func numbered(ss []shard.ID) (shardIndex, bool) {
+	if len(ss) == 0 {
+		return shardIndex{}, false
+	}
+	first := string(ss[0])
+	cut := strings.LastIndexByte(first, '-') + 1
+	ix := shardIndex{stem: first[:cut], width: len(first) - cut, n: len(ss)}
+	if ix.width == 0 || ix.width > 9 {
+		return shardIndex{}, false
+	}
+	for i, id := range ss {
+		if k, ok := ix.digits(id); !ok || k != int32(i) {
+			return shardIndex{}, false
+		}
+	}
+	return ix, true
+}
+
+// digits reads id as stem + a number of exactly width digits.
+func (ix shardIndex) digits(id shard.ID) (int32, bool) {
+	s := string(id)
+	if len(s) != len(ix.stem)+ix.width || !strings.HasPrefix(s, ix.stem) {
+		return 0, false
+	}
+	var k int32
+	for _, c := range []byte(s[len(ix.stem):]) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		k = k*10 + int32(c-'0')
+	}
+	return k, true
+}
+
+// find returns the position of id in the shard set.
+func (ix shardIndex) find(id shard.ID) (int32, bool) {
+	if ix.byID != nil {
+		i, ok := ix.byID[id]
+		return i, ok
+	}
+	k, ok := ix.digits(id)
+	return k, ok && int(k) < ix.n
+}

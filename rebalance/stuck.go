@@ -1,0 +1,97 @@
+package rebalance
+
+import (
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// judge counts the free shards in every member's key and decides which
+// members are stuck. A member is stuck while its key carries a stuck mark
+// for its current session. A member not marked is judged stuck now when its
+// key lists free shards, as many as the wait recorded in the key, and the
+// wait began StuckAfter or more ago: the worker took none of them for that
+// long. A worker that takes some (the count went down) or is given more
+// (it went up) starts a new wait instead; see nextKey.
+func (st *step) judge() {
+	for m, set := range st.sets {
+		for _, i := range set {
+			if st.holder[i] < 0 {
+				st.freeIn[m]++
+			}
+		}
+		key := st.keys[m]
+		if key.Stuck && key.StuckSession == st.members[m].Session {
+			st.stuck[m] = true
+			continue
+		}
+		waiting, since := st.wait(m)
+		st.stuck[m] = waiting > 0 && st.freeIn[m] == waiting && st.now.Sub(since) >= st.p.StuckAfter
+	}
+}
+
+// nextKey returns member m's key after this step and whether it must be
+// written. list is the key's new shard set when changed; grew
+// says that the new set contains the old one.
+//
+// The wait: when the set changes, Waiting becomes the number of free shards
+// in it and WaitingSince now, except that a change that only adds shards to
+// a worker that had taken none of those it was waiting for keeps its wait's
+// start (so that trickling more shards to a stuck worker does not postpone
+// the verdict). When the set stays, a wait starts when free shards appear
+// (or more of them), and the count is brought down to the present one only
+// at the verdict, StuckAfter after the wait began: a worker that took some
+// is not stuck and waits anew; a worker that took all has nothing to wait
+// for. Keys are thus written when the set changes, when a wait ends, and at
+// most once per StuckAfter while one lasts — not on every acquisition.
+func (st *step) nextKey(m int, list []shard.ID, changed, grew bool) (Assignment, bool) {
+	old := st.keys[m]
+	key := old
+	if changed {
+		key.Shards, key.Since = list, st.now
+	}
+	waiting, since := st.wait(m)
+	in, out := st.freeIn[m], st.freeOut[m]
+	key.Stuck, key.StuckSession = st.stuck[m], ""
+	switch {
+	case st.stuck[m]:
+		key.StuckSession = st.members[m].Session
+		key.Waiting, key.WaitingSince = 0, time.Time{}
+	case out == 0:
+		key.Waiting, key.WaitingSince = 0, time.Time{}
+	case changed:
+		key.Waiting, key.WaitingSince = out, st.now
+		if grew && in > 0 && in == waiting {
+			key.WaitingSince = since
+		}
+	case waiting == 0 || in > waiting:
+		key.Waiting, key.WaitingSince = in, st.now
+	case in < waiting && st.now.Sub(since) >= st.p.StuckAfter:
+		key.Waiting, key.WaitingSince = in, st.now
+	default:
+		key.Waiting, key.WaitingSince = waiting, since
+	}
+	write := changed || key.Stuck != old.Stuck || key.StuckSession != old.StuckSession ||
+		key.Waiting != old.Waiting || !key.WaitingSince.Equal(old.WaitingSince)
+	if write && !changed { // the same shards, sorted, in a slice of its own
+		key.Shards = make([]shard.ID, len(st.sets[m]))
+		for k, i := range st.sets[m] {
+			key.Shards[k] = st.shards[i]
+		}
+	}
+	return key, write
+}
+
+// wait returns the wait recorded in member m's key, or 0 and the zero time
+// when it records none usable: no free shard, no time, a time after now (a
+// key written by an assignor whose clock ran ahead: the wait restarts now),
+// or a stuck mark for another session (the key is about the member's
+// previous life).
+func (st *step) wait(m int) (int, time.Time) {
+	a := st.keys[m]
+	if a.Waiting <= 0 || a.WaitingSince.IsZero() || a.WaitingSince.After(st.now) ||
+		(a.Stuck && a.StuckSession != st.members[m].Session) {
+		return 0, time.Time{}
+	}
+	return a.Waiting, a.WaitingSince
+}
