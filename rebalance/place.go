@@ -64,6 +64,16 @@ func assign(shards []shard.ID, ids []string, owner []int, caps []int) []int {
 // shedding a held one costs a hand-off.
 func keep[I int | int32](shards []shard.ID, ids []string, owner []I, firm func(i int) bool, caps []int) (target []I, room []int) {
 	var sc scorer
+	room = slices.Clone(caps)
+	for _, o := range owner {
+		if o >= 0 {
+			room[o]--
+		}
+	}
+	if !slices.ContainsFunc(room, func(r int) bool { return r < 0 }) {
+		// Nobody is over its quota (the steady state): everyone keeps all.
+		return slices.Clone(owner), room
+	}
 	target = make([]I, len(shards))
 	for i := range target {
 		target[i] = -1

@@ -225,8 +225,10 @@ func (st *step) decision() Decision {
 		if m >= 0 && changed[m] {
 			lists[m] = append(lists[m], st.shards[i])
 		}
-		if mv, ok := st.move(i); ok {
-			d.Moves = append(d.Moves, mv)
+		if st.flags[i]&handedOff != 0 || (m >= 0 && st.holder[i] < 0) {
+			if mv, ok := st.move(i); ok {
+				d.Moves = append(d.Moves, mv)
+			}
 		}
 	}
 	for m := range w {

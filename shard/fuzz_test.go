@@ -80,6 +80,8 @@ func FuzzConfig(f *testing.F) {
 	f.Add([]byte(`{"shards":-1,"name":"x/"}`))
 	f.Add([]byte(`{"shards":"12"}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"shards":8,"protocol":-1}`))
+	f.Add([]byte(`{"shards":8,"protocol":1}`))
 	f.Fuzz(func(t *testing.T, value []byte) {
 		var c Config
 		if json.Unmarshal(value, &c) != nil {
@@ -91,14 +93,15 @@ func FuzzConfig(f *testing.F) {
 				t.Fatalf("%+v: %v does not wrap ErrInvalidConfig", c, err)
 			}
 			n := c.Normalize()
-			if !strings.Contains(err.Error(), fmt.Sprint(c.Shards)) && !strings.Contains(err.Error(), fmt.Sprintf("%q", n.Name)) {
-				t.Fatalf("%+v: %q names neither the count nor the name", c, err)
+			if !strings.Contains(err.Error(), fmt.Sprint(c.Shards)) && !strings.Contains(err.Error(), fmt.Sprintf("%q", n.Name)) &&
+				!strings.Contains(err.Error(), fmt.Sprintf("protocol %d", c.Protocol)) {
+				t.Fatalf("%+v: %q names neither the count, the name nor the protocol", c, err)
 			}
 			return
 		}
 		n := c.Normalize()
-		if n.Normalize() != n || !c.Equal(n) || !n.Equal(c) {
-			t.Fatalf("%+v: Normalize is not idempotent or Equal not reflexive", c)
+		if n.Normalize() != n || !c.Equal(n) || !n.Equal(c) || !c.SameFleet(n) || n.Protocol == 0 {
+			t.Fatalf("%+v: Normalize is not idempotent, Equal or SameFleet not reflexive, or no protocol filled in", c)
 		}
 		if c.Shards <= 4096 { // IDs of the largest fleets are checked by the unit tests
 			ids := c.IDs()

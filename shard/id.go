@@ -26,15 +26,23 @@ type Config struct {
 	// Name is the shard name stem; shard i is named Name + "-" + i padded to
 	// at least three digits. Default "stream/shard".
 	Name string `json:"name"`
+	// Protocol is the coordination protocol of the fleet (see Protocol).
+	// Zero means this build's Protocol. A stored config that names none
+	// was written by protocol 1 (LegacyProtocol).
+	Protocol int `json:"protocol"`
 }
 
 // DefaultName is the shard name stem used when Config.Name is empty.
 const DefaultName = "stream/shard"
 
-// Normalize returns c with defaults filled in. It does not modify c.
+// Normalize returns c with defaults filled in (Name, Protocol). It does
+// not modify c.
 func (c Config) Normalize() Config {
 	if c.Name == "" {
 		c.Name = DefaultName
+	}
+	if c.Protocol == 0 {
+		c.Protocol = Protocol
 	}
 	return c
 }
@@ -48,6 +56,9 @@ func (c Config) Validate() error {
 	if n := c.Normalize().Name; strings.ContainsAny(n, " \t\n") || strings.HasPrefix(n, "/") || strings.HasSuffix(n, "/") {
 		problems = append(problems, fmt.Sprintf("shard name %q must not contain spaces or start or end with '/'", n))
 	}
+	if c.Protocol < 0 {
+		problems = append(problems, fmt.Sprintf("protocol %d must not be negative (0 means this build's, %d)", c.Protocol, Protocol))
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
 	}
@@ -55,6 +66,7 @@ func (c Config) Validate() error {
 }
 
 // Equal reports whether two configurations describe the same shard set.
+// It does not compare Protocol: SameFleet does.
 func (c Config) Equal(o Config) bool {
 	c, o = c.Normalize(), o.Normalize()
 	return c.Shards == o.Shards && c.Name == o.Name

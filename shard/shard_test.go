@@ -81,6 +81,7 @@ func TestConfigValidateNamesTheValue(t *testing.T) {
 		{Config{Shards: MaxShards + 1}, "shard count 65537"},
 		{Config{Shards: 4, Name: "/abs"}, `"/abs"`},
 		{Config{Shards: 4, Name: "has space"}, `"has space"`},
+		{Config{Shards: 4, Protocol: -2}, "protocol -2"},
 	} {
 		err := tc.c.Validate()
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {

@@ -41,7 +41,7 @@ func newShardSet(cfg shard.Config) *shardSet {
 func (c *Coordinator) setFleet(cfg shard.Config) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.fleet == nil || !c.fleet.cfg.Equal(cfg) {
+	if c.fleet == nil || !c.fleet.cfg.SameFleet(cfg) {
 		c.fleet = newShardSet(cfg)
 	}
 }
@@ -58,17 +58,21 @@ func (c *Coordinator) fleetShards() *shardSet {
 func (c *Coordinator) storedShards(cfg shard.Config) *shardSet {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.stored == nil || !c.stored.cfg.Equal(cfg) {
+	if c.stored == nil || !c.stored.cfg.SameFleet(cfg) {
 		c.stored = newShardSet(cfg)
 	}
 	return c.stored
 }
 
 // parseConfig reads a P/config value; the error says what is wrong with it.
+// A value that names no protocol was written by protocol 1.
 func parseConfig(value []byte) (shard.Config, error) {
 	var cfg shard.Config
 	if err := json.Unmarshal(value, &cfg); err != nil {
 		return shard.Config{}, fmt.Errorf("malformed config value (want JSON shard.Config): %w", err)
+	}
+	if cfg.Protocol == 0 {
+		cfg.Protocol = shard.LegacyProtocol
 	}
 	if err := cfg.Validate(); err != nil {
 		return shard.Config{}, fmt.Errorf("invalid config: %w", err)
@@ -113,9 +117,13 @@ func (c *Coordinator) drift(stored *api.KVPair, cfg shard.Config, bad error, run
 	case bad != nil:
 		return fmt.Sprintf("stored value is not a config (%v) and differs from the one this fleet runs %s: ignored; %s — workers that restart will refuse to start",
 			bad, describeConfig(runs), restore)
-	case !cfg.Equal(runs):
-		return fmt.Sprintf("stored config %s differs from the one this fleet runs %s: ignored; %s — workers that restart will refuse to start",
-			describeConfig(cfg), describeConfig(runs), restore)
+	case !cfg.SameFleet(runs):
+		var protocol string
+		if cfg.Protocol != runs.Protocol {
+			protocol = fmt.Sprintf(" (written by protocol %d; this fleet runs protocol %d, and a fleet runs one)", cfg.Protocol, runs.Protocol)
+		}
+		return fmt.Sprintf("stored config %s differs from the one this fleet runs %s%s: ignored; %s — workers that restart will refuse to start",
+			describeConfig(cfg), describeConfig(runs), protocol, restore)
 	}
 	return ""
 }

@@ -16,7 +16,9 @@ import (
 // Once it succeeds, the coordinator runs that config for good: a P/config
 // rewritten later is reported in Snapshot.Problems, never adopted (see
 // fleetconfig.go).
-// A stored config that differs wraps shard.ErrConfigMismatch and names both;
+// A stored config that differs, in its shard set or its protocol (a stored
+// config without one is protocol 1), is refused with
+// shard.ConfigMismatch's error, which names both;
 // one that is not a valid config also wraps shard.ErrConfigMismatch and says
 // how to repair it. An invalid cfg gets cfg.Validate's error.
 func (c *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
@@ -58,9 +60,8 @@ func (c *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Co
 			return shard.Config{}, fmt.Errorf("%w: the fleet's stored config at %q is not a valid config (%v); fix it or delete the key (`consul kv delete %s`)",
 				shard.ErrConfigMismatch, c.configKey(), err, c.configKey())
 		}
-		if !stored.Equal(cfg) {
-			return stored, fmt.Errorf("%w: the fleet has %d shards named %q, this config has %d shards named %q",
-				shard.ErrConfigMismatch, stored.Shards, stored.Name, cfg.Shards, cfg.Name)
+		if err := shard.ConfigMismatch(stored, cfg); err != nil {
+			return stored, err
 		}
 		c.setFleet(stored)
 		return stored, nil

@@ -3,6 +3,7 @@ package coordtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -88,11 +89,11 @@ func (s *suite) configure(t *testing.T) {
 		t.Fatalf("fresh fleet has a config: %+v", snap.Config)
 	}
 	got, err := c.Configure(ctx, shard.Config{Shards: 8})
-	want := shard.Config{Shards: 8, Name: shard.DefaultName}
+	want := shard.Config{Shards: 8, Name: shard.DefaultName, Protocol: shard.Protocol}
 	if err != nil || got != want {
 		t.Fatalf("first Configure = %+v, %v; want %+v", got, err, want)
 	}
-	for _, same := range []shard.Config{{Shards: 8}, {Shards: 8, Name: shard.DefaultName}} {
+	for _, same := range []shard.Config{{Shards: 8}, {Shards: 8, Name: shard.DefaultName}, {Shards: 8, Protocol: shard.Protocol}} {
 		if got, err := c.Configure(ctx, same); err != nil || got != want {
 			t.Fatalf("Configure(%+v) again = %+v, %v; want %+v", same, got, err, want)
 		}
@@ -113,6 +114,39 @@ func (s *suite) configure(t *testing.T) {
 	}
 	if snap := snapshot(t, c); snap.Config == nil || *snap.Config != want {
 		t.Fatalf("snapshot config = %+v, want %+v", snap.Config, want)
+	}
+}
+
+// configureProtocol: a fleet runs one protocol. A worker that brings
+// another one than the fleet stored, older or newer, is refused with
+// ErrConfigMismatch naming both protocols and saying there are no mixed
+// fleets; it gets the stored config, and nothing is written.
+func (s *suite) configureProtocol(t *testing.T) {
+	for _, tt := range []struct{ stored, brought int }{{1, 0}, {0, 1}, {0, shard.Protocol + 1}} {
+		t.Run(fmt.Sprintf("stored %d brought %d", tt.stored, tt.brought), func(t *testing.T) {
+			c := s.open(t)
+			stored, err := c.Configure(t.Context(), shard.Config{Shards: 8, Protocol: tt.stored})
+			if err != nil {
+				t.Fatal(err)
+			}
+			idx := snapshot(t, c).Index
+			got, err := c.Configure(t.Context(), shard.Config{Shards: 8, Protocol: tt.brought})
+			if !errors.Is(err, shard.ErrConfigMismatch) || got != stored {
+				t.Fatalf("Configure with protocol %d on a protocol %d fleet = %+v, %v; want %+v and ErrConfigMismatch", tt.brought, tt.stored, got, err, stored)
+			}
+			brought := shard.Config{Shards: 8, Protocol: tt.brought}.Normalize()
+			for _, part := range []string{fmt.Sprintf("protocol %d", stored.Protocol), fmt.Sprintf("protocol %d", brought.Protocol), "no mixed fleets"} {
+				if !strings.Contains(err.Error(), part) {
+					t.Errorf("mismatch error %q does not say %q", err, part)
+				}
+			}
+			if strings.Contains(err.Error(), "shards named") {
+				t.Errorf("mismatch error %q speaks of the shard set, which is the same", err)
+			}
+			if now := snapshot(t, c).Index; now != idx {
+				t.Errorf("the refused Configure wrote: index %d -> %d", idx, now)
+			}
+		})
 	}
 }
 

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) shard.Coordinator, opts ...Option
 		{"GoneSession", s.goneSession},
 		{"CanceledContext", s.canceledContext},
 		{"ConcurrentAcquirers", s.concurrent},
+		{"ConfigureProtocol", s.configureProtocol},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

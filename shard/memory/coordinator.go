@@ -3,7 +3,6 @@ package memory
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -134,11 +133,12 @@ func New(opts ...Option) *Coordinator {
 	return c
 }
 
-// Configure stores cfg (normalized) as the fleet's config if none is stored,
-// in one write. If the same config is stored it returns it without a write;
-// if a different one is, it returns the stored config and an error wrapping
-// shard.ErrConfigMismatch that names both. An invalid cfg gets cfg.Validate's
-// error and changes nothing.
+// Configure stores cfg (normalized: its Protocol is this build's unless it
+// names one) as the fleet's config if none is stored, in one write. If the
+// same config is stored it returns it without a write; if a different one
+// is (another shard set or another protocol), it returns the stored config
+// and shard.ConfigMismatch's error, which names both. An invalid cfg gets
+// cfg.Validate's error and changes nothing.
 func (c *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
 	if err := ctxErr(ctx); err != nil {
 		return shard.Config{}, err
@@ -154,11 +154,7 @@ func (c *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Co
 
 	if c.config != nil {
 		stored := *c.config
-		if stored.Equal(cfg) {
-			return stored, nil
-		}
-		return stored, fmt.Errorf("%w: the fleet has %d shards named %q, this config has %d shards named %q",
-			shard.ErrConfigMismatch, stored.Shards, stored.Name, cfg.Shards, cfg.Name)
+		return stored, shard.ConfigMismatch(stored, cfg)
 	}
 	c.commitLocked()
 	c.config = &cfg

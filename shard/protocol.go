@@ -1,0 +1,48 @@
+package shard
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Protocol is the coordination protocol this build speaks, recorded in the
+// fleet's config (P/config, "protocol"). Protocol 1: every worker lists the
+// fleet and plans for itself. Protocol 2: one elected assignor holds
+// P/assignor and writes each worker's assignment, P/assign/<worker>.
+//
+// A fleet runs one protocol. A worker refuses to join a fleet whose stored
+// config names another (Configure fails with ErrConfigMismatch, see
+// ConfigMismatch): there is no compatibility layer and no mixed fleet.
+const Protocol = 2
+
+// LegacyProtocol is the protocol of a stored config that names none: every
+// fleet configured before protocols were recorded.
+const LegacyProtocol = 1
+
+// SameFleet reports whether a worker that brings config c may join a fleet
+// that stored config o: the same shard set and the same protocol.
+func (c Config) SameFleet(o Config) bool {
+	return c.Equal(o) && c.Normalize().Protocol == o.Normalize().Protocol
+}
+
+// ConfigMismatch returns nil when a worker that brings mine may join a
+// fleet that stored stored, and otherwise an error wrapping
+// ErrConfigMismatch that names both shard sets, both protocols, or both.
+// Coordinators return it from Configure, so every backend refuses in the
+// same words.
+func ConfigMismatch(stored, mine Config) error {
+	stored, mine = stored.Normalize(), mine.Normalize()
+	var parts []string
+	if !stored.Equal(mine) {
+		parts = append(parts, fmt.Sprintf("the fleet has %d shards named %q, this config has %d shards named %q",
+			stored.Shards, stored.Name, mine.Shards, mine.Name))
+	}
+	if stored.Protocol != mine.Protocol {
+		parts = append(parts, fmt.Sprintf("the fleet runs protocol %d and this worker protocol %d: no mixed fleets — stop the whole fleet and remove its config before starting protocol %d workers on it, or use another prefix",
+			stored.Protocol, mine.Protocol, mine.Protocol))
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrConfigMismatch, strings.Join(parts, "; "))
+}
