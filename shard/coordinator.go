@@ -68,16 +68,22 @@ type ShardState struct {
 // Held reports whether a session holds the shard.
 func (s ShardState) Held() bool { return s.Session != "" }
 
-// Snapshot is one consistent view of a fleet: its config, members and shard
-// keys, at coordinator index Index. Members and Shards are sorted by ID.
-// Shards lists only keys that exist; a shard never acquired has no key.
+// Snapshot is one consistent view of a fleet: its config, members, shard
+// keys, assignor and assignment keys, at coordinator index Index. Members
+// and Shards are sorted by ID. Shards lists only keys that exist; a shard
+// never acquired has no key.
 type Snapshot struct {
 	Index   uint64        `json:"index"`
 	Config  *Config       `json:"config,omitempty"`
 	Members []MemberState `json:"members"`
 	Shards  []ShardState  `json:"shards"`
+	// Assignor is P/assignor (Index: its modify index, 0 when missing).
+	Assignor AssignorKey `json:"assignor"`
+	// Assignments are the assignment keys that can be read, by worker.
+	// Never nil in a snapshot a coordinator returned.
+	Assignments map[string]Assignment `json:"assignments"`
 	// Problems lists foreign or malformed keys found under the prefix; they
-	// are ignored, never treated as owners.
+	// are ignored, never treated as owners or assignments.
 	Problems []string `json:"problems,omitempty"`
 }
 
@@ -152,7 +158,71 @@ type Coordinator interface {
 	// Watch returns the fleet's snapshot as soon as its index is greater
 	// than after (at once when after is 0). It blocks until then or until
 	// ctx ends. Callers follow the blocking-query rules of NextIndex.
+	//
+	// A snapshot lists the whole prefix, assignment keys included; a worker
+	// of protocol 2 does not need it (only the assignor, dashboards and
+	// operators' tools list the fleet).
 	Watch(ctx context.Context, after uint64) (Snapshot, error)
+
+	// The assignor (protocol 2). Every worker is a candidate: it campaigns
+	// for P/assignor with its own session, and the holder writes every
+	// worker's assignment key. The assignor holds no state that is not in
+	// the coordinator, so a new one rebuilds everything from a Snapshot.
+
+	// Campaign tries to lock P/assignor with the session, its value naming
+	// worker, and returns the holder's epoch: the coordinator index of the
+	// write that took the lock, read in the same transaction. held is false
+	// (epoch 0, no error) when another session holds the lock or it is in
+	// lock-delay after its last holder's session was invalidated; the
+	// caller waits (WatchAssignor) and campaigns again — also once the
+	// lock-delay is over, which wakes no watcher. A session that already
+	// holds the lock gets its current epoch without a write. The epoch is
+	// the key's modify index, so any later write to the key (an operator's
+	// put) moves it: Assign with the old epoch is then refused, and the
+	// holder campaigns again to learn the new one.
+	//
+	// The lock dies with the session: when the session is invalidated
+	// (expiry, destroy, a failed check) P/assignor is free again after the
+	// session's lock-delay, exactly as its shard locks are. A gone session
+	// wraps ErrSessionInvalid; an empty worker ErrInvalidArgument.
+	Campaign(ctx context.Context, id SessionID, worker string) (epoch Token, held bool, err error)
+	// Resign releases P/assignor if the session holds it, keeping its
+	// value; no lock-delay, so another candidate may take it at once. Not
+	// holding it is not an error; a gone session wraps ErrSessionInvalid.
+	Resign(ctx context.Context, id SessionID) error
+	// WatchAssignor returns P/assignor as soon as its index is greater than
+	// after (at once when after is 0), or when the coordinator's blocking
+	// wait ends; callers follow NextIndex. Candidates wait on it for the
+	// holder to go, and the holder for its own removal.
+	WatchAssignor(ctx context.Context, after uint64) (AssignorKey, error)
+	// Assign writes the assignment keys of set, P/assign/<worker> for each
+	// worker (nil: the key is deleted), each value's Epoch set to epoch.
+	// It takes as few coordinator transactions as the coordinator's cap
+	// allows (Consul: 128 operations per /v1/txn), workers in sorted
+	// order, and EACH transaction first checks that the session still
+	// holds P/assignor at exactly epoch: a paused or deposed assignor's
+	// writes are refused by the coordinator itself. When a check fails,
+	// nothing of that transaction is written and the error wraps
+	// ErrNotAssignor; transactions before it stay written (the error says
+	// how many keys), so the next assignor must not trust assignment keys
+	// and rebuilds from ownership. A session that is gone holds nothing:
+	// that too is ErrNotAssignor.
+	//
+	// Before anything is written: an empty worker wraps
+	// ErrInvalidArgument, a shard outside the fleet's config wraps
+	// ErrUnknownShard, and an unconfigured fleet ErrInvalidArgument. An
+	// empty set writes and checks nothing. Assign does not modify set.
+	Assign(ctx context.Context, id SessionID, epoch Token, set map[string]*Assignment) error
+	// WatchAssignment returns worker's assignment key as soon as its index
+	// is greater than after (at once when after is 0), or when the
+	// coordinator's blocking wait ends; callers follow NextIndex. It reads
+	// one key, so a worker follows its own assignment without listing the
+	// fleet, and writes of other workers' keys do not wake it while its key
+	// exists. (While the key is missing, Consul answers with an index of
+	// the whole store, so other writes may wake it; see shard/consul.) A
+	// value that cannot be read is returned with Exists set and Problem
+	// saying why. An empty worker wraps ErrInvalidArgument.
+	WatchAssignment(ctx context.Context, worker string, after uint64) (AssignmentKey, error)
 }
 
 // NextIndex applies Consul's blocking-query rules to the index a watch

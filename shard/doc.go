@@ -9,6 +9,12 @@
 // Validate leaves room for two renewal attempts and the stated pause budget
 // inside one TTL.
 //
+// An assignor epoch is likewise the write index of the write that took
+// P/assignor, so epochs strictly increase across assignors, and the
+// coordinator refuses an Assign of any session but the holder at its
+// epoch (ErrNotAssignor). An assignment is advice: ownership is the
+// shard's lock and nothing else.
+//
 // What it does not guarantee: that a lease is still held. A holder that was
 // paused or partitioned may believe it owns a shard after the coordinator has
 // handed it to someone else; only a store that checks the Token (package

@@ -113,3 +113,38 @@ func (p *pausable) WatchMember(ctx context.Context, id string, after uint64) (sh
 	}
 	return p.Coordinator.WatchMember(ctx, id, after)
 }
+
+func (p *pausable) Campaign(ctx context.Context, id shard.SessionID, worker string) (shard.Token, bool, error) {
+	if err := p.wait(ctx); err != nil {
+		return 0, false, err
+	}
+	return p.Coordinator.Campaign(ctx, id, worker)
+}
+
+func (p *pausable) Resign(ctx context.Context, id shard.SessionID) error {
+	if err := p.wait(ctx); err != nil {
+		return err
+	}
+	return p.Coordinator.Resign(ctx, id)
+}
+
+func (p *pausable) WatchAssignor(ctx context.Context, after uint64) (shard.AssignorKey, error) {
+	if err := p.wait(ctx); err != nil {
+		return shard.AssignorKey{}, err
+	}
+	return p.Coordinator.WatchAssignor(ctx, after)
+}
+
+func (p *pausable) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
+	if err := p.wait(ctx); err != nil {
+		return err
+	}
+	return p.Coordinator.Assign(ctx, id, epoch, set)
+}
+
+func (p *pausable) WatchAssignment(ctx context.Context, worker string, after uint64) (shard.AssignmentKey, error) {
+	if err := p.wait(ctx); err != nil {
+		return shard.AssignmentKey{}, err
+	}
+	return p.Coordinator.WatchAssignment(ctx, worker, after)
+}

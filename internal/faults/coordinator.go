@@ -150,3 +150,47 @@ func (f *Coordinator) WatchMember(ctx context.Context, id string, after uint64) 
 	}
 	return k, err
 }
+
+func (f *Coordinator) Campaign(ctx context.Context, id shard.SessionID, worker string) (shard.Token, bool, error) {
+	if err := f.admit(ctx, "campaign"); err != nil {
+		return 0, false, err
+	}
+	return f.inner.Campaign(ctx, id, worker)
+}
+
+func (f *Coordinator) Resign(ctx context.Context, id shard.SessionID) error {
+	if err := f.admit(ctx, "resign"); err != nil {
+		return err
+	}
+	return f.inner.Resign(ctx, id)
+}
+
+func (f *Coordinator) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
+	if err := f.admit(ctx, "assign"); err != nil {
+		return err
+	}
+	return f.inner.Assign(ctx, id, epoch, set)
+}
+
+// WatchAssignor and WatchAssignment are blocking queries, as Watch is.
+func (f *Coordinator) WatchAssignor(ctx context.Context, after uint64) (shard.AssignorKey, error) {
+	if err := f.admit(ctx, "watch assignor"); err != nil {
+		return shard.AssignorKey{}, err
+	}
+	k, err := f.inner.WatchAssignor(ctx, after)
+	if aerr := f.admit(ctx, "watch assignor"); aerr != nil {
+		return shard.AssignorKey{}, aerr
+	}
+	return k, err
+}
+
+func (f *Coordinator) WatchAssignment(ctx context.Context, worker string, after uint64) (shard.AssignmentKey, error) {
+	if err := f.admit(ctx, "watch assignment"); err != nil {
+		return shard.AssignmentKey{}, err
+	}
+	k, err := f.inner.WatchAssignment(ctx, worker, after)
+	if aerr := f.admit(ctx, "watch assignment"); aerr != nil {
+		return shard.AssignmentKey{}, aerr
+	}
+	return k, err
+}

@@ -228,6 +228,19 @@ func (failing) Release(context.Context, shard.SessionID, []shard.ID, string) err
 func (failing) WatchMember(context.Context, string, uint64) (shard.MemberKey, error) {
 	return shard.MemberKey{}, nil
 }
+func (failing) Campaign(context.Context, shard.SessionID, string) (shard.Token, bool, error) {
+	return 0, false, nil
+}
+func (failing) Resign(context.Context, shard.SessionID) error { return nil }
+func (failing) WatchAssignor(context.Context, uint64) (shard.AssignorKey, error) {
+	return shard.AssignorKey{}, nil
+}
+func (failing) Assign(context.Context, shard.SessionID, shard.Token, map[string]*shard.Assignment) error {
+	return nil
+}
+func (failing) WatchAssignment(context.Context, string, uint64) (shard.AssignmentKey, error) {
+	return shard.AssignmentKey{}, nil
+}
 
 func TestEventStrings(t *testing.T) {
 	e := Event{Kind: Acquired, Shard: "s-1", Worker: "a", From: "a", Token: 4, Reason: "adopted"}

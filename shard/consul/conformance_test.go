@@ -36,6 +36,7 @@ func TestConformance(t *testing.T) {
 				coordtest.WithOperator(kvOperator{}),
 				coordtest.WithTiming(m.timing),
 				coordtest.WithMaxTxnShards(consul.MaxTxnShards),
+				coordtest.WithMaxTxnAssignments(consul.MaxTxnAssignments),
 			)
 		})
 	}
@@ -66,5 +67,20 @@ func (kvOperator) PutMember(t *testing.T, c shard.Coordinator, m shard.Member) {
 	}
 	if _, err := cc.Client().KV().Put(&api.KVPair{Key: cc.Prefix() + "/members/" + m.ID, Value: value}, nil); err != nil {
 		t.Fatalf("putting member key %s: %v", m.ID, err)
+	}
+}
+
+func (kvOperator) DeleteAssignor(t *testing.T, c shard.Coordinator) {
+	cc := c.(*consul.Coordinator)
+	if _, err := cc.Client().KV().Delete(cc.Prefix()+"/assignor", nil); err != nil {
+		t.Fatalf("deleting the assignor key: %v", err)
+	}
+}
+
+// PutAssignment is a plain PUT of the value as given.
+func (kvOperator) PutAssignment(t *testing.T, c shard.Coordinator, worker string, value []byte) {
+	cc := c.(*consul.Coordinator)
+	if _, err := cc.Client().KV().Put(&api.KVPair{Key: cc.Prefix() + "/assign/" + worker, Value: value}, nil); err != nil {
+		t.Fatalf("putting assignment key %s: %v", worker, err)
 	}
 }

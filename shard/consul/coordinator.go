@@ -123,6 +123,10 @@ func (c *Coordinator) Client() *api.Client { return c.client }
 func (c *Coordinator) configKey() string           { return c.prefix + "config" }
 func (c *Coordinator) memberKey(id string) string  { return c.prefix + "members/" + id }
 func (c *Coordinator) shardKey(id shard.ID) string { return c.prefix + "shards/" + string(id) }
+func (c *Coordinator) assignorKey() string         { return c.prefix + "assignor" }
+func (c *Coordinator) assignKey(worker string) string {
+	return c.prefix + "assign/" + worker
+}
 
 func (c *Coordinator) shardOfKey(key string) shard.ID {
 	return shard.ID(strings.TrimPrefix(key, c.prefix+"shards/"))

@@ -10,6 +10,11 @@
 //	P/config             JSON shard.Config, written once (CAS, index 0)
 //	P/members/<worker>   JSON shard.Member, locked by the worker's session
 //	P/shards/<shard>     JSON shard.Owner, locked by the owner's session
+//	P/assignor           JSON {worker, since}, locked by the assignor's own
+//	                     worker session; its ModifyIndex is the epoch
+//	P/assign/<worker>    JSON {epoch, since, shards, stuck, stuck_session},
+//	                     shards as index ranges ("0-99,150"); written only
+//	                     by the assignor (shard.Config.EncodeAssignment)
 //
 // P/offsets/ belongs to the offsets store and is left alone. Anything else
 // under P is reported in Snapshot.Problems and ignored.
@@ -52,6 +57,15 @@
 //     to everyone for its lock-delay (measured on 1.14.8: a 2 s delay
 //     refused every acquire until 2.0 s after the destroy). Its member keys
 //     are unlocked first, so a worker can join again under its ID at once.
+//   - The assignor's epoch is the ModifyIndex read by a get in the same
+//     transaction as its lock of P/assignor, so epochs strictly increase
+//     across holders, also after the key was deleted. P/assignor dies with
+//     its session and its lock-delay applies, as for shard keys.
+//   - Every /v1/txn transaction of an Assign opens with check-session and
+//     check-index on P/assignor (the caller's session and epoch), so a
+//     paused or deposed assignor's write is refused by Consul itself; it
+//     carries at most MaxTxnAssignments keys and about 480 KiB (Consul
+//     1.14.8 refuses a body over txn_max_req_len, 512 KiB by default).
 //   - Watch never returns an unchanged index, and deletes dead member keys
 //     after Config.MemberGrace with a CAS on their ModifyIndex.
 //   - A coordinator runs the config its Configure settled for good. A
@@ -66,9 +80,10 @@
 // # What it does not guarantee
 //
 //   - Atomicity across transactions: an Acquire of more than MaxTxnShards
-//     shards is several writes, and a failure half-way leaves the earlier
-//     ones in place (their claims are returned with the error). Watchers may
-//     see the batches one by one.
+//     shards, or an Assign of more than one transaction's keys, is several
+//     writes, and a failure half-way leaves the earlier ones in place (an
+//     Acquire returns their claims with the error, an Assign says how many
+//     keys they wrote). Watchers may see the batches one by one.
 //   - Exact timing: invalidation happens on Consul's timers (the check's TTL
 //     plus a sync, or between TTL and 2·TTL), never before TTL.
 //   - That a renewal that succeeded means the session is still alive a

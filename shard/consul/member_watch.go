@@ -37,18 +37,11 @@ func (c *Coordinator) WatchMember(ctx context.Context, id string, after uint64) 
 	if id == "" {
 		return shard.MemberKey{}, fmt.Errorf("%w: member id is empty", shard.ErrInvalidArgument)
 	}
-	var (
-		kv   *api.KVPair
-		meta *api.QueryMeta
-	)
-	err := c.blockingQuery(ctx, "watch member "+id, after, c.cfg.WatchWait, func(q *api.QueryOptions) (err error) {
-		kv, meta, err = c.client.KV().Get(c.memberKey(id), q)
-		return err
-	})
+	kv, index, err := c.watchKey(ctx, "watch member "+id, c.memberKey(id), after)
 	if err != nil {
 		return shard.MemberKey{}, err
 	}
-	key := shard.MemberKey{Index: meta.LastIndex}
+	key := shard.MemberKey{Index: index}
 	if kv == nil {
 		return key, nil
 	}

@@ -32,8 +32,9 @@ const minGCWait = 100 * time.Millisecond
 //
 // Keys under the prefix that are not the fleet's (foreign keys, malformed
 // values, shards outside the config) are listed in Snapshot.Problems and
-// never become members or owners; a shard key with a malformed value is
-// still shown with its lock holder and token, because the lock is real.
+// never become members, owners or assignments; a shard key or P/assignor
+// with a malformed value is still shown with its lock holder and token
+// (epoch), because the lock is real.
 // Snapshot.Config is the config Configure settled, once it has; a P/config
 // that differs from it, cannot be read or is missing is a problem naming
 // both, never adopted. Before Configure (an operator's view) it is the
@@ -109,10 +110,28 @@ func (c *Coordinator) blockingQuery(ctx context.Context, op string, after uint64
 	return c.fail(ctx, op, err)
 }
 
+// watchKey is one blocking get of key (WaitIndex after, WaitTime
+// WatchWait), bounded as blockingQuery bounds it: the key (nil when it is
+// missing) and Consul's X-Consul-Index for it.
+func (c *Coordinator) watchKey(ctx context.Context, op, key string, after uint64) (*api.KVPair, uint64, error) {
+	var (
+		kv   *api.KVPair
+		meta *api.QueryMeta
+	)
+	err := c.blockingQuery(ctx, op, after, c.cfg.WatchWait, func(q *api.QueryOptions) (err error) {
+		kv, meta, err = c.client.KV().Get(key, q)
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return kv, meta.LastIndex, nil
+}
+
 // decode turns the prefix's keys into a snapshot. It never fails: what it
 // cannot read becomes a problem.
 func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
-	snap := shard.Snapshot{Index: index, Members: []shard.MemberState{}, Shards: []shard.ShardState{}}
+	snap := shard.Snapshot{Index: index, Members: []shard.MemberState{}, Shards: []shard.ShardState{}, Assignments: map[string]shard.Assignment{}}
 	problem := func(key, format string, args ...any) {
 		snap.Problems = append(snap.Problems, fmt.Sprintf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
@@ -145,6 +164,23 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 		rel := strings.TrimPrefix(kv.Key, c.prefix)
 		switch {
 		case kv.Key == c.configKey():
+		case kv.Key == c.assignorKey():
+			snap.Assignor = decodeAssignor(kv)
+			if snap.Assignor.Problem != "" {
+				snap.Problems = append(snap.Problems, snap.Assignor.Problem)
+			}
+		case strings.HasPrefix(rel, "assign/"):
+			worker := strings.TrimPrefix(rel, "assign/")
+			if worker == "" {
+				problem(kv.Key, "assignment key without a worker id")
+				continue
+			}
+			a, bad := decodeAssignment(set, kv)
+			if bad != "" {
+				snap.Problems = append(snap.Problems, bad)
+				continue
+			}
+			snap.Assignments[worker] = a
 		case strings.HasPrefix(rel, "offsets/"):
 		case strings.HasPrefix(rel, "members/"):
 			id := strings.TrimPrefix(rel, "members/")

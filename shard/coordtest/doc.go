@@ -19,8 +19,18 @@
 // a member watch that wakes for its key's every change (its session's
 // write, an operator's put, the session's end, a delete) and for nothing
 // else; an acquisition larger than one transaction; Configure mismatch
-// naming both configs; Join conflict; argument and gone-session errors;
-// concurrent acquirers never overlap.
+// naming both configs, or both protocols; Join conflict; argument and
+// gone-session errors; concurrent acquirers never overlap. The assignor:
+// Campaign takes P/assignor with an epoch that increases across holders
+// (also after the key was deleted), is idempotent for the holder and
+// refuses others without a write; Resign frees it at once; the lock dies
+// with its session and stays closed for the lock-delay; Assign is refused
+// (ErrNotAssignor, nothing written) to any session but the holder at its
+// exact epoch, splits into transactions of the coordinator's size and
+// writes them all; WatchAssignment wakes for its own key's write and
+// deletion and not for other keys while its key exists; snapshots list
+// the assignor and the assignments, and unreadable assignment values as
+// problems.
 //
 // Timing is real time, bounded by Timing: a coordinator with slower
 // invalidation (Consul's session TTL mode takes up to 2·TTL) states it
@@ -29,7 +39,10 @@
 //
 // What it does not check: behaviour that legitimately differs (see the
 // package docs of shard/memory and shard/consul): exact index values, a
-// watch index ahead of the store's, Problems, lock-delay on member keys,
-// whether a member watch on a missing key wakes for other writes (Consul's
-// index of a missing key is the whole store's, so it does).
+// watch index ahead of the store's, Problems other than unreadable
+// assignment values, lock-delay on member keys, whether a member or
+// assignment watch on a missing key wakes for other writes (Consul's index
+// of a missing key is the whole store's, so it may), and that every
+// transaction of a split Assign checks the assignor lock (an embedded
+// coordinator's call is atomic; shard/consul tests it on its own).
 package coordtest

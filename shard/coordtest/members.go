@@ -1,6 +1,8 @@
 package coordtest
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -67,40 +69,53 @@ func (s *suite) watchMember(t *testing.T) {
 
 // memberWakes starts WatchMember(id, after), makes the noise writes and
 // checks that the watch is still blocked a while later, then makes the
-// write and returns what the watch returned for it. The watch runs on its
-// own goroutine so that the writes, which may fail the test, run on the
-// test's; a watch left blocked ends with the test's context.
+// write and returns what the watch returned for it.
 func (s *suite) memberWakes(t *testing.T, c shard.Coordinator, id string, after uint64, what string, noise, write func()) shard.MemberKey {
 	t.Helper()
+	return wakes(t, s.o.timing.Slack, fmt.Sprintf("WatchMember(%s, %d)", id, after), what, after,
+		func(ctx context.Context) (shard.MemberKey, error) { return c.WatchMember(ctx, id, after) },
+		func(k shard.MemberKey) uint64 { return k.Index }, noise, write)
+}
+
+// wakes starts watch on its own goroutine, makes the noise writes and
+// checks that the watch is still blocked a while later (quiet), then makes
+// the write and returns what the watch returned for it, which must come
+// within slack with an index above after. The writes, which may fail the
+// test, run on the test's goroutine; a watch left blocked ends with the
+// test's context. name is the watch call, for messages.
+func wakes[K any](t *testing.T, slack time.Duration, name, what string, after uint64,
+	watch func(context.Context) (K, error), index func(K) uint64, noise, write func()) K {
+	t.Helper()
 	type result struct {
-		key shard.MemberKey
+		key K
 		err error
 	}
 	woke := make(chan result, 1)
 	go func() {
-		k, err := c.WatchMember(t.Context(), id, after)
+		k, err := watch(t.Context())
 		woke <- result{k, err}
 	}()
 	noise()
 	select {
 	case r := <-woke:
-		t.Fatalf("WatchMember(%s, %d) returned before %s, after writes to other keys only: %+v, %v", id, after, what, r.key, r.err)
+		t.Fatalf("%s returned before %s, after writes to other keys only: %+v, %v", name, what, r.key, r.err)
 	case <-time.After(quiet):
 	}
 	write()
 	select {
 	case r := <-woke:
 		if r.err != nil {
-			t.Fatalf("WatchMember(%s, %d) woken by %s: %v", id, after, what, r.err)
+			t.Fatalf("%s woken by %s: %v", name, what, r.err)
 		}
-		if r.key.Index <= after || shard.NextIndex(after, r.key.Index) != r.key.Index {
-			t.Fatalf("WatchMember(%s, %d) woken by %s returned index %d, want a higher one", id, after, what, r.key.Index)
+		if i := index(r.key); i <= after || shard.NextIndex(after, i) != i {
+			t.Fatalf("%s woken by %s returned index %d, want a higher one", name, what, i)
 		}
 		return r.key
-	case <-time.After(s.o.timing.Slack):
-		t.Fatalf("WatchMember(%s, %d) still blocked %v after %s", id, after, s.o.timing.Slack, what)
+	case <-time.After(slack):
+		t.Fatalf("%s still blocked %v after %s", name, slack, what)
 	}
-	return shard.MemberKey{}
+	var zero K
+	return zero
 }
 
 // quiet is how long a watch must stay blocked to count as not woken.

@@ -30,6 +30,7 @@ func TestMemory(t *testing.T) {
 			Slack:        time.Second,
 		}),
 		coordtest.WithMaxTxnShards(memory.MaxTxnShards),
+		coordtest.WithMaxTxnAssignments(memory.MaxTxnAssignments),
 	)
 }
 
@@ -50,4 +51,14 @@ func (memoryOperator) DeleteMember(t *testing.T, c shard.Coordinator, id string)
 
 func (memoryOperator) PutMember(t *testing.T, c shard.Coordinator, m shard.Member) {
 	c.(*memory.Coordinator).PutMember(m)
+}
+
+func (memoryOperator) DeleteAssignor(t *testing.T, c shard.Coordinator) {
+	if !c.(*memory.Coordinator).DeleteAssignor() {
+		t.Fatal("DeleteAssignor: no such key")
+	}
+}
+
+func (memoryOperator) PutAssignment(t *testing.T, c shard.Coordinator, worker string, value []byte) {
+	c.(*memory.Coordinator).PutAssignmentValue(worker, value)
 }

@@ -28,16 +28,18 @@ type Timing struct {
 }
 
 type options struct {
-	operator     Operator
-	timing       Timing
-	maxTxnShards int
+	operator          Operator
+	timing            Timing
+	maxTxnShards      int
+	maxTxnAssignments int
 }
 
 // Operator changes a fleet's keys from under the coordinator, as a person
 // with the lock service's own tools would (memory: its DeleteShard,
-// DeleteMember and PutMember; Consul: KV calls). Cases need it to check
-// that tokens and member watches survive such edits. Each method must fail
-// the test itself if it cannot do what it is asked.
+// DeleteMember, PutMember, DeleteAssignor and PutAssignmentValue; Consul:
+// KV calls). Cases need it to check that tokens, epochs and watches
+// survive such edits, and that unreadable values are reported. Each method
+// must fail the test itself if it cannot do what it is asked.
 type Operator interface {
 	// DeleteShard deletes a shard's lock key, held or not.
 	DeleteShard(t *testing.T, c shard.Coordinator, id shard.ID)
@@ -46,6 +48,11 @@ type Operator interface {
 	// PutMember overwrites the member key of m.ID with m, leaving its lock
 	// alone (Consul: a plain KV put, which keeps the key's session).
 	PutMember(t *testing.T, c shard.Coordinator, m shard.Member)
+	// DeleteAssignor deletes P/assignor, held or not.
+	DeleteAssignor(t *testing.T, c shard.Coordinator)
+	// PutAssignment writes value, as is, to worker's assignment key
+	// P/assign/<worker> (Consul: a plain KV put).
+	PutAssignment(t *testing.T, c shard.Coordinator, worker string, value []byte)
 }
 
 // WithOperator is required: the coordinator's Operator.
@@ -82,10 +89,22 @@ func WithMaxTxnShards(n int) Option {
 	}
 }
 
+// WithMaxTxnAssignments states how many assignment keys the coordinator
+// writes per Assign transaction (default 64, as shard/memory; shard/consul
+// writes 126): the batch case expects that many keys per distinct index.
+func WithMaxTxnAssignments(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxTxnAssignments = n
+		}
+	}
+}
+
 func newOptions(opts []Option) options {
 	o := options{
-		timing:       Timing{TTL: time.Second, ExpiryWithin: 2 * time.Second, LockDelay: 2 * time.Second, Slack: 2 * time.Second},
-		maxTxnShards: 64,
+		timing:            Timing{TTL: time.Second, ExpiryWithin: 2 * time.Second, LockDelay: 2 * time.Second, Slack: 2 * time.Second},
+		maxTxnShards:      64,
+		maxTxnAssignments: 64,
 	}
 	for _, opt := range opts {
 		if opt != nil {

@@ -64,6 +64,7 @@ func (s *suite) expiryAndLockDelay(t *testing.T) {
 		t.Fatalf("doomed got %v", first)
 	}
 	join(t, c, doomed, shard.Member{ID: "doomed", Weight: 1})
+	doomedEpoch := campaignHeld(t, c, doomed, "doomed")
 	acquire(t, c, keeper, "s-002")
 
 	// Keep the keeper alive from its own goroutine; errors come back on a
@@ -93,13 +94,13 @@ func (s *suite) expiryAndLockDelay(t *testing.T) {
 	}()
 
 	within := tm.TTL + tm.ExpiryWithin + tm.Slack
-	snap := waitFor(t, c, within, "the doomed session's shards to be released", func(sn shard.Snapshot) bool {
+	snap := waitFor(t, c, within, "the doomed session's shards and assignor lock to be released", func(sn shard.Snapshot) bool {
 		for _, id := range []shard.ID{"s-000", "s-001"} {
 			if st, ok := sn.Shard(id); !ok || st.Held() {
 				return false
 			}
 		}
-		return true
+		return !sn.Assignor.Held()
 	})
 	seen := time.Now()
 	if age := seen.Sub(created); age < tm.TTL {
@@ -117,26 +118,39 @@ func (s *suite) expiryAndLockDelay(t *testing.T) {
 		t.Errorf("RenewSession after expiry = %v, want ErrSessionInvalid", err)
 	}
 
-	// Lock-delay: seen within moments of the invalidation, so still on.
+	// Lock-delay: seen within moments of the invalidation, so still on,
+	// for the shards and the assignor lock alike.
 	if got := acquire(t, c, other, "s-000", "s-001"); len(got) != 0 {
 		t.Fatalf("granted %v %v after the invalidation was seen, inside a lock-delay of %v", got, time.Since(seen), tm.LockDelay)
 	}
-	var granted map[shard.ID]shard.Token
+	if e, held := campaign(t, c, other, "other"); held {
+		t.Fatalf("assignor lock granted at epoch %d %v after the invalidation was seen, inside a lock-delay of %v", e, time.Since(seen), tm.LockDelay)
+	}
+	var (
+		granted map[shard.ID]shard.Token
+		epoch   shard.Token
+	)
 	deadline := seen.Add(tm.LockDelay + tm.Slack)
 	for {
 		granted = acquire(t, c, other, "s-000", "s-001")
-		if len(granted) == 2 || time.Now().After(deadline) {
+		if epoch == 0 {
+			epoch, _ = campaign(t, c, other, "other")
+		}
+		if len(granted) == 2 && epoch != 0 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if len(granted) != 2 {
-		t.Fatalf("lock-delay %v not over %v after the invalidation was seen: granted %v", tm.LockDelay, time.Since(seen), granted)
+	if len(granted) != 2 || epoch == 0 {
+		t.Fatalf("lock-delay %v not over %v after the invalidation was seen: granted %v, assignor epoch %d", tm.LockDelay, time.Since(seen), granted, epoch)
 	}
 	for id, tok := range granted {
 		if tok <= first[id] {
 			t.Errorf("%s token after lock-delay %d, want above %d", id, tok, first[id])
 		}
+	}
+	if epoch <= doomedEpoch {
+		t.Errorf("assignor epoch after lock-delay %d, want above the expired session's %d", epoch, doomedEpoch)
 	}
 
 	// The renewed keeper outlived its TTL.
@@ -237,14 +251,25 @@ func (s *suite) goneSession(t *testing.T) {
 		if len(claims) != 0 {
 			t.Errorf("Acquire(%s) granted %v", sid, claims)
 		}
+		epoch, held, err := c.Campaign(ctx, sid, "w")
+		calls["Campaign"] = err
+		if held || epoch != 0 {
+			t.Errorf("Campaign(%s) = %d, %v", sid, epoch, held)
+		}
+		calls["Resign"] = c.Resign(ctx, sid)
 		for name, err := range calls {
 			if !errors.Is(err, shard.ErrSessionInvalid) {
 				t.Errorf("%s(%s) = %v, want ErrSessionInvalid", name, sid, err)
 			}
 		}
+		// A gone session holds nothing: it is not the assignor.
+		err = c.Assign(ctx, sid, 1, map[string]*shard.Assignment{"w": {}})
+		if !errors.Is(err, shard.ErrNotAssignor) {
+			t.Errorf("Assign(%s) = %v, want ErrNotAssignor", sid, err)
+		}
 	}
-	if snap := snapshot(t, c); len(snap.Shards) != 0 || len(snap.Members) != 0 {
-		t.Fatalf("calls on gone sessions wrote: %s", describe(snap))
+	if snap := snapshot(t, c); len(snap.Shards) != 0 || len(snap.Members) != 0 || snap.Assignor.Held() || len(snap.Assignments) != 0 {
+		t.Fatalf("calls on gone sessions wrote: %s; assignor %+v, assignments %v", describe(snap), snap.Assignor, snap.Assignments)
 	}
 }
 
@@ -274,8 +299,16 @@ func (s *suite) argumentErrors(t *testing.T) {
 		}
 	}
 
-	cfg := configure(t, c, 4)
 	sid := session(t, c, "w", long, 0)
+	epoch, _, err := c.Campaign(ctx, sid, "")
+	if !errors.Is(err, shard.ErrInvalidArgument) || !strings.Contains(err.Error(), "worker") || epoch != 0 {
+		t.Errorf("Campaign with an empty worker = %d, %v; want ErrInvalidArgument naming the worker", epoch, err)
+	}
+	epoch = campaignHeld(t, c, sid, "w")
+	if err := c.Assign(ctx, sid, epoch, map[string]*shard.Assignment{"w": {}}); !errors.Is(err, shard.ErrInvalidArgument) || !strings.Contains(err.Error(), "config") {
+		t.Errorf("Assign before the fleet is configured = %v, want ErrInvalidArgument saying so", err)
+	}
+	cfg := configure(t, c, 4)
 	before := snapshot(t, c).Index
 	cases := []struct {
 		ids     []shard.ID
@@ -293,6 +326,22 @@ func (s *suite) argumentErrors(t *testing.T) {
 	}
 	if err := c.Join(ctx, sid, shard.Member{}); !errors.Is(err, shard.ErrInvalidArgument) {
 		t.Errorf("Join with an empty id = %v, want ErrInvalidArgument", err)
+	}
+	// Assign refuses the whole call before writing anything.
+	for _, tt := range []struct {
+		set     map[string]*shard.Assignment
+		wantErr error
+		wantMsg string
+	}{
+		{map[string]*shard.Assignment{"a": {Shards: cfg.IDs()[:1]}, "": {}}, shard.ErrInvalidArgument, "empty"},
+		{map[string]*shard.Assignment{"a": {Shards: cfg.IDs()[:1]}, "b": {Shards: []shard.ID{"stream/shard-004"}}}, shard.ErrUnknownShard, `"stream/shard-004"`},
+	} {
+		if err := c.Assign(ctx, sid, epoch, tt.set); !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantMsg) {
+			t.Errorf("Assign(%v) = %v, want %v naming %s", tt.set, err, tt.wantErr, tt.wantMsg)
+		}
+	}
+	if _, err := c.WatchAssignment(ctx, "", 0); !errors.Is(err, shard.ErrInvalidArgument) {
+		t.Errorf("WatchAssignment of an empty worker = %v, want ErrInvalidArgument", err)
 	}
 	noWrite(t, c, before, 300*time.Millisecond, "refused calls")
 }
@@ -317,6 +366,13 @@ func (s *suite) canceledContext(t *testing.T) {
 		"Release":        func() error { return c.Release(ctx, sid, []shard.ID{"s"}, "x") },
 		"Watch":          func() error { _, err := c.Watch(ctx, 0); return err },
 		"WatchMember":    func() error { _, err := c.WatchMember(ctx, "w", 0); return err },
+		"Campaign":       func() error { _, _, err := c.Campaign(ctx, sid, "w"); return err },
+		"Resign":         func() error { return c.Resign(ctx, sid) },
+		"WatchAssignor":  func() error { _, err := c.WatchAssignor(ctx, 0); return err },
+		"Assign": func() error {
+			return c.Assign(ctx, sid, 1, map[string]*shard.Assignment{"w": {}})
+		},
+		"WatchAssignment": func() error { _, err := c.WatchAssignment(ctx, "w", 0); return err },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, cause) {
@@ -324,8 +380,8 @@ func (s *suite) canceledContext(t *testing.T) {
 		}
 	}
 	snap := snapshot(t, c)
-	if snap.Config != nil || len(snap.Members) != 0 || len(snap.Shards) != 0 {
-		t.Fatalf("canceled calls changed the fleet: %s", describe(snap))
+	if snap.Config != nil || len(snap.Members) != 0 || len(snap.Shards) != 0 || snap.Assignor.Index != 0 || len(snap.Assignments) != 0 {
+		t.Fatalf("canceled calls changed the fleet: %s; assignor %+v, assignments %v", describe(snap), snap.Assignor, snap.Assignments)
 	}
 	if err := c.RenewSession(t.Context(), sid); err != nil {
 		t.Fatalf("the session did not survive a canceled DestroySession: %v", err)

@@ -40,6 +40,13 @@ func Run(t *testing.T, open func(t *testing.T) shard.Coordinator, opts ...Option
 		{"GoneSession", s.goneSession},
 		{"CanceledContext", s.canceledContext},
 		{"ConcurrentAcquirers", s.concurrent},
+		{"AssignorCampaign", s.campaign},
+		{"AssignorDiesWithSession", s.assignorDiesWithSession},
+		{"AssignFencedByAssignor", s.assignFenced},
+		{"AssignManyBatches", s.assignBatches},
+		{"WatchAssignment", s.watchAssignment},
+		{"SnapshotAssignorAndAssignments", s.snapshotAssign},
+		{"MalformedAssignment", s.malformedAssignment},
 		{"ConfigureProtocol", s.configureProtocol},
 	}
 	for _, tc := range cases {

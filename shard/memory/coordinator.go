@@ -55,6 +55,17 @@ type Coordinator struct {
 	// beside the keys, not in them, so that deleting a key does not lift its
 	// lock-delay (as in Consul).
 	lockDelay map[shard.ID]time.Time
+
+	// assignor is P/assignor, nil while missing; assignorGone is the index
+	// of the write that deleted it, and assignorDelay the end of its
+	// lock-delay (beside the key, as for shards).
+	assignor      *assignorKey
+	assignorGone  uint64
+	assignorDelay time.Time
+	// assigns are the assignment keys P/assign/<worker>; assignGone holds
+	// the index of the write that deleted one.
+	assigns    map[string]*assignKey
+	assignGone map[string]uint64
 }
 
 // shardKey is P/shards/<id>: the lock, its modify index and its value.
@@ -124,6 +135,8 @@ func New(opts ...Option) *Coordinator {
 		memberGone:  make(map[string]uint64),
 		shards:      make(map[shard.ID]*shardKey),
 		lockDelay:   make(map[shard.ID]time.Time),
+		assigns:     make(map[string]*assignKey),
+		assignGone:  make(map[string]uint64),
 	}
 	for _, o := range opts {
 		if o != nil {

@@ -6,13 +6,17 @@
 // # Model
 //
 // The coordinator is a small key-value store (one config key, member keys,
-// shard lock keys) with a write index that starts at 1 and grows by one per
-// write. The writes are: the first Configure; a Join; each transaction of an
-// Acquire or Release that locks or unlocks something (at most MaxTxnShards
-// shards each, as Consul caps a transaction); the end of a session that held
-// keys (all its keys in one write); DeleteShard; and the deletion of a dead
-// member key. Nothing else moves the index: creating or renewing a session is
-// not a write, because sessions are not keys. So the index changes exactly
+// shard lock keys, the assignor lock and assignment keys) with a write
+// index that starts at 1 and grows by one per write. The writes are: the
+// first Configure; a Join; each transaction of an Acquire or Release that
+// locks or unlocks something (at most MaxTxnShards shards each, as Consul
+// caps a transaction); a Campaign that takes P/assignor and a Resign that
+// frees it; each transaction of an Assign that changes a key (at most
+// MaxTxnAssignments keys each); the end of a session that held keys (all
+// its keys in one write); DeleteShard, DeleteMember, PutMember,
+// DeleteAssignor and PutAssignmentValue; and the deletion of a dead member
+// key. Nothing else moves the index: creating or renewing a session is not
+// a write, because sessions are not keys. So the index changes exactly
 // when a Snapshot would, and Watch never wakes a watcher for nothing.
 //
 // # Guarantees
@@ -31,8 +35,15 @@
 //     depends only on the clock's reading, never on timer scheduling.
 //   - Invalidation — an expiry or DestroySession, as in Consul — releases
 //     every key of the session (values kept, session cleared) and keeps each
-//     released shard from being locked by any session for the session's
-//     LockDelay. Release is voluntary and sets no lock-delay.
+//     released shard, and P/assignor, from being locked by any session for
+//     the session's LockDelay. Release and Resign are voluntary and set no
+//     lock-delay.
+//   - The assignor's epoch is the index of the write that took P/assignor,
+//     so it strictly increases across holders, also after DeleteAssignor.
+//     Every transaction of an Assign checks that the session holds
+//     P/assignor at the epoch given; as every call is atomic, an Assign is
+//     refused (shard.ErrNotAssignor) before it writes anything or not at
+//     all.
 //   - A member key left without a session is shown as dead (empty Session)
 //     and deleted after the member grace (WithMemberGrace, default one
 //     minute), with no operator action.
@@ -55,16 +66,22 @@
 // accepted. Consul applies lock-delay to every key a session held; here only
 // shard keys get it, so a restarted worker can Join again under its old ID at
 // once. A watch index ahead of the store's returns at once (Consul waits out
-// the query's timeout) so that shard.NextIndex sees the reset. Snapshots
-// never list Problems: there is no way to write a foreign key.
+// the query's timeout) so that shard.NextIndex sees the reset. A
+// WatchMember or WatchAssignment on a missing key is woken only by that
+// key's writes (Consul's also returns when other keys were written, see
+// shard/consul). Snapshots list Problems
+// only for assignment values written by PutAssignmentValue that cannot be
+// read: there is no way to write a foreign key. Assign writes
+// MaxTxnAssignments keys per transaction, fewer than Consul's 126.
 //
 // # How it fails
 //
 // It is never unavailable and never returns shard.ErrUnavailable. Calls fail
 // only on their arguments (shard.ErrInvalidArgument, shard.ErrUnknownShard,
 // the config's Validate error), on a gone session (shard.ErrSessionInvalid),
-// on a conflict (shard.ErrMemberExists, shard.ErrConfigMismatch), or when
-// their context has ended (context.Cause). A failed call changes nothing.
+// on a conflict (shard.ErrMemberExists, shard.ErrConfigMismatch,
+// shard.ErrNotAssignor), or when their context has ended (context.Cause).
+// A failed call changes nothing.
 //
 // # Testing
 //

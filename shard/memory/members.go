@@ -67,26 +67,8 @@ func (c *Coordinator) WatchMember(ctx context.Context, id string, after uint64) 
 	if id == "" {
 		return shard.MemberKey{}, fmt.Errorf("%w: member id is empty", shard.ErrInvalidArgument)
 	}
-	for {
-		if err := ctxErr(ctx); err != nil {
-			return shard.MemberKey{}, err
-		}
-		c.mu.Lock()
-		c.catchUpLocked()
-		key := c.memberKeyLocked(id)
-		if after == 0 || key.Index > after || c.index < after {
-			c.mu.Unlock()
-			return key, nil
-		}
-		changed := c.changed
-		c.mu.Unlock()
-
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return shard.MemberKey{}, context.Cause(ctx)
-		}
-	}
+	key := func() shard.MemberKey { return c.memberKeyLocked(id) }
+	return blockingRead(ctx, c, after, func() uint64 { return key().Index }, key)
 }
 
 func (c *Coordinator) memberKeyLocked(id string) shard.MemberKey {

@@ -113,9 +113,9 @@ func (c *Coordinator) liveSessionLocked(id shard.SessionID) (*session, error) {
 }
 
 // endSessionLocked removes the session at time at and releases, in one write,
-// every key it holds: shard keys and member keys keep their values but lose
-// the session (Consul's Behavior=release). Each released shard is locked
-// out until at + LockDelay, so that a holder that merely lost contact has
+// every key it holds: shard keys, member keys and P/assignor keep their
+// values but lose the session (Consul's Behavior=release). Each released
+// shard, and P/assignor, is locked out until at + LockDelay, so that a holder that merely lost contact has
 // time to notice before anyone else can take over. No keys held, no write.
 func (c *Coordinator) endSessionLocked(s *session, at time.Time) {
 	delete(c.sessions, s.id)
@@ -133,7 +133,8 @@ func (c *Coordinator) endSessionLocked(s *session, at time.Time) {
 			members = append(members, m)
 		}
 	}
-	if len(shards) == 0 && len(members) == 0 {
+	assignor := c.assignor != nil && c.assignor.session == s.id
+	if len(shards) == 0 && len(members) == 0 && !assignor {
 		return
 	}
 
@@ -149,6 +150,12 @@ func (c *Coordinator) endSessionLocked(s *session, at time.Time) {
 		m.session, m.index = "", idx
 		m.deadSince = at
 		m.gcTimer = c.scheduleLocked(at.Add(c.memberGrace))
+	}
+	if assignor {
+		c.assignor.session, c.assignor.index = "", idx
+		if s.spec.LockDelay > 0 {
+			c.assignorDelay = at.Add(s.spec.LockDelay)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/shardlease/shardlease/shard"
@@ -21,16 +22,28 @@ import (
 // is not woken by it, and a worker refused by lock-delay must retry on its
 // own schedule.
 func (c *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) {
+	return blockingRead(ctx, c, after, func() uint64 { return c.index }, c.snapshotLocked)
+}
+
+// blockingRead is the blocking query of every watch: it returns value() as
+// soon as index() is above after, at once when after is 0, or when after
+// is ahead of the store's index (a caller's index from another
+// coordinator's history: returning lets shard.NextIndex see the reset,
+// where Consul would wait out its timeout). Otherwise it waits for the
+// next write and looks again, or returns context.Cause(ctx) once ctx ends.
+// index and value are called with mu held, after the catch-up.
+func blockingRead[K any](ctx context.Context, c *Coordinator, after uint64, index func() uint64, value func() K) (K, error) {
+	var zero K
 	for {
 		if err := ctxErr(ctx); err != nil {
-			return shard.Snapshot{}, err
+			return zero, err
 		}
 		c.mu.Lock()
 		c.catchUpLocked()
-		if after == 0 || c.index != after {
-			snap := c.snapshotLocked()
+		if after == 0 || index() > after || c.index < after {
+			v := value()
 			c.mu.Unlock()
-			return snap, nil
+			return v, nil
 		}
 		changed := c.changed
 		c.mu.Unlock()
@@ -38,7 +51,7 @@ func (c *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, 
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return shard.Snapshot{}, context.Cause(ctx)
+			return zero, context.Cause(ctx)
 		}
 	}
 }
@@ -63,5 +76,15 @@ func (c *Coordinator) snapshotLocked() shard.Snapshot {
 		snap.Shards = append(snap.Shards, shard.ShardState{Shard: id, Session: k.session, Token: shard.Token(k.index), Owner: k.owner})
 	}
 	slices.SortFunc(snap.Shards, func(a, b shard.ShardState) int { return cmp.Compare(a.Shard, b.Shard) })
+	snap.Assignor, _ = c.assignorLocked()
+	snap.Assignments = make(map[string]shard.Assignment, len(c.assigns))
+	for w, k := range c.assigns {
+		if k.problem != "" {
+			snap.Problems = append(snap.Problems, fmt.Sprintf("assign/%s: %s", w, k.problem))
+			continue
+		}
+		snap.Assignments[w] = cloneAssignment(k.assignment)
+	}
+	slices.Sort(snap.Problems)
 	return snap
 }

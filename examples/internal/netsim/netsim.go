@@ -146,3 +146,38 @@ func (c Coordinator) WatchMember(ctx context.Context, id string, after uint64) (
 	}
 	return c.Coordinator.WatchMember(ctx, id, after)
 }
+
+func (c Coordinator) Campaign(ctx context.Context, id shard.SessionID, worker string) (shard.Token, bool, error) {
+	if err := c.H.Reach(); err != nil {
+		return 0, false, err
+	}
+	return c.Coordinator.Campaign(ctx, id, worker)
+}
+
+func (c Coordinator) Resign(ctx context.Context, id shard.SessionID) error {
+	if err := c.H.Reach(); err != nil {
+		return err
+	}
+	return c.Coordinator.Resign(ctx, id)
+}
+
+func (c Coordinator) WatchAssignor(ctx context.Context, after uint64) (shard.AssignorKey, error) {
+	if err := c.H.Reach(); err != nil {
+		return shard.AssignorKey{}, err
+	}
+	return c.Coordinator.WatchAssignor(ctx, after)
+}
+
+func (c Coordinator) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
+	if err := c.H.Reach(); err != nil {
+		return err
+	}
+	return c.Coordinator.Assign(ctx, id, epoch, set)
+}
+
+func (c Coordinator) WatchAssignment(ctx context.Context, worker string, after uint64) (shard.AssignmentKey, error) {
+	if err := c.H.Reach(); err != nil {
+		return shard.AssignmentKey{}, err
+	}
+	return c.Coordinator.WatchAssignment(ctx, worker, after)
+}

@@ -1,0 +1,111 @@
+package shard
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Assignment is a worker's assignment key, P/assign/<worker>: the shards
+// the assignor wants the worker to own. It is advice, never authority: a
+// shard is owned by whoever holds its lock, whatever any assignment says.
+// Only the assignor writes assignment keys (Coordinator.Assign); each
+// worker watches its own (Coordinator.WatchAssignment).
+type Assignment struct {
+	// Epoch is the assignor epoch that wrote the key. Assign sets it.
+	Epoch Token `json:"epoch"`
+	// Since is when the worker's shard set last changed, as the assignor
+	// says (Assign writes it as given).
+	Since time.Time `json:"since"`
+	// Shards are the shards assigned, in the config's order, each once.
+	Shards []ID `json:"shards"`
+	// Stuck is set while the assignor judges the worker stuck (it was given
+	// shards and did not take them); StuckSession is the session it judged,
+	// so that a worker that came back with a new session can tell the mark
+	// is not about it.
+	Stuck        bool      `json:"stuck,omitempty"`
+	StuckSession SessionID `json:"stuck_session,omitempty"`
+}
+
+// AssignorKey is P/assignor: the assignor lock, held with a worker's own
+// session, so the assignor dies with its worker.
+type AssignorKey struct {
+	// Index is the blocking-query index to wait on next (see NextIndex).
+	// In a Snapshot it is the key's ModifyIndex, 0 when the key is missing.
+	Index uint64 `json:"index"`
+	// Worker and Session name the holder; both are empty while the lock is
+	// free (missing key, released, or its session ended). Worker is also
+	// empty when the value cannot be read (then Problem says why): the
+	// lock is real all the same.
+	Worker  string    `json:"worker,omitempty"`
+	Session SessionID `json:"session,omitempty"`
+	// Epoch is the holder's epoch: the key's ModifyIndex, which is that of
+	// the acquiring write as long as nothing else writes the key. 0 when
+	// free. Epochs strictly increase across holders, also after the key
+	// was deleted (they are coordinator write indexes, like Token).
+	Epoch Token `json:"epoch,omitempty"`
+	// Since is when the holder took the lock (from its value).
+	Since time.Time `json:"since,omitzero"`
+	// Problem is non-empty when the key's value cannot be read as
+	// {worker, since} (overwritten by hand); it names the key.
+	Problem string `json:"problem,omitempty"`
+}
+
+// Held reports whether a session holds the assignor lock.
+func (k AssignorKey) Held() bool { return k.Session != "" }
+
+// AssignmentKey is one assignment key as WatchAssignment sees it.
+type AssignmentKey struct {
+	// Index is the blocking-query index to wait on next (see NextIndex).
+	Index uint64
+	// Exists is false when the key is missing (deleted, or never written).
+	Exists bool
+	// Assignment is the key's value. Valid only when Exists and Problem is
+	// empty.
+	Assignment Assignment
+	// Problem is non-empty when the key exists but its value cannot be
+	// read as an assignment of this fleet: it says what is wrong.
+	Problem string
+}
+
+// assignmentValue is the stored form of an Assignment: the shard set as
+// compact index ranges, so that a worker's key stays small at 10,000
+// shards.
+type assignmentValue struct {
+	Epoch        Token     `json:"epoch"`
+	Since        time.Time `json:"since"`
+	Shards       string    `json:"shards"`
+	Stuck        bool      `json:"stuck,omitempty"`
+	StuckSession SessionID `json:"stuck_session,omitempty"`
+}
+
+// EncodeAssignment returns the value of an assignment key for a: JSON
+// {"epoch", "since", "shards", "stuck", "stuck_session"} with the shards as
+// EncodeSet writes them, sorted index ranges ("0-99,150"). A shard outside
+// c wraps ErrUnknownShard, a shard listed twice ErrInvalidArgument.
+func (c Config) EncodeAssignment(a Assignment) ([]byte, error) {
+	set, err := c.EncodeSet(a.Shards)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(assignmentValue{Epoch: a.Epoch, Since: a.Since, Shards: set, Stuck: a.Stuck, StuckSession: a.StuckSession})
+}
+
+// DecodeAssignment reads an assignment key's value written by
+// EncodeAssignment for the same config; Shards is nil for an empty set.
+// The error says what is wrong with the value; it never panics, whatever
+// the value.
+func (c Config) DecodeAssignment(value []byte) (Assignment, error) {
+	var v assignmentValue
+	if err := json.Unmarshal(value, &v); err != nil {
+		return Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, since, shards, stuck, stuck_session}): %w", err)
+	}
+	if v.Epoch == 0 {
+		return Assignment{}, fmt.Errorf("assignment value names no epoch: no assignor wrote it")
+	}
+	ids, err := c.DecodeSet(v.Shards)
+	if err != nil {
+		return Assignment{}, fmt.Errorf("assignment value's shards %q: %w", v.Shards, err)
+	}
+	return Assignment{Epoch: v.Epoch, Since: v.Since, Shards: ids, Stuck: v.Stuck, StuckSession: v.StuckSession}, nil
+}

@@ -1,0 +1,387 @@
+package consul
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// MaxTxnAssignments is how many assignment keys one Assign transaction
+// writes at most: Consul's MaxTxnOps less the two checks on P/assignor
+// that open every transaction.
+const MaxTxnAssignments = MaxTxnOps - 2
+
+// maxTxnBytes bounds the JSON body of one Assign transaction. Consul 1.14
+// refuses a /v1/txn body over txn_max_req_len (default 512 KiB) with HTTP
+// 413; large assignments (many scattered shards per worker) reach that
+// before 126 keys do.
+const maxTxnBytes = 480 << 10
+
+// assignorValue is P/assignor's value.
+type assignorValue struct {
+	Worker string    `json:"worker"`
+	Since  time.Time `json:"since"`
+}
+
+// Campaign reads P/assignor and, unless the session holds it already
+// (then its ModifyIndex is the epoch, and nothing is written) or another
+// session does, locks it in one transaction, a lock and a get: the get's
+// ModifyIndex is the epoch. Consul refuses the lock while the key is held
+// or in the lock-delay of its last holder's invalidated session: held is
+// then false. A session Consul does not have wraps shard.ErrSessionInvalid
+// (checked with a session read when the key is held by another).
+func (c *Coordinator) Campaign(ctx context.Context, id shard.SessionID, worker string) (shard.Token, bool, error) {
+	if err := ctxErr(ctx); err != nil {
+		return 0, false, err
+	}
+	if worker == "" {
+		return 0, false, fmt.Errorf("%w: campaign: worker is empty", shard.ErrInvalidArgument)
+	}
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	key := c.assignorKey()
+	kv, _, err := c.client.KV().Get(key, (&api.QueryOptions{}).WithContext(octx))
+	if err != nil {
+		return 0, false, c.fail(ctx, "campaign (read)", err)
+	}
+	switch {
+	case kv != nil && kv.Session == string(id):
+		return shard.Token(kv.ModifyIndex), true, nil
+	case kv != nil && kv.Session != "":
+		return 0, false, c.requireSession(ctx, octx, id)
+	}
+
+	value, err := json.Marshal(assignorValue{Worker: worker, Since: now()})
+	if err != nil {
+		return 0, false, err
+	}
+	results, txnErrs, err := c.txn(ctx, octx, "campaign", api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Value: value, Session: string(id)}},
+		{KV: &api.KVTxnOp{Verb: api.KVGet, Key: key}},
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	if len(txnErrs) == 0 {
+		var epoch shard.Token
+		for _, r := range results {
+			if r.KV != nil && r.KV.Key == key && r.KV.Session == string(id) {
+				epoch = max(epoch, shard.Token(r.KV.ModifyIndex))
+			}
+		}
+		return epoch, epoch > 0, nil
+	}
+	lost := false
+	for _, e := range txnErrs {
+		switch classifyTxnError(e.What) {
+		case refusedBadSession:
+			return 0, false, sessionGone(id, "does not exist (expired, destroyed or never created): "+e.What)
+		case refusedHeld, refusedLockDelay:
+			lost = true
+		case refusedKeyMissing:
+			// The get after a lock that failed on a missing key.
+		default:
+			return 0, false, c.txnFailure("campaign", txnErrs)
+		}
+	}
+	if !lost {
+		return 0, false, c.txnFailure("campaign", txnErrs)
+	}
+	return 0, false, nil
+}
+
+// Resign reads P/assignor and unlocks it if the session holds it, writing
+// its value back unchanged (an unlock sets no lock-delay). Otherwise it
+// only checks that the session exists.
+func (c *Coordinator) Resign(ctx context.Context, id shard.SessionID) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	kv, _, err := c.client.KV().Get(c.assignorKey(), (&api.QueryOptions{}).WithContext(octx))
+	if err != nil {
+		return c.fail(ctx, "resign (read)", err)
+	}
+	if kv == nil || kv.Session != string(id) {
+		return c.requireSession(ctx, octx, id)
+	}
+	return c.unlock(ctx, octx, id, []*api.KVPair{{Key: kv.Key, Value: kv.Value}}, "resign")
+}
+
+// WatchAssignor is one blocking query on P/assignor (a KV get with
+// WaitIndex after), bounded as Watch's are. Index is Consul's
+// X-Consul-Index for the key: its ModifyIndex while it exists. While it is
+// missing, Consul 1.14 answers with the KV store's highest index: a watch
+// asked with an older index returns at once, and one that is blocked
+// returns when the key is written or WatchWait passes (see
+// WatchAssignment). A held key whose value cannot be read is returned with
+// its session and epoch and Problem saying what is wrong.
+func (c *Coordinator) WatchAssignor(ctx context.Context, after uint64) (shard.AssignorKey, error) {
+	if err := ctxErr(ctx); err != nil {
+		return shard.AssignorKey{}, err
+	}
+	kv, index, err := c.watchKey(ctx, "watch assignor", c.assignorKey(), after)
+	if err != nil {
+		return shard.AssignorKey{}, err
+	}
+	if kv == nil {
+		return shard.AssignorKey{Index: index}, nil
+	}
+	key := decodeAssignor(kv)
+	key.Index = index
+	return key, nil
+}
+
+// decodeAssignor reads P/assignor: its holder, epoch and value, or what is
+// wrong with the value (Problem, prefixed with the key).
+func decodeAssignor(kv *api.KVPair) shard.AssignorKey {
+	key := shard.AssignorKey{Index: kv.ModifyIndex}
+	var v assignorValue
+	err := json.Unmarshal(kv.Value, &v)
+	if err == nil && v.Worker == "" {
+		err = fmt.Errorf("it names no worker")
+	}
+	if err != nil {
+		key.Problem = fmt.Sprintf("%s: malformed assignor value (want JSON {worker, since}): %v", kv.Key, err)
+	}
+	if kv.Session == "" {
+		return key
+	}
+	key.Session, key.Epoch = shard.SessionID(kv.Session), shard.Token(kv.ModifyIndex)
+	if err == nil {
+		key.Worker, key.Since = v.Worker, v.Since
+	}
+	return key
+}
+
+// Assign encodes every assignment first (shard.Config.EncodeAssignment,
+// against the config Configure settled, else the stored one), then writes
+// the keys in sorted worker order: a set per assignment, a delete per nil,
+// at most MaxTxnAssignments keys and about 480 KiB per /v1/txn, each
+// transaction opened by check-session and check-index on P/assignor (the
+// session, the epoch). Consul rolls back a transaction whose check fails:
+// the error wraps shard.ErrNotAssignor, names P/assignor's holder as read
+// just after, and says how many keys earlier transactions wrote; those
+// stay written. A transaction that fails otherwise (Consul unreachable: its
+// outcome is unknown) returns that error with the same count.
+func (c *Coordinator) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	workers := slices.Sorted(maps.Keys(set))
+	if len(workers) == 0 {
+		return nil
+	}
+	if workers[0] == "" {
+		return fmt.Errorf("%w: assign: worker id is empty", shard.ErrInvalidArgument)
+	}
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	fleet, err := c.shardSet(ctx, octx, "assign (read config)")
+	if err != nil {
+		return err
+	}
+	if fleet == nil {
+		return fmt.Errorf("%w: assign: the fleet has no config at %q yet (Configure first)", shard.ErrInvalidArgument, c.configKey())
+	}
+	ops := make([]*api.TxnOp, len(workers))
+	for i, w := range workers {
+		op := &api.KVTxnOp{Verb: api.KVDelete, Key: c.assignKey(w)}
+		if a := set[w]; a != nil {
+			v := *a
+			v.Epoch = epoch
+			value, err := fleet.cfg.EncodeAssignment(v)
+			if err != nil {
+				return fmt.Errorf("assign: worker %q: %w", w, err)
+			}
+			op.Verb, op.Value = api.KVSet, value
+		}
+		ops[i] = &api.TxnOp{KV: op}
+	}
+	checks := api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: c.assignorKey(), Session: string(id)}},
+		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.assignorKey(), Index: uint64(epoch)}},
+	}
+	batches, err := txnBatches(checks, ops, MaxTxnOps, maxTxnBytes)
+	if err != nil {
+		return err
+	}
+	written := 0
+	for _, batch := range batches {
+		_, txnErrs, err := c.txn(ctx, octx, "assign", batch)
+		if err != nil {
+			return fmt.Errorf("%w (%d of %d assignment keys were written by earlier transactions)", err, written, len(workers))
+		}
+		if len(txnErrs) > 0 {
+			for _, e := range txnErrs {
+				if e.OpIndex < len(checks) && classifyTxnError(e.What) != refusedPermission {
+					return c.notAssignor(ctx, octx, id, epoch, e.What, written, len(workers))
+				}
+			}
+			return fmt.Errorf("%w (%d of %d assignment keys were written by earlier transactions)",
+				c.txnFailure("assign", txnErrs), written, len(workers))
+		}
+		written += len(batch) - len(checks)
+	}
+	return nil
+}
+
+// notAssignor is Assign's error when a transaction's check on P/assignor
+// failed: what Consul said, and who holds the key now.
+func (c *Coordinator) notAssignor(parent, ctx context.Context, id shard.SessionID, epoch shard.Token, what string, written, total int) error {
+	holder := "its holder could not be read"
+	kv, _, err := c.client.KV().Get(c.assignorKey(), (&api.QueryOptions{}).WithContext(ctx))
+	switch {
+	case err != nil && parent.Err() != nil:
+		return context.Cause(parent)
+	case err != nil:
+	case kv == nil:
+		holder = "it is missing"
+	case kv.Session == "":
+		holder = "it is free"
+	default:
+		k := decodeAssignor(kv)
+		holder = fmt.Sprintf("session %q (worker %q) holds it at epoch %d", k.Session, k.Worker, k.Epoch)
+	}
+	return fmt.Errorf("%w: session %q does not hold %s at epoch %d (%s): %s; %d of %d assignment keys were written by earlier transactions",
+		shard.ErrNotAssignor, id, c.assignorKey(), epoch, what, holder, written, total)
+}
+
+// txnBatches splits ops into transactions of at most maxOps operations and
+// about maxBytes of JSON body, each opened by head. One operation that
+// does not fit in maxBytes on its own gets a transaction of its own, for
+// Consul to refuse with the reason.
+func txnBatches(head api.TxnOps, ops []*api.TxnOp, maxOps, maxBytes int) ([]api.TxnOps, error) {
+	size := func(op *api.TxnOp) (int, error) {
+		b, err := json.Marshal(op)
+		return len(b) + 1, err // and a comma
+	}
+	headBytes := 2 // the brackets
+	for _, op := range head {
+		n, err := size(op)
+		if err != nil {
+			return nil, err
+		}
+		headBytes += n
+	}
+	var (
+		batches []api.TxnOps
+		cur     api.TxnOps
+		bytes   int
+	)
+	for _, op := range ops {
+		n, err := size(op)
+		if err != nil {
+			return nil, err
+		}
+		if cur != nil && (len(cur) == maxOps || bytes+n > maxBytes) {
+			batches = append(batches, cur)
+			cur = nil
+		}
+		if cur == nil {
+			cur, bytes = slices.Clone(head), headBytes
+		}
+		cur = append(cur, op)
+		bytes += n
+	}
+	if cur != nil {
+		batches = append(batches, cur)
+	}
+	return batches, nil
+}
+
+// WatchAssignment is one blocking query on P/assign/<worker> (a KV get with
+// WaitIndex after), bounded as Watch's are. It reads one key, so a worker
+// follows its assignment without listing the fleet.
+//
+// Index is Consul's X-Consul-Index for the key. While the key exists it is
+// its ModifyIndex, and only a write of that key (or its deletion) wakes
+// the watch: writes of other keys do not. While it is missing, Consul
+// 1.14.8 answers with the KV store's highest index (tombstones included):
+// so a watch asked with an index older than that returns at once, missing
+// again, whenever anything was written in the KV store since; once
+// blocked, it stays blocked until the key is written or WatchWait passes,
+// and then returns the store's index, which has usually moved. A worker
+// whose key is missing therefore wakes about once per WatchWait, and at
+// once after any write that fell between two of its calls: the assignor
+// should write a key (an empty set will do) for every live member. As with
+// Watch, an after ahead of Consul's index blocks until the key changes or
+// WatchWait passes, where the embedded coordinator returns at once.
+//
+// The value is read against the config Configure settled (else the
+// stored one); a value that cannot be read is returned with Exists set and
+// Problem saying what is wrong. An empty worker wraps
+// shard.ErrInvalidArgument; a failure wraps shard.ErrUnavailable (or
+// ErrPermissionDenied).
+func (c *Coordinator) WatchAssignment(ctx context.Context, worker string, after uint64) (shard.AssignmentKey, error) {
+	if err := ctxErr(ctx); err != nil {
+		return shard.AssignmentKey{}, err
+	}
+	if worker == "" {
+		return shard.AssignmentKey{}, fmt.Errorf("%w: assignment worker id is empty", shard.ErrInvalidArgument)
+	}
+	kv, index, err := c.watchKey(ctx, "watch assignment "+worker, c.assignKey(worker), after)
+	if err != nil {
+		return shard.AssignmentKey{}, err
+	}
+	key := shard.AssignmentKey{Index: index}
+	if kv == nil {
+		return key, nil
+	}
+	key.Exists = true
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	fleet, err := c.shardSet(ctx, octx, "watch assignment (read config)")
+	if err != nil {
+		return shard.AssignmentKey{}, err
+	}
+	key.Assignment, key.Problem = decodeAssignment(fleet, kv)
+	return key, nil
+}
+
+// decodeAssignment reads an assignment key against the fleet's shard set
+// (nil: none known), or says what is wrong with it, prefixed with the key.
+func decodeAssignment(fleet *shardSet, kv *api.KVPair) (shard.Assignment, string) {
+	if fleet == nil {
+		return shard.Assignment{}, kv.Key + ": the fleet has no config to read the assignment against"
+	}
+	a, err := fleet.cfg.DecodeAssignment(kv.Value)
+	if err != nil {
+		return shard.Assignment{}, fmt.Sprintf("%s: %v", kv.Key, err)
+	}
+	return a, ""
+}
+
+// shardSet returns the config Configure settled, else the stored one (read
+// once and kept, for a coordinator never configured), else nil.
+func (c *Coordinator) shardSet(parent, ctx context.Context, op string) (*shardSet, error) {
+	if set := c.fleetShards(); set != nil {
+		return set, nil
+	}
+	c.mu.Lock()
+	stored := c.stored
+	c.mu.Unlock()
+	if stored != nil {
+		return stored, nil
+	}
+	kv, _, err := c.client.KV().Get(c.configKey(), (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, c.fail(parent, op, err)
+	}
+	if kv == nil {
+		return nil, nil
+	}
+	cfg, err := parseConfig(kv.Value)
+	if err != nil {
+		return nil, nil
+	}
+	return c.storedShards(cfg), nil
+}
