@@ -3,6 +3,7 @@ package rebalance
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,9 +59,8 @@ func BenchmarkStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	steady := asRead(b, f.snapshot())
-	f.join(Member{ID: "joiner", Weight: 1})
-	join := asRead(b, f.snapshot())
-	leave := steady
+	join, leave := steady, steady // the same reading but for the members
+	join.Members = append(slices.Clone(steady.Members), Member{ID: "joiner", Weight: 1, Session: "joiner#1"})
 	leave.Members = steady.Members[1:]
 	for _, c := range []struct {
 		name string

@@ -41,11 +41,14 @@ type Assignment struct {
 	Shards []shard.ID
 	// Since is when Shards last changed (Now of the Step that changed it).
 	Since time.Time
-	// Waiting is how many of Shards were free (no live holder) at
-	// WaitingSince, and WaitingSince when Step last saw that number change
-	// or the worker make progress; 0 and the zero time while none is free.
-	// They are how Step tells a worker that is slowly taking a large
-	// assignment from one that is stuck, without a memory of its own.
+	// Waiting and WaitingSince are the worker's current wait: how many of
+	// Shards were free (no live holder) when Step last recorded it, and
+	// since when the worker has taken none of them; both zero while none is
+	// free. Step judges the worker stuck when the count has not gone down
+	// StuckAfter after WaitingSince. A worker that took some starts a new
+	// wait, so a large assignment taken slowly is not mistaken for a stuck
+	// worker; shards added to a worker that took none extend the count, not
+	// the time.
 	Waiting      int
 	WaitingSince time.Time
 	// Stuck: Step judged the worker stuck under StuckSession, because the
