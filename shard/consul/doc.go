@@ -96,9 +96,12 @@
 // shard.ErrUnavailable until the delay ends. A watch index ahead of
 // Consul's blocks (up to WatchWait) instead of returning at once. The
 // watch index is the prefix's X-Consul-Index, not a per-fleet counter.
-// WatchMember on a missing member key wakes for every write to the KV
-// store (Consul's index of a missing key is the store's), each time with
-// the key still missing.
+// A WatchMember or WatchAssignment on a missing key is answered with the
+// KV store's highest index (Consul 1.14.8): asked with an older index it
+// returns at once, still missing; once blocked, other keys' writes do not
+// end it, but its wait's end returns the store's moved index (measured by
+// TestWatchAssignmentOfAMissingKey). A watch on an existing key wakes only
+// for that key.
 // Snapshots list foreign and malformed keys in Problems. Session IDs are
 // Consul's UUIDs. Dead member grace counts from when a coordinator first
 // saw the member dead, not from the moment it died.

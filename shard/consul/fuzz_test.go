@@ -15,9 +15,9 @@ import (
 // FuzzDecode feeds the snapshot decoder what anyone with write access to
 // the fleet's prefix could leave there: any keys, any values, any sessions.
 // The decoder must not panic, must account for every key (the config, a
-// member, a shard, an offsets key left to its store, or a problem naming
-// the key), and must never let a key it cannot read become a member or an
-// owner.
+// member, a shard, the assignor, an assignment, an offsets key left to its
+// store, or a problem naming the key), and must never let a key it cannot
+// read become a member, an owner or an assignment.
 //
 // keys is newline-separated, relative to the prefix ("!" marks a key
 // outside it); values holds one value per key, NUL-separated; sessions one
@@ -34,6 +34,10 @@ func FuzzDecode(f *testing.F) {
 		join([]byte("[]"), member, []byte("{overwritten")), "s1,s2,s3", uint64(1))
 	f.Add([]byte(`{"shards":0,"name":"/x"}`), "somewhere/deep/in/the/tree", join(owner), "", uint64(0))
 	f.Add([]byte(nil), "shards/stream/shard-000\nmembers/w1", join([]byte("null"), []byte("null")), ",", uint64(3))
+	assigned, _ := shard.Config{Shards: 4}.EncodeAssignment(shard.Assignment{Epoch: 9, Shards: []shard.ID{"stream/shard-001"}})
+	f.Add([]byte(`{"shards":4,"protocol":2}`), "assignor\nassign/w1\nassign/w2\nassign/\nassign/w3\nassignors",
+		join([]byte(`{"worker":"w1"}`), assigned, []byte(`{"epoch":9,"shards":"0-4"}`), assigned, []byte(`{"epoch":0}`), []byte("x")), "s1,,s2,,,", uint64(12))
+	f.Add([]byte(nil), "assignor\nassign/w1", join([]byte(`not json`), assigned), ",", uint64(5))
 	f.Fuzz(func(t *testing.T, config []byte, keys string, values []byte, sessions string, index uint64) {
 		c, err := New(Config{Address: "127.0.0.1:1", Prefix: "fuzz/fleet"})
 		if err != nil {
@@ -135,6 +139,19 @@ func FuzzDecode(f *testing.F) {
 			case strings.HasPrefix(rel, "shards/"):
 				_, ok := shards[shard.ID(strings.TrimPrefix(rel, "shards/"))]
 				accounted = ok || problemFor[kv.Key] // a held shard with a malformed value is kept and reported
+			case kv.Key == c.assignorKey():
+				// The lock is real whatever the value: always shown.
+				k := snap.Assignor
+				accounted = k.Index == kv.ModifyIndex && string(k.Session) == kv.Session && (k.Problem != "") == problemFor[kv.Key] &&
+					(k.Worker == "" || k.Held() && k.Problem == "")
+			case strings.HasPrefix(rel, "assign/"):
+				a, ok := snap.Assignments[strings.TrimPrefix(rel, "assign/")]
+				accounted = ok != problemFor[kv.Key]
+				for _, id := range a.Shards {
+					if known == nil || !known[id] {
+						t.Fatalf("assignment %s names %s, not one of the config's shards", kv.Key, id)
+					}
+				}
 			default:
 				accounted = problemFor[kv.Key]
 			}

@@ -16,12 +16,14 @@ import (
 //
 // Index is Consul's X-Consul-Index for the key: its ModifyIndex while it
 // exists. While it is missing, Consul answers with the highest index of
-// the whole KV store, so its deletion wakes the watch once — and so, unlike
-// on the embedded coordinator, does every later write to any key, each
-// time with Exists false. A query that waits WatchWait without a change
-// returns the index unchanged; shard.NextIndex tells the caller to wait
-// again, and turns an index that went backwards (a Consul state reset)
-// into a restart from 0. As with Watch, an after ahead of Consul's index
+// the whole KV store, so its deletion wakes the watch once; after that,
+// unlike on the embedded coordinator, a call asked with an index older
+// than the store's returns at once, and a blocked one, which other keys'
+// writes do not end, returns at WatchWait with the store's moved index —
+// each time with Exists false (see WatchAssignment, whose test measures
+// it). A query that waits WatchWait without a change returns the index
+// unchanged; shard.NextIndex tells the caller to wait again, and turns an
+// index that went backwards (a Consul state reset) into a restart from 0. As with Watch, an after ahead of Consul's index
 // blocks until the key changes or WatchWait passes, where the embedded
 // coordinator returns at once.
 //
