@@ -42,14 +42,27 @@ type Claim struct {
 // handler overruns Config.DrainTimeout. It closes whatever the handler's
 // context says: a handler draining after ErrRevoked learns here that it
 // must stop at once. Err tells why.
-func (c *Claim) Lost() <-chan struct{} { return c.auth.ctx.Done() }
+//
+// A Claim that no Worker issued (a test's) has no authority to lose: Lost
+// is nil, which never closes, and Err is nil.
+func (c *Claim) Lost() <-chan struct{} {
+	if c.auth == nil {
+		return nil
+	}
+	return c.auth.ctx.Done()
+}
 
 // Err is nil while the claim may act for its shard, and an error wrapping
 // ErrLost once it may not. It also checks the local deadline against the
 // clock, so a process paused across the deadline gets ErrLost from its
 // first Err after waking, before any timer has run. Check it right before
 // an effect that no fence protects.
-func (c *Claim) Err() error { return c.auth.err() }
+func (c *Claim) Err() error {
+	if c.auth == nil {
+		return nil
+	}
+	return c.auth.err()
+}
 
 // Commit stores offset for the shard with the claim's token. It returns an
 // error wrapping ErrLost at once, without reaching the store, when the

@@ -29,7 +29,7 @@ func TestDemoOnConsul(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close() // nothing listens there now
 		var stdout, stderr bytes.Buffer
-		cmd := exec.Command(bin, "demo", "--consul", addr, "--duration", "20s", "--json")
+		cmd := exec.Command(bin, "demo", "--consul", addr, "--duration", "25s", "--json")
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		start := time.Now()
 		err = cmd.Run()
@@ -52,7 +52,7 @@ func TestDemoOnConsul(t *testing.T) {
 		agent := consultest.StartDev(t)
 		prefix := "shardd-test/demo"
 		var stdout, stderr bytes.Buffer
-		cmd := exec.Command(bin, "demo", "--consul", agent.HTTPAddr, "--prefix", prefix, "--duration", "20s", "--json", "--seed", "11")
+		cmd := exec.Command(bin, "demo", "--consul", agent.HTTPAddr, "--prefix", prefix, "--duration", "25s", "--json", "--seed", "11")
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
 			t.Fatalf("shardd demo --consul: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.String(), stdout.String())

@@ -244,10 +244,11 @@ type RunVerdict struct {
 	// Overlaps are the instants at which two processes ran one shard.
 	// Must be empty.
 	Overlaps []Overlap
-	// Woke are the runs whose process the harness had SIGSTOPped before a
-	// newer owner of the shard started, and continued after: allowed as
-	// long as the run made no effect from the newer start on (WokeEffects
-	// counts those, and each is a problem).
+	// Woke are the runs whose process the harness had SIGSTOPped past the
+	// pause budget before a newer owner of the shard started, and that
+	// ended after that start: allowed as long as the run made no effect
+	// from the newer start on (WokeEffects counts those, and each is a
+	// problem).
 	Woke        []Overlap
 	WokeEffects int
 	// Problems names every violation: overlaps, effects of woken runs,
@@ -259,12 +260,17 @@ type RunVerdict struct {
 // CloseRuns): for each shard, of any two runs with different tokens, the
 // older token's must have ended before the newer's started — no instant
 // at which two processes ran one shard. One exception, counted apart in
-// Woke: a process SIGSTOPped (pauses) before the newer run started and
-// continued after ran nothing meanwhile, and on waking its claim refuses
-// by the clock; its run may end late, but any effect it records at or
-// after the newer start is a violation, as is any effect of an older
-// token from then on. Two processes running one token is a violation too.
-func CheckRuns(ivs []offsetlog.Interval, pauses []Pause) RunVerdict {
+// Woke: a process SIGSTOPped (pauses) during the older run, before the
+// newer one started, for longer than the lease's pause budget. Such a
+// pause is beyond what the lease policy promises to cover: the process
+// ran nothing while stopped, and on waking, past its deadline, its claim
+// refuses by the clock, but its handler needs a moment to notice and
+// return, which may reach past the newer start (whether the SIGCONT came
+// before it or after). Its run may therefore end late, but any effect it
+// records at or after the newer start is a violation, as is any effect of
+// an older token from then on. A pause within the budget gets no
+// exception. Two processes running one token is a violation too.
+func CheckRuns(ivs []offsetlog.Interval, pauses []Pause, budget time.Duration) RunVerdict {
 	var v RunVerdict
 	byShard := map[shard.ID][]offsetlog.Interval{}
 	for _, iv := range ivs {
@@ -297,7 +303,7 @@ func CheckRuns(ivs []offsetlog.Interval, pauses []Pause) RunVerdict {
 						o.Effects++
 					}
 				}
-				if p, ok := pausedAcross(pauses, old, next.Start); ok {
+				if p, ok := pausedPastBudget(pauses, old, next.Start, budget); ok {
 					o.Pause = &p
 					v.Woke = append(v.Woke, o)
 					v.WokeEffects += o.Effects
@@ -314,12 +320,12 @@ func CheckRuns(ivs []offsetlog.Interval, pauses []Pause) RunVerdict {
 	return v
 }
 
-// pausedAcross finds a SIGSTOP of old's worker that came after old started
-// and spans t: old's process (alive from old's start to past t) was
-// stopped at t.
-func pausedAcross(pauses []Pause, old offsetlog.Interval, t int64) (Pause, bool) {
+// pausedPastBudget finds a SIGSTOP of old's worker that came after old
+// started and before t, and lasted longer than budget: old's process was
+// frozen past what its lease covers while its run was under way.
+func pausedPastBudget(pauses []Pause, old offsetlog.Interval, t int64, budget time.Duration) (Pause, bool) {
 	for _, p := range pauses {
-		if p.Worker == old.Worker && old.Start < p.From && p.From <= t && t <= p.To {
+		if p.Worker == old.Worker && old.Start < p.From && p.From <= t && time.Duration(p.To-p.From) > budget {
 			return p, true
 		}
 	}

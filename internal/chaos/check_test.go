@@ -140,7 +140,7 @@ func TestSummarizeAttributes(t *testing.T) {
 		{Kind: LeaderKill, Target: "server0", Start: at(4_000), End: at(5_000)},
 	}
 	runs := []offsetlog.Interval{run("a", 5, 1, 4_500), run("b", 7, 2_002, 9_000)}
-	s := Summarize(h, h.Check(), CheckRuns(runs, Pauses(faults)), faults, 100)
+	s := Summarize(h, h.Check(), CheckRuns(runs, Pauses(faults), time.Second), faults, 100)
 	rows := map[Kind]*KindStats{}
 	for _, r := range s.Kinds {
 		rows[r.Kind] = r
@@ -162,7 +162,7 @@ func TestSummarizeAttributes(t *testing.T) {
 	}
 	// The same runs without the pause: an overlap, blamed on the latest
 	// fault of the older run's worker before the newer start.
-	s = Summarize(h, h.Check(), CheckRuns(runs, nil), faults, 100)
+	s = Summarize(h, h.Check(), CheckRuns(runs, nil, time.Second), faults, 100)
 	for _, r := range s.Kinds {
 		if want := map[Kind]int{SigStop: 1}[r.Kind]; r.Overlaps != want {
 			t.Errorf("%s: %d overlaps, want %d", r.Kind, r.Overlaps, want)
@@ -213,8 +213,12 @@ func TestCheckRuns(t *testing.T) {
 			stopA, 0, 1, 0, ""},
 		{"paused, acted after waking", []offsetlog.Interval{run("a", 5, 0, 27, 3, 26), run("b", 7, 12, 20)},
 			stopA, 0, 1, 1, "a paused run acted after a newer owner started"},
-		{"paused, woke before the newer start and ran on", []offsetlog.Interval{run("a", 5, 0, 40), run("b", 7, 30, 50)},
-			stopA, 1, 0, 0, "two processes ran one shard"},
+		{"paused past the budget, woke before the newer start, returned after it", []offsetlog.Interval{run("a", 5, 0, 40, 3), run("b", 7, 30, 50)},
+			stopA, 0, 1, 0, ""},
+		{"paused past the budget, woke before the newer start, acted after it", []offsetlog.Interval{run("a", 5, 0, 40, 3, 31), run("b", 7, 30, 50)},
+			stopA, 0, 1, 1, "a paused run acted after a newer owner started"},
+		{"paused within the budget and ran on", []offsetlog.Interval{run("a", 5, 0, 40), run("b", 7, 30, 50)},
+			[]Pause{{Worker: "a", From: 5e6, To: 12e6}}, 1, 0, 0, "two processes ran one shard"},
 		{"stopped before its run started", []offsetlog.Interval{run("a", 5, 6, 26), run("b", 7, 12, 20)},
 			stopA, 1, 0, 0, "two processes ran one shard"},
 		{"another worker's pause", []offsetlog.Interval{run("a", 5, 0, 26), run("b", 7, 12, 20)},
@@ -223,7 +227,7 @@ func TestCheckRuns(t *testing.T) {
 			nil, 0, 0, 0, "token 5 run by two processes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := CheckRuns(tc.runs, tc.pauses)
+			v := CheckRuns(tc.runs, tc.pauses, 10*time.Millisecond)
 			got := strings.Join(v.Problems, "\n")
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("problems %q, want %q", got, tc.want)
@@ -252,7 +256,7 @@ func TestCloseRuns(t *testing.T) {
 	if runs[0].End != math.MaxInt64 {
 		t.Error("CloseRuns changed its argument")
 	}
-	if v := CheckRuns(closed, nil); len(v.Overlaps) != 1 || v.Overlaps[0].Old.Token != 6 {
+	if v := CheckRuns(closed, nil, time.Second); len(v.Overlaps) != 1 || v.Overlaps[0].Old.Token != 6 {
 		t.Errorf("overlaps %v, want the run of the process still running (token 6) against token 7", v.Overlaps)
 	}
 }

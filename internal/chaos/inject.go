@@ -67,17 +67,27 @@ func (f *Fleet) injectWorker(ctx context.Context, p pick, tm Timing) (string, er
 		sleepCtx(ctx, past)
 		w.Proxy.Set(ModePass, 0)
 	case Destroy:
-		n, err := f.destroySessions(ctx, w.ID)
+		s, err := f.findSessions(ctx, w.ID)
+		if err != nil {
+			return "", err
+		}
+		n, err := s.destroy(ctx)
 		sleepCtx(ctx, past)
 		return fmt.Sprintf("%d session(s) destroyed", n), err
 	case PartitionDestroy:
-		// The destroy lands 100–600 ms after the cut: anywhere in a
-		// renewal period, so sometimes just after the last renewal that
-		// got through, where the lock-delay rule has least to spare.
+		// The session is found before the cut (a worker between sessions
+		// gets time to create its next one), and destroyed 100–600 ms
+		// after it: anywhere in a renewal period, so sometimes just after
+		// the last renewal that got through, where the lock-delay rule
+		// has least to spare.
+		s, err := f.findSessions(ctx, w.ID)
+		if err != nil {
+			return "", err
+		}
 		w.Proxy.Set(ModePartition, 0)
 		after := 100*time.Millisecond + p.jitter/4
 		sleepCtx(ctx, after)
-		n, err := f.destroySessions(ctx, w.ID)
+		n, err := s.destroy(ctx)
 		sleepCtx(ctx, past-after)
 		w.Proxy.Set(ModePass, 0)
 		return fmt.Sprintf("%d session(s) destroyed %v after the cut", n, after.Round(time.Millisecond)), err
@@ -125,41 +135,58 @@ func (f *Fleet) injectAgent(ctx context.Context, p pick, tm Timing) (string, err
 	return fmt.Sprintf("restarted, ready in %v", time.Since(back).Round(time.Millisecond)), nil
 }
 
-// destroySessions destroys every session named after worker, through a
-// running server, as an operator (or any third party) would. A worker
-// that is between sessions gets up to 5 s to create its next one.
-func (f *Fleet) destroySessions(ctx context.Context, worker string) (int, error) {
+// sessionsOf are a worker's sessions as found on one running server.
+type sessionsOf struct {
+	worker, server string
+	c              *api.Client
+	ids            []string
+}
+
+// findSessionWait is how long findSessions waits for a worker that is
+// between sessions (stepped down and rejoining, restarting after a fault)
+// to create its next one.
+const findSessionWait = 20 * time.Second
+
+// findSessions finds every session named after worker, through a running
+// server, as an operator (or any third party) would.
+func (f *Fleet) findSessions(ctx context.Context, worker string) (sessionsOf, error) {
 	servers := f.cfg.Cluster.Running()
 	if len(servers) == 0 {
-		return 0, errors.New("chaos: no Consul server running to destroy a session through")
+		return sessionsOf{}, errors.New("chaos: no Consul server running to destroy a session through")
 	}
 	srv := servers[rand.IntN(len(servers))]
 	c, err := api.NewClient(srv.Config())
 	if err != nil {
-		return 0, fmt.Errorf("chaos: client for %s: %w", srv.Name, err)
+		return sessionsOf{}, fmt.Errorf("chaos: client for %s: %w", srv.Name, err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	s := sessionsOf{worker: worker, server: srv.Name, c: c}
+	deadline := time.Now().Add(findSessionWait)
 	for {
 		list, _, err := c.Session().List((&api.QueryOptions{}).WithContext(ctx))
 		if err != nil {
-			return 0, fmt.Errorf("chaos: listing sessions on %s: %w", srv.Name, err)
+			return s, fmt.Errorf("chaos: listing sessions on %s: %w", srv.Name, err)
 		}
-		n := 0
-		for _, s := range list {
-			if s.Name != worker {
-				continue
+		for _, e := range list {
+			if e.Name == worker {
+				s.ids = append(s.ids, e.ID)
 			}
-			if _, err := c.Session().Destroy(s.ID, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-				return n, fmt.Errorf("chaos: destroying session %s of %s on %s: %w", s.ID, worker, srv.Name, err)
-			}
-			n++
 		}
-		if n > 0 {
-			return n, nil
+		if len(s.ids) > 0 {
+			return s, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return 0, fmt.Errorf("chaos: no session named %s on %s within 5 s", worker, srv.Name)
+			return s, fmt.Errorf("chaos: no session named %s on %s within %v", worker, srv.Name, findSessionWait)
 		}
 		sleepCtx(ctx, 100*time.Millisecond)
 	}
+}
+
+// destroy destroys the sessions found, and reports how many.
+func (s sessionsOf) destroy(ctx context.Context) (int, error) {
+	for n, id := range s.ids {
+		if _, err := s.c.Session().Destroy(id, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+			return n, fmt.Errorf("chaos: destroying session %s of %s on %s: %w", id, s.worker, s.server, err)
+		}
+	}
+	return len(s.ids), nil
 }

@@ -44,7 +44,7 @@ func TestLeaderKill(t *testing.T) {
 	for i := range fleetWorkers {
 		id := fmt.Sprintf("w%d", i+1)
 		args := workerArgs(followers[i%2].HTTPAddr, prefix, id, fleetShards,
-			"--ttl", "10s", "--renew", "1s", "--pause-budget", "3s", "--lock-delay", "500ms", "--commit-every", "500ms")
+			"--ttl", "10s", "--renew", "1s", "--pause-budget", "3s", "--lock-delay", "7s", "--commit-every", "500ms")
 		procs = append(procs, startWorker(t, id, args))
 	}
 	converge(t, mon, fleetWorkers, 40*time.Second)

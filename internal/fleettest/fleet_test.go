@@ -15,20 +15,20 @@ import (
 // The fleet tests' lease policy: check liveness (the default) with a 4 s
 // check TTL, renewals every 500 ms, 2 s pause budget (a worker steps down
 // after 2 s without a successful renewal: sturdy enough for a loaded CI
-// machine running other packages' Consul agents beside these), 500 ms
-// lock-delay.
+// machine running other packages' Consul agents beside these), and a 2 s
+// lock-delay, the least the policy's rule allows (ttl − pause budget).
 const (
 	checkTTL  = 4 * time.Second
-	lockDelay = 500 * time.Millisecond
+	lockDelay = 2 * time.Second
 	// failoverMargin is what a crash's failover may take beyond the check's
 	// TTL: the lock-delay, a rebalance round (the acquire refused during
 	// the lock-delay is retried by the next one) and scheduling on a busy
 	// two-core machine.
-	failoverMargin = 3500 * time.Millisecond
+	failoverMargin = lockDelay + 3*time.Second
 )
 
 var policyArgs = []string{"--ttl", "4s", "--renew", "500ms", "--pause-budget", "2s",
-	"--lock-delay", "500ms", "--commit-every", "500ms"}
+	"--lock-delay", "2s", "--commit-every", "500ms"}
 
 const (
 	fleetWorkers = 6
