@@ -14,12 +14,24 @@ import (
 // inject runs one fault, from injection to heal. A SIGSTOP fault's Start
 // is read just before the signal and its End just after the SIGCONT: the
 // window in which the victim ran nothing (Pauses).
+//
+// A destroy's victim may be between sessions; its session is found first
+// (findSessions waits for it), and the fault starts after, so that the
+// wait counts in no takeover.
 func (f *Fleet) inject(ctx context.Context, p pick, tm Timing) Fault {
-	ft := Fault{Kind: p.kind, Start: time.Now()}
+	var ft Fault
 	for _, v := range p.victims {
 		ft.Victims = append(ft.Victims, v.ID)
 	}
 	var err error
+	if p.kind == Destroy || p.kind == PartitionDestroy {
+		p.sessions, err = f.findSessions(ctx, p.worker.ID)
+	}
+	ft.Kind, ft.Start = p.kind, time.Now()
+	if err != nil {
+		ft.Target, ft.End, ft.Err = p.worker.ID, ft.Start, err.Error()
+		return ft
+	}
 	if p.agent != nil {
 		ft.Target = p.agent.Name
 		ft.Detail, err = f.injectAgent(ctx, p, tm)
@@ -67,27 +79,19 @@ func (f *Fleet) injectWorker(ctx context.Context, p pick, tm Timing) (string, er
 		sleepCtx(ctx, past)
 		w.Proxy.Set(ModePass, 0)
 	case Destroy:
-		s, err := f.findSessions(ctx, w.ID)
-		if err != nil {
-			return "", err
-		}
-		n, err := s.destroy(ctx)
+		n, err := p.sessions.destroy(ctx)
 		sleepCtx(ctx, past)
 		return fmt.Sprintf("%d session(s) destroyed", n), err
 	case PartitionDestroy:
-		// The session is found before the cut (a worker between sessions
-		// gets time to create its next one), and destroyed 100–600 ms
-		// after it: anywhere in a renewal period, so sometimes just after
-		// the last renewal that got through, where the lock-delay rule
-		// has least to spare.
-		s, err := f.findSessions(ctx, w.ID)
-		if err != nil {
-			return "", err
-		}
+		// The session was found before the cut (inject: a worker between
+		// sessions gets time to create its next one), and is destroyed
+		// 100–600 ms after it: anywhere in a renewal period, so sometimes
+		// just after the last renewal that got through, where the
+		// lock-delay rule has least to spare.
 		w.Proxy.Set(ModePartition, 0)
 		after := 100*time.Millisecond + p.jitter/4
 		sleepCtx(ctx, after)
-		n, err := s.destroy(ctx)
+		n, err := p.sessions.destroy(ctx)
 		sleepCtx(ctx, past-after)
 		w.Proxy.Set(ModePass, 0)
 		return fmt.Sprintf("%d session(s) destroyed %v after the cut", n, after.Round(time.Millisecond)), err

@@ -129,6 +129,8 @@ type pick struct {
 	agent   *Agent  // an agent fault's victim
 	victims []*Worker
 	jitter  time.Duration // per-fault randomness: a hold, a downtime, a delay
+	// sessions are a destroy's victim's sessions, found by inject.
+	sessions sessionsOf
 }
 
 // scheduler hands the lanes their next fault.
