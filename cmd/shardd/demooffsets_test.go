@@ -33,7 +33,9 @@ func TestDemoCommitsThroughEveryOffsetsBackend(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			args := append([]string{"demo", "--duration", "20s", "--json", "--seed", "5"}, tc.args(t)...)
+			// 25 s: the shortest run that fits the Consul demo's schedule
+			// (its lock-delay is the step-down deadline of ConsulPolicy).
+			args := append([]string{"demo", "--duration", "25s", "--json", "--seed", "5"}, tc.args(t)...)
 			// The built binary, not run() under the race detector: the
 			// demo's 2 s lease policy on a real server is the product's.
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

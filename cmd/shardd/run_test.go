@@ -166,7 +166,8 @@ func TestRunEightChildrenAndACleanStop(t *testing.T) {
 	}
 }
 
-// A child that ignores SIGTERM is killed when the drain timeout passes.
+// A child that ignores SIGTERM is killed when the drain timeout passes: the
+// claim's authority ends then, and the supervisor kills at once.
 func TestRunKillsAChildThatIgnoresSIGTERMAfterTheDrain(t *testing.T) {
 	_, errs, stop := startRun(t, "--shards", "2", "--drain-timeout", "1s", "--log-level", "info", "--",
 		"sh", "-c", `trap '' TERM; echo up; while :; do sleep 0.1; done`)
@@ -178,7 +179,7 @@ func TestRunKillsAChildThatIgnoresSIGTERMAfterTheDrain(t *testing.T) {
 	if took < time.Second || took > 6*time.Second {
 		t.Errorf("stop took %v; want the 1s drain timeout, then SIGKILL", took)
 	}
-	if n := strings.Count(errs.String(), "did not exit within the drain timeout: SIGKILL sent"); n != 2 {
+	if n := strings.Count(errs.String(), "authority ended while the child drained: SIGKILL sent"); n != 2 {
 		t.Errorf("%d SIGKILLs after the drain logged, want 2:\n%s", n, errs.String())
 	}
 }

@@ -82,7 +82,7 @@ func TestFleetOnConsul(t *testing.T) {
 			agent.CLI(t, "kv", "put", k, v)
 		}
 		for _, p := range procs {
-			l := p.waitLog(t, "ignoring a foreign or malformed key", 10*time.Second)
+			l := p.waitLog(t, "the coordinator reports a problem under the fleet prefix", 10*time.Second)
 			if l.Level != "warn" {
 				t.Errorf("%s logged the foreign key at level %q, want warn", p.id, l.Level)
 			}
