@@ -51,6 +51,16 @@ type Assignment struct {
 	// the time.
 	Waiting      int
 	WaitingSince time.Time
+	// Free lists, sorted, the shards of Shards that had no live holder when
+	// Step wrote the key. A change of Free alone rewrites the key: it is how
+	// a worker that watches only its key learns that a lock it took is
+	// gone (released or deleted by an operator) and must be taken again.
+	// In State it is only compared with the present.
+	Free []shard.ID
+	// StuckSession is the member session the wait and the stuck mark are
+	// about: a member with another session (it restarted or rejoined) is
+	// not stuck and waits afresh.
+	//
 	// Stuck: Step judged the worker stuck under StuckSession, because the
 	// count of free shards in its assignment did not go down for
 	// Policy.StuckAfter. While the worker keeps that session it is given

@@ -331,3 +331,49 @@ func TestDefaultMaxMovesInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestStepStuckIsAboutProgressAndSession: the two ways the simulation
+// caught a healthy worker judged stuck. A worker that took the free shards
+// it was waiting for while as many others of its key were freed (its old
+// session's, after a rejoin) made progress, though the count is the same;
+// and a wait recorded under the member's previous session does not count
+// against its new one.
+func TestStepStuckIsAboutProgressAndSession(t *testing.T) {
+	s := ids(4)
+	now := epoch.Add(time.Hour)
+	p := Policy{StuckAfter: time.Second}
+	long := now.Add(-time.Minute)
+
+	t.Run("took the ones it waited for, others freed", func(t *testing.T) {
+		k := key(s, 0, 1, 2, 3)
+		k.Waiting, k.WaitingSince, k.StuckSession = 2, long, "a#1"
+		k.Free = []shard.ID{s[0], s[1]} // what it was waiting for
+		st := State{Now: now, Shards: s, Members: live("a"), Holders: own(s, "a", "a", "", ""),
+			Assigned: map[string]Assignment{"a": k}}
+		d := mustStep(t, st, p)
+		if a, ok := d.Assign["a"]; !ok || a.Stuck || a.Waiting != 2 || !a.WaitingSince.Equal(now) ||
+			!slices.Equal(a.Free, []shard.ID{s[2], s[3]}) {
+			t.Fatalf("key of a %+v (written %v): want not stuck, a new wait of 2 from now, free [%s %s]", a, ok, s[2], s[3])
+		}
+	})
+	t.Run("a wait of the previous session", func(t *testing.T) {
+		k := key(s, 0, 1)
+		k.Waiting, k.WaitingSince, k.StuckSession = 2, long, "a#0" // a's life before this session
+		k.Free = []shard.ID{s[0], s[1]}
+		st := State{Now: now, Shards: s[:2], Members: live("a"), Assigned: map[string]Assignment{"a": k}}
+		d := mustStep(t, st, p)
+		if a := d.Assign["a"]; a.Stuck || a.Waiting != 2 || !a.WaitingSince.Equal(now) || a.StuckSession != "a#1" {
+			t.Fatalf("key of a %+v: want a new wait from now under session a#1, not a stuck mark", a)
+		}
+	})
+	t.Run("no progress for StuckAfter under its session", func(t *testing.T) {
+		k := key(s, 0, 1)
+		k.Waiting, k.WaitingSince, k.StuckSession = 2, long, "a#1"
+		k.Free = []shard.ID{s[0], s[1]}
+		st := State{Now: now, Shards: s[:2], Members: live("a", "b"), Assigned: map[string]Assignment{"a": k}}
+		d := mustStep(t, st, p)
+		if a := d.Assign["a"]; !a.Stuck || a.StuckSession != "a#1" || len(a.Shards) != 0 {
+			t.Fatalf("key of a %+v: want stuck under a#1 with its free shards gone", a)
+		}
+	})
+}

@@ -215,6 +215,7 @@ func (st *step) decision() Decision {
 	}
 	changed := make([]bool, w)
 	lists := make([][]shard.ID, w)
+	frees := make([][]shard.ID, w)
 	for m := range w {
 		changed[m] = same[m] != len(st.sets[m]) || same[m] != count[m]
 		if changed[m] {
@@ -225,6 +226,9 @@ func (st *step) decision() Decision {
 		if m >= 0 && changed[m] {
 			lists[m] = append(lists[m], st.shards[i])
 		}
+		if m >= 0 && st.holder[i] < 0 {
+			frees[m] = append(frees[m], st.shards[i])
+		}
 		if st.flags[i]&handedOff != 0 || (m >= 0 && st.holder[i] < 0) {
 			if mv, ok := st.move(i); ok {
 				d.Moves = append(d.Moves, mv)
@@ -232,7 +236,7 @@ func (st *step) decision() Decision {
 		}
 	}
 	for m := range w {
-		key, write := st.nextKey(m, lists[m], changed[m], same[m] == len(st.sets[m]))
+		key, write := st.nextKey(m, lists[m], frees[m], changed[m], same[m] == len(st.sets[m]))
 		if write {
 			if d.Assign == nil {
 				d.Assign = map[string]Assignment{}

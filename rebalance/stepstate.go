@@ -26,6 +26,10 @@ type stepInput struct {
 	// its shards as ascending indexes.
 	keys []Assignment
 	sets [][]int32
+	// took[m] says that member m now holds a shard its key listed as free:
+	// it made progress, whatever the count of its free shards says (other
+	// shards of its key may have been freed meanwhile).
+	took []bool
 	// dead are the workers with a key that are not live, sorted.
 	dead []string
 }
@@ -56,6 +60,7 @@ func readState(s State) (*stepInput, error) {
 		flags:   make([]uint8, len(shards)),
 		keys:    make([]Assignment, len(members)),
 		sets:    make([][]int32, len(members)),
+		took:    make([]bool, len(members)),
 	}
 	member := make(map[string]int32, len(members))
 	for m, mem := range members {
@@ -106,6 +111,12 @@ func readState(s State) (*stepInput, error) {
 		}
 		if m, live := member[w]; live {
 			in.keys[m], in.sets[m] = a, set
+			for _, id := range a.Free {
+				if i, ok := index.find(id); ok && in.holder[i] == m {
+					in.took[m] = true
+					break
+				}
+			}
 		} else {
 			in.dead = append(in.dead, w)
 			for _, i := range set {

@@ -1,6 +1,7 @@
 package rebalance
 
 import (
+	"slices"
 	"time"
 
 	"github.com/shardlease/shardlease/shard"
@@ -9,10 +10,13 @@ import (
 // judge counts the free shards in every member's key and decides which
 // members are stuck. A member is stuck while its key carries a stuck mark
 // for its current session. A member not marked is judged stuck now when its
-// key lists free shards, as many as the wait recorded in the key, and the
-// wait began StuckAfter or more ago: the worker took none of them for that
-// long. A worker that takes some (the count went down) or is given more
-// (it went up) starts a new wait instead; see nextKey.
+// key lists free shards, as many as the wait recorded in the key, none of
+// the shards the key listed as free is now its own, and the wait began
+// StuckAfter or more ago: the worker took none of them for that long. (The
+// count alone is not enough: a worker that took the shards it waited for
+// while as many others of its key were freed — its old session's, after a
+// rejoin — made progress.) A worker that takes some (the count went down)
+// or is given more (it went up) starts a new wait instead; see nextKey.
 func (st *step) judge() {
 	for m, set := range st.sets {
 		for _, i := range set {
@@ -26,13 +30,16 @@ func (st *step) judge() {
 			continue
 		}
 		waiting, since := st.wait(m)
-		st.stuck[m] = waiting > 0 && st.freeIn[m] == waiting && st.now.Sub(since) >= st.p.StuckAfter
+		st.stuck[m] = waiting > 0 && st.freeIn[m] == waiting && !st.took[m] && st.now.Sub(since) >= st.p.StuckAfter
 	}
 }
 
 // nextKey returns member m's key after this step and whether it must be
-// written. list is the key's new shard set when changed; grew
-// says that the new set contains the old one.
+// written. list is the key's new shard set when changed, free the shards
+// of the key after this step that have no live holder; grew says that the
+// new set contains the old one. A change of free alone is written too: it
+// is how a worker learns that a lock it took is gone (an operator released
+// or deleted it), since it watches nothing but its key.
 //
 // The wait: when the set changes, Waiting becomes the number of free shards
 // in it and WaitingSince now, except that a change that only adds shards to
@@ -44,21 +51,23 @@ func (st *step) judge() {
 // is not stuck and waits anew; a worker that took all has nothing to wait
 // for. Keys are thus written when the set changes, when a wait ends, and at
 // most once per StuckAfter while one lasts — not on every acquisition.
-func (st *step) nextKey(m int, list []shard.ID, changed, grew bool) (Assignment, bool) {
+func (st *step) nextKey(m int, list, free []shard.ID, changed, grew bool) (Assignment, bool) {
 	old := st.keys[m]
 	key := old
 	if changed {
 		key.Shards, key.Since = list, st.now
 	}
+	key.Free = free
 	waiting, since := st.wait(m)
 	in, out := st.freeIn[m], st.freeOut[m]
 	key.Stuck, key.StuckSession = st.stuck[m], ""
 	switch {
 	case st.stuck[m]:
-		key.StuckSession = st.members[m].Session
 		key.Waiting, key.WaitingSince = 0, time.Time{}
 	case out == 0:
 		key.Waiting, key.WaitingSince = 0, time.Time{}
+	case st.took[m]: // it took some of the free shards it was given: a new wait
+		key.Waiting, key.WaitingSince = out, st.now
 	case changed:
 		key.Waiting, key.WaitingSince = out, st.now
 		if grew && in > 0 && in == waiting {
@@ -71,8 +80,11 @@ func (st *step) nextKey(m int, list []shard.ID, changed, grew bool) (Assignment,
 	default:
 		key.Waiting, key.WaitingSince = waiting, since
 	}
+	if key.Stuck || key.Waiting > 0 { // the wait and the mark are about the member's current session
+		key.StuckSession = st.members[m].Session
+	}
 	write := changed || key.Stuck != old.Stuck || key.StuckSession != old.StuckSession ||
-		key.Waiting != old.Waiting || !key.WaitingSince.Equal(old.WaitingSince)
+		key.Waiting != old.Waiting || !key.WaitingSince.Equal(old.WaitingSince) || !slices.Equal(key.Free, old.Free)
 	if write && !changed { // the same shards, sorted, in a slice of its own
 		key.Shards = make([]shard.ID, len(st.sets[m]))
 		for k, i := range st.sets[m] {
@@ -85,12 +97,12 @@ func (st *step) nextKey(m int, list []shard.ID, changed, grew bool) (Assignment,
 // wait returns the wait recorded in member m's key, or 0 and the zero time
 // when it records none usable: no free shard, no time, a time after now (a
 // key written by an assignor whose clock ran ahead: the wait restarts now),
-// or a stuck mark for another session (the key is about the member's
-// previous life).
+// or a wait or stuck mark recorded for another session (the key is about
+// the member's previous life: a worker that rejoined starts afresh).
 func (st *step) wait(m int) (int, time.Time) {
 	a := st.keys[m]
 	if a.Waiting <= 0 || a.WaitingSince.IsZero() || a.WaitingSince.After(st.now) ||
-		(a.Stuck && a.StuckSession != st.members[m].Session) {
+		a.StuckSession != st.members[m].Session {
 		return 0, time.Time{}
 	}
 	return a.Waiting, a.WaitingSince

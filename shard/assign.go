@@ -19,6 +19,18 @@ type Assignment struct {
 	Since time.Time `json:"since"`
 	// Shards are the shards assigned, in the config's order, each once.
 	Shards []ID `json:"shards"`
+	// Free are the shards of Shards that had no live holder in the listing
+	// the assignor decided from, whose index is AsOf. A worker that runs
+	// one of them under a claim whose token is at most AsOf has lost its
+	// lock (an operator released or deleted it): it is how a worker that
+	// reads nothing but this key learns of it.
+	Free []ID   `json:"free,omitempty"`
+	AsOf uint64 `json:"as_of,omitempty"`
+	// Waiting and WaitingSince are the assignor's memory of how long the
+	// worker has been given free shards without taking them (see
+	// rebalance.Assignment); kept in the key so a new assignor carries on.
+	Waiting      int       `json:"waiting,omitempty"`
+	WaitingSince time.Time `json:"waiting_since,omitzero"`
 	// Stuck is set while the assignor judges the worker stuck (it was given
 	// shards and did not take them); StuckSession is the session it judged,
 	// so that a worker that came back with a new session can tell the mark
@@ -75,20 +87,30 @@ type assignmentValue struct {
 	Epoch        Token     `json:"epoch"`
 	Since        time.Time `json:"since"`
 	Shards       string    `json:"shards"`
+	Free         string    `json:"free,omitempty"`
+	AsOf         uint64    `json:"as_of,omitempty"`
+	Waiting      int       `json:"waiting,omitempty"`
+	WaitingSince time.Time `json:"waiting_since,omitzero"`
 	Stuck        bool      `json:"stuck,omitempty"`
 	StuckSession SessionID `json:"stuck_session,omitempty"`
 }
 
 // EncodeAssignment returns the value of an assignment key for a: JSON
-// {"epoch", "since", "shards", "stuck", "stuck_session"} with the shards as
-// EncodeSet writes them, sorted index ranges ("0-99,150"). A shard outside
-// c wraps ErrUnknownShard, a shard listed twice ErrInvalidArgument.
+// {"epoch", "since", "shards", "free", "as_of", "waiting", "waiting_since",
+// "stuck", "stuck_session"} with the shard sets as EncodeSet writes them,
+// sorted index ranges ("0-99,150"). A shard outside c wraps
+// ErrUnknownShard, a shard listed twice ErrInvalidArgument.
 func (c Config) EncodeAssignment(a Assignment) ([]byte, error) {
 	set, err := c.EncodeSet(a.Shards)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(assignmentValue{Epoch: a.Epoch, Since: a.Since, Shards: set, Stuck: a.Stuck, StuckSession: a.StuckSession})
+	free, err := c.EncodeSet(a.Free)
+	if err != nil {
+		return nil, fmt.Errorf("free shards: %w", err)
+	}
+	return json.Marshal(assignmentValue{Epoch: a.Epoch, Since: a.Since, Shards: set, Free: free, AsOf: a.AsOf,
+		Waiting: a.Waiting, WaitingSince: a.WaitingSince, Stuck: a.Stuck, StuckSession: a.StuckSession})
 }
 
 // DecodeAssignment reads an assignment key's value written by
@@ -98,7 +120,7 @@ func (c Config) EncodeAssignment(a Assignment) ([]byte, error) {
 func (c Config) DecodeAssignment(value []byte) (Assignment, error) {
 	var v assignmentValue
 	if err := json.Unmarshal(value, &v); err != nil {
-		return Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, since, shards, stuck, stuck_session}): %w", err)
+		return Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, since, shards, free, as_of, waiting, waiting_since, stuck, stuck_session}): %w", err)
 	}
 	if v.Epoch == 0 {
 		return Assignment{}, fmt.Errorf("assignment value names no epoch: no assignor wrote it")
@@ -107,5 +129,13 @@ func (c Config) DecodeAssignment(value []byte) (Assignment, error) {
 	if err != nil {
 		return Assignment{}, fmt.Errorf("assignment value's shards %q: %w", v.Shards, err)
 	}
-	return Assignment{Epoch: v.Epoch, Since: v.Since, Shards: ids, Stuck: v.Stuck, StuckSession: v.StuckSession}, nil
+	free, err := c.DecodeSet(v.Free)
+	if err != nil {
+		return Assignment{}, fmt.Errorf("assignment value's free shards %q: %w", v.Free, err)
+	}
+	if v.Waiting < 0 {
+		return Assignment{}, fmt.Errorf("assignment value's waiting %d is negative", v.Waiting)
+	}
+	return Assignment{Epoch: v.Epoch, Since: v.Since, Shards: ids, Free: free, AsOf: v.AsOf,
+		Waiting: v.Waiting, WaitingSince: v.WaitingSince, Stuck: v.Stuck, StuckSession: v.StuckSession}, nil
 }
