@@ -89,7 +89,7 @@ func (lp *loop) replan(round bool) {
 			continue
 		}
 		if st := v.byShard[id]; lp.snap.Index >= uint64(r.claim.Token) && st.Session != session {
-			who := "nobody (released by an operator)"
+			who := "nobody (released by an operator, or this worker's session ended)"
 			if st.Held() {
 				who = fmt.Sprintf("session %s of %q", st.Session, v.ownerOf[st.Session])
 			}
