@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,15 +52,10 @@ type Config struct {
 	// and must not call Run; it may call Status.
 	OnChange func(Change)
 
-	// Policy, DrainTimeout, RoundEvery and OrphanGrace are passed
-	// to the worker (see worker.Config for their defaults). RoundEvery is
-	// also how soon a new instance first tries for the lock; OrphanGrace is
-	// how long a vacancy waits for its designated candidate before the
-	// others may take it.
+	// Policy and DrainTimeout are passed to the worker (see worker.Config
+	// for their defaults).
 	Policy       shard.LeasePolicy
 	DrainTimeout time.Duration
-	RoundEvery   time.Duration
-	OrphanGrace  time.Duration
 
 	// Registerer receives the worker's metrics (labelled worker=ID); nil
 	// keeps them unexported. Logger defaults to zap.NewNop().
@@ -131,14 +127,9 @@ func New(cfg Config) (*Election, error) {
 		Handler:      worker.HandlerFunc(e.process),
 		Policy:       cfg.Policy,
 		DrainTimeout: cfg.DrainTimeout,
-		RoundEvery:   cfg.RoundEvery,
-		OrphanGrace:  cfg.OrphanGrace,
 		Registerer:   cfg.Registerer,
 		Logger:       cfg.Logger,
 		JitterSeed:   cfg.JitterSeed,
-	}
-	if cfg.Coordinator != nil {
-		wcfg.Coordinator = observer{Coordinator: cfg.Coordinator, see: e.roles.snapshot}
 	}
 	if err := wcfg.Validate(); err != nil {
 		problems = append(problems, err.Error())
@@ -179,7 +170,12 @@ func (e *Election) Run(ctx context.Context) error {
 	}
 	e.runCtx = ctx
 	e.roles.begin()
+	followCtx, stopFollowing := context.WithCancel(ctx)
+	var following sync.WaitGroup
+	following.Go(func() { e.follow(followCtx) })
 	err := e.w.Run(ctx)
+	stopFollowing()
+	following.Wait()
 	if e.closer != nil {
 		_ = e.closer()
 	}
@@ -205,17 +201,35 @@ func (e *Election) process(ctx context.Context, c *worker.Claim) error {
 	return err
 }
 
-// observer hands every snapshot the worker's watch receives to the role
-// tracker, so followers know who leads without a second blocking query.
-type observer struct {
-	shard.Coordinator
-	see func(shard.Snapshot)
-}
-
-func (o observer) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) {
-	s, err := o.Coordinator.Watch(ctx, after)
-	if err == nil {
-		o.see(s)
+// follow hands the role tracker every snapshot of the election's fleet
+// until ctx ends, so followers know who leads. A worker reads only its own
+// assignment; the one-shard fleet's listing is small, so each instance
+// follows it with a blocking query of its own.
+func (e *Election) follow(ctx context.Context) {
+	var index uint64
+	wait := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		s, err := e.cfg.Coordinator.Watch(ctx, index)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			t := time.NewTimer(wait + time.Duration(rand.Int64N(int64(wait))))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			wait = min(2*wait, 2*time.Second)
+			index = 0
+			continue
+		}
+		wait = 50 * time.Millisecond
+		if index != 0 && s.Index == index {
+			continue // a blocking query that timed out
+		}
+		index = shard.NextIndex(index, s.Index)
+		e.roles.snapshot(s)
 	}
-	return s, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/shardlease/shardlease/election"
 	"github.com/shardlease/shardlease/shard/memory"
@@ -22,7 +21,6 @@ func ExampleElection_Run() {
 		ID:          "sched-1",
 		Name:        "invoice-scheduler",
 		Coordinator: memory.New(),
-		RoundEvery:  50 * time.Millisecond, // how soon a new instance tries for the lock
 		Lead: func(ctx context.Context, l *election.Leadership) error {
 			// Enqueue the jobs, each with l.Token or an idempotency key, and
 			// record progress; l.Start holds what earlier leaders committed.

@@ -15,8 +15,8 @@ import (
 // StuckAfter or more ago: the worker took none of them for that long. (The
 // count alone is not enough: a worker that took the shards it waited for
 // while as many others of its key were freed — its old session's, after a
-// rejoin — made progress.) A worker that takes some (the count went down)
-// or is given more (it went up) starts a new wait instead; see nextKey.
+// rejoin — made progress.) A worker that takes some (the count went down) or is given more
+// (it went up) starts a new wait instead; see nextKey.
 func (st *step) judge() {
 	for m, set := range st.sets {
 		for _, i := range set {

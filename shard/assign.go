@@ -26,6 +26,14 @@ type Assignment struct {
 	// reads nothing but this key learns of it.
 	Free []ID   `json:"free,omitempty"`
 	AsOf uint64 `json:"as_of,omitempty"`
+	// Why says, for shards of Free, why each is free as the assignor saw
+	// it ("initial: never owned", "rebalanced from w2 (drain)",
+	// "orphaned: w7's session invalidated"): the worker writes it into the
+	// lock's value when it takes the shard, for operators.
+	Why map[ID]string `json:"why,omitempty"`
+	// Draining is the worker's drain flag as the assignor saw it on its
+	// member key: the shards it takes out then are a drain's hand-offs.
+	Draining bool `json:"draining,omitempty"`
 	// Waiting and WaitingSince are the assignor's memory of how long the
 	// worker has been given free shards without taking them (see
 	// rebalance.Assignment); kept in the key so a new assignor carries on.
@@ -84,15 +92,17 @@ type AssignmentKey struct {
 // compact index ranges, so that a worker's key stays small at 10,000
 // shards.
 type assignmentValue struct {
-	Epoch        Token     `json:"epoch"`
-	Since        time.Time `json:"since"`
-	Shards       string    `json:"shards"`
-	Free         string    `json:"free,omitempty"`
-	AsOf         uint64    `json:"as_of,omitempty"`
-	Waiting      int       `json:"waiting,omitempty"`
-	WaitingSince time.Time `json:"waiting_since,omitzero"`
-	Stuck        bool      `json:"stuck,omitempty"`
-	StuckSession SessionID `json:"stuck_session,omitempty"`
+	Epoch        Token             `json:"epoch"`
+	Since        time.Time         `json:"since"`
+	Shards       string            `json:"shards"`
+	Free         string            `json:"free,omitempty"`
+	AsOf         uint64            `json:"as_of,omitempty"`
+	Why          map[string]string `json:"why,omitempty"` // reason → its shards as index ranges
+	Draining     bool              `json:"draining,omitempty"`
+	Waiting      int               `json:"waiting,omitempty"`
+	WaitingSince time.Time         `json:"waiting_since,omitzero"`
+	Stuck        bool              `json:"stuck,omitempty"`
+	StuckSession SessionID         `json:"stuck_session,omitempty"`
 }
 
 // EncodeAssignment returns the value of an assignment key for a: JSON
@@ -109,7 +119,20 @@ func (c Config) EncodeAssignment(a Assignment) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("free shards: %w", err)
 	}
-	return json.Marshal(assignmentValue{Epoch: a.Epoch, Since: a.Since, Shards: set, Free: free, AsOf: a.AsOf,
+	var why map[string]string
+	if len(a.Why) > 0 {
+		byReason := map[string][]ID{}
+		for id, r := range a.Why {
+			byReason[r] = append(byReason[r], id)
+		}
+		why = make(map[string]string, len(byReason))
+		for r, ids := range byReason {
+			if why[r], err = c.EncodeSet(ids); err != nil {
+				return nil, fmt.Errorf("reason %q: %w", r, err)
+			}
+		}
+	}
+	return json.Marshal(assignmentValue{Epoch: a.Epoch, Since: a.Since, Shards: set, Free: free, AsOf: a.AsOf, Why: why, Draining: a.Draining,
 		Waiting: a.Waiting, WaitingSince: a.WaitingSince, Stuck: a.Stuck, StuckSession: a.StuckSession})
 }
 
@@ -136,6 +159,19 @@ func (c Config) DecodeAssignment(value []byte) (Assignment, error) {
 	if v.Waiting < 0 {
 		return Assignment{}, fmt.Errorf("assignment value's waiting %d is negative", v.Waiting)
 	}
-	return Assignment{Epoch: v.Epoch, Since: v.Since, Shards: ids, Free: free, AsOf: v.AsOf,
+	var why map[ID]string
+	for r, set := range v.Why {
+		ids, err := c.DecodeSet(set)
+		if err != nil {
+			return Assignment{}, fmt.Errorf("assignment value's shards for reason %q: %w", r, err)
+		}
+		if why == nil {
+			why = map[ID]string{}
+		}
+		for _, id := range ids {
+			why[id] = r
+		}
+	}
+	return Assignment{Epoch: v.Epoch, Since: v.Since, Shards: ids, Free: free, AsOf: v.AsOf, Why: why, Draining: v.Draining,
 		Waiting: v.Waiting, WaitingSince: v.WaitingSince, Stuck: v.Stuck, StuckSession: v.StuckSession}, nil
 }

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -42,35 +41,22 @@ type Config struct {
 	// only after the handler has returned, so a hand-off never lets two
 	// handlers run one shard. Default 10 s.
 	DrainTimeout time.Duration
-	// RoundEvery spaces rebalance rounds (±50 % jitter). Over-capacity
-	// shards are released only in rounds; a change of members brings the
-	// next round forward to within RoundEvery/4. Default 1 s.
-	RoundEvery time.Duration
-	// MaxMovesPerRound caps the shards this worker hands off per round,
-	// unless half its surplus is more (see the package doc). Default 4.
-	MaxMovesPerRound int
-	// OrphanGrace is how long a free shard waits for its designated
-	// acquirer before any other worker may take it (plus up to 100 %
-	// jitter), counted from the shard's latest release or expiry. A worker
-	// that takes a shard over this way treats its designated acquirer as
-	// stuck for 10 orphan graces (or until it rejoins): it hands it no
-	// shards and takes over its orphans beyond its own quota, up to
-	// MaxMovesPerRound per plan. Default 3 s.
-	OrphanGrace time.Duration
-	// WatchCoalesce is the minimum time between two watch wake-ups, so a
-	// burst of changes costs one re-plan. Default 25 ms.
+	// MaxMovesInFlight caps the hand-offs in flight across the fleet when
+	// this worker is the assignor (rebalance.Policy). Zero: the default,
+	// rebalance.DefaultMaxMovesInFlight. Every worker of a fleet should
+	// have the same, since any of them may become the assignor.
+	MaxMovesInFlight int
+	// StuckAfter: when this worker is the assignor, a worker whose
+	// assignment lists free shards and that takes none of them for this
+	// long is judged stuck (rebalance.Policy). The assignor uses at least
+	// twice the lock-delay plus a renewal interval, since a shard freed by
+	// a session that ended cannot be taken before its lock-delay is over.
+	// Zero: rebalance.DefaultStuckAfter.
+	StuckAfter time.Duration
+	// WatchCoalesce is the minimum time between two wake-ups of a watch
+	// (the worker's assignment key, the assignor's listing of the fleet),
+	// so a burst of changes costs one reconcile or one step. Default 25 ms.
 	WatchCoalesce time.Duration
-	// WatchKeyRate bounds what the fleet's watches together ask the
-	// coordinator for, in keys per second. Every worker reads the whole
-	// prefix on each wake-up, so a burst of changes in a fleet of W live
-	// members over K keys costs W·K keys; a worker therefore also waits
-	// W·K ÷ WatchKeyRate between two wake-ups. Default 1,000,000: 12
-	// workers over 4096 shards wait 49 ms, 100 over 10,000 wait 1 s. A
-	// fleet that starts together otherwise lists the prefix W² times while
-	// its members join, which at 100 workers saturated a 2-core machine
-	// and starved the renewals until the workers stepped down. Negative
-	// means no bound.
-	WatchKeyRate float64
 
 	// Registerer receives the worker's metrics (labelled worker=ID). Nil
 	// means the metrics are kept but not exported.
@@ -80,9 +66,6 @@ type Config struct {
 	// JitterSeed seeds the worker's jitter; 0 picks a random seed.
 	JitterSeed uint64
 }
-
-// DefaultWatchKeyRate is Config.WatchKeyRate's default.
-const DefaultWatchKeyRate = 1_000_000
 
 func (c Config) withDefaults() Config {
 	if c.Weight == 0 {
@@ -95,20 +78,8 @@ func (c Config) withDefaults() Config {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = 10 * time.Second
 	}
-	if c.RoundEvery == 0 {
-		c.RoundEvery = time.Second
-	}
-	if c.MaxMovesPerRound == 0 {
-		c.MaxMovesPerRound = 4
-	}
-	if c.OrphanGrace == 0 {
-		c.OrphanGrace = 3 * time.Second
-	}
 	if c.WatchCoalesce == 0 {
 		c.WatchCoalesce = 25 * time.Millisecond
-	}
-	if c.WatchKeyRate == 0 {
-		c.WatchKeyRate = DefaultWatchKeyRate
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -147,16 +118,13 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"drain timeout", c.DrainTimeout}, {"round interval", c.RoundEvery}, {"orphan grace", c.OrphanGrace}, {"watch coalesce", c.WatchCoalesce}} {
+	}{{"drain timeout", c.DrainTimeout}, {"stuck after", c.StuckAfter}, {"watch coalesce", c.WatchCoalesce}} {
 		if d.v < 0 {
 			add("%s %v must not be negative", d.name, d.v)
 		}
 	}
-	if math.IsNaN(c.WatchKeyRate) {
-		add("watch key rate %v is not a number", c.WatchKeyRate)
-	}
-	if c.MaxMovesPerRound < 0 {
-		add("max moves per round %d must not be negative", c.MaxMovesPerRound)
+	if c.MaxMovesInFlight < 0 {
+		add("max moves in flight %d must not be negative", c.MaxMovesInFlight)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))

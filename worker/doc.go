@@ -1,6 +1,6 @@
 // Package worker runs a shard owner: it joins a fleet through a
 // shard.Coordinator, keeps one session alive, acquires the shards the
-// rebalancer designates for it, fences each new claim in the offset store,
+// fleet's assignor assigns to it, fences each new claim in the offset store,
 // runs the user's Handler once per owned shard, and hands shards off or steps
 // down when ownership ends.
 //
@@ -9,7 +9,8 @@
 // Worker states: joining → active → draining → stopped. After a loss the
 // worker goes back to joining with a new session. Shard states: acquiring →
 // owned → revoking → released, or owned → lost. One goroutine (the loop) owns
-// this state; the watcher, the renewer and the shard runners send it events.
+// this state; the assignment watcher, the renewer and the shard runners send
+// it events.
 //
 // # The handler contract
 //
@@ -37,19 +38,24 @@
 // recovered, logged and treated as an error. Process calls for different
 // shards run concurrently; calls for one shard never overlap within a worker.
 //
-// # Rounds
+// # The assignor
 //
-// Hand-offs happen in rebalance rounds, spaced Config.RoundEvery apart
-// (± 50 % jitter), each moving a bounded number of shards. A new term
-// acquires nothing before its first round, so that a fleet starting
-// together does not see its first worker grab every shard — unless its first
-// snapshot shows every shard held by a live member, when there is nothing to
-// grab and it takes what is handed to it at once. A change of live members
-// brings the next round forward to within RoundEvery/4 (never closer than
-// that to the previous round), so a join is absorbed in about a quarter of
-// a round. A free shard that Acquire refuses (its old owner's lock-delay) is
-// retried when the delay should be over (Config.LockDelay, doubling on
-// repeated refusals up to RoundEvery), not only at the next round.
+// One worker of the fleet is its assignor: every worker campaigns for the
+// P/assignor lock with its own session, the holder lists the fleet, decides
+// with rebalance.Step and writes each worker's assignment key
+// (P/assign/<worker>) in transactions the coordinator refuses unless it
+// still holds the lock at its epoch. Every other worker reads one key, its
+// own assignment: it acquires the assigned shards that are free, drains and
+// releases those taken out of it, and takes again a shard the assignor saw
+// free after this worker had taken it (its lock was released or deleted by
+// someone else). Moves are two steps — out of the old owner's assignment,
+// then, once the lock is free, into the new owner's — so no worker waits on
+// a held lock. A shard Acquire refuses (its old owner's lock-delay) is
+// retried one lock-delay later, then with doubling backoff. The assignor
+// keeps nothing that is not in the coordinator; when its worker stops it
+// resigns first (no lock-delay), and when its worker dies the next candidate
+// takes over after the lock-delay. The assignment is advice: ownership is
+// the lock, the token is the acquisition's index, the store is fenced.
 //
 // # What is guaranteed
 //

@@ -30,7 +30,6 @@ func ExampleWorker_Run() {
 		Fleet:       shard.Config{Shards: 4},
 		Coordinator: memory.New(), // shard/consul for a fleet of processes
 		Offsets:     offmem.New(), // offsets/bolt, offsets/consul, offsets/postgres
-		RoundEvery:  50 * time.Millisecond,
 		Handler: worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
 			offset := c.Start.Offset + 10 // process ten messages from where the last owner stopped
 			if err := c.Commit(ctx, offset); errors.Is(err, offsets.ErrStaleToken) {
@@ -63,10 +62,10 @@ func ExampleWorker_Run() {
 	}
 	fmt.Println("after Run:", w.Status().State)
 	// Output:
-	// stream/shard-000: committed 10 with token 4
-	// stream/shard-001: committed 10 with token 4
-	// stream/shard-002: committed 10 with token 4
-	// stream/shard-003: committed 10 with token 4
+	// stream/shard-000: committed 10 with token 6
+	// stream/shard-001: committed 10 with token 6
+	// stream/shard-002: committed 10 with token 6
+	// stream/shard-003: committed 10 with token 6
 	// after Run: stopped
 }
 

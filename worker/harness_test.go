@@ -63,9 +63,19 @@ func (f *fleet) start(id string, h worker.Handler) *member {
 // wrapper of the fleet's.
 func (f *fleet) startWith(cfg worker.Config) *member {
 	f.t.Helper()
+	return f.startWrapped(cfg, nil)
+}
+
+// startWrapped is startWith with the faults wrapper wrapped again by wrap
+// (nil: not), for a worker whose coordinator misbehaves in a way of its own.
+func (f *fleet) startWrapped(cfg worker.Config, wrap func(shard.Coordinator) shard.Coordinator) *member {
+	f.t.Helper()
 	id := cfg.ID
 	fc := faults.Wrap(f.coord)
 	cfg.Coordinator = fc
+	if wrap != nil {
+		cfg.Coordinator = wrap(fc)
+	}
 	w, err := worker.New(cfg)
 	if err != nil {
 		f.t.Fatalf("worker.New(%s): %v", id, err)

@@ -43,6 +43,7 @@ func (w *Worker) guardMember(l *lease, m shard.Member) {
 		retry.reset()
 		index = shard.NextIndex(index, k.Index)
 		if k.Exists && k.Problem == "" && k.Member.Session == l.session && sameRegistration(k.Member.Member, m) {
+			w.noteDraining(l, k.Member.Draining)
 			continue
 		}
 		if !w.sessionAlive(l) {
@@ -55,6 +56,10 @@ func (w *Worker) guardMember(l *lease, m shard.Member) {
 		ctx, cancel := context.WithTimeout(l.ctx, w.cfg.Policy.RenewEvery)
 		err = w.cfg.Coordinator.Join(ctx, l.session, m)
 		cancel()
+		if errors.Is(err, shard.ErrSessionInvalid) {
+			l.end(fmt.Errorf("%w: %w", ErrLost, err)) // ended meanwhile: the term is over
+			return
+		}
 		if err != nil {
 			w.log.Warn("the member key was changed under this worker and writing it again failed; retrying",
 				zap.String("key", why), zap.Error(err))
@@ -105,5 +110,20 @@ func describeMemberKey(k shard.MemberKey, session shard.SessionID) string {
 		return fmt.Sprintf("held by another session %s", k.Member.Session)
 	default:
 		return fmt.Sprintf("overwritten: %+v", k.Member.Member)
+	}
+}
+
+// noteDraining records an operator's drain request (or its withdrawal) seen
+// on this worker's own member key. The assignor gives a draining member no
+// shards; remembering the flag keeps the request across a rejoin and names
+// the hand-offs "drain".
+func (w *Worker) noteDraining(l *lease, on bool) {
+	if w.draining.Swap(on) == on {
+		return
+	}
+	if on {
+		w.log.Info("an operator asked this worker to drain: handing off every shard", zap.String("session", string(l.session)))
+	} else {
+		w.log.Info("drain withdrawn: taking a share of shards again", zap.String("session", string(l.session)))
 	}
 }

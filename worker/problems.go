@@ -1,8 +1,8 @@
 package worker
 
 // seenProblems remembers the foreign or malformed keys last reported, so a
-// key that stays under the prefix is logged once, not on every watch
-// wake-up (a busy fleet wakes many times a second). A problem that goes
+// key that stays under the prefix is logged once, not on every listing of
+// the assignor (a busy fleet lists many times a second). A problem that goes
 // away and comes back is reported again.
 type seenProblems map[string]bool
 

@@ -37,7 +37,10 @@ type Status struct {
 	Worker  string          `json:"worker"`
 	State   State           `json:"state"`
 	Session shard.SessionID `json:"session,omitempty"`
-	Shards  []ShardStatus   `json:"shards"`
+	// AssignorEpoch is the epoch of this worker's term as the fleet's
+	// assignor while it holds the role, 0 otherwise.
+	AssignorEpoch shard.Token   `json:"assignor_epoch,omitempty"`
+	Shards        []ShardStatus `json:"shards"`
 }
 
 // ShardStatus is one shard's state on this worker.
@@ -62,7 +65,9 @@ func (s Status) Owned() []shard.ID {
 // Status returns the worker's latest published status.
 func (w *Worker) Status() Status {
 	if s := w.status.Load(); s != nil {
-		return *s
+		out := *s
+		out.AssignorEpoch = shard.Token(w.leading.Load()) // the role changes without the loop
+		return out
 	}
 	return Status{Worker: w.cfg.ID, State: StateStopped}
 }

@@ -27,6 +27,9 @@ type Worker struct {
 	// seen on this worker's own member key. join writes it back, so a
 	// rejoin after a loss does not silently undo the operator's request.
 	draining atomic.Bool
+	// leading is the assignor epoch while this worker is the fleet's
+	// assignor, 0 otherwise.
+	leading atomic.Uint64
 }
 
 // New validates cfg (every problem at once) and returns a Worker. It does not
@@ -156,7 +159,13 @@ func (w *Worker) term(ctx context.Context) error {
 	}
 	w.log.Info("joined the fleet", zap.String("session", string(sid)))
 	renewing.Go(func() { w.guardMember(l, m) })
-	return newLoop(w, l).run(ctx)
+	lp := newLoop(w, l)
+	candidate, stopCandidate := context.WithCancel(l.ctx)
+	var campaigning sync.WaitGroup
+	campaigning.Go(func() { w.campaign(candidate, l) })
+	lp.stopCandidate = func() { stopCandidate(); campaigning.Wait() }
+	defer lp.stopCandidate()
+	return lp.run(ctx)
 }
 
 // renewNow renews sid once and returns when that renewal started.

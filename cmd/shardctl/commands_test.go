@@ -36,7 +36,7 @@ func TestStatusTable(t *testing.T) {
 		for _, want := range []string{
 			"fleet orders · 12 shards (stream/shard-000 … stream/shard-011)",
 			"owned 12/12 · workers 3 live, 1 dead · imbalance 0 · moves pending 0",
-			"WORKER  STATE  SHARDS  TARGET  VERSION  SESSION",
+			"WORKER  STATE  OWNED  ASSIGNED  TARGET  VERSION  SESSION",
 			"SHARD             OWNER  TOKEN  SINCE",
 			"WHY IT LAST MOVED",
 			"LATEST ACQUISITIONS",
@@ -45,7 +45,7 @@ func TestStatusTable(t *testing.T) {
 				t.Errorf("status output lacks %q", want)
 			}
 		}
-		if !regexp.MustCompile(`(?m)^w4\s+dead\s+0\s+-\s+v1\.4\.2\s+-\s`).MatchString(out) {
+		if !regexp.MustCompile(`(?m)^w4\s+dead\s+0\s+0\s+-\s+v1\.4\.2\s+-\s`).MatchString(out) {
 			t.Errorf("w4 is not shown as dead with no session")
 		}
 		snap := f.snapshot()
@@ -53,9 +53,9 @@ func TestStatusTable(t *testing.T) {
 		for _, m := range snap.Members {
 			if m.Live() {
 				sessions[m.Session] = m.ID
-				row := regexp.MustCompile(fmt.Sprintf(`(?m)^%s\s+live\s+4\s+4\s+v1\.4\.2\s+%s\s`, m.ID, regexp.QuoteMeta(short(string(m.Session)))))
+				row := regexp.MustCompile(fmt.Sprintf(`(?m)^%s\s+live\s+4\s+4\s+4\s+v1\.4\.2\s+%s\s`, m.ID, regexp.QuoteMeta(short(string(m.Session)))))
 				if !row.MatchString(out) {
-					t.Errorf("no row for live worker %s with 4 shards, target 4, its version and session", m.ID)
+					t.Errorf("no row for live worker %s owning 4 shards, assigned 4, target 4, its version and session", m.ID)
 				}
 			}
 		}
@@ -65,11 +65,51 @@ func TestStatusTable(t *testing.T) {
 				t.Errorf("no row for %s owned by %s with token %d, since and why", st.Shard, sessions[st.Session], st.Token)
 			}
 		}
-		// Some of w4's shards moved when it stopped: their reason says so.
+		// The assignor, its epoch and since when; the shards w4 had went
+		// to others by its assignment.
+		a := snap.Assignor
+		if want := fmt.Sprintf("assignor: %s (epoch %d, since 00:", a.Worker, a.Epoch); !a.Held() || !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q (P/assignor %+v)", want, a)
+		}
 		if !strings.Contains(out, "rebalanced from w4 (shutdown)") {
-			t.Errorf("no shard says it moved from w4 on its shutdown")
+			t.Errorf("no shard says it was rebalanced from w4 (shutdown)")
+		}
+
+		// A worker the assignor judged stuck under its session is marked.
+		var w3 shard.SessionID
+		for _, m := range snap.Members {
+			if m.ID == "w3" {
+				w3 = m.Session
+			}
+		}
+		given := snap.Assignments["w3"]
+		given.Stuck, given.StuckSession = true, w3
+		if err := f.coord.Assign(t.Context(), a.Session, a.Epoch, map[string]*shard.Assignment{"w3": &given}); err != nil {
+			t.Fatal(err)
+		}
+		_, out, _ = f.run(t.Context(), "", "status", "-prefix", "orders", "-no-shards")
+		if !regexp.MustCompile(`(?m)^w3\s+live\s+4\s+4 stuck\s+4\s`).MatchString(out) {
+			t.Errorf("w3 is not marked stuck:\n%s", out)
 		}
 	})
+}
+
+// TestAssignorLine: the assignor line when nobody holds P/assignor, or its
+// value cannot be read.
+func TestAssignorLine(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		a    fleetview.Assignor
+		want string
+	}{
+		{fleetview.Assignor{Held: true, Worker: "w3", Epoch: 91, Since: now.Add(-3 * time.Minute)}, "w3 (epoch 91, since 11:57:00 (3m00s ago))"},
+		{fleetview.Assignor{}, "none (P/assignor is free: between two assignors, or no worker has campaigned yet)"},
+		{fleetview.Assignor{Held: true, Session: "0123456789abcdef", Epoch: 7, Problem: "P/assignor: not JSON"}, "held by session 01234567 (epoch 7), whose value cannot be read: P/assignor: not JSON"},
+	} {
+		if got := assignorLine(tc.a, now); got != tc.want {
+			t.Errorf("assignorLine(%+v) = %q, want %q", tc.a, got, tc.want)
+		}
+	}
 }
 
 // TestStatusWithOffsets: -offsets adds each shard's committed offset and
@@ -132,6 +172,15 @@ func TestStatusJSON(t *testing.T) {
 		if len(got.Events) == 0 || got.Events[0].Kind != fleetview.Acquired {
 			t.Errorf("events %+v: want the latest acquisitions", got.Events)
 		}
+		snap := f.snapshot()
+		if a := got.Assignor; !a.Held || a.Worker != snap.Assignor.Worker || a.Epoch != snap.Assignor.Epoch || a.Since.IsZero() {
+			t.Errorf("assignor %+v, want %s at epoch %d", a, snap.Assignor.Worker, snap.Assignor.Epoch)
+		}
+		for _, w := range got.Workers {
+			if w.Assigned != 8 || w.AssignedEpoch != snap.Assignor.Epoch {
+				t.Errorf("worker %+v: want 8 assigned by epoch %d", w, snap.Assignor.Epoch)
+			}
+		}
 	})
 }
 
@@ -164,6 +213,7 @@ func TestWatch(t *testing.T) {
 			// No "← w2 released" line is required: a watch that wakes after
 			// the new owner already took the shard sees one change, not
 			// two (seen on a fresh clone); the reason is in the next line.
+			regexp.MustCompile(`(?m)^\s+·  assignor: w[123] \(epoch \d+, since 00:00:\d\d \(\d+s ago\)\)$`),
 			regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{3}  stream/shard-\d{3} → w[13] from w2 \(token \d+\): rebalanced from w2 \(shutdown\)$`),
 			regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{3}  worker w2 left: session ended after releasing its shards`),
 			regexp.MustCompile(`(?m)^\s+·  owned 12/12 · workers 2 live, 1 dead · imbalance 0 · moves pending 0$`),
@@ -171,6 +221,33 @@ func TestWatch(t *testing.T) {
 			if !want.MatchString(r.out) {
 				t.Errorf("watch output does not match %s", want)
 			}
+		}
+	})
+}
+
+// TestWatchShowsAssignorChanges: when the assignor's worker stops, watch
+// prints the hand-over of P/assignor.
+func TestWatchShowsAssignorChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, 6, "w1", "w2")
+		old := f.snapshot().Assignor.Worker
+		next := map[string]string{"w1": "w2", "w2": "w1"}[old]
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan string, 1)
+		go func() {
+			_, out, _ := f.run(ctx, "", "watch", "-prefix", "orders")
+			done <- out
+		}()
+		settle(time.Second)
+		f.stop(old)
+		settle(30 * time.Second)
+		cancel()
+		out := <-done
+		t.Logf("\n%s", out)
+		want := regexp.MustCompile(fmt.Sprintf(`(?m)^\d\d:\d\d:\d\d\.\d{3}  assignor %s elected \(epoch %d\): took the assignor lock`,
+			next, f.snapshot().Assignor.Epoch))
+		if next == "" || !want.MatchString(out) {
+			t.Errorf("watch output does not match %s (the assignor was %q)", want, old)
 		}
 	})
 }
@@ -217,8 +294,7 @@ func TestDrain(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		for _, want := range []*regexp.Regexp{
-			regexp.MustCompile(`^draining w2 \(8 shards, session \S+\): the planner gives it no capacity`),
-			regexp.MustCompile(`(?m)^  w2:   [1-7] shards left  \[#*\.+\]  [0-7]/8 with their new owners \(\d+s\)$`),
+			regexp.MustCompile(`^draining w2 \(8 shards, session \S+\): the assignor gives it no shards`),
 			regexp.MustCompile(`(?m)^  w2:   0 shards left  \[#{20}\]  8/8 with their new owners \(\d+s\)$`),
 			regexp.MustCompile(`(?m)^w2 drained in \d+s: it owns no shards and all 8 have new owners\. It is still a live member`),
 		} {

@@ -48,8 +48,7 @@ func TestAgainstConsul(t *testing.T) {
 		}
 		w, err := worker.New(worker.Config{
 			ID: id, Version: "v2.0.0", Fleet: shard.Config{Shards: shards}, Coordinator: coord, Offsets: store,
-			Policy:     shard.LeasePolicy{TTL: 3 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second},
-			RoundEvery: 250 * time.Millisecond, OrphanGrace: time.Second,
+			Policy:  shard.LeasePolicy{TTL: 3 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second},
 			Handler: worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error { <-ctx.Done(); return nil }),
 		})
 		if err != nil {

@@ -21,7 +21,7 @@ func (a *app) drain(ctx context.Context, args []string) error {
 		fmt.Fprint(fs.Output(), `usage: shardctl drain -prefix P [flags] WORKER
 
 Asks WORKER to hand off all of its shards gracefully: sets Draining on its
-member key, so the planner gives it no capacity and the worker releases its
+member key, so the assignor gives it no shards and the worker releases its
 shards a few per rebalance round, each to its designated new owner, after
 its handler has committed. Shows progress until the worker owns nothing.
 The worker stays a live member (stop its process when it is done) and keeps
@@ -47,10 +47,10 @@ the drain if it rejoins; 'shardctl undrain WORKER' withdraws it.
 	}
 	w, _ := f.Worker(id)
 	if *noWait {
-		fmt.Fprintf(a.stdout, "drain of %s set: it owns %d shards and hands them off a few per round ('shardctl status' shows progress)\n", id, w.Shards)
+		fmt.Fprintf(a.stdout, "drain of %s set: it owns %d shards and hands them off as the fleet's move budget allows ('shardctl status' shows progress)\n", id, w.Shards)
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "draining %s (%d shards, session %s): the planner gives it no capacity; it hands its shards off a few per round\n",
+	fmt.Fprintf(a.stdout, "draining %s (%d shards, session %s): the assignor gives it no shards; it hands them off as the fleet's move budget allows\n",
 		id, w.Shards, short(string(w.Session)))
 	return a.followDrain(ctx, fc, id, f, *timeout)
 }
@@ -105,7 +105,7 @@ func (a *app) setDraining(ctx context.Context, fc *fleetConn, id string, on bool
 			return f, false, nil
 		}
 		if on && f.Summary.Live-f.Summary.Draining <= 1 {
-			return f, false, fmt.Errorf("%s is the only live worker not draining: its shards would have nowhere to go (the planner ignores drains when every worker drains); start another worker first", id)
+			return f, false, fmt.Errorf("%s is the only live worker not draining: its shards would have nowhere to go (the assignor ignores drains when every worker drains); start another worker first", id)
 		}
 		ms, _ := memberState(s, id)
 		m := ms.Member

@@ -71,3 +71,17 @@ func headline(f fleetview.Fleet) string {
 	}
 	return line
 }
+
+// assignorLine says who holds P/assignor: "w3 (epoch 91, since 12:00:08
+// (3m12s ago))".
+func assignorLine(a fleetview.Assignor, now time.Time) string {
+	switch {
+	case !a.Held && a.Problem != "":
+		return "none: " + a.Problem
+	case !a.Held:
+		return "none (P/assignor is free: between two assignors, or no worker has campaigned yet)"
+	case a.Worker == "":
+		return fmt.Sprintf("held by session %s (epoch %d), whose value cannot be read: %s", short(string(a.Session)), a.Epoch, a.Problem)
+	}
+	return fmt.Sprintf("%s (epoch %d, since %s)", a.Worker, a.Epoch, stamp(a.Since, now))
+}

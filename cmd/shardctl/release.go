@@ -70,7 +70,7 @@ offset store refuses every write still sent with the old one.
 		owner = fmt.Sprintf("session %s (worker %s, whose member key is gone)", short(string(sh.Session)), orDash(sh.Owner))
 	}
 	fmt.Fprintf(a.stdout, "%s is owned by %s with token %d, since %s.\n\n", id, owner, sh.Token, stamp(sh.Since, now))
-	next := "the worker the planner designates"
+	next := "the worker the assignor gives it to"
 	if sh.Target != "" && sh.Target != sh.Owner {
 		next = sh.Target
 	}

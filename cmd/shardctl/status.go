@@ -25,8 +25,10 @@ func (a *app) status(ctx context.Context, args []string) error {
 
 Shows every shard (owner, fencing token, owned since, why it last moved, and
 with -offsets its committed offset and fencing floor),
-every worker (state, shards owned, the planner's target, version, session),
-the imbalance, and the latest acquisitions recorded in the shard keys.
+every worker (state, shards owned, shards its assignment key gives it, marked
+"stuck" while the assignor judges it so, the planner's target, version,
+session), which worker is the assignor and its epoch, the imbalance, and the
+latest acquisitions recorded in the shard keys.
 Dead members (a member key with no session) are shown as dead.
 
 `)
@@ -66,16 +68,21 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 	}
 	fmt.Fprintf(w, "fleet %s · %d shards%s · index %d\n", f.Name, cfg.Shards, span, f.Index)
 	fmt.Fprintln(w, headline(f))
+	fmt.Fprintln(w, "assignor: "+assignorLine(f.Assignor, now))
 
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKER\tSTATE\tSHARDS\tTARGET\tVERSION\tSESSION\tSTARTED\tADDRESS")
+	fmt.Fprintln(tw, "WORKER\tSTATE\tOWNED\tASSIGNED\tTARGET\tVERSION\tSESSION\tSTARTED\tADDRESS")
 	for _, wk := range f.Workers {
 		target := fmt.Sprint(wk.Target)
 		if !wk.Live() {
 			target = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", wk.ID, wk.State, wk.Shards, target, orDash(wk.Version),
+		assigned := fmt.Sprint(wk.Assigned)
+		if wk.Stuck {
+			assigned += " stuck"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", wk.ID, wk.State, wk.Shards, assigned, target, orDash(wk.Version),
 			short(string(wk.Session)), stamp(wk.Started, now), orDash(wk.Address))
 	}
 	if len(f.Workers) == 0 {

@@ -20,8 +20,9 @@ func (a *app) watch(ctx context.Context, args []string) error {
 
 Follows the fleet with Consul blocking queries and prints every ownership
 change with its reason (acquired, released, expired) and every membership
-change (joined, left, draining), then the fleet in one line. Ctrl-C stops.
-Changes closer together than one blocking query show as one.
+change (joined, left, draining) and assignor change (elected, vacated), then
+the fleet in one line. Ctrl-C stops. Changes closer together than one
+blocking query (at most one every 250 ms) show as one.
 
 `)
 		fs.PrintDefaults()
@@ -45,6 +46,7 @@ Changes closer together than one blocking query show as one.
 	if !*asJSON {
 		f := fleetview.Build(fleetview.Input{Name: fc.name, Snapshot: first, Now: a.now()})
 		fmt.Fprintf(a.stdout, "watching %s (Ctrl-C to stop): %d shards · %s · index %d\n", fc.name, f.Summary.Shards, headline(f), f.Index)
+		fmt.Fprintf(a.stdout, "%12s  assignor: %s\n", "·", assignorLine(f.Assignor, a.now()))
 	}
 
 	var lastErr string

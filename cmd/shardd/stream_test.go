@@ -33,8 +33,7 @@ func TestStreamRecordsItsRuns(t *testing.T) {
 	store := offsetlog.New(inner, out, "w1")
 	w, err := worker.New(worker.Config{
 		ID: "w1", Fleet: shard.Config{Shards: 4}, Coordinator: memory.New(), Offsets: store,
-		RoundEvery: 50 * time.Millisecond,
-		Handler:    stream{rate: 1000, commitEvery: 100 * time.Millisecond, log: zap.NewNop(), history: store},
+		Handler: stream{rate: 1000, commitEvery: 100 * time.Millisecond, log: zap.NewNop(), history: store},
 	})
 	if err != nil {
 		t.Fatal(err)

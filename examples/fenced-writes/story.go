@@ -128,7 +128,6 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 		w, err := worker.New(worker.Config{
 			ID: id, Fleet: shard.Config{Shards: 1}, Coordinator: c, Offsets: store, Handler: h,
 			Policy: o.policy, DrainTimeout: 2 * time.Second,
-			RoundEvery: 250 * time.Millisecond, OrphanGrace: time.Second,
 		})
 		if err != nil {
 			return nil, err

@@ -154,7 +154,6 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 			Lead:        s.lead(h),
 			OnChange:    s.onChange(h),
 			Policy:      o.policy, DrainTimeout: 2 * time.Second,
-			RoundEvery: 250 * time.Millisecond, OrphanGrace: time.Second,
 		})
 		if err != nil {
 			cancel()

@@ -162,7 +162,6 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 			Offsets:     netsim.Store{Store: audit, H: h},
 			Handler:     s.handler(h),
 			Policy:      o.policy, DrainTimeout: 2 * time.Second,
-			RoundEvery: 500 * time.Millisecond, OrphanGrace: time.Second,
 		})
 		if err != nil {
 			stopAll()

@@ -2,9 +2,11 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/shardlease/shardlease/internal/dashboard"
 	"github.com/shardlease/shardlease/internal/demo"
+	"github.com/shardlease/shardlease/internal/fleetview"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -26,6 +29,15 @@ type pageState struct {
 	Workers map[string]string `json:"workers"` // worker → state
 	Moves   []pageMove        `json:"moves"`
 	Owned   string            `json:"owned"` // the "shards owned" tile
+	// The assignor tile (its value, the worker it names, its epoch and
+	// sub-line), the worker row marked as the assignor, and each live
+	// worker's "owned / assigned" cell.
+	Assignor      string            `json:"assignor"`
+	AssignorEpoch string            `json:"assignorEpoch"`
+	AssignorSub   string            `json:"assignorSub"`
+	AssignorRow   string            `json:"assignorRow"`
+	OwnedAssigned map[string]string `json:"ownedAssigned"`
+	StuckBadges   string            `json:"stuckBadges"` // workers whose row has a "stuck" badge
 }
 
 type pageMove struct {
@@ -43,6 +55,12 @@ return {
   moves: [...document.querySelectorAll('#moves li')].map(li => ({Kind: li.dataset.kind, Shard: li.dataset.shard,
     Worker: li.dataset.worker, From: li.dataset.from, Text: li.textContent})),
   owned: document.querySelector('#tile-owned .value').textContent,
+  assignor: document.querySelector('#tile-assignor .value').textContent,
+  assignorEpoch: document.getElementById('tile-assignor').dataset.epoch || '',
+  assignorSub: document.querySelector('#tile-assignor .sub').textContent,
+  assignorRow: [...document.querySelectorAll('#workers tr[data-assignor="true"]')].map(tr => tr.dataset.worker).join(','),
+  stuckBadges: [...document.querySelectorAll('#workers tbody tr .badge.stuck')].map(b => b.closest('tr').dataset.worker).join(','),
+  ownedAssigned: Object.fromEntries([...document.querySelectorAll('#workers tbody tr')].map(tr => [tr.dataset.worker, tr.children[3].textContent])),
 };`
 
 // TestDashboardInChromium opens the dashboard of a running demo (12 workers,
@@ -144,6 +162,30 @@ func TestDashboardInChromium(t *testing.T) {
 		return ""
 	})
 
+	// 1b. The assignor tile and the worker rows agree with /api/v1/fleet:
+	// who holds P/assignor, its epoch, and each worker's owned / assigned.
+	waitPage(20*time.Second, "the assignor and owned / assigned per worker as /api/v1/fleet has them", func(s pageState) string {
+		f, err := fetchFleet(url)
+		switch {
+		case err != nil:
+			return err.Error()
+		case !f.Assignor.Held:
+			return "the API shows no assignor yet"
+		case s.Assignor != f.Assignor.Worker || s.AssignorEpoch != fmt.Sprint(f.Assignor.Epoch):
+			return fmt.Sprintf("tile shows assignor %q epoch %q, the API %s epoch %d", s.Assignor, s.AssignorEpoch, f.Assignor.Worker, f.Assignor.Epoch)
+		case !strings.HasPrefix(s.AssignorSub, fmt.Sprintf("epoch %d · since ", f.Assignor.Epoch)):
+			return fmt.Sprintf("tile's sub-line %q does not give the epoch and since when", s.AssignorSub)
+		case s.AssignorRow != f.Assignor.Worker:
+			return fmt.Sprintf("worker rows marked assignor: %q, want %s", s.AssignorRow, f.Assignor.Worker)
+		}
+		for _, w := range f.Workers {
+			if want := fmt.Sprintf("%d / %d", w.Shards, w.Assigned); w.Live() && s.OwnedAssigned[w.ID] != want {
+				return fmt.Sprintf("%s shows %q owned / assigned, the API %q", w.ID, s.OwnedAssigned[w.ID], want)
+			}
+		}
+		return ""
+	})
+
 	// 2. Crash the live worker with the most shards, with its button. The
 	// demo's own schedule crashes a worker too (at 5 s): if it took ours
 	// first, or the row was re-rendered under the click, pick again.
@@ -218,4 +260,18 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("saving the screenshot: %v", err)
 	}
 	t.Logf("screenshot (%d bytes): %s", len(png), path)
+}
+
+// fetchFleet reads the dashboard's /api/v1/fleet.
+func fetchFleet(url string) (fleetview.Fleet, error) {
+	var f fleetview.Fleet
+	resp, err := http.Get(url + "api/v1/fleet")
+	if err != nil {
+		return f, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return f, fmt.Errorf("GET /api/v1/fleet: %s", resp.Status)
+	}
+	return f, json.NewDecoder(resp.Body).Decode(&f)
 }

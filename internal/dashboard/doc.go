@@ -1,6 +1,7 @@
 // Package dashboard serves the live view of one fleet: an HTML page with the
-// ownership grid (one cell per shard, coloured by owner, token on hover), the
-// workers, offsets and lag per shard when an offset store is configured, the
+// assignor and its epoch, the ownership grid (one cell per shard, coloured by
+// owner, token on hover), the workers with the shards each owns against the
+// shards its assignment gives it (and a stuck badge), offsets and lag per shard when an offset store is configured, the
 // imbalance, the recent moves with their reasons, and the coordinator's
 // problems (foreign or malformed keys, a P/config that differs from the one
 // the fleet runs) above everything else while there are any, kept current by
@@ -16,7 +17,9 @@
 //
 // What it guarantees: every client sees the latest view within about a
 // quarter of a second of the coordinator's change (views are rebuilt at most
-// four times a second, so a burst costs one update). While the coordinator
+// four times a second, so a burst costs one update), and the server lists
+// the prefix at most four times a second however busy the fleet
+// (fleetview.MinSpacing), however many clients it has. While the coordinator
 // cannot be read the last good view stays up, with Fleet.Error saying why.
 //
 // What it does not do: authenticate anyone. It is read-only, except for the

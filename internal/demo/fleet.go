@@ -41,8 +41,6 @@ func (d *demo) spawn(id string) error {
 		Handler:      d.handler(m),
 		Policy:       d.o.Policy,
 		DrainTimeout: 2 * time.Second,
-		RoundEvery:   500 * time.Millisecond,
-		OrphanGrace:  time.Second,
 		Registerer:   d.reg,
 		Logger:       d.o.Logger,
 		JitterSeed:   d.rng.Uint64() | 1,

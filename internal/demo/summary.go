@@ -49,23 +49,23 @@ func (d *demo) fleetState() fleetState {
 	return fleetState{workers: len(counts), owned: owned, spread: rebalance.Spread(counts)}
 }
 
-// handoffs reads, from the workers' own metrics, how many acquisitions took
-// an orphaned shard (a failover: its owner's session was invalidated, or a
-// takeover after the orphan grace) and how many took a rebalanced one.
+// handoffs reads, from the assignor's metrics (on whichever worker held the
+// role), how many orphaned shards it placed (a failover: their owner's
+// session ended) and how many hand-offs it started (rebalance or drain).
 func (d *demo) handoffs() (failovers, moves int) {
 	families, err := d.reg.Gather()
 	if err != nil {
 		return 0, 0
 	}
 	for _, mf := range families {
-		if mf.GetName() != "shardlease_acquisitions_total" {
+		if mf.GetName() != "shardlease_assignor_moves_total" {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			switch labelValue(m, "reason") {
-			case "orphaned", "takeover":
+			case "orphaned":
 				failovers += int(m.GetCounter().GetValue())
-			case "rebalanced":
+			case "rebalance", "drain":
 				moves += int(m.GetCounter().GetValue())
 			}
 		}

@@ -158,7 +158,7 @@ func startWorker(t *testing.T, agent *consultest.Agent, tok, prefix string) *fle
 	t.Cleanup(func() { store.Close() })
 	w, err := worker.New(worker.Config{
 		ID: "w1", Fleet: shard.Config{Shards: 4}, Coordinator: f.coord, Offsets: store,
-		Policy: testPolicy, RoundEvery: 200 * time.Millisecond,
+		Policy: testPolicy,
 		Handler: worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
 			err := c.Commit(ctx, c.Start.Offset+1)
 			f.mu.Lock()

@@ -2,8 +2,11 @@
 // shard.Snapshot, and optionally the offset store's checkpoints) into the
 // operator's model of it: every shard with its owner, fencing token, owner
 // since and why it last moved; every worker with its shards, session,
-// version and whether it is live, draining or dead; the imbalance; and the
-// recent ownership changes with their reasons. shardctl status and watch and
+// version and whether it is live, draining or dead, with how many shards its
+// assignment key gives it next to how many it owns and whether the assignor
+// judges it stuck; which worker is the assignor, at which epoch; the
+// imbalance; and the recent ownership, membership and assignor changes with
+// their reasons. shardctl status and watch and
 // the dashboard all show this one model, so they never disagree.
 //
 // What it guarantees: Build is pure (the time is an input) and its output is
@@ -17,6 +20,10 @@
 // fleet view is only as current as its snapshot. The "last renewal" of a
 // session is not in a snapshot (Consul does not expose it), so liveness is
 // shown as the coordinator decides it: a member key held by a session.
+//
+// Observers read at a bounded rate: Follow starts its listings (each is the
+// whole prefix) at least MinSpacing (250 ms) apart, however fast the fleet
+// writes.
 //
 // How it fails: Build never fails; a snapshot with no fleet config yields a
 // Fleet whose Config is nil (Exists reports false). Follow returns the

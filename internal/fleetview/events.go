@@ -25,6 +25,11 @@ const (
 	Left      = "left"
 	Draining  = "draining"
 	Undrained = "undrained"
+	// Elected: a worker took P/assignor (Token: its epoch). Vacated: the
+	// lock was freed (its holder resigned, or its session ended) and
+	// nobody holds it yet. Worker is the assignor in both.
+	Elected = "elected"
+	Vacated = "vacated"
 )
 
 // Event is one change of ownership or membership, with its reason.
@@ -50,6 +55,8 @@ func (e Event) String() string {
 		return fmt.Sprintf("%s → %s%s (token %d): %s", e.Shard, e.Worker, from, e.Token, e.Reason)
 	case Released, Expired:
 		return fmt.Sprintf("%s ← %s %s: %s", e.Shard, e.Worker, e.Kind, e.Reason)
+	case Elected, Vacated:
+		return fmt.Sprintf("assignor %s %s (epoch %d): %s", orDefault(e.Worker, "(unreadable)"), e.Kind, e.Token, e.Reason)
 	default:
 		return fmt.Sprintf("worker %s %s: %s", e.Worker, e.Kind, e.Reason)
 	}
@@ -149,7 +156,29 @@ func Diff(prev *shard.Snapshot, next shard.Snapshot, at time.Time) []Event {
 			}
 		}
 	}
+	if e, ok := assignorChange(prev.Assignor, next.Assignor); ok {
+		add(e)
+	}
 	return out
+}
+
+// assignorChange is the event for P/assignor changing hands, if it did.
+func assignorChange(prev, next shard.AssignorKey) (Event, bool) {
+	switch {
+	case next.Held() && (prev.Session != next.Session || prev.Epoch != next.Epoch):
+		why := "took the assignor lock"
+		switch {
+		case prev.Held() && prev.Worker == next.Worker:
+			why = fmt.Sprintf("took the assignor lock again (its epoch was %d)", prev.Epoch)
+		case prev.Held() && prev.Worker != "":
+			why += ", after " + prev.Worker
+		}
+		return Event{Kind: Elected, Worker: next.Worker, Token: next.Epoch, Reason: why}, true
+	case !next.Held() && prev.Held():
+		return Event{Kind: Vacated, Worker: prev.Worker, Token: prev.Epoch,
+			Reason: "the lock is free (it resigned, or its session ended); the next candidate takes it"}, true
+	}
+	return Event{}, false
 }
 
 func memberIndex(s shard.Snapshot) map[string]shard.MemberState {

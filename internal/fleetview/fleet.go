@@ -2,6 +2,7 @@ package fleetview
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -33,10 +34,12 @@ type Fleet struct {
 	Index uint64    `json:"index"`
 	At    time.Time `json:"at"`
 	// Config is nil when nothing was found at the prefix: no fleet.
-	Config  *shard.Config `json:"config"`
-	Summary Summary       `json:"summary"`
-	Workers []Worker      `json:"workers"`
-	Shards  []Shard       `json:"shards"`
+	Config *shard.Config `json:"config"`
+	// Assignor is the worker holding P/assignor (protocol 2), if any.
+	Assignor Assignor `json:"assignor"`
+	Summary  Summary  `json:"summary"`
+	Workers  []Worker `json:"workers"`
+	Shards   []Shard  `json:"shards"`
 	// Events are the recent ownership and membership changes, newest first.
 	Events []Event `json:"events"`
 	// HasOffsets is true when an offset store was read: Shard.Offset and
@@ -68,6 +71,23 @@ type Summary struct {
 	MaxLag *int64 `json:"max_lag,omitempty"`
 }
 
+// Assignor is the holder of P/assignor: the one worker that lists the
+// fleet and writes every worker's assignment key.
+type Assignor struct {
+	// Held is false while no session holds the lock (between two
+	// assignors, or before the first): nobody is assigning.
+	Held    bool            `json:"held"`
+	Worker  string          `json:"worker,omitempty"`
+	Session shard.SessionID `json:"session,omitempty"`
+	// Epoch is the holder's epoch (the acquiring write's index); the
+	// assignment keys it wrote carry it.
+	Epoch shard.Token `json:"epoch,omitempty"`
+	Since time.Time   `json:"since,omitzero"`
+	// Problem says why the key's value cannot be read (Worker is empty
+	// then, though the lock is held).
+	Problem string `json:"problem,omitempty"`
+}
+
 // Worker is one member of the fleet.
 type Worker struct {
 	ID       string          `json:"id"`
@@ -80,6 +100,18 @@ type Worker struct {
 	Weight   int             `json:"weight"`
 	Started  time.Time       `json:"started,omitzero"`
 	Draining bool            `json:"draining,omitempty"`
+	// Assigned is how many shards its assignment key gives it (0 with no
+	// key); Shards is how many it owns. They differ while it takes or
+	// hands off shards, or when it is stuck. AssignedSince is when the
+	// assignor last changed its set; AssignedEpoch the epoch that wrote it.
+	Assigned      int         `json:"assigned"`
+	AssignedSince time.Time   `json:"assigned_since,omitzero"`
+	AssignedEpoch shard.Token `json:"assigned_epoch,omitempty"`
+	// Stuck is set while the assignor judges this worker's current
+	// session stuck (given free shards it did not take): it is given
+	// nothing until it has a new session. A mark about an earlier session
+	// is not shown.
+	Stuck bool `json:"stuck,omitempty"`
 }
 
 // Live reports whether the worker's member key is held by a session.
@@ -105,6 +137,8 @@ type Shard struct {
 	Why      string `json:"why"`
 	// Target is the worker the planner designates for it.
 	Target string `json:"target,omitempty"`
+	// Assigned is the worker whose assignment key lists it (protocol 2).
+	Assigned string `json:"assigned,omitempty"`
 	// Offset and Floor come from the offset store (HasOffsets); Lag is the
 	// stream head minus Offset when the head is known.
 	Offset *int64       `json:"offset,omitempty"`
@@ -133,7 +167,8 @@ type Input struct {
 func Build(in Input) Fleet {
 	s := in.Snapshot
 	f := Fleet{Name: in.Name, Index: s.Index, At: in.Now, Config: s.Config, Problems: s.Problems,
-		Workers: []Worker{}, Shards: []Shard{}, Events: in.Events, HasOffsets: in.Offsets != nil}
+		Workers: []Worker{}, Shards: []Shard{}, Events: in.Events, HasOffsets: in.Offsets != nil,
+		Assignor: assignor(s.Assignor)}
 	if f.Events == nil {
 		f.Events = LatestAcquired(s, 20)
 	}
@@ -143,6 +178,10 @@ func Build(in Input) Fleet {
 	for _, m := range s.Members {
 		w := Worker{ID: m.ID, Session: m.Session, Version: m.Version, Address: m.Address, Weight: m.Weight,
 			Started: m.Started, Draining: m.Draining, State: WorkerDead}
+		if a, ok := s.Assignments[m.ID]; ok {
+			w.Assigned, w.AssignedSince, w.AssignedEpoch = len(a.Shards), a.Since, a.Epoch
+			w.Stuck = a.Stuck && m.Live() && (a.StuckSession == "" || a.StuckSession == m.Session)
+		}
 		if m.Live() {
 			w.State = WorkerLive
 			if m.Draining {
@@ -167,11 +206,21 @@ func Build(in Input) Fleet {
 		}
 	}
 
+	// A shard in two keys (edited by hand) shows under the first worker
+	// by ID, so that Build stays deterministic.
+	assignedTo := map[shard.ID]string{}
+	for _, wid := range slices.Sorted(maps.Keys(s.Assignments)) {
+		for _, id := range s.Assignments[wid].Shards {
+			if _, dup := assignedTo[id]; !dup {
+				assignedTo[id] = wid
+			}
+		}
+	}
 	owners := map[shard.ID]string{}
 	for _, id := range ids {
 		st := keys[id]
 		sh := Shard{ID: id, Session: st.Session, Token: st.Token, Since: st.Owner.Since, Reason: st.Owner.Reason,
-			Released: st.Owner.Released, Owner: st.Owner.Worker, State: ShardFree}
+			Released: st.Owner.Released, Owner: st.Owner.Worker, State: ShardFree, Assigned: assignedTo[id]}
 		switch i, live := bySession[st.Session]; {
 		case st.Held() && live:
 			sh.State, sh.Owner = ShardOwned, f.Workers[i].ID
@@ -203,6 +252,14 @@ func Build(in Input) Fleet {
 	}
 	f.Summary = summarize(f)
 	return f
+}
+
+// assignor is the fleet's view of P/assignor.
+func assignor(k shard.AssignorKey) Assignor {
+	if !k.Held() {
+		return Assignor{Problem: k.Problem}
+	}
+	return Assignor{Held: true, Worker: k.Worker, Session: k.Session, Epoch: k.Epoch, Since: k.Since, Problem: k.Problem}
 }
 
 func summarize(f Fleet) Summary {

@@ -62,9 +62,7 @@ func (r *run) spawn(id string) *member {
 		Handler:          r.handler(m),
 		Policy:           su.Policy,
 		DrainTimeout:     su.DrainTimeout,
-		RoundEvery:       su.RoundEvery,
-		MaxMovesPerRound: su.MaxMoves,
-		OrphanGrace:      su.OrphanGrace,
+		MaxMovesInFlight: su.MaxMovesInFlight,
 		Logger:           r.opts.Logger,
 		JitterSeed:       r.sched.Seed*1000003 + uint64(m.n),
 	})

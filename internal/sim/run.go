@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -58,23 +57,32 @@ type Result struct {
 // Bound is how long after the last fault has ended a fleet may take to own
 // every shard again, balanced to max−min ≤ 1:
 //
-//	TTL + LockDelay                  the last stale session expires; its shards leave lock-delay
+//	TTL + LockDelay                  the last stale session expires; its shards and the assignor lock
+//	                                 leave lock-delay
+//	+ 1.25·LockDelay + 25 ms          a candidate's wait before it campaigns again after a lock-delay
 //	+ DrainTimeout + RenewEvery      a worker that stepped down waits for its handlers and tries to end its session
 //	+ 5 s + 2 s                      the worker's rejoin backoff and join retry caps
-//	+ 2·OrphanGrace + 10·OrphanGrace a free shard whose designated acquirer is stuck waits out the orphan
-//	                                 grace (with jitter) for a takeover, and the new owner holds it that
-//	                                 long before handing it back (worker's takeoverHold)
-//	+ (⌈log₂ Shards⌉ + 3)·1.5·RoundEvery
-//	                                 the first (quiet) round of a rejoined worker, one round for an
-//	                                 acquisition refused by lock-delay, and rebalance rounds that
-//	                                 halve the surplus each time (each round is at most 1.5·RoundEvery)
+//	+ 2·StuckAfter                   a worker given shards it cannot take yet (lock-delay, a retry backoff
+//	                                 of up to 2 s) before it is judged stuck and they move
+//	+ waves·(DrainTimeout + 1 s)     hand-offs in waves of MaxMovesInFlight: each drains, releases and is
+//	                                 placed again
 //	+ 1 s                            watch coalescing and a handler's last step
 func Bound(su Setup) time.Duration {
 	p := su.Policy
-	rounds := time.Duration(bits.Len(uint(su.Shards-1)) + 3)
-	return p.TTL + p.EffectiveLockDelay() + su.DrainTimeout + p.RenewEvery + 7*time.Second +
-		12*su.OrphanGrace + rounds*su.RoundEvery*3/2 + time.Second
+	ld := p.EffectiveLockDelay()
+	stuck := max(rebalance.DefaultStuckAfter, 2*ld+p.RenewEvery)
+	perWave := su.MaxMovesInFlight
+	if perWave <= 0 {
+		perWave = rebalance.DefaultMaxMovesInFlight(su.Shards, su.MaxWorkers)
+	}
+	waves := time.Duration((su.Shards+perWave-1)/perWave + 1)
+	return p.TTL + ld + ld*5/4 + 25*time.Millisecond + su.DrainTimeout + p.RenewEvery + 7*time.Second +
+		2*stuck + waves*(su.DrainTimeout+time.Second) + time.Second
 }
+
+// stableFor is how long a settled fleet must stay as it is: a few of the
+// assignor's steps and the workers' reconciles.
+const stableFor = 3 * time.Second
 
 // run is one seed's fleet and its checkers.
 type run struct {
@@ -251,7 +259,7 @@ func (r *run) settle(from, bound time.Duration) time.Duration {
 	}
 	took := r.c.elapsed() - from
 	owners := r.snapshot().Owners()
-	if !r.advanceTo(r.c.elapsed() + 3*r.sched.Setup.RoundEvery) {
+	if !r.advanceTo(r.c.elapsed() + stableFor) {
 		return took
 	}
 	if why := r.unsettled(); why != "" {
@@ -385,6 +393,11 @@ func (r *run) diagnose() string {
 	for _, st := range snap.Shards {
 		fmt.Fprintf(&b, "    %s token %d session %q owner %s target %s (%s; released %q)\n",
 			st.Shard, st.Token, st.Session, owners[st.Shard], plan.Target[st.Shard], st.Owner.Reason, st.Owner.Released)
+	}
+	fmt.Fprintf(&b, "    assignor %s epoch %d session %q\n", snap.Assignor.Worker, snap.Assignor.Epoch, snap.Assignor.Session)
+	for id, a := range snap.Assignments {
+		fmt.Fprintf(&b, "    assignment %s epoch %d as of %d: %v free %v waiting %d since %v stuck %v (%q)\n",
+			id, a.Epoch, a.AsOf, a.Shards, a.Free, a.Waiting, a.WaitingSince.Format("15:04:05.000"), a.Stuck, a.StuckSession)
 	}
 	for _, m := range r.running() {
 		st := m.w.Status()

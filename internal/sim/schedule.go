@@ -114,20 +114,20 @@ func (e Event) String() string {
 // Setup is the fleet a seed runs: its size, lease policy and worker
 // settings.
 type Setup struct {
-	Workers      int // initial workers
-	MaxWorkers   int // joins stop at this many running workers
-	Shards       int
-	Policy       shard.LeasePolicy
-	RoundEvery   time.Duration
-	MaxMoves     int
-	DrainTimeout time.Duration
-	OrphanGrace  time.Duration
+	Workers    int // initial workers
+	MaxWorkers int // joins stop at this many running workers
+	Shards     int
+	Policy     shard.LeasePolicy
+	// MaxMovesInFlight is the assignor's cap on hand-offs in flight (0:
+	// rebalance's default).
+	MaxMovesInFlight int
+	DrainTimeout     time.Duration
 }
 
 func (s Setup) String() string {
-	return fmt.Sprintf("%d workers (up to %d), %d shards, ttl %v renew %v pause budget %v, lock-delay %v, rounds %v, %d moves/round, drain %v, orphan grace %v",
+	return fmt.Sprintf("%d workers (up to %d), %d shards, ttl %v renew %v pause budget %v, lock-delay %v, %d moves in flight, drain %v",
 		s.Workers, s.MaxWorkers, s.Shards, s.Policy.TTL, s.Policy.RenewEvery, s.Policy.PauseBudget,
-		s.Policy.EffectiveLockDelay(), s.RoundEvery, s.MaxMoves, s.DrainTimeout, s.OrphanGrace)
+		s.Policy.EffectiveLockDelay(), s.MaxMovesInFlight, s.DrainTimeout)
 }
 
 // policies are the lease policies seeds pick from. All satisfy the rule; the
@@ -215,14 +215,12 @@ func NewSchedule(seed uint64) Schedule {
 	// allows), half-way to the TTL, or the default, the TTL.
 	p.LockDelay = []time.Duration{p.StepDownAfter(), (p.StepDownAfter() + p.TTL) / 2, 0}[rng.IntN(3)]
 	su := Setup{
-		Workers:      2 + rng.IntN(4),
-		MaxWorkers:   6,
-		Shards:       16 + rng.IntN(17),
-		Policy:       p,
-		RoundEvery:   []time.Duration{500 * time.Millisecond, time.Second}[rng.IntN(2)],
-		MaxMoves:     1 + rng.IntN(4),
-		DrainTimeout: 2 * time.Second,
-		OrphanGrace:  time.Second,
+		Workers:          2 + rng.IntN(4),
+		MaxWorkers:       6,
+		Shards:           16 + rng.IntN(17),
+		Policy:           p,
+		MaxMovesInFlight: []int{1, 4, 0}[rng.IntN(3)],
+		DrainTimeout:     2 * time.Second,
 	}
 	s := Schedule{Seed: seed, Setup: su}
 

@@ -280,5 +280,7 @@ func (c *Coordinator) PutAssignmentValue(worker string, value []byte) {
 
 func cloneAssignment(a shard.Assignment) shard.Assignment {
 	a.Shards = slices.Clone(a.Shards)
+	a.Free = slices.Clone(a.Free)
+	a.Why = maps.Clone(a.Why)
 	return a
 }

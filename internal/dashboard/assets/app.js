@@ -90,6 +90,7 @@ function render(f) {
   document.body.classList.toggle("has-offsets", !!f.has_offsets);
   for (const w of f.workers) colour(w.id);
 
+  renderAssignor(f.assignor);
   const s = f.summary;
   tile("tile-owned", `${s.owned} / ${s.shards}`,
     s.free || s.orphaned ? `${s.free} free · ${s.orphaned} orphaned` : "every shard has an owner",
@@ -111,6 +112,22 @@ function render(f) {
   renderShards(f);
   document.getElementById("footer").textContent =
     `coordinator index ${f.index} · view built ${clock(f.at)} · ${f.problems ? f.problems.length : 0} problems`;
+}
+
+// renderAssignor: who holds P/assignor, at which epoch, since when. Nobody
+// holding it (between two assignors) is shown as a problem: nothing is
+// being assigned.
+function renderAssignor(a) {
+  const t = document.getElementById("tile-assignor");
+  if (!a || !a.held) {
+    tile("tile-assignor", "none", a && a.problem ? a.problem : "nobody holds P/assignor: nothing is assigned", "bad");
+  } else {
+    tile("tile-assignor", a.worker || "(unreadable)",
+      `epoch ${a.epoch}` + (a.since ? ` · since ${clock(a.since)} (${ago(a.since)} ago)` : ""), a.worker ? "ok" : "warn");
+  }
+  t.dataset.worker = a && a.held ? a.worker || "" : "";
+  t.dataset.epoch = a && a.held ? String(a.epoch) : "";
+  if (a && a.problem) t.title = a.problem;
 }
 
 // A fleet full of foreign keys would push everything else off the page:
@@ -137,6 +154,7 @@ function renderGrid(f) {
     else if (sh.state === "orphaned") lines.push(`ORPHANED: held by session ${sh.session} · token ${sh.token}`);
     else lines.push("FREE: no owner" + (sh.target ? ` · next owner ${sh.target}` : ""));
     if (f.has_offsets) lines.push(`offset ${sh.offset ?? 0} · floor ${sh.floor ?? 0}` + (sh.lag !== undefined ? ` · lag ${sh.lag}` : ""));
+    if (sh.assigned && sh.assigned !== sh.owner) lines.push(`assigned to ${sh.assigned}`);
     lines.push(`why: ${sh.why}`);
     const c = el("div", {
       class: "cell " + sh.state, title: lines.join("\n"),
@@ -180,11 +198,15 @@ function renderWorkers(f) {
     const crash = canCrash && w.state !== "dead"
       ? el("button", { class: "crash", text: "crash", title: `crash ${w.id}: abandon its session without releasing`, onclick: () => crashWorker(w.id) })
       : null;
-    const tr = el("tr", { class: w.state, "data-worker": w.id, "data-state": w.state, "data-shards": String(w.shards) },
+    const isAssignor = f.assignor && f.assignor.held && f.assignor.worker === w.id;
+    const tr = el("tr", { class: w.state, "data-worker": w.id, "data-state": w.state, "data-shards": String(w.shards),
+      "data-assigned": String(w.assigned ?? 0), "data-stuck": w.stuck ? "true" : "", "data-assignor": isAssignor ? "true" : "" },
       el("td", {}, el("i", { class: "swatch", style: `background:${colour(w.id)}` })),
-      el("td", { class: "mono", text: w.id }),
-      el("td", {}, el("span", { class: "badge " + w.state, text: w.state })),
-      el("td", { class: "num", text: String(w.shards) }),
+      el("td", { class: "mono" }, w.id, isAssignor ? el("span", { class: "badge assignor", text: "assignor", title: `holds P/assignor, epoch ${f.assignor.epoch}` }) : null),
+      el("td", {}, el("span", { class: "badge " + w.state, text: w.state }),
+        w.stuck ? el("span", { class: "badge stuck", text: "stuck", title: "the assignor gave it shards it did not take: it is given nothing until it restarts" }) : null),
+      el("td", { class: "num" + (w.shards !== w.assigned && w.state !== "dead" ? " differs" : ""),
+        title: `owns ${w.shards} · its assignment gives it ${w.assigned}`, text: `${w.shards} / ${w.assigned}` }),
       el("td", { class: "num", text: w.state === "dead" ? "–" : String(w.target) }),
       el("td", { class: "version", text: w.version || "–" }),
       el("td", { class: "mono", title: w.session || "", text: shortSession(w.session) }),
@@ -196,7 +218,8 @@ function renderWorkers(f) {
   document.getElementById("workers").classList.toggle("no-versions", !f.workers.some(w => w.version));
 }
 
-const ICONS = { acquired: "→", released: "←", expired: "✕", joined: "+", left: "−", draining: "↓", undrained: "↑" };
+const ICONS = { acquired: "→", released: "←", expired: "✕", joined: "+", left: "−", draining: "↓", undrained: "↑",
+  elected: "★", vacated: "☆" };
 let seenEvents = new Set();
 
 function renderMoves(f) {
@@ -212,7 +235,7 @@ function renderMoves(f) {
         : `${e.worker} ${e.kind}`;
       what = [el("i", { class: "swatch", style: `background:${colour(e.worker)}` }), " ", el("b", { text: e.shard }), " ", who];
     } else {
-      what = [el("b", { text: e.worker }), ` ${e.kind}`];
+      what = [el("b", { text: e.worker }), ` ${e.kind}` + (e.kind === "elected" || e.kind === "vacated" ? ` assignor (epoch ${e.token})` : "")];
     }
     const li = el("li", { class: e.kind + (seenEvents.size && !seenEvents.has(key) ? " fresh" : ""),
       "data-kind": e.kind, "data-shard": e.shard || "", "data-worker": e.worker, "data-from": e.from || "" },

@@ -1,0 +1,103 @@
+package fleetview
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// withAssignor: a is the assignor; a is assigned 0 and 3 (it owns 0 and
+// 1: it hands 1 off and has not yet taken 3), b (draining) nothing, and a
+// key for c, dead, carries a stuck mark about c's old session.
+func withAssignor() shard.Snapshot {
+	s := fixture()
+	s.Assignor = shard.AssignorKey{Index: 8, Worker: "a", Session: "s-a", Epoch: 8, Since: t0.Add(8 * time.Second)}
+	s.Assignments = map[string]shard.Assignment{
+		"a": {Epoch: 8, Since: t0.Add(9 * time.Second), Shards: []shard.ID{"stream/shard-000", "stream/shard-003"}},
+		"b": {Epoch: 8, Since: t0},
+		"c": {Epoch: 8, Since: t0, Stuck: true, StuckSession: "s-c-old"},
+	}
+	return s
+}
+
+func TestBuildShowsTheAssignorAndAssignments(t *testing.T) {
+	f := Build(Input{Snapshot: withAssignor(), Now: t0})
+	want := Assignor{Held: true, Worker: "a", Session: "s-a", Epoch: 8, Since: t0.Add(8 * time.Second)}
+	if f.Assignor != want {
+		t.Errorf("assignor %+v, want %+v", f.Assignor, want)
+	}
+	for _, tc := range []struct {
+		id              string
+		owned, assigned int
+		stuck           bool
+		since           time.Time
+	}{{"a", 2, 2, false, t0.Add(9 * time.Second)}, {"b", 1, 0, false, t0}, {"c", 0, 0, false, t0}} {
+		w, _ := f.Worker(tc.id)
+		if w.Shards != tc.owned || w.Assigned != tc.assigned || w.Stuck != tc.stuck || !w.AssignedSince.Equal(tc.since) || w.AssignedEpoch != 8 {
+			t.Errorf("worker %s = %+v, want owned %d, assigned %d since %v, stuck %v", tc.id, w, tc.owned, tc.assigned, tc.since, tc.stuck)
+		}
+	}
+	for id, who := range map[shard.ID]string{"stream/shard-000": "a", "stream/shard-001": "", "stream/shard-003": "a"} {
+		if s, _ := f.Shard(id); s.Assigned != who {
+			t.Errorf("%s assigned to %q, want %q", id, s.Assigned, who)
+		}
+	}
+
+	// The stuck mark shows only for the session it is about.
+	s := withAssignor()
+	s.Assignments["a"] = shard.Assignment{Epoch: 8, Shards: []shard.ID{"stream/shard-003"}, Stuck: true, StuckSession: "s-a"}
+	if w, _ := Build(Input{Snapshot: s}).Worker("a"); !w.Stuck {
+		t.Errorf("a stuck under its current session shows %+v", w)
+	}
+	s.Assignments["a"] = shard.Assignment{Epoch: 8, Stuck: true, StuckSession: "s-a-before-restart"}
+	if w, _ := Build(Input{Snapshot: s}).Worker("a"); w.Stuck {
+		t.Errorf("a stuck mark about an earlier session shows: %+v", w)
+	}
+
+	// No assignor: not held, and the JSON says so (fields only added).
+	f = Build(Input{Snapshot: fixture()})
+	if f.Assignor.Held || f.Assignor.Worker != "" {
+		t.Errorf("no P/assignor gave %+v", f.Assignor)
+	}
+	b, _ := json.Marshal(f)
+	for _, field := range []string{`"assignor":{"held":false}`, `"assigned":0`, `"summary":`, `"workers":`} {
+		if !strings.Contains(string(b), field) {
+			t.Errorf("fleet JSON lacks %s: %s", field, b)
+		}
+	}
+}
+
+func TestDiffReportsAssignorChanges(t *testing.T) {
+	a := withAssignor()
+	b := withAssignor()
+	b.Index = 20
+	b.Assignor = shard.AssignorKey{Index: 20, Worker: "b", Session: "s-b", Epoch: 20}
+	again := withAssignor()
+	again.Index = 30
+	again.Assignor.Epoch = 30 // the key was written by hand: the holder campaigned again
+	free := withAssignor()
+	free.Index = 15
+	free.Assignor = shard.AssignorKey{}
+	for _, tc := range []struct {
+		name       string
+		prev, next shard.Snapshot
+		want       string
+	}{
+		{"hand-over", a, b, "assignor b elected (epoch 20): took the assignor lock, after a"},
+		{"freed", a, free, "assignor a vacated (epoch 8): the lock is free (it resigned, or its session ended); the next candidate takes it"},
+		{"first", free, a, "assignor a elected (epoch 8): took the assignor lock"},
+		{"re-elected", a, again, "assignor a elected (epoch 30): took the assignor lock again (its epoch was 8)"},
+		{"unchanged", a, a, ""},
+	} {
+		var got []string
+		for _, e := range Diff(&tc.prev, tc.next, t0) {
+			got = append(got, e.String())
+		}
+		if strings.Join(got, "\n") != tc.want {
+			t.Errorf("%s: Diff gave %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,262 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// runner is one shard's handler goroutine as the loop sees it.
+type runner struct {
+	claim    shard.Claim
+	state    ShardState
+	since    time.Time
+	cancel   context.CancelCauseFunc // the handler's context; nil once it returned
+	auth     *authority
+	drainBy  time.Time // when revoking: the claim is lost if the handler has not returned by then
+	revokeBy string    // when revoking: why (rebalance, drain, shutdown)
+	overdue  bool      // when revoking: drainBy passed, authority ended, waiting for the handler
+	// drainTimer ends the authority at drainBy; stopped when the handler returns.
+	drainTimer *time.Timer
+}
+
+// exit is a runner's last word.
+type exit struct {
+	shard shard.ID
+	token shard.Token
+	err   error // non-nil: the fence showed the claim was already stale
+}
+
+func (lp *loop) publish() { lp.w.publish(lp.state, lp.lease.session, lp.runners) }
+
+// opCtx bounds one coordinator call made by the loop: it ends with the term.
+func (lp *loop) opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(lp.lease.ctx, lp.w.cfg.Policy.StepDownAfter())
+}
+
+// start launches the runner of a granted claim.
+func (lp *loop) start(c shard.Claim) {
+	auth := newAuthority(lp.lease)
+	ctx, cancel := context.WithCancelCause(auth.ctx)
+	lp.runners[c.Shard] = &runner{claim: c, state: ShardOwned, since: time.Now(), cancel: cancel, auth: auth}
+	go func() {
+		err := lp.w.runShard(ctx, auth, c)
+		cancel(nil)
+		auth.end(nil)
+		select {
+		case lp.exits <- exit{shard: c.Shard, token: c.Token, err: err}:
+		case <-lp.closed:
+		}
+	}()
+}
+
+// revoke asks a runner to hand its shard off.
+func (lp *loop) revoke(r *runner, why string) {
+	if r.state != ShardOwned {
+		return
+	}
+	r.state = ShardRevoking
+	r.revokeBy = why
+	drain := lp.w.cfg.DrainTimeout
+	r.drainBy = time.Now().Add(drain)
+	// The claim's authority ends exactly at the drain timeout, not at the
+	// next round: a handler overrunning it is told at once (Claim.Lost).
+	auth := r.auth
+	r.drainTimer = time.AfterFunc(drain, func() {
+		auth.lose(fmt.Sprintf("the handler did not return within the drain timeout %v", drain))
+	})
+	r.cancel(fmt.Errorf("%w: %s", ErrRevoked, why))
+	lp.w.log.Info("revoking shard", zap.String("shard", string(r.claim.Shard)), zap.String("why", why))
+}
+
+// lose marks a runner's shard as lost: its authority is already gone.
+func (lp *loop) lose(r *runner, why string) {
+	if r.state != ShardOwned && r.state != ShardRevoking {
+		return
+	}
+	r.state = ShardLost
+	r.auth.lose(why)
+	lp.w.m.losses.WithLabelValues("taken").Inc()
+	lp.w.log.Warn("shard lost", zap.String("shard", string(r.claim.Shard)), zap.Uint64("token", uint64(r.claim.Token)), zap.String("why", why))
+}
+
+// release unlocks shards in one coordinator call.
+func (lp *loop) release(ids []shard.ID, why string) {
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := lp.opCtx()
+	defer cancel()
+	if err := lp.w.cfg.Coordinator.Release(ctx, lp.lease.session, ids, why); err != nil {
+		lp.w.log.Warn("release failed; the shards stay held until the next round or the session ends",
+			zap.Int("shards", len(ids)), zap.Error(err))
+		return
+	}
+	lp.w.m.releases.WithLabelValues(why).Add(float64(len(ids)))
+}
+
+func (lp *loop) onExit(e exit) {
+	r, ok := lp.runners[e.shard]
+	if !ok || r.claim.Token != e.token {
+		return
+	}
+	delete(lp.runners, e.shard)
+	if r.drainTimer != nil {
+		r.drainTimer.Stop()
+	}
+	switch {
+	case r.state == ShardRevoking:
+		lp.release([]shard.ID{e.shard}, r.revokeBy)
+	case e.err != nil:
+		lp.w.m.losses.WithLabelValues("fence_rejected").Inc()
+		lp.release([]shard.ID{e.shard}, "fence_rejected")
+	}
+	lp.publish()
+}
+
+// endOverdue reports revoked claims whose handlers overran the drain
+// timeout. Their authority already ended then (revoke's timer): Claim.Lost
+// closed, commits are refused, a shardd run child was killed. The lock
+// stays held until the handler returns (onExit releases it then), because
+// releasing it under a running handler would let the next owner start
+// beside it.
+func (lp *loop) endOverdue() {
+	now := time.Now()
+	for id, r := range lp.runners {
+		if r.state == ShardRevoking && !r.overdue && now.After(r.drainBy) {
+			r.overdue = true
+			lp.w.m.losses.WithLabelValues("drain_timeout").Inc()
+			lp.w.log.Warn("handler did not return within the drain timeout: its claim is lost, the lock is kept until it returns",
+				zap.String("shard", string(id)), zap.Duration("drain_timeout", lp.w.cfg.DrainTimeout))
+		}
+	}
+}
+
+// awaitRunners waits until every runner has exited or until wait has
+// passed, whichever is first, and reports whether all have exited.
+func (lp *loop) awaitRunners(wait time.Duration) bool {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for lp.running() > 0 {
+		select {
+		case e := <-lp.exits:
+			if r, ok := lp.runners[e.shard]; ok && r.claim.Token == e.token {
+				if r.state != ShardLost {
+					r.state = ShardReleased
+				}
+				r.cancel = nil
+			}
+		case <-deadline.C:
+			return false
+		}
+	}
+	return true
+}
+
+func (lp *loop) running() int {
+	n := 0
+	for _, r := range lp.runners {
+		if r.cancel != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// shutdown drains every shard, releases them in one batch and destroys the
+// session, so the next owners start within a watch round.
+//
+// A handler still running after the drain timeout loses its claim (Lost
+// closes, commits are refused) and gets one renewal interval more to
+// return. If it still has not, its shard is not released: destroying the
+// session leaves it locked for the lock-delay instead, which covers a
+// handler that returns within it.
+func (lp *loop) shutdown(ctx context.Context) {
+	lp.state = StateDraining
+	lp.resign(ctx)
+	for _, r := range lp.runners {
+		lp.revoke(r, "shutdown")
+	}
+	lp.publish()
+	if !lp.awaitRunners(lp.w.cfg.DrainTimeout) {
+		for _, r := range lp.runners {
+			if r.cancel != nil {
+				r.auth.lose(fmt.Sprintf("the handler did not return within the drain timeout %v at shutdown", lp.w.cfg.DrainTimeout))
+			}
+		}
+		if !lp.awaitRunners(lp.w.cfg.Policy.RenewEvery) {
+			lp.w.log.Error("handlers still running after the drain timeout and their loss: their shards are left to the lock-delay",
+				zap.Int("handlers", lp.running()), zap.Duration("lock_delay", lp.w.cfg.Policy.EffectiveLockDelay()))
+		}
+	}
+	held := lp.heldByMe()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
+	defer cancel()
+	if len(held) > 0 {
+		if err := lp.w.cfg.Coordinator.Release(ctx, lp.lease.session, held, "shutdown"); err == nil {
+			lp.w.m.releases.WithLabelValues("shutdown").Add(float64(len(held)))
+		}
+	}
+	lp.w.destroy(ctx, lp.lease.session)
+	lp.lease.end(fmt.Errorf("%w: worker stopped", ErrRevoked))
+	lp.runners = map[shard.ID]*runner{}
+	lp.w.log.Info("stopped: every shard released", zap.Int("shards", len(held)))
+}
+
+// heldByMe lists the shards this term may release: those of its runners
+// whose handlers have returned. (A shard the session holds without a runner
+// — an Acquire whose answer was lost — is freed by the session's destroy.)
+func (lp *loop) heldByMe() []shard.ID {
+	var ids []shard.ID
+	for id, r := range lp.runners {
+		if r.state != ShardLost && r.cancel == nil {
+			ids = append(ids, id) // its handler has returned
+		}
+	}
+	return ids
+}
+
+// stepDown ends a term whose authority is gone: every shard context already
+// carries ErrLost (they derive from the lease). Wait for the handlers, then
+// destroy the session in case the coordinator still thinks it is alive.
+func (lp *loop) stepDown(ctx context.Context) error {
+	cause := context.Cause(lp.lease.ctx)
+	lp.w.m.stepDowns.Inc()
+	n := 0
+	for _, r := range lp.runners {
+		if r.state == ShardOwned || r.state == ShardRevoking {
+			r.state = ShardLost
+			n++
+		}
+	}
+	lp.w.m.losses.WithLabelValues("step_down").Add(float64(n))
+	lp.state = StateJoining
+	lp.publish()
+	lp.w.log.Error("stepped down: every shard lost", zap.Int("shards", n), zap.Error(cause))
+	if !lp.awaitRunners(lp.w.cfg.DrainTimeout) {
+		lp.w.log.Warn("handlers still running after a step-down and the drain timeout", zap.Int("handlers", lp.running()))
+	}
+	lp.w.destroy(ctx, lp.lease.session)
+	if cause == nil {
+		cause = errors.New("lease ended")
+	}
+	return cause
+}
+
+// resign ends this worker's candidacy and, if it is the assignor, releases
+// P/assignor at once (without lock-delay), so another worker takes the role
+// while this one drains, and the shards it releases are given out again
+// without waiting.
+func (lp *loop) resign(ctx context.Context) {
+	lp.stopCandidate()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
+	defer cancel()
+	if err := lp.w.cfg.Coordinator.Resign(ctx, lp.lease.session); err != nil {
+		lp.w.log.Warn("resigning the assignor role failed; it ends with the session", zap.Error(err))
+	}
+}
