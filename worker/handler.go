@@ -80,6 +80,14 @@ func (c *Claim) Commit(ctx context.Context, offset int64) error {
 	stop := context.AfterFunc(c.auth.ctx, func() { cancel(context.Cause(c.auth.ctx)) })
 	defer stop()
 	err := c.w.cfg.Offsets.Commit(ctx, c.Shard, c.Token, offset)
+	if err != nil && !errors.Is(err, offsets.ErrStaleToken) && c.auth.ctx.Err() != nil {
+		// Cancelled because the claim's authority ended meanwhile: say so
+		// (ErrLost), not only that a context was cancelled. Whether the
+		// write landed is unknown; the next owner's fence settles it.
+		err = fmt.Errorf("%w; the commit in flight was cancelled and may or may not have landed: %w", context.Cause(c.auth.ctx), err)
+		c.w.m.commits.WithLabelValues("lost").Inc()
+		return err
+	}
 	switch {
 	case err == nil:
 		c.w.m.commits.WithLabelValues("accepted").Inc()

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardlease/shardlease/internal/faults"
+	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -381,4 +382,43 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, label string) fl
 		}
 	}
 	return 0
+}
+
+// blockingCommits is an offsets store whose commits wait until their
+// context ends: a commit in flight when the claim's authority ends.
+type blockingCommits struct{ offsets.Store }
+
+func (b blockingCommits) Commit(ctx context.Context, _ shard.ID, _ shard.Token, _ int64) error {
+	<-ctx.Done()
+	return fmt.Errorf("blocked commit: %w", ctx.Err())
+}
+
+// TestCommitInFlightWhenAuthorityEndsSaysLost: a commit still in flight at
+// the local deadline is cancelled, and the handler is told why — ErrLost —
+// not only that a context was cancelled.
+func TestCommitInFlightWhenAuthorityEndsSaysLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 1)
+		errs := make(chan error, 1)
+		h := worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
+			errs <- c.Commit(context.Background(), 1)
+			<-ctx.Done()
+			return nil
+		})
+		cfg := f.config("a", h)
+		cfg.Offsets = blockingCommits{f.store}
+		a := f.startWith(cfg)
+		settle(time.Second)
+		a.faults.Set(faults.Hang)
+		settle(testPolicy.TTL)
+		select {
+		case err := <-errs:
+			if !errors.Is(err, worker.ErrLost) || !errors.Is(err, context.Canceled) {
+				t.Fatalf("commit in flight at the deadline = %v, want ErrLost (and the cancellation)", err)
+			}
+		default:
+			t.Fatal("the commit in flight did not return at the deadline")
+		}
+		a.faults.Set(faults.Healthy)
+	})
 }
