@@ -174,3 +174,43 @@ func TestPausedAssignorCannotWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestLockDeletedUnderItsRunner: an operator deletes a held shard's lock
+// key by hand. The worker reads only its assignment key; the assignor sees
+// the shard free after the claim (Free, at an index past the token), so
+// the runner is lost — never two handlers at once — and the shard is taken
+// again with a higher token.
+func TestLockDeletedUnderItsRunner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 4)
+		f.start("a", nil)
+		f.start("b", nil)
+		settle(10 * time.Second)
+		var victim shard.ID
+		var before shard.Token
+		for _, st := range f.snapshot().Shards {
+			if st.Held() {
+				victim, before = st.Shard, st.Token
+				break
+			}
+		}
+		if !f.coord.DeleteShard(victim) {
+			t.Fatalf("no key for %s", victim)
+		}
+		settle(5 * time.Second)
+		st, ok := f.snapshot().Shard(victim)
+		if !ok || !st.Held() || st.Token <= before {
+			t.Fatalf("after its lock was deleted, %s is %+v, want held again with a token above %d", victim, st, before)
+		}
+		lost := false
+		for _, e := range f.events.list() {
+			lost = lost || (e.shard == victim && e.token == before && !e.start && isLost(e.cause))
+		}
+		if !lost {
+			t.Errorf("the runner of %s under token %d did not end with ErrLost", victim, before)
+		}
+		for _, o := range overlaps(f.events.list()) {
+			t.Errorf("two workers ran one shard: %s", o)
+		}
+	})
+}
