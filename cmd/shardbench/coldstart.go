@@ -42,7 +42,7 @@ func coldSizes(env *benchEnv) (goal, fewer, common coldSize) {
 // The goals at the large size.
 const (
 	coldGoalSeconds = 5.0
-	coldGoalFailed  = 0.05
+	coldGoalFailed  = 0.01
 )
 
 // coldWithin bounds one shardlease cold start; past it the trial counts as
