@@ -15,15 +15,20 @@ import (
 // the outcome of every KV acquire (PUT /v1/kv/K?acquire=S, what api.Lock
 // sends to take a lock: Consul answers true or false). Every worker's
 // severable transport has one, so coordinator-load reads the requests of
-// both systems the same way. The zero value is ready.
+// both systems the same way; and the bytes it reads back (scale-out). The
+// zero value is ready.
 type requestTap struct {
 	consul.RequestCounter
 	acquired, refused atomic.Int64
+	received          receivedBytes
 }
 
 // roundTrip sends req through next and counts it.
 func (t *requestTap) roundTrip(next http.RoundTripper, req *http.Request) (*http.Response, error) {
 	resp, err := t.Wrap(next).RoundTrip(req)
+	if err == nil {
+		t.received.count(resp)
+	}
 	if err != nil || req.Method != http.MethodPut || !strings.HasPrefix(req.URL.Path, "/v1/kv/") || !req.URL.Query().Has("acquire") {
 		return resp, err
 	}
