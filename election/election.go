@@ -130,6 +130,9 @@ func New(cfg Config) (*Election, error) {
 		Registerer:   cfg.Registerer,
 		Logger:       cfg.Logger,
 		JitterSeed:   cfg.JitterSeed,
+		// One shard: there is nothing to balance, so the first leader is
+		// not made to wait for other candidates to register.
+		ColdStartGather: -1,
 	}
 	if err := wcfg.Validate(); err != nil {
 		problems = append(problems, err.Error())

@@ -97,6 +97,7 @@ func (w *Worker) lead(term context.Context, l *lease, epoch shard.Token) {
 	var wake time.Time
 	var last *shard.Snapshot
 	var problems seenProblems // logged once while they stay
+	gather := gathering{limit: w.cfg.ColdStartGather}
 	defer w.m.problems.Set(0)
 	for term.Err() == nil {
 		ctx, cancel := term, context.CancelFunc(func() {})
@@ -133,7 +134,7 @@ func (w *Worker) lead(term context.Context, l *lease, epoch shard.Token) {
 				zap.Uint64("holder_epoch", uint64(snap.Assignor.Epoch)))
 			return
 		}
-		next, err := w.assign(term, l, epoch, snap, log)
+		next, err := w.assign(term, l, epoch, snap, &gather, log)
 		if errors.Is(err, shard.ErrNotAssignor) {
 			log.Info("deposed: the coordinator refused this assignor's writes", zap.Error(err))
 			return
@@ -155,8 +156,11 @@ func (w *Worker) lead(term context.Context, l *lease, epoch shard.Token) {
 
 // assign runs one Step on snap and writes its decision. It returns when to
 // step again if nothing changes.
-func (w *Worker) assign(term context.Context, l *lease, epoch shard.Token, snap shard.Snapshot, log *zap.Logger) (time.Time, error) {
+func (w *Worker) assign(term context.Context, l *lease, epoch shard.Token, snap shard.Snapshot, gather *gathering, log *zap.Logger) (time.Time, error) {
 	began := time.Now()
+	if until := gather.wait(snap, began); !until.IsZero() {
+		return until, nil // a cold fleet whose members are still joining
+	}
 	state := stepState(snap, w.shards, began)
 	d, err := rebalance.Step(state, rebalance.Policy{MaxMovesInFlight: w.cfg.MaxMovesInFlight, StuckAfter: w.stuckAfter()})
 	w.m.assignorSteps.Inc()

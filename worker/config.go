@@ -53,6 +53,14 @@ type Config struct {
 	// a session that ended cannot be taken before its lock-delay is over.
 	// Zero: rebalance.DefaultStuckAfter.
 	StuckAfter time.Duration
+	// ColdStartGather bounds how long the assignor of a cold fleet (no
+	// shard held, nothing assigned) waits for members to stop joining
+	// before it places the shards: it places them once no member has
+	// joined or left for 300 ms, or when this has passed, so that workers
+	// started together each get their share at once rather than by
+	// hand-offs from the first ones up. A running fleet is never delayed.
+	// Zero: 3 s; negative: place at once.
+	ColdStartGather time.Duration
 	// WatchCoalesce is the minimum time between two wake-ups of a watch
 	// (the worker's assignment key, the assignor's listing of the fleet),
 	// so a burst of changes costs one reconcile or one step. Default 25 ms.
@@ -80,6 +88,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WatchCoalesce == 0 {
 		c.WatchCoalesce = 25 * time.Millisecond
+	}
+	if c.ColdStartGather == 0 {
+		c.ColdStartGather = 3 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
