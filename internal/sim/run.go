@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,7 +14,6 @@ import (
 	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/memory"
-	"github.com/shardlease/shardlease/worker"
 )
 
 // Options configure Run.
@@ -238,106 +236,6 @@ func (r *run) running() []*member {
 	return out
 }
 
-// settle waits, from the end of the last fault, until every shard is owned
-// by a running worker, every running worker is a live member that agrees
-// with the coordinator about what it owns, and counts differ by at most
-// one; and then checks that the fleet stays that way for a few rounds. It
-// returns how long settling took; taking longer than bound is a violation.
-func (r *run) settle(from, bound time.Duration) time.Duration {
-	var why string
-	for {
-		if why = r.unsettled(); why == "" {
-			break
-		}
-		if r.c.elapsed()-from > bound {
-			r.c.violate("the fleet has not settled %v after the last fault (bound %v): %s\n%s", r.c.elapsed()-from, bound, why, r.diagnose())
-			return r.c.elapsed() - from
-		}
-		if !r.advanceTo(r.c.elapsed() + checkEvery) {
-			return r.c.elapsed() - from
-		}
-	}
-	took := r.c.elapsed() - from
-	owners := r.snapshot().Owners()
-	if !r.advanceTo(r.c.elapsed() + stableFor) {
-		return took
-	}
-	if why := r.unsettled(); why != "" {
-		r.c.violate("the fleet settled %v after the last fault, then came apart: %s\n%s", took, why, r.diagnose())
-	} else if now := r.snapshot().Owners(); fmt.Sprint(now) != fmt.Sprint(owners) {
-		r.c.violate("the fleet settled %v after the last fault, then kept moving shards: %v, then %v", took, owners, now)
-	}
-	return took
-}
-
-func (r *run) snapshot() shard.Snapshot {
-	snap, err := r.coord.Watch(context.Background(), 0)
-	if err != nil {
-		r.c.violate("snapshot: %v", err)
-	}
-	return snap
-}
-
-// unsettled says what keeps the fleet from being settled, or "" if nothing.
-func (r *run) unsettled() string {
-	snap := r.snapshot()
-	owners := snap.Owners()
-	counts := map[string]int{}
-	for _, m := range r.running() {
-		ms, ok := snap.Member(m.id)
-		if !ok || !ms.Live() {
-			return fmt.Sprintf("worker %s is not a live member", m.id)
-		}
-		counts[m.id] = 0
-	}
-	for _, ms := range snap.Members {
-		if _, running := counts[ms.ID]; ms.Live() && !running {
-			// A crashed worker whose session has not expired yet: the
-			// planner still gives it a quota.
-			return fmt.Sprintf("member %s is live, but its worker is not running", ms.ID)
-		}
-	}
-	for _, id := range (shard.Config{Shards: r.sched.Setup.Shards}).IDs() {
-		w, ok := owners[id]
-		if !ok {
-			return fmt.Sprintf("shard %s is not owned by a live member", id)
-		}
-		if _, ok := counts[w]; !ok {
-			return fmt.Sprintf("shard %s is owned by %s, which is not running", id, w)
-		}
-		counts[w]++
-	}
-	lo, hi := -1, 0
-	for _, n := range counts {
-		if lo < 0 || n < lo {
-			lo = n
-		}
-		hi = max(hi, n)
-	}
-	if hi-lo > 1 {
-		return fmt.Sprintf("owned counts %v differ by %d", counts, hi-lo)
-	}
-	for _, m := range r.running() {
-		st := m.w.Status()
-		if st.State != worker.StateActive {
-			return fmt.Sprintf("worker %s is %s", m.id, st.State)
-		}
-		mine := st.Owned()
-		var theirs []shard.ID
-		for id, w := range owners {
-			if w == m.id {
-				theirs = append(theirs, id)
-			}
-		}
-		slices.Sort(mine)
-		slices.Sort(theirs)
-		if !slices.Equal(mine, theirs) {
-			return fmt.Sprintf("worker %s runs handlers for %v, the coordinator has it own %v", m.id, mine, theirs)
-		}
-	}
-	return ""
-}
-
 // shutdown heals everything, stops every worker gracefully, lets crashed
 // workers' frozen handlers return, and waits for all of it.
 func (r *run) shutdown() {
@@ -370,42 +268,4 @@ func (r *run) shutdown() {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// diagnose describes the fleet for a liveness violation: the coordinator's
-// view, the plan every worker derives from it, and each worker's own view.
-func (r *run) diagnose() string {
-	var b strings.Builder
-	snap := r.snapshot()
-	owners := snap.Owners()
-	in := rebalance.Input{Shards: (shard.Config{Shards: r.sched.Setup.Shards}).IDs(), Owners: owners}
-	for _, m := range snap.Members {
-		fmt.Fprintf(&b, "    member %s session %q draining %v\n", m.ID, m.Session, m.Draining)
-		if m.Live() {
-			in.Members = append(in.Members, rebalance.Member{ID: m.ID, Weight: m.Weight, Draining: m.Draining})
-		}
-	}
-	plan, err := rebalance.Compute(in)
-	if err != nil {
-		fmt.Fprintf(&b, "    plan: %v\n", err)
-	}
-	fmt.Fprintf(&b, "    capacity %v\n", plan.Capacity)
-	for _, st := range snap.Shards {
-		fmt.Fprintf(&b, "    %s token %d session %q owner %s target %s (%s; released %q)\n",
-			st.Shard, st.Token, st.Session, owners[st.Shard], plan.Target[st.Shard], st.Owner.Reason, st.Owner.Released)
-	}
-	fmt.Fprintf(&b, "    assignor %s epoch %d session %q\n", snap.Assignor.Worker, snap.Assignor.Epoch, snap.Assignor.Session)
-	for id, a := range snap.Assignments {
-		fmt.Fprintf(&b, "    assignment %s epoch %d as of %d: %v free %v waiting %d since %v stuck %v (%q)\n",
-			id, a.Epoch, a.AsOf, a.Shards, a.Free, a.Waiting, a.WaitingSince.Format("15:04:05.000"), a.Stuck, a.StuckSession)
-	}
-	for _, m := range r.running() {
-		st := m.w.Status()
-		fmt.Fprintf(&b, "    worker %s: %s session %s:", m.id, st.State, st.Session)
-		for _, sh := range st.Shards {
-			fmt.Fprintf(&b, " %s@%d=%s", sh.Shard, sh.Token, sh.State)
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
 }

@@ -1,0 +1,107 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Kind is a kind of fault (or membership change) the schedule injects.
+type Kind string
+
+// The kinds of fault. Each one with a duration (For) is healed by a second
+// event of the same kind with Heal set.
+const (
+	// Crash abandons a worker: its coordinator calls fail, its handlers
+	// freeze and never write again, nothing is released. Its session must
+	// expire.
+	Crash Kind = "crash"
+	// Pause freezes a worker's handlers (a commit in hand) and hangs its
+	// coordinator calls for For; then it resumes and sends the commit with
+	// its old token.
+	Pause Kind = "pause"
+	// PartitionFail cuts a worker off from the coordinator for For: every
+	// call fails at once. The offset store stays reachable.
+	PartitionFail Kind = "partition-fail"
+	// PartitionHang is PartitionFail with calls that hang instead.
+	PartitionHang Kind = "partition-hang"
+	// ClockJump moves the coordinator's clock forward by Size: sessions
+	// expire early as measured by the workers' clocks.
+	ClockJump Kind = "clock-jump"
+	// Join starts a worker under a new ID.
+	Join Kind = "join"
+	// Restart starts a crashed worker again under its old ID.
+	Restart Kind = "restart"
+	// Leave stops a worker gracefully.
+	Leave Kind = "leave"
+	// SlowHandlers makes a worker's handler steps take up to Size each,
+	// ignoring their context, for For.
+	SlowHandlers Kind = "slow-handlers"
+	// SlowRenewals delays a worker's session renewals by Size for For:
+	// before the request reaches the coordinator or, with LateReply,
+	// after it was applied.
+	SlowRenewals Kind = "slow-renewals"
+	// Destroy: a third party (an operator, a script, a failed node or
+	// check) destroys the worker's current session on the coordinator.
+	// Without For, the worker hears of it on its member key and steps
+	// down at once. With For, its coordinator calls hang from that
+	// instant for For, as in PartitionHang: it cannot hear of it, and
+	// only its local deadline and the lock-delay rule keep the next owner
+	// from starting beside it.
+	Destroy Kind = "destroy"
+)
+
+// Kinds lists every kind, in the order reports use.
+var Kinds = []Kind{Crash, Pause, PartitionFail, PartitionHang, ClockJump, Join, Restart, Leave, SlowHandlers, SlowRenewals, Destroy}
+
+// Event is one step of a schedule.
+type Event struct {
+	At     time.Duration // since the start of the run
+	Kind   Kind
+	Worker string        // empty for ClockJump
+	Heal   bool          // the end of a fault that lasts For
+	For    time.Duration // how long the fault lasts
+	Size   time.Duration // jump size, renewal latency, longest handler step
+	// LateReply: a slow renewal is applied at once and its reply delayed,
+	// rather than the request delayed.
+	LateReply bool
+}
+
+func (e Event) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "t=%-8v ", e.At)
+	if e.Heal {
+		fmt.Fprintf(&b, "end %s %s", e.Kind, e.Worker)
+		if e.Kind == Destroy {
+			b.WriteString(" (reconnected)")
+		}
+		return b.String()
+	}
+	b.WriteString(string(e.Kind))
+	if e.Worker != "" {
+		b.WriteString(" " + e.Worker)
+	}
+	if e.Kind == Destroy {
+		b.WriteString("'s session")
+		if e.For > 0 {
+			fmt.Fprintf(&b, ", %s cut off (calls hang) for %v", e.Worker, e.For)
+		}
+		return b.String()
+	}
+	if e.For > 0 {
+		fmt.Fprintf(&b, " for %v", e.For)
+	}
+	switch e.Kind {
+	case ClockJump:
+		fmt.Fprintf(&b, " by +%v", e.Size)
+	case SlowHandlers:
+		fmt.Fprintf(&b, " (steps up to %v)", e.Size)
+	case SlowRenewals:
+		when := "request delayed"
+		if e.LateReply {
+			when = "reply delayed"
+		}
+		fmt.Fprintf(&b, " (%v, %s)", e.Size, when)
+	}
+	return b.String()
+}
