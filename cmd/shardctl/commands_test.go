@@ -20,9 +20,10 @@ func settle(d time.Duration) {
 	synctest.Wait()
 }
 
-// TestStatusTable: every shard with its owner, token, since and why; every
-// worker with its state, shards, target, version and session; dead members
-// shown as dead; the headline with the imbalance.
+// TestStatusTable: every shard with its owner, the worker it is assigned
+// to, token, since and why; every worker with its state, shards owned and
+// assigned, version and session; dead members shown as dead; the headline
+// with the imbalance and the moves pending.
 func TestStatusTable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, 12, "w1", "w2", "w3", "w4")
@@ -36,8 +37,8 @@ func TestStatusTable(t *testing.T) {
 		for _, want := range []string{
 			"fleet orders · 12 shards (stream/shard-000 … stream/shard-011)",
 			"owned 12/12 · workers 3 live, 1 dead · imbalance 0 · moves pending 0",
-			"WORKER  STATE  OWNED  ASSIGNED  TARGET  VERSION  SESSION",
-			"SHARD             OWNER  TOKEN  SINCE",
+			"WORKER  STATE  OWNED  ASSIGNED  VERSION  SESSION",
+			"SHARD             OWNER  ASSIGNED  TOKEN  SINCE",
 			"WHY IT LAST MOVED",
 			"LATEST ACQUISITIONS",
 		} {
@@ -45,7 +46,7 @@ func TestStatusTable(t *testing.T) {
 				t.Errorf("status output lacks %q", want)
 			}
 		}
-		if !regexp.MustCompile(`(?m)^w4\s+dead\s+0\s+0\s+-\s+v1\.4\.2\s+-\s`).MatchString(out) {
+		if !regexp.MustCompile(`(?m)^w4\s+dead\s+0\s+0\s+v1\.4\.2\s+-\s`).MatchString(out) {
 			t.Errorf("w4 is not shown as dead with no session")
 		}
 		snap := f.snapshot()
@@ -53,16 +54,16 @@ func TestStatusTable(t *testing.T) {
 		for _, m := range snap.Members {
 			if m.Live() {
 				sessions[m.Session] = m.ID
-				row := regexp.MustCompile(fmt.Sprintf(`(?m)^%s\s+live\s+4\s+4\s+4\s+v1\.4\.2\s+%s\s`, m.ID, regexp.QuoteMeta(short(string(m.Session)))))
+				row := regexp.MustCompile(fmt.Sprintf(`(?m)^%s\s+live\s+4\s+4\s+v1\.4\.2\s+%s\s`, m.ID, regexp.QuoteMeta(short(string(m.Session)))))
 				if !row.MatchString(out) {
-					t.Errorf("no row for live worker %s owning 4 shards, assigned 4, target 4, its version and session", m.ID)
+					t.Errorf("no row for live worker %s owning 4 shards, assigned 4, its version and session", m.ID)
 				}
 			}
 		}
 		for _, st := range snap.Shards {
-			row := regexp.MustCompile(fmt.Sprintf(`(?m)^%s\s+%s\s+%d\s+00:\d\d:\d\d \(\S+ ago\)\s+\S`, regexp.QuoteMeta(string(st.Shard)), sessions[st.Session], st.Token))
+			row := regexp.MustCompile(fmt.Sprintf(`(?m)^%s\s+%[2]s\s+%[2]s\s+%d\s+00:\d\d:\d\d \(\S+ ago\)\s+\S`, regexp.QuoteMeta(string(st.Shard)), sessions[st.Session], st.Token))
 			if !row.MatchString(out) {
-				t.Errorf("no row for %s owned by %s with token %d, since and why", st.Shard, sessions[st.Session], st.Token)
+				t.Errorf("no row for %s owned by and assigned to %s with token %d, since and why", st.Shard, sessions[st.Session], st.Token)
 			}
 		}
 		// The assignor, its epoch and since when; the shards w4 had went
@@ -88,10 +89,28 @@ func TestStatusTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, out, _ = f.run(t.Context(), "", "status", "-prefix", "orders", "-no-shards")
-		if !regexp.MustCompile(`(?m)^w3\s+live\s+4\s+4 stuck\s+4\s`).MatchString(out) {
+		if !regexp.MustCompile(`(?m)^w3\s+live\s+4\s+4 stuck\s+v1\.4\.2\s`).MatchString(out) {
 			t.Errorf("w3 is not marked stuck:\n%s", out)
 		}
 	})
+}
+
+// TestHeadlineMovesPending: the moves pending are the assignor's, read
+// from the assignment keys, and split into hand-offs and placements when
+// there are any.
+func TestHeadlineMovesPending(t *testing.T) {
+	for _, tc := range []struct {
+		sum  fleetview.Summary
+		want string
+	}{
+		{fleetview.Summary{Shards: 4, Owned: 4, Live: 2}, "owned 4/4 · workers 2 live · imbalance 0 · moves pending 0"},
+		{fleetview.Summary{Shards: 4, Owned: 3, Free: 1, Live: 2, Imbalance: 1, PendingMoves: 3, HandOffs: 2, Placements: 1},
+			"owned 3/4 · workers 2 live · imbalance 1 · moves pending 3 (hand-offs 2, placements 1)"},
+	} {
+		if got := headline(fleetview.Fleet{Summary: tc.sum}); got != tc.want {
+			t.Errorf("headline(%+v) = %q, want %q", tc.sum, got, tc.want)
+		}
+	}
 }
 
 // TestAssignorLine: the assignor line when nobody holds P/assignor, or its
@@ -125,7 +144,7 @@ func TestStatusWithOffsets(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		t.Logf("\n%s", out)
-		if !strings.Contains(out, "SHARD             OWNER  TOKEN  SINCE               OFFSET  FLOOR  WHY IT LAST MOVED") {
+		if !strings.Contains(out, "SHARD             OWNER  ASSIGNED  TOKEN  SINCE               OFFSET  FLOOR  WHY IT LAST MOVED") {
 			t.Errorf("no offset and floor columns")
 		}
 		for _, st := range f.snapshot().Shards {
@@ -133,7 +152,7 @@ func TestStatusWithOffsets(t *testing.T) {
 			if st.Shard == "stream/shard-002" {
 				offset = 1234
 			}
-			row := regexp.MustCompile(fmt.Sprintf(`(?m)^%s\s+w1\s+%d\s+.*ago\)\s+%d\s+%d\s+initial`, regexp.QuoteMeta(string(st.Shard)), st.Token, offset, st.Token))
+			row := regexp.MustCompile(fmt.Sprintf(`(?m)^%s\s+w1\s+w1\s+%d\s+.*ago\)\s+%d\s+%d\s+initial`, regexp.QuoteMeta(string(st.Shard)), st.Token, offset, st.Token))
 			if !row.MatchString(out) {
 				t.Errorf("no row for %s with offset %d and floor %d", st.Shard, offset, st.Token)
 			}

@@ -66,6 +66,9 @@ func headline(f fleetview.Fleet) string {
 		line += fmt.Sprintf(", %d dead", s.Dead)
 	}
 	line += fmt.Sprintf(" · imbalance %d · moves pending %d", s.Imbalance, s.PendingMoves)
+	if s.PendingMoves > 0 {
+		line += fmt.Sprintf(" (hand-offs %d, placements %d)", s.HandOffs, s.Placements)
+	}
 	if s.Orphaned > 0 {
 		line += fmt.Sprintf(" · %d orphaned", s.Orphaned)
 	}

@@ -71,8 +71,8 @@ offset store refuses every write still sent with the old one.
 	}
 	fmt.Fprintf(a.stdout, "%s is owned by %s with token %d, since %s.\n\n", id, owner, sh.Token, stamp(sh.Since, now))
 	next := "the worker the assignor gives it to"
-	if sh.Target != "" && sh.Target != sh.Owner {
-		next = sh.Target
+	if sh.Assigned != "" && sh.Assigned != sh.Owner {
+		next = sh.Assigned // a hand-off in flight: the assignor already chose
 	}
 	fmt.Fprintf(a.stdout, `Releasing it frees the lock at once, without asking %[1]s: %[2]s takes it
 with a higher token. %[1]s learns of it on its next watch and stops its handler;

@@ -23,12 +23,14 @@ func (a *app) status(ctx context.Context, args []string) error {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: shardctl status -prefix P [-json] [flags]
 
-Shows every shard (owner, fencing token, owned since, why it last moved, and
-with -offsets its committed offset and fencing floor),
+Shows every shard (owner, the worker its assignment key is in, fencing token,
+owned since, why it last moved, and with -offsets its committed offset and
+fencing floor),
 every worker (state, shards owned, shards its assignment key gives it, marked
-"stuck" while the assignor judges it so, the planner's target, version,
-session), which worker is the assignor and its epoch, the imbalance, and the
-latest acquisitions recorded in the shard keys.
+"stuck" while the assignor judges it so, version, session), which worker is
+the assignor and its epoch, the imbalance, the moves pending (hand-offs in
+flight and free shards assigned but not yet taken, as the assignment keys
+say), and the latest acquisitions recorded in the shard keys.
 Dead members (a member key with no session) are shown as dead.
 
 `)
@@ -72,17 +74,13 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKER\tSTATE\tOWNED\tASSIGNED\tTARGET\tVERSION\tSESSION\tSTARTED\tADDRESS")
+	fmt.Fprintln(tw, "WORKER\tSTATE\tOWNED\tASSIGNED\tVERSION\tSESSION\tSTARTED\tADDRESS")
 	for _, wk := range f.Workers {
-		target := fmt.Sprint(wk.Target)
-		if !wk.Live() {
-			target = "-"
-		}
 		assigned := fmt.Sprint(wk.Assigned)
 		if wk.Stuck {
 			assigned += " stuck"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", wk.ID, wk.State, wk.Shards, assigned, target, orDash(wk.Version),
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", wk.ID, wk.State, wk.Shards, assigned, orDash(wk.Version),
 			short(string(wk.Session)), stamp(wk.Started, now), orDash(wk.Address))
 	}
 	if len(f.Workers) == 0 {
@@ -97,7 +95,7 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 		for _, s := range f.Shards {
 			lags = lags || s.Lag != nil
 		}
-		header := "SHARD\tOWNER\tTOKEN\tSINCE\t"
+		header := "SHARD\tOWNER\tASSIGNED\tTOKEN\tSINCE\t"
 		if f.HasOffsets {
 			header += "OFFSET\tFLOOR\t"
 			if lags {
@@ -117,7 +115,7 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 			if s.State != fleetview.ShardFree {
 				token = fmt.Sprint(s.Token)
 			}
-			row := fmt.Sprintf("%s\t%s\t%s\t%s\t", s.ID, owner, token, since)
+			row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t", s.ID, owner, orDash(s.Assigned), token, since)
 			if f.HasOffsets {
 				row += fmt.Sprintf("%d\t%d\t", deref(s.Offset), derefToken(s.Floor))
 				if lags {

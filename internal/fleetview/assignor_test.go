@@ -46,6 +46,15 @@ func TestBuildShowsTheAssignorAndAssignments(t *testing.T) {
 		}
 	}
 
+	// Moves pending are the assignor's, read from the keys: a hands 1
+	// off, b (draining, given nothing) hands 2 off, and 3 is free,
+	// assigned to a, not yet taken.
+	if got, want := f.Summary, (Summary{HandOffs: 2, Placements: 1, PendingMoves: 3}); got.HandOffs != want.HandOffs ||
+		got.Placements != want.Placements || got.PendingMoves != want.PendingMoves {
+		t.Errorf("pending %d (hand-offs %d, placements %d), want %d (%d, %d)",
+			got.PendingMoves, got.HandOffs, got.Placements, want.PendingMoves, want.HandOffs, want.Placements)
+	}
+
 	// The stuck mark shows only for the session it is about.
 	s := withAssignor()
 	s.Assignments["a"] = shard.Assignment{Epoch: 8, Shards: []shard.ID{"stream/shard-003"}, Stuck: true, StuckSession: "s-a"}
@@ -57,10 +66,15 @@ func TestBuildShowsTheAssignorAndAssignments(t *testing.T) {
 		t.Errorf("a stuck mark about an earlier session shows: %+v", w)
 	}
 
-	// No assignor: not held, and the JSON says so (fields only added).
+	// No assignor and no keys: not held, and the JSON says so; nothing
+	// is pending, since nothing was decided (a worker with no readable
+	// key keeps what it runs).
 	f = Build(Input{Snapshot: fixture()})
 	if f.Assignor.Held || f.Assignor.Worker != "" {
 		t.Errorf("no P/assignor gave %+v", f.Assignor)
+	}
+	if f.Summary.PendingMoves != 0 {
+		t.Errorf("with no assignment keys, %d moves pending, want 0", f.Summary.PendingMoves)
 	}
 	b, _ := json.Marshal(f)
 	for _, field := range []string{`"assignor":{"held":false}`, `"assigned":0`, `"summary":`, `"workers":`} {

@@ -4,8 +4,10 @@
 // since and why it last moved; every worker with its shards, session,
 // version and whether it is live, draining or dead, with how many shards its
 // assignment key gives it next to how many it owns and whether the assignor
-// judges it stuck; which worker is the assignor, at which epoch; the
-// imbalance; and the recent ownership, membership and assignor changes with
+// judges it stuck; which worker is the assignor, at which epoch, and the
+// worker each shard is assigned to; the imbalance; the moves pending, read
+// from the assignment keys (hand-offs in flight, free shards assigned and
+// not yet taken), never planned again here; and the recent ownership, membership and assignor changes with
 // their reasons. shardctl status and watch and
 // the dashboard all show this one model, so they never disagree.
 //

@@ -64,9 +64,17 @@ type Summary struct {
 	// not draining (over all live workers if every one drains): 0 or 1
 	// once a fleet of equal weights has settled.
 	Imbalance int `json:"imbalance"`
-	// PendingMoves is how many shards the planner would still move (free
-	// shards to take, shards to hand off) from this snapshot.
+	// PendingMoves is how many shards are not yet where the assignor put
+	// them: HandOffs plus Placements. It is read from the assignment keys,
+	// not planned again: the assignor alone decides.
 	PendingMoves int `json:"pending_moves"`
+	// HandOffs are shards held by a live worker whose assignment key no
+	// longer lists them (hand-offs in flight). A worker with no readable
+	// key is not counted: it keeps what it runs until the key is written.
+	HandOffs int `json:"handoffs_pending"`
+	// Placements are free shards an assignment key lists that nobody has
+	// taken yet.
+	Placements int `json:"placements_pending"`
 	// MaxLag is the largest Shard.Lag, when lags are known.
 	MaxLag *int64 `json:"max_lag,omitempty"`
 }
@@ -93,7 +101,6 @@ type Worker struct {
 	ID       string          `json:"id"`
 	State    string          `json:"state"` // live, draining, dead
 	Shards   int             `json:"shards"`
-	Target   int             `json:"target"` // the planner's quota for it (0 when dead or draining)
 	Session  shard.SessionID `json:"session,omitempty"`
 	Version  string          `json:"version,omitempty"`
 	Address  string          `json:"address,omitempty"`
@@ -135,9 +142,8 @@ type Shard struct {
 	Reason   string `json:"reason,omitempty"`
 	Released string `json:"released,omitempty"`
 	Why      string `json:"why"`
-	// Target is the worker the planner designates for it.
-	Target string `json:"target,omitempty"`
-	// Assigned is the worker whose assignment key lists it (protocol 2).
+	// Assigned is the worker whose assignment key lists it (protocol 2):
+	// the assignor's decision, where the shard goes or stays.
 	Assigned string `json:"assigned,omitempty"`
 	// Offset and Floor come from the offset store (HasOffsets); Lag is the
 	// stream head minus Offset when the head is known.
@@ -174,7 +180,6 @@ func Build(in Input) Fleet {
 	}
 
 	bySession := map[shard.SessionID]int{} // live session → index in f.Workers
-	var members []rebalance.Member
 	for _, m := range s.Members {
 		w := Worker{ID: m.ID, Session: m.Session, Version: m.Version, Address: m.Address, Weight: m.Weight,
 			Started: m.Started, Draining: m.Draining, State: WorkerDead}
@@ -188,7 +193,6 @@ func Build(in Input) Fleet {
 				w.State = WorkerDraining
 			}
 			bySession[m.Session] = len(f.Workers)
-			members = append(members, rebalance.Member{ID: m.ID, Weight: m.Weight, Draining: m.Draining})
 		}
 		f.Workers = append(f.Workers, w)
 	}
@@ -209,14 +213,15 @@ func Build(in Input) Fleet {
 	// A shard in two keys (edited by hand) shows under the first worker
 	// by ID, so that Build stays deterministic.
 	assignedTo := map[shard.ID]string{}
+	listed := map[listing]bool{}
 	for _, wid := range slices.Sorted(maps.Keys(s.Assignments)) {
 		for _, id := range s.Assignments[wid].Shards {
+			listed[listing{wid, id}] = true
 			if _, dup := assignedTo[id]; !dup {
 				assignedTo[id] = wid
 			}
 		}
 	}
-	owners := map[shard.ID]string{}
 	for _, id := range ids {
 		st := keys[id]
 		sh := Shard{ID: id, Session: st.Session, Token: st.Token, Since: st.Owner.Since, Reason: st.Owner.Reason,
@@ -225,9 +230,13 @@ func Build(in Input) Fleet {
 		case st.Held() && live:
 			sh.State, sh.Owner = ShardOwned, f.Workers[i].ID
 			f.Workers[i].Shards++
-			owners[id] = sh.Owner
+			if _, keyed := s.Assignments[sh.Owner]; keyed && !listed[listing{sh.Owner, id}] {
+				f.Summary.HandOffs++
+			}
 		case st.Held():
 			sh.State = ShardOrphaned
+		case sh.Assigned != "":
+			f.Summary.Placements++
 		}
 		sh.Why = why(st, sh.State)
 		if in.Offsets != nil {
@@ -241,17 +250,14 @@ func Build(in Input) Fleet {
 		f.Shards = append(f.Shards, sh)
 	}
 
-	if plan, err := rebalance.Compute(rebalance.Input{Shards: ids, Members: members, Owners: owners}); err == nil {
-		for i := range f.Shards {
-			f.Shards[i].Target = plan.Target[f.Shards[i].ID]
-		}
-		for i := range f.Workers {
-			f.Workers[i].Target = plan.Capacity[f.Workers[i].ID]
-		}
-		f.Summary.PendingMoves = len(plan.Moves)
-	}
 	f.Summary = summarize(f)
 	return f
+}
+
+// listing is one shard in one worker's assignment key.
+type listing struct {
+	worker string
+	shard  shard.ID
 }
 
 // assignor is the fleet's view of P/assignor.
@@ -263,7 +269,8 @@ func assignor(k shard.AssignorKey) Assignor {
 }
 
 func summarize(f Fleet) Summary {
-	sum := Summary{Shards: len(f.Shards), PendingMoves: f.Summary.PendingMoves}
+	sum := Summary{Shards: len(f.Shards), HandOffs: f.Summary.HandOffs, Placements: f.Summary.Placements,
+		PendingMoves: f.Summary.HandOffs + f.Summary.Placements}
 	for _, s := range f.Shards {
 		switch s.State {
 		case ShardOwned:

@@ -42,7 +42,7 @@ func TestBuild(t *testing.T) {
 	cps := map[shard.ID]offsets.Checkpoint{"stream/shard-000": {Offset: 90, Token: 3, Floor: 3}}
 	f := Build(Input{Name: "orders", Snapshot: fixture(), Offsets: cps, Heads: map[shard.ID]int64{"stream/shard-000": 100, "stream/shard-001": 100}, Now: t0})
 
-	want := Summary{Shards: 4, Owned: 3, Free: 1, Live: 2, Draining: 1, Dead: 1, Imbalance: 0, PendingMoves: 2}
+	want := Summary{Shards: 4, Owned: 3, Free: 1, Live: 2, Draining: 1, Dead: 1, Imbalance: 0}
 	got := f.Summary
 	got.MaxLag = nil
 	if got != want {
@@ -56,18 +56,17 @@ func TestBuild(t *testing.T) {
 		state, owner, why string
 		token             shard.Token
 		offset, lag       int64
-		target            string
 	}{
-		{"stream/shard-000", ShardOwned, "a", "initial: never owned", 3, 90, 10, "a"},
-		{"stream/shard-001", ShardOwned, "a", "rebalanced from c (shutdown)", 7, 0, 100, "a"},
-		{"stream/shard-002", ShardOwned, "b", "orphaned: c's session invalidated", 5, 0, -1, "a"},
-		{"stream/shard-003", ShardFree, "c", "released by c: shutdown", 9, 0, -1, "a"},
+		{"stream/shard-000", ShardOwned, "a", "initial: never owned", 3, 90, 10},
+		{"stream/shard-001", ShardOwned, "a", "rebalanced from c (shutdown)", 7, 0, 100},
+		{"stream/shard-002", ShardOwned, "b", "orphaned: c's session invalidated", 5, 0, -1},
+		{"stream/shard-003", ShardFree, "c", "released by c: shutdown", 9, 0, -1},
 	} {
 		s, ok := f.Shard(tc.id)
 		if !ok {
 			t.Fatalf("%s missing", tc.id)
 		}
-		if s.State != tc.state || s.Owner != tc.owner || s.Why != tc.why || s.Token != tc.token || s.Target != tc.target || *s.Offset != tc.offset {
+		if s.State != tc.state || s.Owner != tc.owner || s.Why != tc.why || s.Token != tc.token || *s.Offset != tc.offset {
 			t.Errorf("%s = %+v, want %+v", tc.id, s, tc)
 		}
 		if (tc.lag < 0) != (s.Lag == nil) || (s.Lag != nil && *s.Lag != tc.lag) {
@@ -75,12 +74,12 @@ func TestBuild(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		id, state      string
-		shards, target int
-	}{{"a", WorkerLive, 2, 4}, {"b", WorkerDraining, 1, 0}, {"c", WorkerDead, 0, 0}} {
+		id, state string
+		shards    int
+	}{{"a", WorkerLive, 2}, {"b", WorkerDraining, 1}, {"c", WorkerDead, 0}} {
 		w, ok := f.Worker(tc.id)
-		if !ok || w.State != tc.state || w.Shards != tc.shards || w.Target != tc.target {
-			t.Errorf("worker %s = %+v, want %s with %d shards, target %d", tc.id, w, tc.state, tc.shards, tc.target)
+		if !ok || w.State != tc.state || w.Shards != tc.shards {
+			t.Errorf("worker %s = %+v, want %s with %d shards", tc.id, w, tc.state, tc.shards)
 		}
 	}
 	if len(f.Events) != 3 || f.Events[0].Shard != "stream/shard-001" {

@@ -98,7 +98,8 @@ function render(f) {
   tile("tile-workers", `${s.workers_live}`,
     `live · ${s.workers_draining} draining · ${s.workers_dead} dead`, s.workers_dead ? "warn" : "ok");
   tile("tile-imbalance", `${s.imbalance}`, s.imbalance <= 1 ? "balanced" : "rebalancing", s.imbalance <= 1 ? "ok" : "warn");
-  tile("tile-pending", `${s.pending_moves}`, s.pending_moves ? "the planner still wants these" : "settled",
+  tile("tile-pending", `${s.pending_moves}`,
+    s.pending_moves ? `${s.handoffs_pending} hand-offs in flight · ${s.placements_pending} assigned, not yet taken` : "every shard where the assignor put it",
     s.pending_moves ? "warn" : "ok");
   const lagTile = document.getElementById("tile-lag");
   lagTile.hidden = s.max_lag === undefined || s.max_lag === null;
@@ -152,9 +153,10 @@ function renderGrid(f) {
     const lines = [sh.id];
     if (sh.state === "owned") lines.push(`owner ${sh.owner} · token ${sh.token}`, `since ${clock(sh.since)} (${ago(sh.since)} ago)`);
     else if (sh.state === "orphaned") lines.push(`ORPHANED: held by session ${sh.session} · token ${sh.token}`);
-    else lines.push("FREE: no owner" + (sh.target ? ` · next owner ${sh.target}` : ""));
+    else lines.push("FREE: no owner");
     if (f.has_offsets) lines.push(`offset ${sh.offset ?? 0} · floor ${sh.floor ?? 0}` + (sh.lag !== undefined ? ` · lag ${sh.lag}` : ""));
     if (sh.assigned && sh.assigned !== sh.owner) lines.push(`assigned to ${sh.assigned}`);
+    else if (!sh.assigned && sh.state === "owned") lines.push("in no assignment key (being handed off, or its owner's key is missing)");
     lines.push(`why: ${sh.why}`);
     const c = el("div", {
       class: "cell " + sh.state, title: lines.join("\n"),
@@ -207,7 +209,6 @@ function renderWorkers(f) {
         w.stuck ? el("span", { class: "badge stuck", text: "stuck", title: "the assignor gave it shards it did not take: it is given nothing until it restarts" }) : null),
       el("td", { class: "num" + (w.shards !== w.assigned && w.state !== "dead" ? " differs" : ""),
         title: `owns ${w.shards} · its assignment gives it ${w.assigned}`, text: `${w.shards} / ${w.assigned}` }),
-      el("td", { class: "num", text: w.state === "dead" ? "–" : String(w.target) }),
       el("td", { class: "version", text: w.version || "–" }),
       el("td", { class: "mono", title: w.session || "", text: shortSession(w.session) }),
       el("td", { text: w.state === "dead" ? "" : ago(w.started) }),
