@@ -59,8 +59,9 @@ const leasePauseBudget = time.Second
 // -chaos.faults faults of every kind, then checks the merged history of
 // every offset-store call — no stale commit accepted, offsets never back,
 // no acknowledged commit lost, and porcupine finds it linearizable — and
-// of every handler run: no instant at which two processes ran one shard.
-// It prints the summary table.
+// of every handler run: no instant at which two processes ran one shard;
+// and that another assignor was elected after every assignor fault. It
+// prints the summary table.
 func TestChaos(t *testing.T) {
 	dir := *dirFlag
 	if dir == "" {
@@ -140,9 +141,10 @@ func TestChaos(t *testing.T) {
 		}
 	}
 
-	for i, p := range slices.Concat(v.Problems, rv.Problems) {
+	problems := slices.Concat(v.Problems, rv.Problems, AssignorProblems(faults))
+	for i, p := range problems {
 		if i == 20 {
-			t.Errorf("… and %d more", len(v.Problems)+len(rv.Problems)-20)
+			t.Errorf("… and %d more", len(problems)-20)
 			break
 		}
 		t.Errorf("violation: %s", p)
@@ -262,11 +264,15 @@ func linearizable(ops []offsetlog.Op) porcupine.CheckResult {
 	return res
 }
 
-// writeFaults lists every fault with its takeover, for a look afterwards.
+// writeFaults lists every fault with its takeover (and an assignor
+// fault's victim and successor on P/assignor), for a look afterwards.
 func writeFaults(t *testing.T, path string, h *History, faults []Fault) {
 	var b strings.Builder
 	for _, f := range faults {
 		tk := h.TakeoverOf(f, rate)
+		if d, ok := f.ElectedAfter(); ok {
+			f.Detail += fmt.Sprintf("; new assignor %s after %v", f.Elected, d.Round(time.Millisecond))
+		}
 		fmt.Fprintf(&b, "%s %-17s %-24s %-11s healed after %-6v shards %2d moved %-5v took %-6v duplicates %5d %s %s\n",
 			f.Start.Format("15:04:05.000"), f.Kind, f.Target, strings.Join(f.Victims, ","), f.End.Sub(f.Start).Round(time.Millisecond),
 			tk.Shards, tk.Done, tk.Took.Round(time.Millisecond), tk.Duplicates, f.Detail, f.Err)

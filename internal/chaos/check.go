@@ -170,12 +170,13 @@ type Pause struct {
 	From, To int64 // wall clock, ns: read just before the SIGSTOP, just after the SIGCONT
 }
 
-// Pauses are the SIGSTOP windows of the faults (SigStop faults only: an
-// agent-stop freezes the agent, not its workers, which keep running).
+// Pauses are the SIGSTOP windows of the faults (SigStop and AssignorStop
+// only: an agent-stop freezes the agent, not its workers, which keep
+// running).
 func Pauses(faults []Fault) []Pause {
 	var out []Pause
 	for _, f := range faults {
-		if f.Kind == SigStop && f.Err == "" {
+		if f.Kind.stops() && f.Err == "" {
 			out = append(out, Pause{Worker: f.Target, From: f.Start.UnixNano(), To: f.End.UnixNano()})
 		}
 	}

@@ -15,6 +15,9 @@ import (
 // is read just before the signal and its End just after the SIGCONT: the
 // window in which the victim ran nothing (Pauses).
 //
+// An assignor fault's victim held P/assignor at p.holder, read just
+// before; the fault's Detail says so.
+//
 // A destroy's victim may be between sessions; its session is found first
 // (findSessions waits for it), and the fault starts after, so that the
 // wait counts in no takeover.
@@ -23,13 +26,16 @@ func (f *Fleet) inject(ctx context.Context, p pick, tm Timing) Fault {
 	for _, v := range p.victims {
 		ft.Victims = append(ft.Victims, v.ID)
 	}
-	var err error
-	if p.kind == Destroy || p.kind == PartitionDestroy {
+	err := p.err
+	if err == nil && (p.kind == Destroy || p.kind == PartitionDestroy) {
 		p.sessions, err = f.findSessions(ctx, p.worker.ID)
 	}
-	ft.Kind, ft.Start = p.kind, time.Now()
+	ft.Kind, ft.Start, ft.Assignor = p.kind, time.Now(), p.holder
 	if err != nil {
-		ft.Target, ft.End, ft.Err = p.worker.ID, ft.Start, err.Error()
+		if p.worker != nil {
+			ft.Target = p.worker.ID
+		}
+		ft.End, ft.Err = ft.Start, err.Error()
 		return ft
 	}
 	if p.agent != nil {
@@ -38,6 +44,9 @@ func (f *Fleet) inject(ctx context.Context, p pick, tm Timing) Fault {
 	} else {
 		ft.Target = p.worker.ID
 		ft.Detail, err = f.injectWorker(ctx, p, tm)
+		if p.kind.assignor() {
+			ft.Detail = "the assignor: P/assignor held by " + p.holder.String()
+		}
 	}
 	ft.End = time.Now()
 	if err != nil {
@@ -46,16 +55,16 @@ func (f *Fleet) inject(ctx context.Context, p pick, tm Timing) Fault {
 	return ft
 }
 
-// injectWorker runs a fault of WorkerKinds on p.worker.
+// injectWorker runs a fault of WorkerKinds or AssignorKinds on p.worker.
 func (f *Fleet) injectWorker(ctx context.Context, p pick, tm Timing) (string, error) {
 	w := p.worker
 	past := tm.TTL + time.Second // past the TTL: the session is lost
 	switch p.kind {
-	case SigStop:
+	case SigStop, AssignorStop:
 		w.signal(syscall.SIGSTOP)
 		sleepCtx(ctx, tm.TTL+tm.LockDelay+2*time.Second)
 		w.signal(syscall.SIGCONT)
-	case Kill9:
+	case Kill9, AssignorKill9:
 		if err := w.kill9(); err != nil {
 			return "", err
 		}

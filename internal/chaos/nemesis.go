@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -37,15 +38,31 @@ const (
 	// once, ending its sessions), restarted later.
 	AgentLeave Kind = "agent-leave"
 
+	// AssignorKill9 and AssignorStop are Kill9 and SigStop on whichever
+	// worker holds P/assignor when the fault starts (issue 13): the
+	// assignor's session ends with its worker, and another must be elected.
+	AssignorKill9 Kind = "assignor-kill-9"
+	AssignorStop  Kind = "assignor-sigstop"
+
 	LeaderKill Kind = "leader-kill" // the Raft leader SIGKILLed, then restarted
 )
 
-// WorkerKinds are the faults injected into one worker; AgentKinds those
+// WorkerKinds are the faults injected into one worker; AssignorKinds
+// those injected into the worker that is the assignor; AgentKinds those
 // injected into one client agent, which hit every worker that talks to it.
 var (
-	WorkerKinds = []Kind{SigStop, Kill9, Partition, SlowRenew, FailRenew, Destroy, PartitionDestroy}
-	AgentKinds  = []Kind{AgentKill, AgentStop, AgentLeave}
+	WorkerKinds   = []Kind{SigStop, Kill9, Partition, SlowRenew, FailRenew, Destroy, PartitionDestroy}
+	AssignorKinds = []Kind{AssignorKill9, AssignorStop}
+	AgentKinds    = []Kind{AgentKill, AgentStop, AgentLeave}
 )
+
+// stops: the fault SIGSTOPs its victim (Pauses). kills: it SIGKILLs it.
+// Either way the victim stops processing at the fault (TakeoverOf).
+func (k Kind) stops() bool { return k == SigStop || k == AssignorStop }
+func (k Kind) kills() bool { return k == Kill9 || k == AssignorKill9 }
+
+// assignor: the fault's victim is the worker holding P/assignor.
+func (k Kind) assignor() bool { return slices.Contains(AssignorKinds, k) }
 
 // Timing is how long faults last, from the lease.
 type Timing struct {
@@ -71,30 +88,39 @@ type Limits struct {
 	MaxDown int
 }
 
-// RunFaults injects perKind faults of each of WorkerKinds and AgentKinds,
-// in a random order, at most lim.Lanes at once, never two on one worker,
-// and returns them in the order they started. A fault's victims are left
-// alone for tm.Settle after it healed. It stops early, returning what was
-// injected, when ctx ends.
+// RunFaults injects perKind faults of each of WorkerKinds, AssignorKinds
+// and AgentKinds, in a random order, at most lim.Lanes at once, never two
+// on one worker, and returns them in the order they started. A fault's
+// victims are left alone for tm.Settle after it healed. It stops early,
+// returning what was injected, when ctx ends.
 //
 // A victim is picked among the idle workers (or agents whose workers are
 // all idle) as the one that recovered longest ago: it has had the most
 // time to win shards back, so the fault has something to take. An agent
 // fault that cannot start yet (its workers busy, or too many down) holds
 // back the faults planned after it, and keeps new worker faults off its
-// workers, so that it is not starved.
+// workers, so that it is not starved. An assignor fault's victim is the
+// worker holding P/assignor (followed by a watch, confirmed by a read just
+// before the fault); while it cannot be hit, the fault waits and later
+// ones go first, up to assignorWait, after which it is recorded as failed.
+// RunFaults then waits (up to electWithin) for a new assignor after each.
 func (f *Fleet) RunFaults(ctx context.Context, perKind int, lim Limits, seed uint64, tm Timing) []Fault {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	var plan []Kind
 	for range perKind {
-		plan = append(plan, WorkerKinds...)
-		plan = append(plan, AgentKinds...)
+		plan = slices.Concat(plan, WorkerKinds, AssignorKinds, AgentKinds)
 	}
 	rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
 	lim.Lanes = max(1, lim.Lanes)
 	lim.MaxDown = max(1, min(lim.MaxDown, len(f.Workers)-1))
-	s := &scheduler{f: f, plan: plan, taken: make([]bool, len(plan)), left: len(plan), lim: lim,
-		busy: map[*Worker]bool{}, healed: map[*Worker]time.Time{}, agents: map[*Agent]bool{}}
+	wctx, stopWatch := context.WithCancel(ctx)
+	aw, watched, err := f.watchAssignor(wctx)
+	if err != nil {
+		stopWatch()
+		return []Fault{{Kind: AssignorKill9, Start: time.Now(), End: time.Now(), Err: err.Error()}}
+	}
+	defer func() { stopWatch(); <-watched }()
+	s := newScheduler(f, plan, lim, aw.current)
 
 	var mu sync.Mutex // guards faults
 	var faults []Fault
@@ -108,6 +134,14 @@ func (f *Fleet) RunFaults(ctx context.Context, perKind int, lim Limits, seed uin
 				if !ok {
 					return
 				}
+				if p.worker != nil && p.kind.assignor() {
+					p.holder, p.err = aw.confirm(ctx, p.worker.ID)
+					if errors.Is(p.err, errMoved) {
+						s.undo(p) // not the assignor any more: pick again
+						sleepCtx(ctx, 50*time.Millisecond)
+						continue
+					}
+				}
 				ft := f.inject(ctx, p, tm)
 				sleepCtx(ctx, tm.Settle)
 				s.done(p)
@@ -119,163 +153,13 @@ func (f *Fleet) RunFaults(ctx context.Context, perKind int, lim Limits, seed uin
 	}
 	wg.Wait()
 	sortFaults(faults)
+	aw.awaitElections(ctx, faults)
 	return faults
 }
 
-// pick is one planned fault with its victims.
-type pick struct {
-	kind    Kind
-	worker  *Worker // a worker fault's victim
-	agent   *Agent  // an agent fault's victim
-	victims []*Worker
-	jitter  time.Duration // per-fault randomness: a hold, a downtime, a delay
-	// sessions are a destroy's victim's sessions, found by inject.
-	sessions sessionsOf
-}
-
-// scheduler hands the lanes their next fault.
-type scheduler struct {
-	f   *Fleet
-	lim Limits
-
-	mu       sync.Mutex // guards the rest, and the rng passed to try
-	plan     []Kind
-	taken    []bool
-	left     int // plan entries not taken
-	busy     map[*Worker]bool
-	healed   map[*Worker]time.Time
-	agents   map[*Agent]bool // agents under a fault
-	reserved *Agent          // the agent the next blocked agent fault waits for
-	down     int
-}
-
-// next waits until a planned fault can start, takes it and returns it;
-// false when the plan is done or ctx ended.
-func (s *scheduler) next(ctx context.Context, rng *rand.Rand) (pick, bool) {
-	for {
-		p, ok, done := s.try(rng)
-		if ok || done {
-			return p, ok
-		}
-		if ctx.Err() != nil {
-			return pick{}, false
-		}
-		sleepCtx(ctx, 50*time.Millisecond)
-	}
-}
-
-// try takes the first planned fault that can start now, in plan order; an
-// agent fault that cannot start reserves its agent and ends the scan.
-func (s *scheduler) try(rng *rand.Rand) (p pick, ok, done bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.left == 0 {
-		return pick{}, false, true
-	}
-	for i, k := range s.plan {
-		if s.taken[i] {
-			continue
-		}
-		if slices.Contains(AgentKinds, k) {
-			a := s.agentFor()
-			if a == nil || s.down+len(a.Workers) > s.lim.MaxDown || s.anyBusy(a.Workers) {
-				if a != nil && s.reserved == nil {
-					s.reserved = a
-				}
-				return pick{}, false, false
-			}
-			if s.reserved == a {
-				s.reserved = nil
-			}
-			s.agents[a] = true
-			p = pick{kind: k, agent: a, victims: a.Workers}
-		} else {
-			w := s.workerFor()
-			if w == nil || s.down+1 > s.lim.MaxDown {
-				continue
-			}
-			p = pick{kind: k, worker: w, victims: []*Worker{w}}
-		}
-		s.taken[i] = true
-		s.left--
-		for _, v := range p.victims {
-			s.busy[v] = true
-		}
-		s.down += len(p.victims)
-		p.jitter = time.Duration(rng.Int64N(int64(2 * time.Second)))
-		return p, true, false
-	}
-	return pick{}, false, false
-}
-
-// agentFor is the agent an agent fault should hit: the reserved one, else
-// the one not under a fault with the fewest busy workers, the one whose
-// workers recovered longest ago among those.
-func (s *scheduler) agentFor() *Agent {
-	if s.reserved != nil {
-		return s.reserved
-	}
-	var best *Agent
-	bestBusy := 0
-	for _, a := range s.f.Agents {
-		if s.agents[a] {
-			continue
-		}
-		n := 0
-		for _, w := range a.Workers {
-			if s.busy[w] {
-				n++
-			}
-		}
-		if best == nil || n < bestBusy || (n == bestBusy && s.lastHealed(a).Before(s.lastHealed(best))) {
-			best, bestBusy = a, n
-		}
-	}
-	return best
-}
-
-func (s *scheduler) lastHealed(a *Agent) time.Time {
-	var t time.Time
-	for _, w := range a.Workers {
-		if s.healed[w].After(t) {
-			t = s.healed[w]
-		}
-	}
-	return t
-}
-
-func (s *scheduler) anyBusy(ws []*Worker) bool {
-	return slices.ContainsFunc(ws, func(w *Worker) bool { return s.busy[w] })
-}
-
-// workerFor is the idle worker, not on an agent under or reserved for an
-// agent fault, that recovered longest ago.
-func (s *scheduler) workerFor() *Worker {
-	var best *Worker
-	for _, w := range s.f.Workers {
-		if s.busy[w] || s.agents[w.Agent] || s.reserved == w.Agent {
-			continue
-		}
-		if best == nil || s.healed[w].Before(s.healed[best]) {
-			best = w
-		}
-	}
-	return best
-}
-
-// done frees a fault's victims once it healed and they settled.
-func (s *scheduler) done(p pick) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	for _, v := range p.victims {
-		s.busy[v] = false
-		s.healed[v] = now
-	}
-	s.down -= len(p.victims)
-	if p.agent != nil {
-		delete(s.agents, p.agent)
-	}
+func newScheduler(f *Fleet, plan []Kind, lim Limits, assignor func() string) *scheduler {
+	return &scheduler{f: f, plan: plan, taken: make([]bool, len(plan)), left: len(plan), lim: lim, assignor: assignor,
+		busy: map[*Worker]bool{}, healed: map[*Worker]time.Time{}, agents: map[*Agent]bool{}}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -34,6 +34,11 @@ type KindStats struct {
 	// started (RunVerdict), each attributed to the latest fault that
 	// touched the older run's worker before the newer run started.
 	Overlaps, Woke int
+	// Elected: per assignor fault, from the fault to a new assignor's
+	// lock on P/assignor (Fault.ElectedAfter); NotElected counts those
+	// after which none was seen.
+	Elected    []time.Duration
+	NotElected int
 }
 
 // None is the row of fenced-out commits no fault explains (a worker that
@@ -53,7 +58,7 @@ type Summary struct {
 func Summarize(h *History, v Verdict, rv RunVerdict, faults []Fault, rate int) Summary {
 	s := Summary{Verdict: v, Runs: rv}
 	rows := map[Kind]*KindStats{}
-	for _, k := range slices.Concat(WorkerKinds, AgentKinds, []Kind{LeaderKill, None}) {
+	for _, k := range slices.Concat(WorkerKinds, AssignorKinds, AgentKinds, []Kind{LeaderKill, None}) {
 		rows[k] = &KindStats{Kind: k}
 		s.Kinds = append(s.Kinds, rows[k])
 	}
@@ -66,6 +71,11 @@ func Summarize(h *History, v Verdict, rv RunVerdict, faults []Fault, rate int) S
 		}
 		if f.Kind == LeaderKill {
 			continue
+		}
+		if d, ok := f.ElectedAfter(); ok {
+			r.Elected = append(r.Elected, d)
+		} else if f.Kind.assignor() {
+			r.NotElected++
 		}
 		tk := h.TakeoverOf(f, rate)
 		switch {
@@ -127,6 +137,12 @@ func (s Summary) Table() string {
 			intQ(r.Duplicates, 50), intQ(r.Duplicates, 99), r.FencedOut, r.StaleRejected, r.Cancelled, r.StaleAccepted, r.Overlaps, r.Woke)
 	}
 	tw.Flush()
+	for _, r := range s.Kinds {
+		if r.Kind.assignor() && r.Faults > 0 {
+			fmt.Fprintf(&b, "%s: new assignor (another session on P/assignor) after p50 %s, max %s, none within %v after %d; the victim's shards owned again after p50 %s, max %s\n",
+				r.Kind, durQ(r.Elected, 50), durQ(r.Elected, 100), electWithin, r.NotElected, durQ(r.Took, 50), durQ(r.Took, 100))
+		}
+	}
 	v := s.Verdict
 	fmt.Fprintf(&b, "history: %d operations; %d commits (%d accepted, %d rejected as stale, %d failed, %d cut off by a kill); %d loads\n",
 		v.Ops, v.Commits, v.Accepted, v.Rejected, v.Errors, v.Unknown, v.Loads)

@@ -20,6 +20,10 @@ type Fault struct {
 	End     time.Time // when it was healed (the worker continued, restarted, or the agent came back)
 	Detail  string    // e.g. the latency of slow renewals
 	Err     string    // the injection failed
+	// Assignor is, for an assignor fault, P/assignor as read just before
+	// it started (its holder is the Target); Elected the first holder
+	// with another session seen after the start (none: empty Session).
+	Assignor, Elected Holder
 }
 
 // Touches reports whether the fault hit worker: one of its victims, or
@@ -46,9 +50,10 @@ type Takeover struct {
 	// loaded, summed over the shards. What the victim had processed is its
 	// last commit attempt's offset before the fault, plus rate × the time
 	// from that attempt to the fault, at most MaxCommitGap (a handler that
-	// did not commit for longer had stopped). Only for SigStop and Kill9,
-	// whose victim stops processing at the fault; a victim of the other
-	// kinds goes on until it steps down, which the history does not show.
+	// did not commit for longer had stopped). Only for SIGSTOPs and
+	// SIGKILLs (Kind.stops, Kind.kills), whose victim stops processing at
+	// the fault; a victim of the other kinds goes on until it steps down,
+	// which the history does not show.
 	Duplicates int64
 	// Counted: Duplicates was estimated.
 	Counted bool
@@ -78,7 +83,7 @@ func (h *History) TakeoverOf(f Fault, rate int) Takeover {
 			continue
 		}
 		tk.Took = max(tk.Took, time.Duration(next.End-t0))
-		if f.Kind == SigStop || f.Kind == Kill9 {
+		if f.Kind.stops() || f.Kind.kills() {
 			tk.Counted = true
 			tk.Duplicates += s.duplicates(holder, next, t0, rate)
 		}
