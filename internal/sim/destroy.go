@@ -110,7 +110,7 @@ func (s *Schedule) destroyable(main []Event, e Event) []string {
 // coordinator as an operator would.
 func (r *run) destroy(m *member, e Event) {
 	if e.For > 0 {
-		m.fault.Set(faults.Hang)
+		m.hold(string(e.Kind), hold{mode: faults.Hang})
 	}
 	sid := m.session()
 	if sid == "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,63 @@ type member struct {
 	err     error // Run's result, once done
 	stopped bool  // Run has returned and err is set
 	left    bool  // told to leave
+
+	mu    sync.Mutex
+	holds map[string]hold // the faults in force on the process, by key (see hold)
+}
+
+// hold is one fault's grip on a process: the mode it puts its coordinator
+// calls in, and whether it freezes the process (closes its gate).
+type hold struct {
+	mode   faults.Mode
+	freeze bool
+}
+
+// hold puts a fault in force on m under key until unhold(key). Faults may
+// overlap on one process — an assignor fault finds its victim only when it
+// strikes, so the schedule cannot keep it off a worker already partitioned —
+// and the heal of one must not end another: the calls hang while any fault
+// hangs them, fail while any other fails them, and the gate stays closed
+// while any fault freezes the process.
+func (m *member) hold(key string, h hold) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.holds == nil {
+		m.holds = map[string]hold{}
+	}
+	m.holds[key] = h
+	m.applyHolds()
+}
+
+// unhold ends the fault under key; ending one not in force changes nothing
+// else (a heal due from before a restart reaches the new process).
+func (m *member) unhold(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.holds, key)
+	m.applyHolds()
+}
+
+func (m *member) applyHolds() {
+	if m.dead.Load() {
+		return // a crash is for good: calls fail, the gate stays closed
+	}
+	mode, freeze := faults.Healthy, false
+	for _, h := range m.holds {
+		switch { // a hang wins over a failure: a frozen process fails nothing
+		case h.mode == faults.Hang:
+			mode = faults.Hang
+		case h.mode == faults.Fail && mode != faults.Hang:
+			mode = faults.Fail
+		}
+		freeze = freeze || h.freeze
+	}
+	m.fault.Set(mode)
+	if freeze {
+		m.gate.Close()
+	} else {
+		m.gate.Open()
+	}
 }
 
 // session returns the latest session m created, or "" if none yet.
@@ -205,17 +263,15 @@ func (r *run) apply(e Event) {
 		m.left = true
 		m.cancel()
 	case e.Kind == Pause && !e.Heal:
-		m.gate.Close()
-		m.fault.Set(faults.Hang)
+		m.hold(string(e.Kind), hold{mode: faults.Hang, freeze: true})
 	case e.Kind == PartitionFail && !e.Heal:
-		m.fault.Set(faults.Fail)
+		m.hold(string(e.Kind), hold{mode: faults.Fail})
 	case e.Kind == PartitionHang && !e.Heal:
-		m.fault.Set(faults.Hang)
+		m.hold(string(e.Kind), hold{mode: faults.Hang})
 	case e.Kind == Destroy && !e.Heal:
 		r.destroy(m, e)
 	case e.Kind == Pause || e.Kind == PartitionFail || e.Kind == PartitionHang || e.Kind == Destroy:
-		m.fault.Set(faults.Healthy)
-		m.gate.Open()
+		m.unhold(string(e.Kind))
 	case e.Kind == SlowHandlers:
 		m.slowMax.Store(int64(e.Size)) // 0 on heal
 	case e.Kind == SlowRenewals:
