@@ -264,6 +264,22 @@ func (c *Coordinator) DeleteAssignor() bool {
 	return true
 }
 
+// DeleteAssignment deletes P/assign/<worker>, as an operator's
+// `consul kv delete` would, and reports whether it existed. Its watcher
+// wakes once, at the delete's index, and sees the key missing.
+func (c *Coordinator) DeleteAssignment(worker string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.catchUpLocked()
+
+	if c.assigns[worker] == nil {
+		return false
+	}
+	c.assignGone[worker] = c.commitLocked()
+	delete(c.assigns, worker)
+	return true
+}
+
 // PutAssignmentValue writes value to P/assign/<worker> as a plain put by an
 // operator would, creating the key if it is missing. A value that cannot
 // be read as an assignment shows as a problem, in snapshots and to
