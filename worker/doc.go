@@ -48,7 +48,10 @@
 // own assignment: it acquires the assigned shards that are free, drains and
 // releases those taken out of it, and takes again a shard the assignor saw
 // free after this worker had taken it (its lock was released or deleted by
-// someone else). Moves are two steps — out of the old owner's assignment,
+// someone else). Its key missing or unreadable is a hand edit, not a
+// decision (the assignor deletes only keys of workers that are not live):
+// the worker keeps what it runs and starts nothing until the key is written
+// again. Moves are two steps — out of the old owner's assignment,
 // then, once the lock is free, into the new owner's — so no worker waits on
 // a held lock. A shard Acquire refuses (its old owner's lock-delay) is
 // retried one lock-delay later, then with doubling backoff. The assignor

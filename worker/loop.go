@@ -30,6 +30,9 @@ type loop struct {
 	assignment *shard.AssignmentKey
 	runners    map[shard.ID]*runner
 	state      State
+	// hadKey is set once this term has read its assignment key; keyGone
+	// while the key has since been missing or unreadable (logged once).
+	hadKey, keyGone bool
 	// retryTimer reconciles again at retryAt (zero when not armed) after
 	// Acquire refused assigned shards; refusals counts them in a row.
 	retryTimer *time.Timer
@@ -77,7 +80,7 @@ func (lp *loop) run(ctx context.Context) error {
 		case <-lp.lease.ctx.Done():
 			return lp.stepDown(ctx)
 		case k := <-lp.assigns:
-			lp.assignment = &k
+			lp.follow(k)
 			lp.w.m.watchWakeups.Inc()
 			lp.reconcile()
 		case <-lp.retryTimer.C:
@@ -116,9 +119,6 @@ func (lp *loop) watchAssignment(ctx context.Context) {
 			continue // a blocking query that timed out: nothing changed
 		}
 		index = shard.NextIndex(index, k.Index)
-		if k.Problem != "" {
-			lp.w.log.Warn("this worker's assignment key cannot be read; acting as if nothing were assigned", zap.String("problem", k.Problem))
-		}
 		select { // replace an unread answer: only the latest matters
 		case <-lp.assigns:
 		default:
@@ -130,27 +130,54 @@ func (lp *loop) watchAssignment(ctx context.Context) {
 	}
 }
 
-// assigned returns the shards the latest assignment lists (none when the
-// key is missing or unreadable) and those it says were free when the
-// assignor wrote it.
-func (lp *loop) assigned() (want map[shard.ID]bool, free []shard.ID, asOf uint64) {
-	want = map[shard.ID]bool{}
-	k := lp.assignment
-	if k == nil || !k.Exists || k.Problem != "" {
-		return want, nil, 0
+// follow makes k the latest assignment and says, once, when the key goes
+// missing or unreadable under a live worker, and when it is back.
+func (lp *loop) follow(k shard.AssignmentKey) {
+	lp.assignment = &k
+	switch {
+	case readable(k):
+		if lp.keyGone {
+			lp.w.log.Info("this worker's assignment key was written again; following it", zap.Int("shards", len(k.Assignment.Shards)))
+		}
+		lp.hadKey, lp.keyGone = true, false
+	case lp.keyGone:
+	case k.Problem != "":
+		lp.keyGone = true
+		lp.w.log.Warn("this worker's assignment key cannot be read (edited by hand?); keeping the shards it runs and starting none until the assignor writes it again",
+			zap.String("problem", k.Problem), zap.Int("running", len(lp.runners)))
+	case lp.hadKey:
+		lp.keyGone = true
+		lp.w.log.Warn("this worker's assignment key was deleted while it is live (by hand: the assignor deletes only the keys of workers that are not live); keeping the shards it runs and starting none until the assignor writes it again",
+			zap.Int("running", len(lp.runners)))
 	}
-	for _, id := range k.Assignment.Shards {
-		want[id] = true
-	}
-	return want, k.Assignment.Free, k.Assignment.AsOf
 }
 
-// reconcile brings the runners in line with the latest assignment.
+// readable reports whether k says what to run: it exists and its value
+// reads as an assignment.
+func readable(k shard.AssignmentKey) bool { return k.Exists && k.Problem == "" }
+
+// reconcile brings the runners in line with the latest assignment. A key
+// that is missing or unreadable decides nothing: only the assignor deletes
+// keys, and only those of workers that are not live, so under a live
+// worker it is a hand edit, and revoking on it would move every shard of
+// the worker twice (out now, back when the assignor writes the key again).
+// The worker keeps what it runs and starts nothing until the key is
+// written. A key never written yet (a fresh worker) is the same: nothing
+// runs, nothing starts.
 func (lp *loop) reconcile() {
 	if lp.assignment == nil || lp.state != StateActive {
 		return
 	}
-	want, free, asOf := lp.assigned()
+	if !readable(*lp.assignment) {
+		lp.publish()
+		return
+	}
+	a := lp.assignment.Assignment
+	want := make(map[shard.ID]bool, len(a.Shards))
+	for _, id := range a.Shards {
+		want[id] = true
+	}
+	free, asOf := a.Free, a.AsOf
 
 	// Lost: the assignor saw free, after this worker took it (its snapshot
 	// index is at or past the claim's token), a shard this worker runs: the
@@ -163,7 +190,7 @@ func (lp *loop) reconcile() {
 	}
 
 	why := "rebalance"
-	if lp.w.draining.Load() || lp.assignment.Exists && lp.assignment.Assignment.Draining {
+	if lp.w.draining.Load() || a.Draining {
 		why = "drain"
 	}
 	for id, r := range lp.runners {

@@ -1,0 +1,129 @@
+package worker_test
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/faults"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/worker"
+)
+
+// TestAssignmentKeyEditedByHand: a live worker whose own assignment key an
+// operator deletes, or overwrites with a value that cannot be read, keeps
+// every shard it runs (no handler of it is revoked or restarted) and starts
+// none; the assignor, held back for a second so that the worker surely sees
+// the edit, then writes the key again at once, with the same shards, and
+// ownership never changes. (Before, the worker read a missing
+// key as "nothing assigned" and revoked all its shards, and the rewritten
+// key moved them back: one hand edit, every shard of the worker moved
+// twice.)
+func TestAssignmentKeyEditedByHand(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(f *fleet, worker string)
+	}{
+		{"deleted", func(f *fleet, worker string) {
+			if !f.coord.DeleteAssignment(worker) {
+				f.t.Fatalf("no assignment key for %s to delete", worker)
+			}
+		}},
+		{"garbage", func(f *fleet, worker string) { f.coord.PutAssignmentValue(worker, []byte("not an assignment")) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFleet(t, 12)
+				ids := []string{"a", "b", "c"}
+				var held faults.Gate // closed: the assignor's writes wait
+				for _, id := range ids {
+					f.startWrapped(f.config(id, f.events.waiting(id)), func(c shard.Coordinator) shard.Coordinator {
+						return gatedAssign{c, &held}
+					})
+				}
+				settle(20 * time.Second)
+				start := f.snapshot()
+				if c := counts(start.Owners()); len(c) != 3 || spread(c) > 0 {
+					t.Fatalf("before the edit: %v, want 4 each", c)
+				}
+				// The victim is a worker that is not the assignor, and the
+				// assignor itself: both must keep their shards.
+				for _, victim := range []string{notAssignor(start, ids), start.Assignor.Worker} {
+					before := f.snapshot()
+					was := before.Assignments[victim]
+					seen := len(f.events.list())
+					held.Close()
+					tc.edit(f, victim)
+					settle(time.Second)
+					if _, ok := f.snapshot().Assignments[victim]; ok {
+						t.Fatalf("%s's key readable while the assignor is held back: the edit did not take", victim)
+					}
+					held.Open()
+
+					const bound = 100 * time.Millisecond
+					var back shard.Assignment
+					for waited := time.Duration(0); ; waited += 10 * time.Millisecond {
+						s := f.snapshot()
+						if a, ok := s.Assignments[victim]; ok {
+							back = a
+							break
+						}
+						if waited > bound {
+							t.Fatalf("%s's assignment key not written again within %v of the edit (problems %v)", victim, bound, s.Problems)
+						}
+						settle(10 * time.Millisecond)
+					}
+					if !slices.Equal(back.Shards, was.Shards) {
+						t.Errorf("%s's key written again with %v, want the shards it had, %v", victim, back.Shards, was.Shards)
+					}
+					settle(testLockDelay + 5*time.Second)
+
+					if later := f.events.list()[seen:]; len(later) != 0 {
+						t.Errorf("after %s's key was edited, handlers started or ended: %+v", victim, later)
+					}
+					after := f.snapshot()
+					if !maps.Equal(after.Owners(), before.Owners()) {
+						t.Errorf("ownership changed after %s's key was edited:\nbefore %v\nafter  %v", victim, before.Owners(), after.Owners())
+					}
+					for _, st := range after.Shards {
+						if prev, _ := before.Shard(st.Shard); st.Token != prev.Token {
+							t.Errorf("%s re-acquired (token %d, was %d)", st.Shard, st.Token, prev.Token)
+						}
+					}
+					for _, sh := range f.running[victim].w.Status().Shards {
+						if sh.State != worker.ShardOwned {
+							t.Errorf("%s's shard %s is %s, want owned", victim, sh.Shard, sh.State)
+						}
+					}
+				}
+			})
+		})
+	}
+}
+
+// gatedAssign is a coordinator whose Assign waits while gate is closed: an
+// assignor slow to write, so that a worker sees its key as edited.
+type gatedAssign struct {
+	shard.Coordinator
+	gate *faults.Gate
+}
+
+func (g gatedAssign) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
+	if !g.gate.Wait(ctx) {
+		return context.Cause(ctx)
+	}
+	return g.Coordinator.Assign(ctx, id, epoch, set)
+}
+
+// notAssignor is the first of ids that does not hold P/assignor in s.
+func notAssignor(s shard.Snapshot, ids []string) string {
+	for _, id := range ids {
+		if id != s.Assignor.Worker {
+			return id
+		}
+	}
+	return ""
+}
