@@ -12,7 +12,10 @@ import (
 )
 
 // coordinator-load: Consul HTTP requests per worker per second once a
-// fleet of 12 has settled, at 128 and at 4096 shards. shardlease holds one
+// fleet of 12 has settled, at 128 and at 4096 shards, and for shardlease
+// also 100 workers at 10,000 (the assignor issue's size), on the default
+// policy. The assignor's worker alone lists the fleet: its own rate is a
+// row of its own, with the others' beside it. shardlease holds one
 // session and one blocking watch per worker, so its rate must not grow
 // with the shard count. The baseline holds one api.Lock per shard per
 // worker: a session renewed every TTL/2 and a blocking query per lock, so
@@ -22,18 +25,20 @@ import (
 func init() {
 	register(benchScenario{
 		name:    "coordinator-load",
-		summary: "Consul HTTP requests per worker per second in steady state, 12 workers at 128 and 4096 shards (baseline: 128 and 512)",
+		summary: "Consul HTTP requests per worker per second in steady state, 12 workers at 128 and 4096 shards and 100 at 10,000 (baseline: 12 at 128 and 512); the assignor's worker's own rate",
 		run:     coordinatorLoad,
 	})
 }
 
-// loadSize is coordinator-load's fleet: workers, shard counts per system,
-// and the length of each measured window (one per trial).
-func loadSize(env *benchEnv) (workers int, slShards, blShards []int, window time.Duration) {
+// loadSize is coordinator-load's fleets: the shardlease sizes, the
+// baseline's (12 workers at each shard count), and the length of each
+// measured window (one per trial). The largest shardlease size is the
+// cold-start goal's: building it is a cold start of 100 workers.
+func loadSize(env *benchEnv) (slSizes []coldSize, blWorkers int, blShards []int, window time.Duration) {
 	if env.small {
-		return 3, []int{16, 64}, []int{16}, 2 * time.Second
+		return []coldSize{{3, 16}, {3, 64}, {10, 200}}, 3, []int{16}, 2 * time.Second
 	}
-	return 12, []int{128, 4096}, []int{128, baselineLoadShards}, 20 * time.Second
+	return []coldSize{{12, 128}, {12, 4096}, {100, 10000}}, 12, []int{128, baselineLoadShards}, 20 * time.Second
 }
 
 // baselineLoadShards is the larger baseline size: 12 × 512 = 6144 locks,
@@ -50,23 +55,23 @@ const (
 )
 
 func coordinatorLoad(ctx context.Context, env *benchEnv) ([]result, error) {
-	workers, slShards, blShards, window := loadSize(env)
+	slSizes, blWorkers, blShards, window := loadSize(env)
 	var rows []result
 	var first float64
-	for i, n := range slShards {
-		row, err := slLoad(ctx, env, workers, n, window)
+	for i, size := range slSizes {
+		rs, err := slLoad(ctx, env, size.workers, size.shards, window)
 		if err != nil {
-			return rows, fmt.Errorf("shardlease, %d shards: %w", n, err)
+			return rows, fmt.Errorf("shardlease, %d × %d: %w", size.workers, size.shards, err)
 		}
 		if i == 0 {
-			first = row.P50
+			first = rs[0].P50
 		} else if first > 0 {
-			row = row.with(fmt.Sprintf("ratio_to_%d_shards", slShards[0]), row.P50/first)
+			rs[0] = rs[0].with(fmt.Sprintf("ratio_to_%d_shards", slSizes[0].shards), rs[0].P50/first)
 		}
-		rows = append(rows, row)
+		rows = append(rows, rs...)
 	}
 	for _, n := range blShards {
-		row, err := blLoad(ctx, env, workers, n, window)
+		row, err := blLoad(ctx, env, blWorkers, n, window)
 		if err != nil {
 			return rows, fmt.Errorf("baseline, %d shards: %w", n, err)
 		}
@@ -76,8 +81,9 @@ func coordinatorLoad(ctx context.Context, env *benchEnv) ([]result, error) {
 }
 
 // slLoad starts a shardlease fleet, lets it converge and settle, and
-// measures env.trials windows.
-func slLoad(ctx context.Context, env *benchEnv, workers, n int, window time.Duration) (result, error) {
+// measures env.trials windows: a row of the rate per worker, and one of
+// the assignor's worker's own rate beside the others'.
+func slLoad(ctx context.Context, env *benchEnv, workers, n int, window time.Duration) ([]result, error) {
 	o := steadyOptions{
 		consul: env.coordConfig("shardbench/coordinator-load"), workers: workers,
 		// The default policy: renew every 2 s (a check update and a
@@ -86,7 +92,7 @@ func slLoad(ctx context.Context, env *benchEnv, workers, n int, window time.Dura
 	}
 	f, cold, err := coldStart(ctx, o, n, env.log)
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
 	defer f.close()
 	env.logf("shardbench: coordinator-load shardlease: %d workers own %d shards after %.2fs; settling, then %d windows of %v",
@@ -94,21 +100,23 @@ func slLoad(ctx context.Context, env *benchEnv, workers, n int, window time.Dura
 	time.Sleep(o.policy.RenewEvery)
 	var samples []float64
 	var last map[string]float64
+	var asg assignorLoad
 	for trial := range env.trials {
-		rate, byEP, _, err := f.window(ctx, window)
+		rate, byEP, err := asg.window(ctx, f, window)
 		if err != nil {
-			return result{}, err
+			return nil, err
 		}
 		samples, last = append(samples, rate), byEP
-		env.logf("shardbench: coordinator-load shardlease %d shards trial %d: %.3f requests per worker per second (%s)",
-			n, trial+1, rate, endpoints(byEP))
+		env.logf("shardbench: coordinator-load shardlease %d × %d trial %d: %.3f requests per worker per second (%s); %s",
+			workers, n, trial+1, rate, endpoints(byEP), asg.last())
 	}
 	if !f.converged(ctx) {
 		env.logf("shardbench: coordinator-load shardlease %d shards: warning: not converged at the end", n)
 	}
 	row := loadRow(systemShardlease, n, workers, samples, last)
-	return row.withGoal(fmt.Sprintf("p99 <= %.2f (1 per second, %.0f %% for a renewal at a window's edge), the same at every size",
-		loadGoal+loadTolerance, 100*loadTolerance), row.P99 <= loadGoal+loadTolerance), nil
+	row = row.withGoal(fmt.Sprintf("p99 <= %.2f (1 per second, %.0f %% for a renewal at a window's edge), the same at every size",
+		loadGoal+loadTolerance, 100*loadTolerance), row.P99 <= loadGoal+loadTolerance)
+	return []result{row, asg.row(workers, n, env.trials)}, nil
 }
 
 // blLoad starts a baseline fleet, waits until every shard is locked, lets

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// assignorLoad collects, over coordinator-load's windows, the requests per
+// second of the worker that is the assignor (it alone lists the fleet) and
+// the rate per worker of the others. A window during which the assignor
+// changed, or that had none, is left out of both.
+type assignorLoad struct {
+	own, others []float64
+	skipped     int
+	worker      string // the assignor of the last window counted
+}
+
+// window counts one steadyFleet.window and each worker's own rate over it,
+// and keeps the assignor's figures. It returns the window's rate per
+// worker and per endpoint, as window does.
+func (a *assignorLoad) window(ctx context.Context, f *steadyFleet, d time.Duration) (perWorker float64, byEndpoint map[string]float64, err error) {
+	before, err := f.assignor(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	counts := f.totals()
+	perWorker, byEndpoint, seconds, err := f.window(ctx, d)
+	if err != nil {
+		return 0, nil, err
+	}
+	after := f.totals()
+	now, err := f.assignor(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	if before < 0 || now != before {
+		a.skipped++
+		return perWorker, byEndpoint, nil
+	}
+	var rest float64
+	for i := range after {
+		if i != now {
+			rest += float64(after[i] - counts[i])
+		}
+	}
+	a.own = append(a.own, float64(after[now]-counts[now])/seconds)
+	a.others = append(a.others, rest/float64(max(len(after)-1, 1))/seconds)
+	a.worker = workerName(now)
+	return perWorker, byEndpoint, nil
+}
+
+// last describes the last window counted, for a progress line.
+func (a *assignorLoad) last() string {
+	if len(a.own) == 0 {
+		return fmt.Sprintf("no window with one assignor throughout (%d skipped)", a.skipped)
+	}
+	return fmt.Sprintf("the assignor %s %.3f, the others %.3f per worker", a.worker, a.own[len(a.own)-1], a.others[len(a.others)-1])
+}
+
+// row is the assignor's own row: p50/p99 of its worker's rate, with the
+// others' rate per worker beside it.
+func (a *assignorLoad) row(workers, shards, trials int) result {
+	row := measured("coordinator-load", systemShardlease,
+		fmt.Sprintf("Consul requests per second of the assignor's worker, %d workers × %d shards", workers, shards), "req/s", a.own).
+		with("others_per_worker_p50", percentile(a.others, 50)).with("others_per_worker_p99", percentile(a.others, 99)).
+		with("shards", float64(shards)).with("workers", float64(workers))
+	if a.skipped > 0 {
+		row = row.withNote(fmt.Sprintf("%d of %d windows left out: the assignor changed during them", a.skipped, trials))
+	}
+	return row
+}
+
+// totals returns every worker's request count so far, in f.workers order.
+func (f *steadyFleet) totals() []int64 {
+	out := make([]int64, len(f.workers))
+	for i, bw := range f.workers {
+		out[i] = bw.requests.Total()
+	}
+	return out
+}
+
+// assignor returns the index in f.workers of the worker holding
+// P/assignor, or -1 while nobody does.
+func (f *steadyFleet) assignor(ctx context.Context) (int, error) {
+	snap, err := f.observer.Watch(ctx, 0)
+	if err != nil {
+		return -1, err
+	}
+	for i := range f.workers {
+		if workerName(i) == snap.Assignor.Worker {
+			return i, nil
+		}
+	}
+	return -1, nil
+}
+
+// workerName is the ID coldStart gives f.workers[i].
+func workerName(i int) string { return fmt.Sprintf("bench-%02d", i+1) }
