@@ -16,6 +16,9 @@ type slOptions struct {
 	shards   int
 	policy   shard.LeasePolicy
 	liveness consul.Liveness
+	// coordinator, if set, wraps worker id's coordinator (stuck-worker
+	// makes one that never acquires); nil runs every worker on its own.
+	coordinator func(id string, c shard.Coordinator) shard.Coordinator
 }
 
 // fastFailover is the policy of the fast-failover liveness mode measured
@@ -79,8 +82,12 @@ func (f *slFleet) add(ctx context.Context, id string) error {
 	if sw.coord, err = consul.New(cfg); err != nil {
 		return err
 	}
+	var coord shard.Coordinator = sw.coord
+	if f.o.coordinator != nil {
+		coord = f.o.coordinator(id, coord)
+	}
 	w, err := worker.New(worker.Config{
-		ID: id, Fleet: shard.Config{Shards: f.o.shards}, Coordinator: sw.coord, Offsets: f.store,
+		ID: id, Fleet: shard.Config{Shards: f.o.shards}, Coordinator: coord, Offsets: f.store,
 		Policy: f.o.policy,
 		// The handler holds its shard and does nothing else: the figures
 		// are the coordination's own.
