@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/shardlease/shardlease/rebalance"
+)
+
+// assignor-step: the assignor's decision, rebalance.Step, timed in this
+// process (no Consul) at the assignor issue's size, 1,000 workers over
+// 100,000 shards, in three states: cold (nothing held or assigned: every
+// shard placed), steady (balanced: nothing to write, the step on every
+// wake-up) and join (one member more than steady). It is what
+// rebalance's BenchmarkStep measures, as rows of this table with goals.
+func init() {
+	register(benchScenario{name: "assignor-step", run: assignorStep,
+		summary: "rebalance.Step in-process at 1,000 workers × 100,000 shards: cold, steady and one join (no Consul; system rebalance)"})
+}
+
+// systemRebalance names rows measured in-process on package rebalance.
+const systemRebalance = "rebalance"
+
+// stepSize is the fleet and how many runs of each state one trial times.
+func stepSize(env *benchEnv) (workers, shards, runsPerTrial int) {
+	if env.small {
+		return 50, 2000, 1
+	}
+	return 1000, 100_000, 10
+}
+
+func assignorStep(ctx context.Context, env *benchEnv) ([]result, error) {
+	workers, shards, per := stepSize(env)
+	began := time.Now()
+	cold, steady, join, err := stepStates(workers, shards)
+	if err != nil {
+		return nil, err
+	}
+	env.logf("shardbench: assignor-step: states of %d workers × %d shards built in %v; %d runs of each",
+		workers, shards, time.Since(began).Round(time.Millisecond), per*env.trials)
+	var rows []result
+	for _, c := range []struct {
+		name, what string
+		s          rebalance.State
+		goal       time.Duration
+	}{
+		{"cold", "cold (nothing held or assigned)", cold, 500 * time.Millisecond},
+		{"steady", "steady (balanced, nothing to write)", steady, 20 * time.Millisecond},
+		{"join", "one join (a member more than steady)", join, 100 * time.Millisecond},
+	} {
+		var ms, allocMB []float64
+		var d rebalance.Decision
+		for range per * env.trials {
+			if err := ctx.Err(); err != nil {
+				return rows, err
+			}
+			var took time.Duration
+			var mb float64
+			if d, took, mb, err = timeStep(c.s); err != nil {
+				return rows, fmt.Errorf("%s: %w", c.name, err)
+			}
+			ms, allocMB = append(ms, took.Seconds()*1000), append(allocMB, mb)
+		}
+		row := measured("assignor-step", systemRebalance, fmt.Sprintf("rebalance.Step, %s, %d workers × %d shards", c.what, workers, shards), "ms", ms).
+			with("alloc_mb_p50", percentile(allocMB, 50)).with("keys_written", float64(len(d.Assign))).with("moves", float64(len(d.Moves))).
+			with("runs_per_trial", float64(per))
+		row = row.withGoal(fmt.Sprintf("p99 <= %v", c.goal), row.P99 <= float64(c.goal.Milliseconds()))
+		env.logf("shardbench: assignor-step %s: p50 %.2f ms, p99 %.2f ms over %d runs; %d keys written, %d moves",
+			c.name, row.P50, row.P99, len(ms), len(d.Assign), len(d.Moves))
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// timeStep runs Step once on s, after a collection so that no run pays
+// for the garbage of the one before, and returns the decision, how long
+// Step took and the MB it allocated.
+func timeStep(s rebalance.State) (rebalance.Decision, time.Duration, float64, error) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	t0 := time.Now()
+	d, err := rebalance.Step(s, rebalance.Policy{})
+	took := time.Since(t0)
+	runtime.ReadMemStats(&after)
+	return d, took, float64(after.TotalAlloc-before.TotalAlloc) / (1 << 20), err
+}
