@@ -1,0 +1,47 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// noBaseline lists the scenarios with shardlease rows and no baseline
+// rows, because api.Lock has nothing to compare: no assignment a worker
+// could be stuck in.
+var noBaseline = map[string]bool{"stuck-worker": true}
+
+// checkAssignorRows checks, in a --small run of every scenario, the rows
+// of the assignor issue's table about the assignor itself: each is there
+// and states its goal. It asserts nothing about time.
+func checkAssignorRows(t *testing.T, rep report) {
+	t.Helper()
+	for _, tc := range []struct {
+		scenario, system, metric string
+		goal                     bool
+	}{
+		{"crash-failover", systemShardlease, "time until its shards are owned again", true},
+		{"crash-failover", systemShardlease, "the assignor's worker crashed", true},
+		{"coordinator-load", systemShardlease, "per worker per second, 10 workers × 200 shards", true},
+		{"coordinator-load", systemShardlease, "of the assignor's worker, 10 workers × 200 shards", false},
+		{"stuck-worker", systemShardlease, "unowned shard-time", true},
+		{"stuck-worker", systemShardlease, "most owner changes of one shard", true},
+		{"assignor-step", systemRebalance, "cold", true},
+		{"assignor-step", systemRebalance, "steady", true},
+		{"assignor-step", systemRebalance, "one join", true},
+	} {
+		found := false
+		for _, r := range rep.Results {
+			if r.Scenario != tc.scenario || r.System != tc.system || !strings.Contains(r.Metric, tc.metric) {
+				continue
+			}
+			found = true
+			if tc.goal && (r.Goal == "" || r.Met == nil) {
+				t.Errorf("%s / %s: no goal", r.Scenario, r.Metric)
+			}
+			t.Logf("%s / %s: p50 %v p99 %v, goal %q; %v (%s)", r.Scenario, r.Metric, r.P50, r.P99, r.Goal, r.Extra, r.Note)
+		}
+		if !found {
+			t.Errorf("no %s row of %s matching %q", tc.system, tc.scenario, tc.metric)
+		}
+	}
+}
