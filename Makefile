@@ -48,12 +48,14 @@ sim:
 	cd internal/sim && $(GO) test -count=1 -timeout 0 -run 'TestSim$$' $(if $(SEED),-seed=$(SEED) -v,-seeds=$(or $(SEEDS),5000) -seed.first=$(or $(FIRST),1))
 
 # make chaos [FAULTS=100]: real faults (SIGSTOP, kill -9, partitions, slow and
-# failing renewals, sessions destroyed, client agents killed, stopped and made
-# to leave, Raft leader kills) against shardd workers on a three-server Consul
-# with client agents, offsets in PostgreSQL; prints the summary table and fails
-# on any stale commit accepted, a non-linearizable history, or an instant at
-# which two workers ran one shard (docs/reliability.md). About 35 min at 100
-# faults of each kind; make test runs 3 of each (about 70 s).
+# failing renewals, sessions destroyed, the assignor's worker killed and
+# stopped, client agents killed, stopped and made to leave, Raft leader kills)
+# against shardd workers on a three-server Consul with client agents, offsets
+# in PostgreSQL; prints the summary table and fails on any stale commit
+# accepted, a non-linearizable history, an instant at which two workers ran one
+# shard, or no new assignor after an assignor fault (docs/reliability.md).
+# About 40 min at 100 faults of each kind (35 before the two assignor kinds, so
+# an estimate); make test runs 3 of each (about 70 s); 2 of each took 63 s.
 FAULTS ?= 100
 chaos: consul postgres
 	$(GO) test ./internal/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -chaos.faults=$(FAULTS)

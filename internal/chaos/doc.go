@@ -12,7 +12,10 @@
 // renewals (latency and HTTP 500 on the renewal calls, through the Proxy);
 // its session destroyed by a third party (the harness, through a server),
 // and the same while the worker is cut off, which only the lock-delay rule
-// covers. Into one client agent, hitting every worker that talks to it:
+// covers. Into the assignor — whichever worker holds P/assignor when the
+// fault starts, never another in its stead: SIGKILL, restarted under the
+// same ID; SIGSTOP past the TTL and the lock-delay, then SIGCONT. Into one
+// client agent, hitting every worker that talks to it:
 // SIGKILL, then a restart (Serf marks the node failed, which ends its
 // sessions, while its workers cannot reach Consul); SIGSTOP past the TTL,
 // then SIGCONT (the workers keep running); `consul leave`, then a restart.
@@ -33,10 +36,16 @@
 // processes run on one machine, so they share one clock, which is what
 // comparing their times assumes.
 //
+// The check on P/assignor (AssignorProblems): after every assignor fault
+// another session holds it within 30 s. The key is followed by a blocking
+// query through a server, so a holder that came and went between two of
+// its answers is not seen, and the time to it is an upper bound when its
+// value's since cannot be used.
+//
 // Summary derives, per fault kind, how many faults were injected, the
 // commits fenced-out owners attempted and how many of those were accepted,
-// the overlaps, the takeover times, and the records re-processed per
-// takeover.
+// the overlaps, the takeover times, the records re-processed per takeover,
+// and for assignor faults the time to the new assignor.
 //
 // TestChaos injects the worker and agent faults first, several at once on
 // distinct workers, and the leader kills after them: an election takes
