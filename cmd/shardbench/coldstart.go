@@ -26,7 +26,8 @@ func init() {
 	})
 }
 
-// coldSize is one cold-start fleet.
+// coldSize is a fleet's size: a cold-start fleet, or an ownership scenario's
+// (fleetShape).
 type coldSize struct{ workers, shards int }
 
 // coldSizes: the goal's size for shardlease; the goal's 100 workers over a

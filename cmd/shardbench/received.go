@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"sync/atomic"
+
+	"github.com/shardlease/shardlease/shard/consul"
 )
 
 // receivedBytes counts what one worker reads from Consul: every response's
@@ -37,4 +41,33 @@ func (c *countingBody) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// received returns the bytes the fleet's current workers have read from
+// Consul so far.
+func (f *slFleet) received() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n int64
+	for _, sw := range f.workers {
+		n += sw.sev.requests.received.load()
+	}
+	return n
+}
+
+// listingBytes reads the fleet's whole prefix once, as every worker of
+// protocol 1 did on every change, and returns the bytes that took.
+func (f *slFleet) listingBytes(ctx context.Context) (int64, error) {
+	sev := newSeverable(nil)
+	cfg := f.cfg
+	cfg.WrapTransport = sev.wrap
+	c, err := consul.New(cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	if _, err := c.Watch(ctx, 0); err != nil {
+		return 0, fmt.Errorf("listing %s: %w", cfg.Prefix, err)
+	}
+	return sev.requests.received.load(), nil
 }

@@ -3,21 +3,28 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
+	"slices"
 	"time"
 )
 
 // scaleOut adds a 13th worker to a ready fleet of 12 and measures how many
 // shards move and how long until max−min ≤ 1 (all shards owned). The
 // baseline never rebalances, so it is watched for baselineWindow and its
-// figures say so.
+// figures say so. Then shardlease alone does the same at the assignor
+// issue's scale: a 101st worker joins 100 over 10,000 shards, and the
+// bytes the whole fleet reads from Consul until it is balanced again are
+// counted too.
 func scaleOut(ctx context.Context, env *benchEnv) ([]result, error) {
+	common := ownershipShape(env)
 	var rows []result
-	for _, system := range []string{systemShardlease, systemBaseline} {
-		rs, err := scaleOutSystem(ctx, env, system)
+	for _, run := range []struct {
+		system string
+		shape  fleetShape
+	}{{systemShardlease, common}, {systemBaseline, common}, {systemShardlease, scaleShape(env)}} {
+		rs, err := scaleOutSystem(ctx, env, run.system, run.shape)
 		rows = append(rows, rs...)
 		if err != nil {
-			return rows, fmt.Errorf("%s: %w", system, err)
+			return rows, fmt.Errorf("%s, %d × %d: %w", run.system, run.shape.workers, run.shape.shards, err)
 		}
 	}
 	return rows, nil
@@ -32,9 +39,17 @@ func baselineWindow(env *benchEnv) time.Duration {
 	return 10 * time.Second
 }
 
-func scaleOutSystem(ctx context.Context, env *benchEnv, system string) ([]result, error) {
+// The goals of the join at scale (the assignor issue's table).
+const (
+	joinGoalSeconds  = 2.0
+	joinGoalMBytes   = 25.0
+	bytesPerMB       = 1e6
+	commonGoalSecond = 1.0
+)
+
+func scaleOutSystem(ctx context.Context, env *benchEnv, system string, shape fleetShape) ([]result, error) {
 	const scenario = "scale-out"
-	r, err := startFleet(ctx, env, system, scenario)
+	r, err := startShaped(ctx, env, system, scenario, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +58,16 @@ func scaleOutSystem(ctx context.Context, env *benchEnv, system string) ([]result
 	if system == systemBaseline {
 		within = baselineWindow(env)
 	}
-	var secs, moves, spreads []float64
+	// Only shardlease's fleet counts bytes; listing is one full read of
+	// its prefix, what every worker of protocol 1 read on every change.
+	sl, _ := r.f.(*slFleet)
+	var listing int64
+	if sl != nil {
+		if listing, err = sl.listingBytes(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var secs, moves, spreads, mbytes []float64
 	converged := 0
 	for i := range env.trials {
 		before, err := r.f.view(ctx, 0)
@@ -51,11 +75,15 @@ func scaleOutSystem(ctx context.Context, env *benchEnv, system string) ([]result
 			return nil, err
 		}
 		id := workerID(r.next)
+		var read0 int64
+		if sl != nil {
+			read0 = sl.received()
+		}
 		t0 := time.Now()
 		if err := r.addWorker(ctx); err != nil {
 			return nil, err
 		}
-		after, t1, err := waitFor(ctx, r.f, within, "13 workers within one of each other", ready(&balanced{r.f}, r.shards, r.workers+1))
+		after, t1, err := waitFor(ctx, r.f, within, fmt.Sprintf("%d workers within one of each other", r.workers+1), ready(&balanced{r.f}, r.shards, r.workers+1))
 		switch {
 		case err == nil:
 			converged++
@@ -69,30 +97,50 @@ func scaleOutSystem(ctx context.Context, env *benchEnv, system string) ([]result
 		default:
 			return nil, err
 		}
+		read := ""
+		if sl != nil {
+			mbytes = append(mbytes, float64(sl.received()-read0)/bytesPerMB)
+			read = fmt.Sprintf("; the fleet read %.2f MB", mbytes[len(mbytes)-1])
+		}
 		moves = append(moves, float64(moved(before, after)))
 		spreads = append(spreads, float64(after.spread()))
-		env.logf("shardbench: %s %s trial %d: %s joined; %d shards moved, max−min %d after %v",
-			scenario, system, i+1, id, moved(before, after), after.spread(), time.Since(t0).Round(time.Millisecond))
-		// Back to 12 for the next trial.
+		env.logf("shardbench: %s %s %d × %d trial %d: %s joined; %d shards moved, max−min %d after %v%s",
+			scenario, system, r.workers, r.shards, i+1, id, moved(before, after), after.spread(), time.Since(t0).Round(time.Millisecond), read)
+		// Back to the starting size for the next trial.
 		<-r.f.stop(id)
 		if err := r.settle(ctx); err != nil {
 			return nil, err
 		}
 	}
-	ideal := math.Ceil(float64(r.shards) / float64(r.workers+1))
-	timeRow := measured(scenario, system, "time until max−min <= 1", "s", secs)
-	moveRow := measured(scenario, system, "shards moved", "shards", moves).with("ideal", ideal)
-	spreadRow := measured(scenario, system, "max−min when measured", "shards", spreads)
-	if system == systemShardlease {
-		timeRow = timeRow.withGoal("p99 <= 1s", timeRow.P99 <= 1)
-		moveRow = moveRow.withGoal(fmt.Sprintf("<= %.0f (ceil(%d/%d))", ideal, r.shards, r.workers+1), moveRow.P99 <= ideal)
+	lo, hi := r.shards/(r.workers+1), (r.shards+r.workers)/(r.workers+1)
+	timeRow := measured(scenario, system, shape.metric("time until max−min <= 1"), "s", secs)
+	moveRow := measured(scenario, system, shape.metric("shards moved"), "shards", moves).with("ideal", float64(hi))
+	spreadRow := measured(scenario, system, shape.metric("max−min when measured"), "shards", spreads)
+	rows := []result{timeRow, moveRow, spreadRow}
+	switch {
+	case shape.atScale:
+		rows[0] = timeRow.withGoal(fmt.Sprintf("p99 <= %.0fs", joinGoalSeconds), converged == env.trials && timeRow.P99 <= joinGoalSeconds)
+		rows[1] = moveRow.withGoal(fmt.Sprintf("%d or %d (floor, ceil of %d/%d)", lo, hi, r.shards, r.workers+1),
+			slices.Min(moves) >= float64(lo) && slices.Max(moves) <= float64(hi))
+		round := float64(listing) * float64(r.workers) / bytesPerMB
+		bytesRow := measured(scenario, system, shape.metric("bytes all workers read from Consul, join until max−min <= 1"), "MB", mbytes).
+			with("listing_MB", float64(listing)/bytesPerMB).with("protocol1_round_MB", round).
+			withNote(fmt.Sprintf("response heads and bodies, 1 MB = 10^6 bytes; one round of protocol 1 (every one of %d workers lists the prefix once) would read %.1f MB",
+				r.workers, round))
+		rows = append(rows, bytesRow.withGoal(fmt.Sprintf("p99 <= %.0f MB", joinGoalMBytes), bytesRow.P99 <= joinGoalMBytes))
+		for i := range rows {
+			rows[i] = rows[i].with("workers", float64(r.workers)).with("shards", float64(r.shards))
+		}
+		rows[0] = withPolicy(rows[0], shape.policyName, shape.policy)
+	case system == systemShardlease:
+		rows[0] = timeRow.withGoal(fmt.Sprintf("p99 <= %.0fs", commonGoalSecond), timeRow.P99 <= commonGoalSecond)
+		rows[1] = moveRow.withGoal(fmt.Sprintf("<= %d (ceil(%d/%d))", hi, r.shards, r.workers+1), moveRow.P99 <= float64(hi))
 	}
 	if converged < env.trials {
-		timeRow.Note = fmt.Sprintf("max−min ≤ 1 reached in %d of %d trials; the figure of the others is the %v observation window",
-			converged, env.trials, within)
-		timeRow = timeRow.with("converged_trials", float64(converged))
+		rows[0] = rows[0].with("converged_trials", float64(converged)).withNote(fmt.Sprintf(
+			"max−min ≤ 1 reached in %d of %d trials; the figure of the others is the %v observation window", converged, env.trials, within))
 	}
-	return []result{timeRow, moveRow, spreadRow}, nil
+	return rows, nil
 }
 
 // balanced is a fleet judged by shardlease's readiness (balance within
