@@ -131,10 +131,11 @@ func followStuck(ctx context.Context, f *slFleet, shards int, span time.Duration
 	owner := map[shard.ID]string{} // the last live owner seen
 	changes := map[shard.ID]int{}
 	var last shard.Snapshot
+	var after uint64
 	lastAt, lastUnowned := start, shards
 	var unowned time.Duration
 	for {
-		snap, err := f.observer.Watch(wctx, last.Index)
+		snap, err := f.observer.Watch(wctx, after)
 		now := time.Now()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -149,6 +150,7 @@ func followStuck(ctx context.Context, f *slFleet, shards int, span time.Duration
 		unowned += time.Duration(lastUnowned) * now.Sub(lastAt)
 		owners := snap.Owners()
 		lastAt, lastUnowned, last = now, shards-len(owners), snap
+		after = shard.NextIndex(after, snap.Index)
 		if len(owners) == shards && math.IsNaN(fig.allOwned) {
 			fig.allOwned = now.Sub(start).Seconds()
 		}
