@@ -70,16 +70,15 @@ func readState(s State) (*stepInput, error) {
 	for i := range in.holder {
 		in.holder[i] = -1
 	}
-	for id, h := range s.Holders {
-		i, ok := index.find(id)
+	readHolders(s.Holders, index, func(i int32, h string) {
 		switch m, live := member[h]; {
-		case !ok || h == "":
+		case h == "":
 		case live:
 			in.holder[i] = m
 		default:
 			in.flags[i] |= orphaned
 		}
-	}
+	})
 
 	total := 0
 	for _, a := range s.Assigned {
@@ -130,6 +129,44 @@ func readState(s State) (*stepInput, error) {
 	return in, nil
 }
 
+// holderBatch is how many Holders entries readHolders gathers before it
+// reads their IDs: enough to keep many of their cache misses in flight at
+// once, few enough for the batch to live on the stack.
+const holderBatch = 64
+
+// readHolders calls f for every entry of holders whose shard is in the
+// set, with the shard's position, in batches. At 100,000 shards the IDs'
+// bytes are scattered in memory and out of cache, and map iteration visits
+// them in hash order, so reading each ID costs a cache miss: it was most of
+// a steady step. Read one at a time between the iterator's steps, the
+// misses wait in turn; gathered first and read in a loop of their own, the
+// reads of a batch do not depend on one another and the CPU overlaps their
+// misses.
+func readHolders(holders map[shard.ID]string, index shardIndex, f func(i int32, h string)) {
+	var ids [holderBatch]shard.ID
+	var hs [holderBatch]string
+	var at [holderBatch]int32
+	flush := func(n int) {
+		for k := range n { // the first read of each ID's bytes: the misses
+			at[k] = index.number(ids[k])
+		}
+		for k := range n {
+			if i, ok := index.confirm(ids[k], at[k]); ok {
+				f(i, hs[k])
+			}
+		}
+	}
+	n := 0
+	for id, h := range holders {
+		ids[n], hs[n] = id, h
+		if n++; n == holderBatch {
+			flush(n)
+			n = 0
+		}
+	}
+	flush(n)
+}
+
 // shardIndex finds a shard's position in the sorted shard set.
 //
 // The shard set of every fleet is a Config's IDs: a stem and the shard's
@@ -169,35 +206,42 @@ func numbered(ss []shard.ID) (shardIndex, bool) {
 		return shardIndex{}, false
 	}
 	for i, id := range ss {
-		if k, ok := ix.digits(id); !ok || k != int32(i) {
+		if k, ok := ix.find(id); !ok || k != int32(i) {
 			return shardIndex{}, false
 		}
 	}
 	return ix, true
 }
 
-// digits reads id as stem + a number of exactly width digits.
-func (ix shardIndex) digits(id shard.ID) (int32, bool) {
-	s := string(id)
-	if len(s) != len(ix.stem)+ix.width || !strings.HasPrefix(s, ix.stem) {
-		return 0, false
+// number returns, in the stem-and-number form, the number id ends with if
+// it has the form's length, or -1; it does not check the stem (see
+// confirm). In the other form it returns -1.
+func (ix shardIndex) number(id shard.ID) int32 {
+	if ix.byID != nil || len(id) != len(ix.stem)+ix.width {
+		return -1
 	}
 	var k int32
-	for _, c := range []byte(s[len(ix.stem):]) {
+	for _, c := range []byte(id[len(ix.stem):]) {
 		if c < '0' || c > '9' {
-			return 0, false
+			return -1
 		}
 		k = k*10 + int32(c-'0')
 	}
-	return k, true
+	return k
 }
 
-// find returns the position of id in the shard set.
-func (ix shardIndex) find(id shard.ID) (int32, bool) {
+// confirm is find(id) given k = number(id): it checks what number does
+// not. Split so that a loop can read many IDs' digits before it compares
+// any stem (see readHolders).
+func (ix shardIndex) confirm(id shard.ID, k int32) (int32, bool) {
 	if ix.byID != nil {
 		i, ok := ix.byID[id]
 		return i, ok
 	}
-	k, ok := ix.digits(id)
-	return k, ok && int(k) < ix.n
+	return k, k >= 0 && int(k) < ix.n && strings.HasPrefix(string(id), ix.stem)
+}
+
+// find returns the position of id in the shard set.
+func (ix shardIndex) find(id shard.ID) (int32, bool) {
+	return ix.confirm(id, ix.number(id))
 }
