@@ -24,12 +24,7 @@ import (
 // or the cut's heal ends another fault.
 func (s *Schedule) addDestroys(steps []time.Duration, end time.Duration) {
 	rng := rand.New(rand.NewPCG(s.Seed, s.Seed^0xde57c0de5e55104e))
-	between := func(lo, hi time.Duration) time.Duration {
-		if hi <= lo {
-			return lo
-		}
-		return lo + time.Duration(rng.Int64N(int64(hi-lo)))
-	}
+	between := betweenIn(rng)
 	var others float64
 	for k, w := range weights {
 		if k != Destroy {
@@ -40,10 +35,7 @@ func (s *Schedule) addDestroys(steps []time.Duration, end time.Duration) {
 	p := s.Setup.Policy
 	main := len(s.Events)
 	for i, at := range steps {
-		next := end
-		if i+1 < len(steps) {
-			next = steps[i+1]
-		}
+		next := gapEnd(steps, i, end)
 		if rng.Float64() >= share || next-at < 2*time.Millisecond {
 			continue
 		}
@@ -110,13 +102,34 @@ func (s *Schedule) destroyable(main []Event, e Event) []string {
 // coordinator as an operator would.
 func (r *run) destroy(m *member, e Event) {
 	if e.For > 0 {
-		m.hold(string(e.Kind), hold{mode: faults.Hang})
+		m.hold(holdKey(e), hold{mode: faults.Hang})
 	}
 	sid := m.session()
 	if sid == "" {
 		r.tracef("  %s has no session yet: nothing to destroy", m.id)
 		return
 	}
+	r.elect.destroy(sid)
 	_ = r.coord.DestroySession(context.Background(), sid) // the embedded coordinator fails no other way
 	r.tracef("  destroyed %s's session %s", m.id, sid)
+}
+
+// betweenIn returns a draw from rng of a duration in [lo, hi) (lo when the
+// range is empty).
+func betweenIn(rng *rand.Rand) func(lo, hi time.Duration) time.Duration {
+	return func(lo, hi time.Duration) time.Duration {
+		if hi <= lo {
+			return lo
+		}
+		return lo + time.Duration(rng.Int64N(int64(hi-lo)))
+	}
+}
+
+// gapEnd is when the gap after step i of the main generator ends: at the
+// next step, or for the last one at end.
+func gapEnd(steps []time.Duration, i int, end time.Duration) time.Duration {
+	if i+1 < len(steps) {
+		return steps[i+1]
+	}
+	return end
 }

@@ -49,10 +49,15 @@ const (
 	// only its local deadline and the lock-delay rule keep the next owner
 	// from starting beside it.
 	Destroy Kind = "destroy"
+	// StaleAssignment serves a worker's WatchAssignment stale for For:
+	// each answer Size after the coordinator gave it and, with Replay, an
+	// older answer once again after each new one, so that the worker acts
+	// on an assignment the assignor has since changed.
+	StaleAssignment Kind = "stale-assignment"
 )
 
 // Kinds lists every kind, in the order reports use.
-var Kinds = []Kind{Crash, Pause, PartitionFail, PartitionHang, ClockJump, Join, Restart, Leave, SlowHandlers, SlowRenewals, Destroy}
+var Kinds = []Kind{Crash, Pause, PartitionFail, PartitionHang, ClockJump, Join, Restart, Leave, SlowHandlers, SlowRenewals, Destroy, StaleAssignment}
 
 // Event is one step of a schedule.
 type Event struct {
@@ -61,30 +66,58 @@ type Event struct {
 	Worker string        // empty for ClockJump
 	Heal   bool          // the end of a fault that lasts For
 	For    time.Duration // how long the fault lasts
-	Size   time.Duration // jump size, renewal latency, longest handler step
+	// Size: jump size, renewal latency, longest handler step, how late a
+	// stale assignment comes; for a Pause of the assignor, how long it
+	// stays armed waiting for an Assign to freeze in hand.
+	Size time.Duration
 	// LateReply: a slow renewal is applied at once and its reply delayed,
 	// rather than the request delayed.
 	LateReply bool
+	// Assignor: the fault strikes whoever holds P/assignor when it fires
+	// (Worker is empty in the schedule and filled in when played); a
+	// Restart with it restarts the worker the last such Crash struck.
+	Assignor bool
+	// Replay: a stale assignment also replays an older answer.
+	Replay bool
+}
+
+// target names the event's worker: for an assignor fault, the role and,
+// once played, who held it.
+func (e Event) target() string {
+	switch {
+	case !e.Assignor:
+		return e.Worker
+	case e.Kind == Restart:
+		return "the crashed assignor" + paren(e.Worker)
+	}
+	return "assignor" + paren(e.Worker)
+}
+
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
 }
 
 func (e Event) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "t=%-8v ", e.At)
 	if e.Heal {
-		fmt.Fprintf(&b, "end %s %s", e.Kind, e.Worker)
+		fmt.Fprintf(&b, "end %s %s", e.Kind, e.target())
 		if e.Kind == Destroy {
 			b.WriteString(" (reconnected)")
 		}
 		return b.String()
 	}
 	b.WriteString(string(e.Kind))
-	if e.Worker != "" {
-		b.WriteString(" " + e.Worker)
+	if t := e.target(); t != "" {
+		b.WriteString(" " + t)
 	}
 	if e.Kind == Destroy {
 		b.WriteString("'s session")
 		if e.For > 0 {
-			fmt.Fprintf(&b, ", %s cut off (calls hang) for %v", e.Worker, e.For)
+			fmt.Fprintf(&b, ", cut off (calls hang) for %v", e.For)
 		}
 		return b.String()
 	}
@@ -102,6 +135,16 @@ func (e Event) String() string {
 			when = "reply delayed"
 		}
 		fmt.Fprintf(&b, " (%v, %s)", e.Size, when)
+	case Pause:
+		if e.Assignor {
+			fmt.Fprintf(&b, " (from its next Assign, or %v in)", e.Size)
+		}
+	case StaleAssignment:
+		fmt.Fprintf(&b, " (answers %v late", e.Size)
+		if e.Replay {
+			b.WriteString(", an older one replayed after each")
+		}
+		b.WriteString(")")
 	}
 	return b.String()
 }

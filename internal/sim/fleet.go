@@ -26,6 +26,12 @@ type member struct {
 	fault *faults.Coordinator
 	slow  *slowRenewals
 	gate  faults.Gate // closed: the process is frozen (its handlers stop where they are)
+	view  *assignView
+
+	// killed ends when the process crashes: what a frozen process waits
+	// on besides its gate.
+	killed context.Context
+	kill   context.CancelFunc
 
 	dead    atomic.Bool  // crashed: frozen handlers never write again
 	slowMax atomic.Int64 // time.Duration: handler steps take up to this, ignoring ctx; 0: normal
@@ -109,13 +115,15 @@ func isLost(err error) bool { return errors.Is(err, worker.ErrLost) }
 func (r *run) spawn(id string) *member {
 	r.instances++
 	m := &member{id: id, n: r.instances, done: make(chan error, 1)}
-	m.fault = faults.Wrap(r.coord)
+	m.killed, m.kill = context.WithCancel(context.Background())
+	m.fault = faults.Wrap(&elected{Coordinator: r.coord, el: r.elect, worker: id})
 	m.slow = &slowRenewals{Coordinator: m.fault}
+	m.view = &assignView{Coordinator: m.slow, r: r, m: m}
 	su := r.sched.Setup
 	w, err := worker.New(worker.Config{
 		ID:               id,
 		Fleet:            shard.Config{Shards: su.Shards},
-		Coordinator:      &recorder{Coordinator: m.slow, m: m, l: r.leases, runs: r.runs, c: r.c},
+		Coordinator:      &recorder{Coordinator: m.view, m: m, l: r.leases, runs: r.runs, c: r.c},
 		Offsets:          r.store,
 		Handler:          r.handler(m),
 		Policy:           su.Policy,
@@ -223,11 +231,19 @@ func (r *run) slowStep(run *handlerRun, c *worker.Claim, d time.Duration) {
 
 // apply plays one event of the schedule.
 func (r *run) apply(e Event) {
+	resolved := r.resolve(&e)
 	if r.opts.Trace != nil {
 		r.opts.Trace(e.String())
 	}
+	if !resolved {
+		r.tracef("  no worker to strike")
+		return
+	}
 	if !e.Heal {
 		r.faults[e.Kind]++
+		if e.Assignor {
+			r.assignorFaults[e.Kind]++
+		}
 	}
 	m := r.members[e.Worker]
 	switch e.Kind {
@@ -255,6 +271,7 @@ func (r *run) apply(e Event) {
 	case e.Kind == Crash:
 		// Every call fails, handlers freeze forever, nothing is released.
 		m.dead.Store(true) // before the crash is logged: see handler
+		m.kill()
 		r.runs.crash(m.n, r.c.elapsed())
 		m.gate.Close()
 		m.fault.Set(faults.Fail)
@@ -262,16 +279,23 @@ func (r *run) apply(e Event) {
 	case e.Kind == Leave:
 		m.left = true
 		m.cancel()
+	case e.Kind == Pause && e.Assignor && !e.Heal:
+		r.armPause(m, e)
 	case e.Kind == Pause && !e.Heal:
-		m.hold(string(e.Kind), hold{mode: faults.Hang, freeze: true})
+		m.hold(holdKey(e), hold{mode: faults.Hang, freeze: true})
 	case e.Kind == PartitionFail && !e.Heal:
-		m.hold(string(e.Kind), hold{mode: faults.Fail})
+		m.hold(holdKey(e), hold{mode: faults.Fail})
 	case e.Kind == PartitionHang && !e.Heal:
-		m.hold(string(e.Kind), hold{mode: faults.Hang})
+		m.hold(holdKey(e), hold{mode: faults.Hang})
 	case e.Kind == Destroy && !e.Heal:
 		r.destroy(m, e)
 	case e.Kind == Pause || e.Kind == PartitionFail || e.Kind == PartitionHang || e.Kind == Destroy:
-		m.unhold(string(e.Kind))
+		if e.Assignor {
+			m.view.disarm() // armed on this process, and never struck
+		}
+		m.unhold(holdKey(e))
+	case e.Kind == StaleAssignment:
+		m.view.setStale(e.Size, e.Replay) // 0 on heal
 	case e.Kind == SlowHandlers:
 		m.slowMax.Store(int64(e.Size)) // 0 on heal
 	case e.Kind == SlowRenewals:

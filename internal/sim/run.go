@@ -48,6 +48,17 @@ type Result struct {
 	// Settle is how long after the last fault the fleet took to own every
 	// shard again with max−min ≤ 1; Bound is what the lease policy allows.
 	Settle, Bound time.Duration
+	// AssignorFaults counts the faults played that struck whoever held
+	// P/assignor, by kind.
+	AssignorFaults map[Kind]int
+	// Elections counts the assignor epochs won, Contested those another
+	// candidate campaigned within 250 ms of. AssignsAccepted and
+	// AssignsRefused count the assignors' Assign calls the coordinator
+	// accepted and refused as not the assignor; HeldSent the writes
+	// assignors sent on waking from a pause that froze them with the write
+	// in hand, HeldRefused those refused.
+	Elections, Contested                                   int
+	AssignsAccepted, AssignsRefused, HeldSent, HeldRefused int64
 	// Violations lists every broken invariant; empty when the run passed.
 	Violations []string
 }
@@ -68,7 +79,7 @@ type Result struct {
 func Bound(su Setup) time.Duration {
 	p := su.Policy
 	ld := p.EffectiveLockDelay()
-	stuck := max(rebalance.DefaultStuckAfter, 2*ld+p.RenewEvery)
+	stuck := stuckAfter(su)
 	perWave := su.MaxMovesInFlight
 	if perWave <= 0 {
 		perWave = rebalance.DefaultMaxMovesInFlight(su.Shards, su.MaxWorkers)
@@ -95,11 +106,17 @@ type run struct {
 	runs     *runLog
 	jumps    *jumps
 	c        *checker
+	elect    *elections
 
 	members   map[string]*member // by ID: the latest process under that ID
 	all       []*member          // every process ever started
 	instances int
 	faults    map[Kind]int
+	// assignorFaults counts the assignor faults played; struck, by kind,
+	// the worker the latest one struck, which its heal (or, for a crash,
+	// the restart) goes to.
+	assignorFaults map[Kind]int
+	struck         map[Kind]string
 }
 
 // checkEvery is how often the driver checks the invariants between events.
@@ -125,6 +142,10 @@ func Run(seed uint64, opts Options) Result {
 		jumps:   &jumps{window: su.Policy.TTL},
 		members: map[string]*member{},
 		faults:  map[Kind]int{},
+		elect:   newElections(c, su.Policy.TTL),
+
+		assignorFaults: map[Kind]int{},
+		struck:         map[Kind]string{},
 	}
 	r.coord = memory.New(memory.WithClock(r.clock))
 	r.store = newAuditor(offmem.New(), c)
@@ -163,6 +184,9 @@ func Run(seed uint64, opts Options) Result {
 	res.Commits, res.StaleRejected, res.Fences = r.store.commits.Load(), r.store.stale.Load(), r.store.fences.Load()
 	res.Starts, res.LostEnds, res.Overlaps = r.handlers.starts.Load(), r.handlers.lostEnds.Load(), r.handlers.overlaps.Load()
 	res.RunOverlaps = r.runs.overlapsExcused()
+	res.AssignorFaults = r.assignorFaults
+	res.Elections, res.Contested = r.elect.contested()
+	res.AssignsAccepted, res.AssignsRefused, res.HeldSent, res.HeldRefused = r.elect.counts()
 	res.Violations = c.list()
 	return res
 }
@@ -240,6 +264,7 @@ func (r *run) running() []*member {
 // workers' frozen handlers return, and waits for all of it.
 func (r *run) shutdown() {
 	for _, m := range r.all {
+		m.view.disarm()
 		if !m.dead.Load() {
 			m.fault.Set(faults.Healthy)
 			m.slow.set(0, false)

@@ -101,12 +101,7 @@ type genWorker struct {
 // workers run, so it never depends on how a run unfolds.
 func NewSchedule(seed uint64) Schedule {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed5eed5eed5eed))
-	between := func(lo, hi time.Duration) time.Duration {
-		if hi <= lo {
-			return lo
-		}
-		return lo + time.Duration(rng.Int64N(int64(hi-lo)))
-	}
+	between := betweenIn(rng)
 	// Round to the millisecond, so schedules read well.
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
@@ -276,6 +271,7 @@ func NewSchedule(seed uint64) Schedule {
 		add(Event{At: s.FaultsEnd, Kind: Join, Worker: w.id})
 	}
 	s.addDestroys(steps, t)
+	s.addAssignorFaults(steps, t)
 	slices.SortStableFunc(s.Events, func(a, b Event) int {
 		switch {
 		case a.At < b.At:
@@ -313,7 +309,7 @@ func (s Schedule) membership(events []Event, t time.Duration) ([]string, map[str
 		running[id] = true
 	}
 	for _, e := range events {
-		if e.At >= t {
+		if e.At >= t || e.Assignor {
 			continue
 		}
 		switch e.Kind {

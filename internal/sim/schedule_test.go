@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestScheduleIsAFunctionOfTheSeed: replaying a seed replays its faults, so
@@ -33,7 +34,7 @@ func TestScheduleIsPlayable(t *testing.T) {
 		s := NewSchedule(seed)
 		var modes []Event
 		for _, e := range s.Events {
-			if !e.Heal && (e.Kind == Pause || e.Kind == PartitionFail || e.Kind == PartitionHang || e.Kind == Destroy && e.For > 0) {
+			if !e.Heal && !e.Assignor && (e.Kind == Pause || e.Kind == PartitionFail || e.Kind == PartitionHang || e.Kind == Destroy && e.For > 0) {
 				modes = append(modes, e)
 			}
 		}
@@ -77,6 +78,10 @@ func TestScheduleIsPlayable(t *testing.T) {
 				kinds[e.Kind]++
 			}
 			switch {
+			case e.Assignor:
+				if e.Worker != "" {
+					t.Fatalf("seed %d: %v names its worker before it strikes", seed, e)
+				}
 			case e.Kind == ClockJump:
 			case e.Kind == Join:
 				if started[e.Worker] {
@@ -115,5 +120,71 @@ func TestScheduleIsPlayable(t *testing.T) {
 	}
 	if d := kinds[Destroy]; cuts < d/3 || cuts > 2*d/3 {
 		t.Errorf("%d of %d destroys cut their worker off; want about half", cuts, d)
+	}
+}
+
+// TestScheduleAimsAtTheAssignor: issue 13 wants the assignor's own faults in
+// most seeds — its crash (with a restart and, often, a joining candidate),
+// its pause with a write in hand, its session destroyed, and workers served
+// a stale assignment — and the stream that adds them never overlaps its
+// own faults, never lets an assignor pause freeze for less than TTL + 0.5 s,
+// and never runs a stale view past StuckAfter.
+func TestScheduleAimsAtTheAssignor(t *testing.T) {
+	const seeds = 2000
+	kinds := map[Kind]int{}
+	with, joins := 0, 0
+	for seed := uint64(1); seed <= seeds; seed++ {
+		s := NewSchedule(seed)
+		p := s.Setup.Policy
+		aimed := false
+		var crashes, restarts int
+		var end time.Duration // the stream's latest fault is over
+		for _, e := range s.Events {
+			switch {
+			case e.Heal || !e.Assignor && e.Kind != StaleAssignment:
+				continue
+			case e.Kind == Restart:
+				restarts++
+				continue
+			}
+			aimed = true
+			kinds[e.Kind]++
+			if e.At < end {
+				t.Fatalf("seed %d: %v overlaps the stream's fault before it:\n%v", seed, e, s)
+			}
+			end = e.At + e.For
+			switch e.Kind {
+			case Crash:
+				crashes++
+				if slices.ContainsFunc(s.Events, func(j Event) bool {
+					return j.Kind == Join && j.At >= e.At+p.TTL && j.At <= e.At+p.TTL+p.EffectiveLockDelay()*5/4+time.Second
+				}) {
+					joins++
+				}
+			case Pause:
+				if e.For-e.Size < p.TTL+500*time.Millisecond {
+					t.Fatalf("seed %d: %v may freeze for less than TTL + 0.5 s", seed, e)
+				}
+			case StaleAssignment:
+				if e.For > stuckAfter(s.Setup) || e.Worker == "" {
+					t.Fatalf("seed %d: %v outlasts StuckAfter %v or names nobody", seed, e, stuckAfter(s.Setup))
+				}
+			}
+		}
+		if crashes != restarts {
+			t.Fatalf("seed %d: %d assignor crashes, %d restarts of them:\n%v", seed, crashes, restarts, s)
+		}
+		if aimed {
+			with++
+		}
+	}
+	t.Logf("%d of %d seeds aim at the assignor: %v; %d assignor crashes with a candidate joining", with, seeds, kinds, joins)
+	for _, k := range []Kind{Crash, Pause, Destroy, StaleAssignment} {
+		if kinds[k] < seeds/10 {
+			t.Errorf("%d seeds inject %s of the assignor's kind only %d times", seeds, k, kinds[k])
+		}
+	}
+	if with < seeds*3/4 || joins < kinds[Crash]/4 {
+		t.Errorf("%d of %d seeds aim at the assignor, %d of %d crashes have a joining candidate", with, seeds, joins, kinds[Crash])
 	}
 }

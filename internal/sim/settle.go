@@ -14,8 +14,8 @@ import (
 
 // settle waits, from the end of the last fault, until every shard is owned
 // by a running worker, every running worker is a live member that agrees
-// with the coordinator about what it owns, and counts differ by at most
-// one; and then checks that the fleet stays that way for a few rounds. It
+// with the coordinator about what it owns, counts differ by at most one,
+// and exactly one of them is the assignor; and then checks that the fleet stays that way for a few rounds. It
 // returns how long settling took; taking longer than bound is a violation.
 func (r *run) settle(from, bound time.Duration) time.Duration {
 	var why string
@@ -32,14 +32,18 @@ func (r *run) settle(from, bound time.Duration) time.Duration {
 		}
 	}
 	took := r.c.elapsed() - from
-	owners := r.snapshot().Owners()
+	before := r.snapshot()
+	owners := before.Owners()
 	if !r.advanceTo(r.c.elapsed() + stableFor) {
 		return took
 	}
 	if why := r.unsettled(); why != "" {
 		r.c.violate("the fleet settled %v after the last fault, then came apart: %s\n%s", took, why, r.diagnose())
-	} else if now := r.snapshot().Owners(); fmt.Sprint(now) != fmt.Sprint(owners) {
-		r.c.violate("the fleet settled %v after the last fault, then kept moving shards: %v, then %v", took, owners, now)
+	} else if snap := r.snapshot(); fmt.Sprint(snap.Owners()) != fmt.Sprint(owners) {
+		r.c.violate("the fleet settled %v after the last fault, then kept moving shards: %v, then %v", took, owners, snap.Owners())
+	} else if snap.Assignor.Epoch != before.Assignor.Epoch {
+		r.c.violate("the fleet settled %v after the last fault, then elected another assignor: epoch %d (%s), then %d (%s)",
+			took, before.Assignor.Epoch, before.Assignor.Worker, snap.Assignor.Epoch, snap.Assignor.Worker)
 	}
 	return took
 }
@@ -80,6 +84,9 @@ func (r *run) unsettled() string {
 			return fmt.Sprintf("shard %s is owned by %s, which is not running", id, w)
 		}
 		counts[w]++
+	}
+	if why := r.assignorUnsettled(snap); why != "" {
+		return why
 	}
 	lo, hi := -1, 0
 	for _, n := range counts {
@@ -148,4 +155,26 @@ func (r *run) diagnose() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// assignorUnsettled says why the fleet has not exactly one assignor, or ""
+// if it has: P/assignor held by a running worker's current session, and
+// that worker, and no other, leading at the lock's epoch.
+func (r *run) assignorUnsettled(snap shard.Snapshot) string {
+	k := snap.Assignor
+	if k.Session == "" {
+		return "nobody holds P/assignor"
+	}
+	if m := r.members[k.Worker]; m == nil || m.dead.Load() || m.left || m.session() != k.Session {
+		return fmt.Sprintf("P/assignor is held by %s's session %s, not a running worker's current session", k.Worker, k.Session)
+	}
+	for _, m := range r.running() {
+		switch epoch := m.w.Status().AssignorEpoch; {
+		case m.id == k.Worker && epoch != k.Epoch:
+			return fmt.Sprintf("%s holds P/assignor at epoch %d but leads at epoch %d", m.id, k.Epoch, epoch)
+		case m.id != k.Worker && epoch != 0:
+			return fmt.Sprintf("%s leads at epoch %d while %s holds P/assignor at epoch %d", m.id, epoch, k.Worker, k.Epoch)
+		}
+	}
+	return ""
 }

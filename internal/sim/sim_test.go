@@ -118,6 +118,9 @@ func summarize(results []Result, took time.Duration) string {
 		simulated                                                 time.Duration
 		commits, stale, fences, starts, lost, overlaps, violating int64
 		runOverlaps                                               int64
+		elections, contested                                      int
+		accepted, refused, heldSent, heldRefused                  int64
+		assignorFaults                                            = map[Kind]int{}
 		maxSettle, maxBound                                       time.Duration
 		settleSum                                                 time.Duration
 		worstRatio                                                float64
@@ -133,6 +136,15 @@ func summarize(results []Result, took time.Duration) string {
 		lost += r.LostEnds
 		overlaps += r.Overlaps
 		runOverlaps += r.RunOverlaps
+		elections += r.Elections
+		contested += r.Contested
+		accepted += r.AssignsAccepted
+		refused += r.AssignsRefused
+		heldSent += r.HeldSent
+		heldRefused += r.HeldRefused
+		for k, n := range r.AssignorFaults {
+			assignorFaults[k] += n
+		}
 		if len(r.Violations) > 0 {
 			violating++
 		}
@@ -157,6 +169,8 @@ func summarize(results []Result, took time.Duration) string {
 	for _, k := range Kinds {
 		fmt.Fprintf(&b, " %s %d,", k, faults[k])
 	}
+	fmt.Fprintf(&b, "\nof them aimed at the assignor: crash %d, pause %d, destroy %d; assignor epochs %d, contested %d; Assign calls accepted %d, refused as not the assignor %d; sent on waking from a pause %d, refused %d",
+		assignorFaults[Crash], assignorFaults[Pause], assignorFaults[Destroy], elections, contested, accepted, refused, heldSent, heldRefused)
 	fmt.Fprintf(&b, "\ncommits accepted %d, stale commits rejected %d (accepted: 0 unless a violation says so), fences %d, handler starts %d, handlers ended by ErrLost %d, overlaps after clock jumps caught by the fence %d (owners started %d, handler runs or late commits %d)",
 		commits, stale, fences, starts, lost, overlaps+runOverlaps, overlaps, runOverlaps)
 	if n := len(results); n > 0 {

@@ -1,0 +1,189 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/faults"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// assignorVictim resolves an assignor fault when it fires: the worker whose
+// current session holds P/assignor. When nobody holds it (an election under
+// way) or its holder is a process already gone, the fault still strikes:
+// a running worker picked from the seed and the moment, so that a replay
+// strikes the same one as long as the same workers run.
+func (r *run) assignorVictim(e Event) *member {
+	k, err := r.coord.WatchAssignor(context.Background(), 0)
+	if err == nil && k.Held() {
+		if m := r.members[k.Worker]; m != nil && !m.dead.Load() && !m.left && m.session() == k.Session {
+			return m
+		}
+	}
+	running := r.running()
+	if len(running) == 0 {
+		return nil
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%d", r.sched.Seed, e.At)
+	return running[h.Sum64()%uint64(len(running))]
+}
+
+// resolve fills in the worker an assignor event strikes, and reports false
+// when there is none. A fault that lasts is healed on the worker it struck,
+// and a Restart restarts the worker the last assignor crash struck.
+func (r *run) resolve(e *Event) bool {
+	switch {
+	case !e.Assignor:
+		return true
+	case e.Heal:
+		e.Worker = r.struck[e.Kind]
+	case e.Kind == Restart:
+		// Unless the schedule crashed or stopped that worker itself since:
+		// then its own events decide whether it comes back, and a restart
+		// here would meet the schedule's restart of a running worker.
+		id := r.struck[Crash]
+		if _, running := r.sched.membership(r.sched.Events, e.At); running[id] {
+			e.Worker = id
+		}
+	default:
+		if m := r.assignorVictim(*e); m != nil {
+			e.Worker = m.id
+		}
+		r.struck[e.Kind] = e.Worker
+	}
+	return e.Worker != ""
+}
+
+// holdKey names the fault e puts in force, so that its heal ends it and
+// nothing else (see member.hold).
+func holdKey(e Event) string {
+	if e.Assignor {
+		return string(e.Kind) + "/assignor"
+	}
+	return string(e.Kind)
+}
+
+// armPause arms the assignor pause e on m: its next Assign freezes it with
+// the write in hand (assignView.Assign); if it writes nothing for e.Size,
+// it freezes then, empty-handed.
+func (r *run) armPause(m *member, e Event) {
+	m.view.armed.Store(true)
+	m.view.strikeAt = time.AfterFunc(e.Size, func() {
+		if m.view.armed.CompareAndSwap(true, false) && !m.dead.Load() {
+			r.tracef("  %s wrote no assignment in %v: frozen without a write in hand", m.id, e.Size)
+			m.hold(holdKey(e), hold{mode: faults.Hang, freeze: true})
+		}
+	})
+}
+
+// disarm ends an assignor pause that never struck, at its heal or at the
+// end of the run.
+func (v *assignView) disarm() {
+	v.armed.Store(false)
+	if v.strikeAt != nil {
+		v.strikeAt.Stop()
+	}
+}
+
+// assignView wraps one worker's coordinator for the faults of the assignor
+// role: a pause armed to strike on the worker's next Assign, and a stale
+// view of its own assignment key.
+type assignView struct {
+	shard.Coordinator
+	r *run
+	m *member
+
+	armed    atomic.Bool
+	strikeAt *time.Timer // set and stopped by the driver only
+
+	mu         sync.Mutex
+	lag        time.Duration // answers come this late; 0: fresh
+	replay     bool
+	last, prev *shard.AssignmentKey // the two latest distinct answers delivered
+	replayed   bool                 // prev was served again since last came
+}
+
+// Assign, on an armed pause, freezes the process with the write in hand
+// — the moment a stop-the-world pause turns an assignor's write into a late
+// one — and sends it when the process wakes, with a context that ignores
+// the caller's end, as a request already on the wire would be sent. By
+// then its session may have ended and another worker may hold P/assignor:
+// the coordinator must refuse it (elections.held checks).
+func (v *assignView) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
+	if !v.armed.CompareAndSwap(true, false) {
+		return v.Coordinator.Assign(ctx, id, epoch, set)
+	}
+	m, r := v.m, v.r
+	froze := time.Now()
+	r.tracef("  %s frozen with an Assign of %d keys in hand (session %s, epoch %d)", m.id, len(set), id, epoch)
+	m.hold(holdKey(Event{Kind: Pause, Assignor: true}), hold{mode: faults.Hang, freeze: true})
+	if !m.gate.Wait(m.killed) {
+		return fmt.Errorf("%w: %s crashed while frozen", shard.ErrUnavailable, m.id)
+	}
+	frozen := time.Since(froze)
+	err := v.Coordinator.Assign(context.WithoutCancel(ctx), id, epoch, set)
+	outcome := "ACCEPTED"
+	switch {
+	case errors.Is(err, shard.ErrUnavailable):
+		outcome = "not sent, another fault cuts it off: " + err.Error()
+	case err != nil:
+		outcome = "refused: " + err.Error()
+	}
+	r.tracef("  %s woke %v after it froze; its Assign at epoch %d: %s", m.id, frozen.Round(time.Millisecond), epoch, outcome)
+	r.elect.held(m.id, id, epoch, frozen, err)
+	return err
+}
+
+// setStale serves the assignment key lag late (0: fresh), replaying an
+// older answer after each new one when replay is set.
+func (v *assignView) setStale(lag time.Duration, replay bool) {
+	v.mu.Lock()
+	v.lag, v.replay = lag, replay
+	v.mu.Unlock()
+}
+
+// WatchAssignment serves the worker its own key as a lagging reader sees
+// it: each answer lag after the coordinator gave it and, with replay, the
+// answer before the latest one once more right after the latest (its
+// index goes back, and the worker acts on it until the next answer comes,
+// lag later). The worker must act safely on all of it: the locks decide.
+func (v *assignView) WatchAssignment(ctx context.Context, worker string, after uint64) (shard.AssignmentKey, error) {
+	v.mu.Lock()
+	lag, replay := v.lag, v.replay
+	if replay && !v.replayed && v.prev != nil && v.last != nil && v.last.Index == after && v.prev.Index < after {
+		v.replayed = true
+		old := *v.prev
+		v.mu.Unlock()
+		return old, nil
+	}
+	v.mu.Unlock()
+	k, err := v.Coordinator.WatchAssignment(ctx, worker, after)
+	if err != nil || lag == 0 {
+		v.delivered(k, err)
+		return k, err
+	}
+	if err := sleep(ctx, lag); err != nil {
+		return shard.AssignmentKey{}, err
+	}
+	v.delivered(k, nil)
+	return k, nil
+}
+
+func (v *assignView) delivered(k shard.AssignmentKey, err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err != nil || v.last != nil && v.last.Index == k.Index {
+		return
+	}
+	v.prev, v.last, v.replayed = v.last, &k, false
+}
+
+// isRefused reports whether err is the coordinator refusing an assignor's
+// write.
+func isRefused(err error) bool { return errors.Is(err, shard.ErrNotAssignor) }

@@ -1,0 +1,172 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// contestWindow is how close to a won election another candidate's
+// refused campaign must fall for the election to count as contested.
+const contestWindow = 250 * time.Millisecond
+
+// elections checks the assignor's election and writes as the coordinator
+// answered them, from the innermost wrapper of every worker (elected):
+//
+//   - an epoch Campaign returns is won by one session only, and a new
+//     epoch is above every epoch returned before;
+//   - an Assign the coordinator accepted came from the session that won
+//     its epoch, with no newer epoch won before the call began, and not
+//     from a session destroyed before it began;
+//   - an Assign sent by an assignor that woke from a pause longer than the
+//     TTL is not accepted (the coordinator says shard.ErrNotAssignor):
+//     its session ended while it was frozen.
+//
+// It also counts what the report shows: epochs, contested elections, and
+// the writes accepted and refused.
+type elections struct {
+	c   *checker
+	ttl time.Duration
+
+	mu        sync.Mutex
+	winner    map[shard.Token]shard.SessionID
+	top       shard.Token
+	wins      []campaign // the first return of each epoch
+	losses    []campaign // campaigns that returned not held
+	destroyed map[shard.SessionID]bool
+	accepted  map[shard.Token]int // Assign calls accepted, by epoch
+
+	refused, heldSent, heldRefused int64
+}
+
+type campaign struct {
+	at      time.Duration
+	session shard.SessionID
+}
+
+func newElections(c *checker, ttl time.Duration) *elections {
+	return &elections{c: c, ttl: ttl, winner: map[shard.Token]shard.SessionID{},
+		destroyed: map[shard.SessionID]bool{}, accepted: map[shard.Token]int{}}
+}
+
+func (el *elections) campaigned(id shard.SessionID, epoch shard.Token, held bool) {
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	at := el.c.elapsed()
+	if !held {
+		el.losses = append(el.losses, campaign{at, id})
+		return
+	}
+	switch prev, seen := el.winner[epoch]; {
+	case seen && prev != id:
+		el.c.violate("assignor epoch %d returned to session %s, and before to %s", epoch, id, prev)
+	case seen:
+		return // the holder campaigned again and learnt its epoch
+	case epoch <= el.top:
+		el.c.violate("session %s won assignor epoch %d, not above epoch %d won before", id, epoch, el.top)
+	}
+	el.winner[epoch] = id
+	el.top = max(el.top, epoch)
+	el.wins = append(el.wins, campaign{at, id})
+}
+
+// before notes, as an Assign begins, what it must be judged against.
+func (el *elections) before(id shard.SessionID) (top shard.Token, destroyed bool) {
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	return el.top, el.destroyed[id]
+}
+
+func (el *elections) assigned(worker string, id shard.SessionID, epoch, top shard.Token, destroyed bool, keys int, err error) {
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	if isRefused(err) {
+		el.refused++
+	}
+	if err != nil || keys == 0 {
+		return
+	}
+	el.accepted[epoch]++
+	switch {
+	case el.winner[epoch] != id:
+		el.c.violate("the coordinator accepted %s's Assign at epoch %d from session %s; that epoch was won by %q", worker, epoch, id, el.winner[epoch])
+	case epoch < top:
+		el.c.violate("the coordinator accepted %s's Assign at epoch %d from session %s after epoch %d was won", worker, epoch, id, top)
+	case destroyed:
+		el.c.violate("the coordinator accepted %s's Assign at epoch %d from session %s, destroyed before it was sent", worker, epoch, id)
+	}
+}
+
+func (el *elections) destroy(id shard.SessionID) {
+	el.mu.Lock()
+	el.destroyed[id] = true
+	el.mu.Unlock()
+}
+
+// held judges the write an assignor sent on waking from a pause.
+func (el *elections) held(worker string, id shard.SessionID, epoch shard.Token, frozen time.Duration, err error) {
+	if errors.Is(err, shard.ErrUnavailable) {
+		return // another fault cut it off: the write never left
+	}
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	el.heldSent++
+	if isRefused(err) {
+		el.heldRefused++
+	}
+	if frozen > el.ttl && err == nil {
+		el.c.violate("%s woke %v after freezing (TTL %v) and the coordinator accepted its Assign at epoch %d from session %s",
+			worker, frozen, el.ttl, epoch, id)
+	}
+}
+
+// contested counts the elections another session's refused campaign fell
+// within contestWindow of: two candidates campaigned at once.
+func (el *elections) contested() (wins, contested int) {
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	for _, w := range el.wins {
+		for _, l := range el.losses {
+			if l.session != w.session && l.at >= w.at-contestWindow && l.at <= w.at+contestWindow {
+				contested++
+				break
+			}
+		}
+	}
+	return len(el.wins), contested
+}
+
+// elected is the innermost wrapper of a worker's coordinator: it tells
+// elections what the coordinator itself answered.
+type elected struct {
+	shard.Coordinator
+	el     *elections
+	worker string
+}
+
+func (e *elected) Campaign(ctx context.Context, id shard.SessionID, worker string) (shard.Token, bool, error) {
+	epoch, held, err := e.Coordinator.Campaign(ctx, id, worker)
+	if err == nil {
+		e.el.campaigned(id, epoch, held)
+	}
+	return epoch, held, err
+}
+
+func (e *elected) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
+	top, destroyed := e.el.before(id)
+	err := e.Coordinator.Assign(ctx, id, epoch, set)
+	e.el.assigned(e.worker, id, epoch, top, destroyed, len(set), err)
+	return err
+}
+
+func (el *elections) counts() (accepted, refused, heldSent, heldRefused int64) {
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	for _, n := range el.accepted {
+		accepted += int64(n)
+	}
+	return accepted, el.refused, el.heldSent, el.heldRefused
+}
