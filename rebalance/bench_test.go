@@ -59,6 +59,9 @@ func BenchmarkStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	steady := asRead(b, f.snapshot())
+	if d, err := Step(steady, Policy{}); err != nil || !quiet(d) {
+		b.Fatalf("steady is not at rest: Step decides %d keys, %d moves, wake %v (err %v)", len(d.Assign), len(d.Moves), d.Wake, err)
+	}
 	join, leave := steady, steady // the same reading but for the members
 	join.Members = append(slices.Clone(steady.Members), Member{ID: "joiner", Weight: 1, Session: "joiner#1"})
 	leave.Members = steady.Members[1:]
