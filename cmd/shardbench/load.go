@@ -110,10 +110,16 @@ func slLoad(ctx context.Context, env *benchEnv, workers, n int, window time.Dura
 		env.logf("shardbench: coordinator-load shardlease %d × %d trial %d: %.3f requests per worker per second (%s); %s",
 			workers, n, trial+1, rate, endpoints(byEP), asg.last())
 	}
-	if !f.converged(ctx) {
+	steady := f.converged(ctx)
+	if !steady {
 		env.logf("shardbench: coordinator-load shardlease %d shards: warning: not converged at the end", n)
 	}
 	row := loadRow(systemShardlease, n, workers, samples, last)
+	if !steady {
+		// A fleet that lost workers or shards meanwhile was not in the
+		// steady state this row is about: say so beside the figure.
+		row = row.withNote("not converged at the end of the windows: the rate includes workers rejoining")
+	}
 	row = row.withGoal(fmt.Sprintf("p99 <= %.2f (1 per second, %.0f %% for a renewal at a window's edge), the same at every size",
 		loadGoal+loadTolerance, 100*loadTolerance), row.P99 <= loadGoal+loadTolerance)
 	return []result{row, asg.row(workers, n, env.trials)}, nil
