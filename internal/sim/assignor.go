@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,11 +45,14 @@ func (r *run) resolve(e *Event) bool {
 	case e.Heal:
 		e.Worker = r.struck[e.Kind]
 	case e.Kind == Restart:
-		// Unless the schedule crashed or stopped that worker itself since:
-		// then its own events decide whether it comes back, and a restart
-		// here would meet the schedule's restart of a running worker.
+		// Unless the schedule crashed, stopped or restarted that worker
+		// itself since: then its own events decide whether it runs, and a
+		// restart here could meet the schedule's restart of a running one.
 		id := r.struck[Crash]
-		if _, running := r.sched.membership(r.sched.Events, e.At); running[id] {
+		if !slices.ContainsFunc(r.sched.Events, func(x Event) bool {
+			return x.Worker == id && !x.Assignor && r.crashedAt <= x.At && x.At <= e.At &&
+				(x.Kind == Crash || x.Kind == Leave || x.Kind == Restart)
+		}) {
 			e.Worker = id
 		}
 	default:
@@ -56,6 +60,9 @@ func (r *run) resolve(e *Event) bool {
 			e.Worker = m.id
 		}
 		r.struck[e.Kind] = e.Worker
+		if e.Kind == Crash {
+			r.crashedAt = e.At
+		}
 	}
 	return e.Worker != ""
 }
@@ -160,6 +167,7 @@ func (v *assignView) WatchAssignment(ctx context.Context, worker string, after u
 		v.replayed = true
 		old := *v.prev
 		v.mu.Unlock()
+		v.r.staleServed.Add(1)
 		return old, nil
 	}
 	v.mu.Unlock()
@@ -172,6 +180,9 @@ func (v *assignView) WatchAssignment(ctx context.Context, worker string, after u
 		return shard.AssignmentKey{}, err
 	}
 	v.delivered(k, nil)
+	if now, err := v.r.coord.WatchAssignment(ctx, worker, 0); err == nil && now.Index != k.Index {
+		v.r.staleServed.Add(1) // the assignor rewrote the key while the answer was held
+	}
 	return k, nil
 }
 

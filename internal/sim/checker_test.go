@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
@@ -56,6 +57,57 @@ func TestAuditorCatchesAStoreWithoutAFence(t *testing.T) {
 	for _, want := range []string{"lost commit", "stale commit accepted", "offset went backwards", "stale write accepted"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q among the violations:\n%s", want, got)
+		}
+	}
+}
+
+// yesman is a coordinator that grants whatever epoch it is told to and
+// accepts every Assign: no check on P/assignor at all.
+type yesman struct {
+	shard.Coordinator
+	next shard.Token
+}
+
+func (y *yesman) Campaign(context.Context, shard.SessionID, string) (shard.Token, bool, error) {
+	return y.next, true, nil
+}
+
+func (y *yesman) Assign(context.Context, shard.SessionID, shard.Token, map[string]*shard.Assignment) error {
+	return nil
+}
+
+// TestElectionsCatchACoordinatorWithoutTheAssignorCheck: each write the
+// coordinator must refuse, and each epoch it must not hand out, is reported.
+func TestElectionsCatchACoordinatorWithoutTheAssignorCheck(t *testing.T) {
+	c := &checker{}
+	el := newElections(c, time.Second)
+	y := &yesman{}
+	e := &elected{Coordinator: y, el: el, worker: "w1"}
+	ctx := context.Background()
+	set := map[string]*shard.Assignment{"w1": {}}
+	campaign := func(id shard.SessionID, epoch shard.Token) {
+		y.next = epoch
+		_, _, _ = e.Campaign(ctx, id, "w")
+	}
+	campaign("s1", 5)
+	_ = e.Assign(ctx, "s1", 5, set) // fine: s1 holds epoch 5
+	campaign("s2", 9)
+	_ = e.Assign(ctx, "s1", 5, set) // deposed
+	_ = e.Assign(ctx, "s3", 9, set) // never won
+	el.destroy("s2")
+	_ = e.Assign(ctx, "s2", 9, set) // destroyed
+	el.held("w2", "s2", 9, 2*time.Second, nil)
+	campaign("s4", 9) // an epoch handed out twice
+	campaign("s5", 7) // a new epoch below one won before
+	want := []string{"after epoch 9 was won", `won by "s2"`, "destroyed before it was sent", "accepted its Assign at epoch 9",
+		"returned to session s4", "not above epoch 9"}
+	got := c.list()
+	if len(got) != len(want) {
+		t.Fatalf("got %d violations, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i, w := range want {
+		if !strings.Contains(got[i], w) {
+			t.Errorf("violation %d: %q, want it to say %q", i, got[i], w)
 		}
 	}
 }

@@ -125,13 +125,14 @@ func (el *elections) held(worker string, id shard.SessionID, epoch shard.Token, 
 
 // contested counts the elections another session's refused campaign fell
 // within contestWindow of: two candidates campaigned at once.
-func (el *elections) contested() (wins, contested int) {
+// It returns how many epochs were won, and when each contested one was.
+func (el *elections) contested() (wins int, contested []time.Duration) {
 	el.mu.Lock()
 	defer el.mu.Unlock()
 	for _, w := range el.wins {
 		for _, l := range el.losses {
 			if l.session != w.session && l.at >= w.at-contestWindow && l.at <= w.at+contestWindow {
-				contested++
+				contested = append(contested, w.at)
 				break
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -51,14 +52,19 @@ type Result struct {
 	// AssignorFaults counts the faults played that struck whoever held
 	// P/assignor, by kind.
 	AssignorFaults map[Kind]int
-	// Elections counts the assignor epochs won, Contested those another
-	// candidate campaigned within 250 ms of. AssignsAccepted and
+	// Elections counts the assignor epochs won; Contested lists when each
+	// was won that another candidate campaigned within 250 ms of. AssignsAccepted and
 	// AssignsRefused count the assignors' Assign calls the coordinator
 	// accepted and refused as not the assignor; HeldSent the writes
 	// assignors sent on waking from a pause that froze them with the write
 	// in hand, HeldRefused those refused.
-	Elections, Contested                                   int
+	Elections                                              int
+	Contested                                              []time.Duration
 	AssignsAccepted, AssignsRefused, HeldSent, HeldRefused int64
+	// StaleServed counts the answers stale-assignment faults served that
+	// were no longer the key's current value: a replayed older one, or one
+	// the assignor rewrote while it was held.
+	StaleServed int64
 	// Violations lists every broken invariant; empty when the run passed.
 	Violations []string
 }
@@ -117,6 +123,8 @@ type run struct {
 	// the restart) goes to.
 	assignorFaults map[Kind]int
 	struck         map[Kind]string
+	crashedAt      time.Duration // when the latest assignor crash struck
+	staleServed    atomic.Int64  // assignment answers served no longer current
 }
 
 // checkEvery is how often the driver checks the invariants between events.
@@ -186,6 +194,7 @@ func Run(seed uint64, opts Options) Result {
 	res.RunOverlaps = r.runs.overlapsExcused()
 	res.AssignorFaults = r.assignorFaults
 	res.Elections, res.Contested = r.elect.contested()
+	res.StaleServed = r.staleServed.Load()
 	res.AssignsAccepted, res.AssignsRefused, res.HeldSent, res.HeldRefused = r.elect.counts()
 	res.Violations = c.list()
 	return res

@@ -76,6 +76,8 @@ var regressions = []struct {
 	{21, "the same ping-pong, counts two apart 37 s after the last fault"},
 	{167, "the same, five workers"},
 	{276, "the same, two workers"},
+	{444, "sim: an assignor crash's restart met the schedule's own crash and restart of its victim (restart of a running worker)"},
+	{1719, "the same, with the schedule's restart before the assignor's"},
 }
 
 func TestSimRegressions(t *testing.T) {
@@ -119,7 +121,7 @@ func summarize(results []Result, took time.Duration) string {
 		commits, stale, fences, starts, lost, overlaps, violating int64
 		runOverlaps                                               int64
 		elections, contested                                      int
-		accepted, refused, heldSent, heldRefused                  int64
+		accepted, refused, heldSent, heldRefused, staleServed     int64
 		assignorFaults                                            = map[Kind]int{}
 		maxSettle, maxBound                                       time.Duration
 		settleSum                                                 time.Duration
@@ -137,11 +139,12 @@ func summarize(results []Result, took time.Duration) string {
 		overlaps += r.Overlaps
 		runOverlaps += r.RunOverlaps
 		elections += r.Elections
-		contested += r.Contested
+		contested += len(r.Contested)
 		accepted += r.AssignsAccepted
 		refused += r.AssignsRefused
 		heldSent += r.HeldSent
 		heldRefused += r.HeldRefused
+		staleServed += r.StaleServed
 		for k, n := range r.AssignorFaults {
 			assignorFaults[k] += n
 		}
@@ -169,8 +172,8 @@ func summarize(results []Result, took time.Duration) string {
 	for _, k := range Kinds {
 		fmt.Fprintf(&b, " %s %d,", k, faults[k])
 	}
-	fmt.Fprintf(&b, "\nof them aimed at the assignor: crash %d, pause %d, destroy %d; assignor epochs %d, contested %d; Assign calls accepted %d, refused as not the assignor %d; sent on waking from a pause %d, refused %d",
-		assignorFaults[Crash], assignorFaults[Pause], assignorFaults[Destroy], elections, contested, accepted, refused, heldSent, heldRefused)
+	fmt.Fprintf(&b, "\nof them aimed at the assignor: crash %d, pause %d, destroy %d; assignor epochs %d, contested %d; Assign calls accepted %d, refused as not the assignor %d; sent on waking from a pause %d, refused %d; stale assignments served %d",
+		assignorFaults[Crash], assignorFaults[Pause], assignorFaults[Destroy], elections, contested, accepted, refused, heldSent, heldRefused, staleServed)
 	fmt.Fprintf(&b, "\ncommits accepted %d, stale commits rejected %d (accepted: 0 unless a violation says so), fences %d, handler starts %d, handlers ended by ErrLost %d, overlaps after clock jumps caught by the fence %d (owners started %d, handler runs or late commits %d)",
 		commits, stale, fences, starts, lost, overlaps+runOverlaps, overlaps, runOverlaps)
 	if n := len(results); n > 0 {
