@@ -21,8 +21,33 @@
 // reply delayed); a destroy of the worker's session by a third party, half
 // of them while the worker is cut off (calls hang) so that it cannot hear
 // of it. Destroys are drawn from a stream of their own and laid over the
-// other faults, which stay where they were before destroys existed. Run(seed)
-// plays the schedule and returns what it found.
+// other faults, which stay where they were before destroys existed.
+//
+// A third stream, laid over both the same way, aims at the assignor's role
+// (issue 13). Its faults strike whoever holds P/assignor when they fire
+// (the trace says e.g. "crash assignor (w3)"; when nobody holds it, a
+// running worker picked from the seed), so the assignor is hit by design,
+// not by chance:
+//
+//   - crash of the assignor, then a restart of the worker it struck and,
+//     half the time, a new worker joining as P/assignor leaves its
+//     lock-delay: two or more candidates campaign at once;
+//   - pause of the assignor, armed to strike on its next Assign (or a few
+//     seconds in): it freezes with the write in hand, its coordinator
+//     calls hang past its TTL, and on waking it sends the write with a
+//     context that ignores cancellation, as a request on the wire would
+//     be; the coordinator must refuse it (shard.ErrNotAssignor);
+//   - destroy of the assignor's session, half of them cutting it off;
+//   - a stale assignment (StaleAssignment): one worker's WatchAssignment
+//     answers come late and, half the time, an older answer is replayed
+//     after each new one, so the worker acts on an assignment the assignor
+//     has since changed; for no longer than StuckAfter, or the assignor
+//     would rightly judge it stuck and give it nothing until it restarts.
+//
+// Faults may now overlap on one worker (the assignor's victim is not known
+// when the schedule is made): each holds the process under its own key,
+// and its heal ends only itself. Run(seed) plays the schedule and returns
+// what it found.
 //
 // # Invariants, checked as the run goes and at every step
 //
@@ -54,12 +79,19 @@
 //     worker releases a lock while a handler of the claim still runs. The
 //     same clock-jump exception applies (Result.RunOverlaps). runLog states
 //     the definition exactly.
+//   - The coordinator never accepts an Assign outside its epoch: each
+//     epoch Campaign returns goes to one session and is above every epoch
+//     before it, and an accepted Assign came from the session that won
+//     its epoch, with no newer epoch won and its session not destroyed
+//     before the call began (elections). An assignor that woke from a
+//     pause longer than its TTL has its write refused.
 //   - Once the last fault and its after-effects are over
 //     (Schedule.FaultsEnd), every shard is owned by a running worker, the
 //     live members are exactly the running workers, each of them agrees
 //     with the coordinator about what it owns, counts differ by at most
-//     one, within Bound(setup) — and the fleet then stays put for three
-//     rounds.
+//     one, exactly one running worker leads, at the epoch its current
+//     session holds P/assignor at, within Bound(setup) — and the fleet,
+//     assignor included, then stays put for three rounds.
 //   - Every worker's Run returns nil, and only when told to stop.
 //
 // # Replay, honestly
@@ -87,6 +119,13 @@
 //     refuses that commit before the store; so Claim.Err's own reading of
 //     the clock, which a real pause needs, is not exercised here, and the
 //     fence only meets stale commits after clock jumps.
+//   - An assignor pause freezes the Assign call and the handlers, but the
+//     worker's own goroutines run on, as for any pause: its step-down
+//     timer fires on time. What is exercised is the coordinator's check
+//     of P/assignor at the epoch, which is what a real pause meets.
+//   - A stale assignment is a lagging reader of one key (a Consul stale
+//     read from a follower behind the leader, a slow proxy); the key's
+//     index may go back, as after a coordinator restore.
 //   - A destroy ends the session as an operator's would, on the
 //     coordinator. Consul also ends sessions for a failed node or a
 //     critical check; to the worker these look the same.
