@@ -41,8 +41,9 @@
 //   - a stale assignment (StaleAssignment): one worker's WatchAssignment
 //     answers come late and, half the time, an older answer is replayed
 //     after each new one, so the worker acts on an assignment the assignor
-//     has since changed; for no longer than StuckAfter, or the assignor
-//     would rightly judge it stuck and give it nothing until it restarts.
+//     has since changed; for no longer than StuckAfter and with answers
+//     at most a third of it late, or the assignor would judge it stuck and
+//     give it nothing until it restarts, which no settle bound covers.
 //
 // Faults may now overlap on one worker (the assignor's victim is not known
 // when the schedule is made): each holds the process under its own key,

@@ -128,7 +128,7 @@ func TestScheduleIsPlayable(t *testing.T) {
 // its pause with a write in hand, its session destroyed, and workers served
 // a stale assignment — and the stream that adds them never overlaps its
 // own faults, never lets an assignor pause freeze for less than TTL + 0.5 s,
-// and never runs a stale view past StuckAfter.
+// and never runs a stale view past StuckAfter or lags it past a third of it.
 func TestScheduleAimsAtTheAssignor(t *testing.T) {
 	const seeds = 2000
 	kinds := map[Kind]int{}
@@ -166,8 +166,8 @@ func TestScheduleAimsAtTheAssignor(t *testing.T) {
 					t.Fatalf("seed %d: %v may freeze for less than TTL + 0.5 s", seed, e)
 				}
 			case StaleAssignment:
-				if e.For > stuckAfter(s.Setup) || e.Worker == "" {
-					t.Fatalf("seed %d: %v outlasts StuckAfter %v or names nobody", seed, e, stuckAfter(s.Setup))
+				if e.For > stuckAfter(s.Setup) || 3*e.Size > stuckAfter(s.Setup) || e.Worker == "" {
+					t.Fatalf("seed %d: %v outlasts StuckAfter %v, lags more than a third of it, or names nobody", seed, e, stuckAfter(s.Setup))
 				}
 			}
 		}
