@@ -20,8 +20,9 @@ import (
 // is held, whatever any key says. The assignment watcher and the runners
 // send the loop events.
 type loop struct {
-	w     *Worker
-	lease *lease
+	w      *Worker
+	lease  *lease
+	member shard.Member // the registration this term wrote
 
 	assigns chan shard.AssignmentKey // latest wins (buffer 1)
 	exits   chan exit

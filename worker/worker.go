@@ -160,6 +160,7 @@ func (w *Worker) term(ctx context.Context) error {
 	w.log.Info("joined the fleet", zap.String("session", string(sid)))
 	renewing.Go(func() { w.guardMember(l, m) })
 	lp := newLoop(w, l)
+	lp.member = m
 	candidate, stopCandidate := context.WithCancel(l.ctx)
 	var campaigning sync.WaitGroup
 	campaigning.Go(func() { w.campaign(candidate, l) })
