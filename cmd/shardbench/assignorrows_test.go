@@ -19,7 +19,7 @@ func checkAssignorRows(t *testing.T, rep report) {
 		scenario, system, metric string
 		goal                     bool
 	}{
-		{"crash-failover", systemShardlease, "time until its shards are owned again$", true},
+		{"crash-failover", systemShardlease, "time until its shards have new handlers running$", true},
 		{"crash-failover", systemShardlease, "the assignor's worker crashed", true},
 		{"coordinator-load", systemShardlease, "per worker per second, 10 workers × 200 shards", true},
 		{"coordinator-load", systemShardlease, "of the assignor's worker, 10 workers × 200 shards", false},

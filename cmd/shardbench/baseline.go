@@ -54,7 +54,10 @@ type blFleet struct {
 	mu      sync.Mutex
 	workers map[string]*blWorker
 	reaping sync.WaitGroup
+	started startLog
 }
+
+func (f *blFleet) starts() *startLog { return &f.started }
 
 type blWorker struct {
 	id     string
@@ -121,13 +124,13 @@ func (f *blFleet) add(_ context.Context, id string) error {
 			return err
 		}
 		bw.wg.Add(1)
-		go bw.hold(lock)
+		go bw.hold(lock, func() { f.started.record(s) })
 	}
 	return nil
 }
 
 // hold is the naive loop: lock, keep it until lost or stopped, again.
-func (bw *blWorker) hold(lock *api.Lock) {
+func (bw *blWorker) hold(lock *api.Lock, started func()) {
 	defer bw.wg.Done()
 	for {
 		lost, err := lock.Lock(bw.stopCh)
@@ -144,6 +147,7 @@ func (bw *blWorker) hold(lock *api.Lock) {
 			return // stopped while waiting
 		}
 		bw.held.Add(1)
+		started()
 		select {
 		case <-lost:
 		case <-bw.stopCh:

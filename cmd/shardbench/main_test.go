@@ -113,7 +113,7 @@ func TestAllScenariosSmoke(t *testing.T) {
 	}
 	checkAssignorRows(t, rep)
 	for _, name := range []string{"crash-failover", "graceful-handoff", "scale-out"} {
-		if !rows[name][systemShardlease+"/time until its shards are owned again"] && !rows[name][systemShardlease+"/time until max−min <= 1"] {
+		if !rows[name][systemShardlease+"/time until its shards have new handlers running"] && !rows[name][systemShardlease+"/time until max−min <= 1"] {
 			t.Errorf("scenario %s has no shardlease time row: %v", name, rows[name])
 		}
 	}

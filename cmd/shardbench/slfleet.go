@@ -42,7 +42,10 @@ type slFleet struct {
 	mu      sync.Mutex
 	workers map[string]*slWorker
 	reaping sync.WaitGroup
+	started startLog
 }
+
+func (f *slFleet) starts() *startLog { return &f.started }
 
 type slWorker struct {
 	sev    *severable
@@ -89,9 +92,13 @@ func (f *slFleet) add(ctx context.Context, id string) error {
 	w, err := worker.New(worker.Config{
 		ID: id, Fleet: shard.Config{Shards: f.o.shards}, Coordinator: coord, Offsets: f.store,
 		Policy: f.o.policy,
-		// The handler holds its shard and does nothing else: the figures
-		// are the coordination's own.
-		Handler: worker.HandlerFunc(func(ctx context.Context, _ *worker.Claim) error { <-ctx.Done(); return nil }),
+		// The handler notes its start, holds its shard and does nothing
+		// else: the figures are the coordination's own.
+		Handler: worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
+			f.started.record(string(c.Shard))
+			<-ctx.Done()
+			return nil
+		}),
 	})
 	if err != nil {
 		sw.coord.Close()
