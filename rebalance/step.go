@@ -82,14 +82,17 @@ type Policy struct {
 	// took none of them for this long is judged stuck. It must exceed the
 	// longest a healthy worker may need before it can take a shard it was
 	// given: the lock-delay of a shard freed by a session that ended (it
-	// cannot be acquired before), plus one acquire round trip. Pass at least
-	// twice the lock-delay. ≤ 0 means DefaultStuckAfter.
+	// cannot be acquired before), or the rest of the TTL and then the
+	// lock-delay of a lock still held by a session that is no live member's
+	// (a worker that rejoined before its old session expired), plus the
+	// worker's retry interval and one acquire round trip. The worker package
+	// passes Config.EffectiveStuckAfter. ≤ 0 means DefaultStuckAfter.
 	StuckAfter time.Duration
 }
 
 // DefaultStuckAfter is Policy.StuckAfter's default: twice shard.FastPolicy's
-// lock-delay of 800 ms, rounded up. A fleet with a longer lock-delay must
-// pass a longer StuckAfter.
+// lock-delay of 800 ms, rounded up. A fleet with a longer TTL or lock-delay
+// must pass a longer StuckAfter (the worker package does).
 const DefaultStuckAfter = 2 * time.Second
 
 // DefaultMaxMovesInFlight is Policy.MaxMovesInFlight's default for a fleet

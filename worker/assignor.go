@@ -172,7 +172,7 @@ func (w *Worker) assign(term context.Context, l *lease, epoch shard.Token, snap 
 		return until, nil // a cold fleet whose members are still joining
 	}
 	state := stepState(snap, w.shards, began)
-	d, err := rebalance.Step(state, rebalance.Policy{MaxMovesInFlight: w.cfg.MaxMovesInFlight, StuckAfter: w.stuckAfter()})
+	d, err := rebalance.Step(state, rebalance.Policy{MaxMovesInFlight: w.cfg.MaxMovesInFlight, StuckAfter: w.cfg.EffectiveStuckAfter()})
 	w.m.assignorSteps.Inc()
 	w.m.assignorStepSeconds.Observe(time.Since(began).Seconds())
 	if err != nil {
@@ -206,13 +206,6 @@ func (w *Worker) assign(term context.Context, l *lease, epoch shard.Token, snap 
 		}
 	}
 	return d.Wake, nil
-}
-
-// stuckAfter is the Step policy's StuckAfter: the default, or twice the
-// lock-delay when that is longer (a worker given a shard freed by a session
-// that ended cannot take it before the lock-delay is over).
-func (w *Worker) stuckAfter() time.Duration {
-	return max(w.cfg.StuckAfter, 2*w.cfg.Policy.EffectiveLockDelay()+w.cfg.Policy.RenewEvery)
 }
 
 // stepState is the assignor's input from one listing. Holders are derived

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/offsets"
+	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -49,9 +50,8 @@ type Config struct {
 	// StuckAfter: when this worker is the assignor, a worker whose
 	// assignment lists free shards and that takes none of them for this
 	// long is judged stuck (rebalance.Policy). The assignor uses at least
-	// twice the lock-delay plus a renewal interval, since a shard freed by
-	// a session that ended cannot be taken before its lock-delay is over.
-	// Zero: rebalance.DefaultStuckAfter.
+	// the TTL plus the lock-delay plus two renewal intervals: see
+	// EffectiveStuckAfter. Zero: rebalance.DefaultStuckAfter.
 	StuckAfter time.Duration
 	// ColdStartGather bounds how long the assignor of a cold fleet (no
 	// shard held, nothing assigned) waits for members to stop joining
@@ -73,6 +73,29 @@ type Config struct {
 	Logger *zap.Logger
 	// JitterSeed seeds the worker's jitter; 0 picks a random seed.
 	JitterSeed uint64
+}
+
+// EffectiveStuckAfter is the StuckAfter the assignor judges by: the
+// configured value (or rebalance.DefaultStuckAfter), or the longest a
+// healthy worker may need to take a shard it was given when that is longer.
+// The assignor gives out a shard as soon as no live member's current
+// session holds it, which covers two waits: a lock freed by a session that
+// ended stays closed for its lock-delay; and a lock still held by a previous
+// session of a worker that rejoined opens only once that session expired
+// (up to a TTL) and its lock-delay is over. The worker retries a refused
+// shard one lock-delay after the first refusal, then every renewal interval
+// (retryRefused), so it takes such a shard at most a renewal interval after
+// it opens; one more is left for the acquisition. Judged sooner, healthy
+// workers were marked stuck and given nothing for the rest of their
+// session (simulation seed 16864).
+func (c Config) EffectiveStuckAfter() time.Duration {
+	p := c.withDefaults().Policy
+	ld := p.EffectiveLockDelay()
+	stuck := c.StuckAfter
+	if stuck <= 0 {
+		stuck = rebalance.DefaultStuckAfter
+	}
+	return max(stuck, 2*ld+p.RenewEvery, p.TTL+ld+2*p.RenewEvery)
 }
 
 func (c Config) withDefaults() Config {

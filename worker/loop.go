@@ -280,10 +280,14 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 // is assigned but not granted is nearly always in its previous owner's
 // lock-delay (the assignor gave it out as soon as that owner's session
 // ended, which starts the lock-delay): the delay began before the refusal,
-// so it is over one lock-delay after it. Refusals in a row (a shard still
-// held by a slow old owner, an assignment older than the locks) back off,
-// doubling up to two seconds; an assignment change reconciles at once
-// anyway.
+// so it is over one lock-delay after it, and the first retry is then.
+// Refusals after that (a lock still held by a previous session of a
+// worker that rejoined, which must expire first; an assignment older than
+// the locks) are retried every renewal interval, no slower: the assignor
+// judges a worker stuck when it has not taken what it was given for
+// Config.EffectiveStuckAfter, which counts on retries that close. (They
+// used to back off to two seconds, which with a 1 s lock-delay outlasted
+// the stuck verdict.) An assignment change reconciles at once anyway.
 func (lp *loop) retryRefused(refused int) {
 	if refused <= 0 {
 		lp.refusals = 0
@@ -292,11 +296,11 @@ func (lp *loop) retryRefused(refused int) {
 	if !lp.retryAt.IsZero() {
 		return // one pending retry is enough
 	}
-	d := lp.w.cfg.Policy.EffectiveLockDelay() + 25*time.Millisecond
-	for range min(lp.refusals, 8) {
-		d *= 2
+	p := lp.w.cfg.Policy
+	d := p.EffectiveLockDelay() + 25*time.Millisecond
+	if lp.refusals > 0 {
+		d = min(d, p.RenewEvery)
 	}
-	d = min(d, max(2*time.Second, lp.w.cfg.Policy.EffectiveLockDelay()+25*time.Millisecond))
 	lp.refusals++
 	lp.retryAt = time.Now().Add(d)
 	lp.retryTimer.Reset(d)

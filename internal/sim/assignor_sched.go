@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/worker"
 )
 
 // assignorShare is the chance that the assignor stream adds a fault in the
@@ -170,7 +170,7 @@ func (s *Schedule) maxRunning(t time.Duration) int {
 }
 
 // stuckAfter is the assignor's StuckAfter for su's policy, as the worker
-// sets it: the default, or twice the lock-delay plus a renewal interval.
+// sets it (worker.Config.EffectiveStuckAfter).
 func stuckAfter(su Setup) time.Duration {
-	return max(rebalance.DefaultStuckAfter, 2*su.Policy.EffectiveLockDelay()+su.Policy.RenewEvery)
+	return worker.Config{Policy: su.Policy}.EffectiveStuckAfter()
 }

@@ -78,6 +78,7 @@ var regressions = []struct {
 	{276, "the same, two workers"},
 	{444, "sim: an assignor crash's restart met the schedule's own crash and restart of its victim (restart of a running worker)"},
 	{1719, "the same, with the schedule's restart before the assignor's"},
+	{16864, "worker: a healthy worker judged stuck for good: given a shard still held by a rejoined worker's previous session (open only after its TTL and lock-delay), it retried with a backoff past StuckAfter"},
 }
 
 func TestSimRegressions(t *testing.T) {
