@@ -15,12 +15,12 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/shardproc"
+	"github.com/shardlease/shardlease/internal/tb"
 )
 
 // Agent is one running (or stopped) Consul agent process.
@@ -72,7 +72,7 @@ func WithACL() Option {
 
 // StartDev starts a fresh `consul agent -dev` on free loopback ports and
 // returns once it is ready. It is stopped on t.Cleanup.
-func StartDev(t testing.TB, opts ...Option) *Agent {
+func StartDev(t tb.T, opts ...Option) *Agent {
 	t.Helper()
 	bin := Binary(t)
 	a, err := launchDev(bin, t.TempDir(), opts)
@@ -147,7 +147,7 @@ func launchDev(bin, dir string, opts []Option) (*Agent, error) {
 }
 
 // newAgent prepares an agent's files and cleanup; it does not start it.
-func newAgent(t testing.TB, bin, role string, ports []int) *Agent {
+func newAgent(t tb.T, bin, role string, ports []int) *Agent {
 	a := prepareAgent(t.TempDir(), bin, role, ports)
 	// Cleanups run last-in first-out: the log tail is printed while the
 	// file still exists, then the agent is killed, then the dir removed.
@@ -213,7 +213,7 @@ func (a *Agent) start() error {
 
 // Kill stops the agent at once with SIGKILL (its whole process group), as a
 // crash would, and waits for it to exit. Killing a stopped agent is a no-op.
-func (a *Agent) Kill(t testing.TB) {
+func (a *Agent) Kill(t tb.T) {
 	t.Helper()
 	a.kill()
 }
@@ -250,7 +250,7 @@ func (a *Agent) Running() bool {
 
 // Restart starts a killed agent again with the same name, ports and data
 // directory, and waits until it is ready.
-func (a *Agent) Restart(t testing.TB) {
+func (a *Agent) Restart(t tb.T) {
 	t.Helper()
 	if err := a.Relaunch(60 * time.Second); err != nil {
 		t.Fatal(err)
@@ -273,7 +273,7 @@ func (a *Agent) Config() *api.Config {
 
 // Client returns an API client for this agent. Its idle connections are
 // closed on t.Cleanup.
-func (a *Agent) Client(t testing.TB) *api.Client {
+func (a *Agent) Client(t tb.T) *api.Client {
 	t.Helper()
 	cfg := a.Config()
 	c, err := api.NewClient(cfg)
@@ -286,7 +286,7 @@ func (a *Agent) Client(t testing.TB) *api.Client {
 
 // CLI runs `consul ARGS...` against this agent (e.g. "kv", "put", k, v) and
 // returns its combined output; a non-zero exit fails the test.
-func (a *Agent) CLI(t testing.TB, args ...string) string {
+func (a *Agent) CLI(t tb.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"testing"
+
+	"github.com/shardlease/shardlease/internal/tb"
 )
 
 // EnvBinary names an environment variable that, when set, is the path of the
@@ -14,7 +15,7 @@ const EnvBinary = "SHARDLEASE_CONSUL"
 
 // Binary returns the path of the consul binary, or fails the test with what
 // to do about it. Missing Consul is never a reason to skip.
-func Binary(t testing.TB) string {
+func Binary(t tb.T) string {
 	t.Helper()
 	path, err := FindBinary()
 	if err != nil {

@@ -6,8 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
-	"testing"
 	"time"
+
+	"github.com/shardlease/shardlease/internal/tb"
 )
 
 // StartClients starts n client agents joined to the cluster's servers, as
@@ -18,7 +19,7 @@ import (
 // and a data directory in t.TempDir(). It returns once every client knows
 // the leader and has a passing serfHealth check in the catalog; they are
 // stopped on t.Cleanup and appended to c.Clients.
-func (c *Cluster) StartClients(t testing.TB, n int) []*Agent {
+func (c *Cluster) StartClients(t tb.T, n int) []*Agent {
 	t.Helper()
 	ports, err := freePorts(4 * n)
 	if err != nil {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/internal/tb"
 )
 
 // Cluster is a set of Consul servers on loopback that form one datacenter,
@@ -38,7 +39,7 @@ var fastTiming = []string{"-retry-interval", "1s",
 // -bootstrap-expect=n, each retry-joining the others, and returns once they
 // agree on a leader and every node is in the catalog. They are stopped on
 // t.Cleanup.
-func StartCluster(t testing.TB, n int) *Cluster {
+func StartCluster(t tb.T, n int) *Cluster {
 	t.Helper()
 	if n < 1 {
 		t.Fatalf("consultest: cluster of %d servers", n)
@@ -71,7 +72,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 
 // WaitReady waits until every running server knows the same leader and every
 // running node has a passing serfHealth check.
-func (c *Cluster) WaitReady(t testing.TB, within time.Duration) {
+func (c *Cluster) WaitReady(t tb.T, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	var names []string
@@ -95,7 +96,7 @@ func (c *Cluster) WaitReady(t testing.TB, within time.Duration) {
 
 // Leader returns the server that every running server names as the Raft
 // leader, waiting up to 60 s for them to agree.
-func (c *Cluster) Leader(t testing.TB) *Agent {
+func (c *Cluster) Leader(t tb.T) *Agent {
 	t.Helper()
 	l, err := c.agreedLeader(60 * time.Second)
 	if err != nil {
@@ -106,7 +107,7 @@ func (c *Cluster) Leader(t testing.TB) *Agent {
 
 // KillLeader kills the current leader with SIGKILL and returns it (stopped;
 // bring it back with Restart).
-func (c *Cluster) KillLeader(t testing.TB) *Agent {
+func (c *Cluster) KillLeader(t tb.T) *Agent {
 	t.Helper()
 	l := c.Leader(t)
 	l.Kill(t)

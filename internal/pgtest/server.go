@@ -16,12 +16,12 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/shardlease/shardlease/internal/shardproc"
+	"github.com/shardlease/shardlease/internal/tb"
 )
 
 // Superuser is the cluster's superuser; Server.Password is its password.
@@ -72,7 +72,7 @@ func (s *Server) DSN(db string) string {
 
 // Start gives the test its own cluster, stopped (fast shutdown) and removed
 // on t.Cleanup.
-func Start(t testing.TB) *Server {
+func Start(t tb.T) *Server {
 	t.Helper()
 	s, err := Launch()
 	if err != nil {
@@ -224,7 +224,7 @@ func (s *Server) waitReady() error {
 // Stop shuts the server down the way `pg_ctl stop -m fast` does (SIGINT:
 // roll back open transactions, checkpoint, exit) and waits for it. The data
 // directory stays, so Restart can bring the same cluster back.
-func (s *Server) Stop(t testing.TB) {
+func (s *Server) Stop(t tb.T) {
 	t.Helper()
 	if err := s.stop(syscall.SIGINT); err != nil {
 		t.Fatalf("pgtest: %v", err)
@@ -233,14 +233,14 @@ func (s *Server) Stop(t testing.TB) {
 
 // Kill stops the server at once with SIGKILL, as a crash would: the next
 // start runs crash recovery from the WAL.
-func (s *Server) Kill(t testing.TB) {
+func (s *Server) Kill(t tb.T) {
 	t.Helper()
 	s.kill()
 }
 
 // Restart starts a stopped or killed server again on the same port and data
 // directory and waits until it accepts connections.
-func (s *Server) Restart(t testing.TB) {
+func (s *Server) Restart(t tb.T) {
 	t.Helper()
 	_ = s.stop(syscall.SIGINT)
 	if err := s.launch(); err != nil {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/shardlease/shardlease/internal/tb"
 )
 
 // The package's shared cluster: started by the first Shared, stopped by
@@ -21,7 +22,7 @@ var shared struct {
 // Shared returns the cluster shared by the tests of this package, starting
 // it on first use. The package's TestMain must call Main, which stops it.
 // If it could not start, every caller fails with the same message.
-func Shared(t testing.TB) *Server {
+func Shared(t tb.T) *Server {
 	t.Helper()
 	shared.once.Do(func() { shared.srv, shared.err = Launch() })
 	if shared.err != nil {
@@ -34,7 +35,7 @@ func Shared(t testing.TB) *Server {
 // and returns the exit code for os.Exit. A TestMain that also checks for
 // leaked goroutines does so after Main returns, once the cluster (and the
 // goroutine that waits for it) is gone.
-func Main(m *testing.M) int {
+func Main(m tb.Runner) int {
 	code := m.Run()
 	if shared.srv != nil {
 		if err := shared.srv.shutdown(); err != nil {
@@ -49,7 +50,7 @@ func Main(m *testing.M) int {
 
 // NewDatabase creates a database with a fresh name, returns its DSN, and
 // drops it on t.Cleanup (connections still open to it are terminated).
-func (s *Server) NewDatabase(t testing.TB) string {
+func (s *Server) NewDatabase(t tb.T) string {
 	t.Helper()
 	name := "t_" + randomHex(6)
 	s.Exec(t, "postgres", "CREATE DATABASE "+name)
@@ -67,7 +68,7 @@ func (s *Server) NewDatabase(t testing.TB) string {
 }
 
 // Exec runs sql in database db as the superuser; an error fails t.
-func (s *Server) Exec(t testing.TB, db, sql string, args ...any) {
+func (s *Server) Exec(t tb.T, db, sql string, args ...any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
