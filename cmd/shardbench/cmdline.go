@@ -119,7 +119,7 @@ flags:
 `)
 	fs.PrintDefaults()
 	fmt.Fprint(w, "\nscenarios:\n")
-	for _, s := range orderedScenarios() {
+	for _, s := range scenarios {
 		fmt.Fprintf(w, "  %-18s %s\n", s.name, s.summary)
 	}
 	fmt.Fprint(w, "\nsubcommands (run 'shardbench SUBCOMMAND -h' for their flags):\n")

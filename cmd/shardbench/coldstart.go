@@ -18,13 +18,6 @@ import (
 // would be one million api.Locks, each with a session and a blocking query
 // — so both systems are also measured at 12 × 128, the size of the other
 // scenarios.
-func init() {
-	register(benchScenario{
-		name:    "cold-start",
-		summary: "100 workers × 10,000 shards start together: time until all owned with max−min ≤ 1, failed ÷ successful acquires (also 100 × 1,000; both systems at 12 × 128)",
-		run:     coldStartScenario,
-	})
-}
 
 // coldSize is a fleet's size: a cold-start fleet, or an ownership scenario's
 // (fleetShape).

@@ -24,13 +24,6 @@ var postgresDSN string
 // go-test benchmarks run), one at a time and in batches of 64 where the
 // backend has a batch API. Each trial runs each pair for a window; the row
 // is fenced ÷ unfenced throughput over the trials.
-func init() {
-	register(benchScenario{
-		name:    "commit-throughput",
-		summary: "offset commits/s per backend (memory, bolt, consul, postgres), fenced vs the same write unfenced, single and batched",
-		run:     commitThroughput,
-	})
-}
 
 // commitGoal is the goal: fenced ≥ 0.9 × unfenced.
 const commitGoal = 0.9

@@ -22,13 +22,6 @@ import (
 // its rate grows with the shards; at 4096 shards it would be 12 × 4096
 // sessions and goroutines on this agent, so it is measured at 128 and at
 // baselineLoadShards and the rate per shard is given.
-func init() {
-	register(benchScenario{
-		name:    "coordinator-load",
-		summary: "Consul HTTP requests per worker per second in steady state, 12 workers at 128 and 4096 shards and 100 at 10,000 (baseline: 12 at 128 and 512); the assignor's worker's own rate",
-		run:     coordinatorLoad,
-	})
-}
 
 // loadSize is coordinator-load's fleets: the shardlease sizes, the
 // baseline's (12 workers at each shard count), and the length of each

@@ -18,13 +18,6 @@ import (
 // cap on one /v1/txn. Every lock is a Raft write; a transaction is one
 // write for all of its operations. A cold start of N shards needs at least
 // N lock operations, so N ÷ (b) is the floor under its time on this agent.
-func init() {
-	register(benchScenario{
-		name:    "lock-ops",
-		summary: "raw Consul lock operations per second on the run's agent: one KV acquire per request, and 64 or 128 per /v1/txn",
-		run:     lockOps,
-	})
-}
 
 // lockOpsWindow is how long each trial of each mode sends locks.
 func lockOpsWindow(env *benchEnv) time.Duration {

@@ -103,7 +103,7 @@ func TestAllScenariosSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("--markdown: %v", err)
 	}
-	for _, s := range orderedScenarios() {
+	for _, s := range scenarios {
 		if len(rows[s.name]) == 0 {
 			t.Errorf("scenario %s reported no rows", s.name)
 		}
@@ -152,5 +152,20 @@ func TestAllScenariosSmoke(t *testing.T) {
 				t.Errorf("%s: the policy reported is missing or breaks the lock-delay rule: %v (%s)", r.Scenario, x, r.Note)
 			}
 		}
+	}
+}
+
+// TestScenarioTable: every scenario has a distinct name other than "all",
+// a summary and a function, so that --scenario can name each one.
+func TestScenarioTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range scenarios {
+		if s.name == "" || s.name == "all" || seen[s.name] || s.summary == "" || s.run == nil {
+			t.Errorf("scenario %q: empty, reserved or repeated name, or no summary or function", s.name)
+		}
+		seen[s.name] = true
+	}
+	if _, err := selectScenarios("cold-start,nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("an unknown scenario: %v, want an error naming it", err)
 	}
 }

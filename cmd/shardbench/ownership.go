@@ -13,14 +13,6 @@ import (
 // The ownership scenarios of issue 7: how fast shards move when they must.
 // Each runs on one fleet per system, reused across trials: after every
 // trial the fleet is brought back to its starting size and waited for.
-func init() {
-	register(benchScenario{name: "crash-failover", run: crashFailover,
-		summary: "one of 12 workers over 128 shards is kill -9'd (its session abandoned): time until all its shards are owned again"})
-	register(benchScenario{name: "graceful-handoff", run: gracefulHandoff,
-		summary: "one of 12 workers over 128 shards stops cleanly (shardlease also one of 100 over 10,000): time until all its shards are owned again"})
-	register(benchScenario{name: "scale-out", run: scaleOut,
-		summary: "a 13th worker joins 12 over 128 shards (shardlease also a 101st, 100 over 10,000): shards moved, time until max−min ≤ 1, bytes read"})
-}
 
 // fleetShape is the fleet an ownership scenario runs on: its size and the
 // lease policy of its shardlease workers.

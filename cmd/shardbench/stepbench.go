@@ -15,10 +15,6 @@ import (
 // shard placed), steady (balanced: nothing to write, the step on every
 // wake-up) and join (one member more than steady). It is what
 // rebalance's BenchmarkStep measures, as rows of this table with goals.
-func init() {
-	register(benchScenario{name: "assignor-step", run: assignorStep,
-		summary: "rebalance.Step in-process at 1,000 workers × 100,000 shards: cold, steady and one join (no Consul; system rebalance)"})
-}
 
 // systemRebalance names rows measured in-process on package rebalance.
 const systemRebalance = "rebalance"

@@ -22,10 +22,6 @@ import (
 // owner after its first placement. The same check on the embedded
 // coordinator is worker's TestStuckWorkerDoesNotFlap. The baseline has no
 // assignment a worker could be stuck in: no baseline row.
-func init() {
-	register(benchScenario{name: "stuck-worker", run: stuckWorker,
-		summary: "one of 12 workers over 128 shards is live but never acquires, for 3 minutes a trial: unowned shard-time, owner changes per shard"})
-}
 
 // stuckSize is the fleet, the stuck worker included, and each trial's length.
 func stuckSize(env *benchEnv) (workers, shards int, span time.Duration) {
