@@ -14,7 +14,7 @@ import (
 // runner is one shard's handler goroutine as the loop sees it.
 type runner struct {
 	claim    shard.Claim
-	state    ShardState
+	state    ClaimState
 	since    time.Time
 	cancel   context.CancelCauseFunc // the handler's context; nil once it returned
 	auth     *authority

@@ -18,17 +18,18 @@ const (
 	StateStopped  State = "stopped"
 )
 
-// ShardState is the state of one shard on this worker.
-type ShardState string
+// ClaimState is the state of this worker's claim on one shard (not to be
+// confused with shard.ShardState, a shard lock key as the coordinator shows it).
+type ClaimState string
 
 // Shard states: acquiring → owned → revoking → released, or owned → lost.
 // Released and lost shards are listed until their handler has returned.
 const (
-	ShardAcquiring ShardState = "acquiring"
-	ShardOwned     ShardState = "owned"
-	ShardRevoking  ShardState = "revoking"
-	ShardReleased  ShardState = "released"
-	ShardLost      ShardState = "lost"
+	ShardAcquiring ClaimState = "acquiring"
+	ShardOwned     ClaimState = "owned"
+	ShardRevoking  ClaimState = "revoking"
+	ShardReleased  ClaimState = "released"
+	ShardLost      ClaimState = "lost"
 )
 
 // Status is a read-only picture of a worker, published by its loop after
@@ -47,7 +48,7 @@ type Status struct {
 type ShardStatus struct {
 	Shard shard.ID    `json:"shard"`
 	Token shard.Token `json:"token"`
-	State ShardState  `json:"state"`
+	State ClaimState  `json:"state"`
 	Since time.Time   `json:"since"`
 }
 
