@@ -85,9 +85,9 @@ type Config struct {
 // (up to a TTL) and its lock-delay is over. The worker retries a refused
 // shard one lock-delay after the first refusal, then every renewal interval
 // (retryRefused), so it takes such a shard at most a renewal interval after
-// it opens; one more is left for the acquisition. Judged sooner, healthy
-// workers were marked stuck and given nothing for the rest of their
-// session (simulation seed 16864).
+// it opens; one more is left for the acquisition. Judged sooner, a healthy
+// worker is marked stuck and given nothing for the rest of its session
+// (docs/reliability.md, "What it found").
 func (c Config) EffectiveStuckAfter() time.Duration {
 	p := c.withDefaults().Policy
 	ld := p.EffectiveLockDelay()

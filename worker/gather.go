@@ -18,8 +18,8 @@ const gatherQuiet = 300 * time.Millisecond
 // or starting again after every worker was gone). Placing at once would
 // put every shard on the few members registered so far, and each worker
 // that registers a moment later would then take its share from them by
-// hand-offs: at 100 workers × 10,000 shards, thousands of moves and
-// acquires refused while a shard's first assignee still held it. So the
+// hand-offs, racing the first assignees still acquiring the same shards
+// (figures in docs/design.md, "Pacing"). So the
 // assignor waits until no member has joined or left for gatherQuiet, or
 // until ColdStartGather has passed since it first saw the fleet cold,
 // whichever comes first (Kafka's group.initial.rebalance.delay.ms is the
