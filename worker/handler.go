@@ -43,8 +43,9 @@ type Claim struct {
 // context says: a handler draining after ErrRevoked learns here that it
 // must stop at once. Err tells why.
 //
-// A Claim that no Worker issued (a test's) has no authority to lose: Lost
-// is nil, which never closes, and Err is nil.
+// A Claim that no Worker issued (made by hand, as in a test of a handler)
+// has no authority to lose: Lost is nil, which never closes, and Err is
+// nil; its Commit fails with ErrLost without reaching any store.
 func (c *Claim) Lost() <-chan struct{} {
 	if c.auth == nil {
 		return nil
@@ -71,6 +72,9 @@ func (c *Claim) Err() error {
 // wrapping offsets.ErrStaleToken once a newer owner has fenced the shard.
 // Either way the handler must stop acting for the shard.
 func (c *Claim) Commit(ctx context.Context, offset int64) error {
+	if c.w == nil || c.auth == nil {
+		return fmt.Errorf("%w: the claim on shard %q (token %d) was not issued by a worker, so it has no authority to commit", ErrLost, c.Shard, c.Token)
+	}
 	if err := c.Err(); err != nil {
 		c.w.m.commits.WithLabelValues("lost").Inc()
 		return err
