@@ -168,10 +168,10 @@ func (w *Worker) lead(term context.Context, l *lease, epoch shard.Token) {
 // step again if nothing changes.
 func (w *Worker) assign(term context.Context, l *lease, epoch shard.Token, snap shard.Snapshot, gather *gathering, log *zap.Logger) (time.Time, error) {
 	began := time.Now()
-	if until := gather.wait(snap, began); !until.IsZero() {
+	state := stepState(snap, w.shards, began)
+	if until := gather.wait(state); !until.IsZero() {
 		return until, nil // a cold fleet whose members are still joining
 	}
-	state := stepState(snap, w.shards, began)
 	d, err := rebalance.Step(state, rebalance.Policy{MaxMovesInFlight: w.cfg.MaxMovesInFlight, StuckAfter: w.cfg.EffectiveStuckAfter()})
 	w.m.assignorSteps.Inc()
 	w.m.assignorStepSeconds.Observe(time.Since(began).Seconds())

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/rebalance"
 )
 
 // gatherQuiet is how long no member may join or leave before the assignor
@@ -36,62 +36,47 @@ type gathering struct {
 	members []string      // the live member IDs last seen, sorted
 }
 
-// wait reports when the assignor may place a cold fleet's shards: the zero
-// time when it may now, or the time to look again.
-func (g *gathering) wait(snap shard.Snapshot, now time.Time) time.Time {
+// wait reports when the assignor may place a cold fleet's shards, from the
+// state it is about to step on: the zero time when it may now, or the time
+// to look again.
+func (g *gathering) wait(s rebalance.State) time.Time {
 	if g.done || g.limit < 0 {
 		return time.Time{}
 	}
-	live := liveMembers(snap)
-	if !cold(snap, live) {
+	if !cold(s) {
 		g.done = true
 		return time.Time{}
 	}
-	ids := make([]string, 0, len(live))
-	for id := range live {
-		ids = append(ids, id)
+	ids := make([]string, len(s.Members))
+	for i, m := range s.Members {
+		ids[i] = m.ID
 	}
 	slices.Sort(ids)
 	if g.began.IsZero() {
-		g.began, g.changed = now, now
+		g.began, g.changed = s.Now, s.Now
 	} else if !slices.Equal(ids, g.members) {
-		g.changed = now
+		g.changed = s.Now
 	}
 	g.members = ids
 	until := g.changed.Add(min(gatherQuiet, g.limit))
 	if last := g.began.Add(g.limit); last.Before(until) {
 		until = last
 	}
-	if !now.Before(until) {
+	if !s.Now.Before(until) {
 		g.done = true
 		return time.Time{}
 	}
 	return until
 }
 
-// liveMembers maps each live member's session to its ID.
-func liveMembers(snap shard.Snapshot) map[string]shard.SessionID {
-	live := make(map[string]shard.SessionID, len(snap.Members))
-	for _, m := range snap.Members {
-		if m.Live() {
-			live[m.ID] = m.Session
-		}
+// cold reports whether no live member holds a shard (State.Holders names
+// live holders only) and no live member's key lists one.
+func cold(s rebalance.State) bool {
+	if len(s.Holders) > 0 {
+		return false
 	}
-	return live
-}
-
-// cold reports whether no shard is held by a live member's session and no
-// live member's key lists a shard.
-func cold(snap shard.Snapshot, live map[string]shard.SessionID) bool {
-	sessions := make(map[shard.SessionID]bool, len(live))
-	for id, s := range live {
-		sessions[s] = true
-		if len(snap.Assignments[id].Shards) > 0 {
-			return false
-		}
-	}
-	for _, s := range snap.Shards {
-		if s.Held() && sessions[s.Session] {
+	for _, m := range s.Members {
+		if len(s.Assigned[m.ID].Shards) > 0 {
 			return false
 		}
 	}
