@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/shardlease/shardlease/shard/consul"
 )
 
 // victimRule says which worker a take-away trial may take away.
@@ -25,8 +27,9 @@ const (
 var errNoAssignor = errors.New("no worker holds the assignor lock")
 
 // assignorOf returns the worker whose session holds P/assignor in f, read
-// from one listing of the prefix by f's observer: "" for a fleet without
-// an assignor (the baseline), or while the lock is free unless must.
+// from that one key (a listing of the prefix would read every shard): ""
+// for a fleet without an assignor (the baseline), or while the lock is free
+// unless must.
 func assignorOf(ctx context.Context, f fleet, must bool) (string, error) {
 	sl, ok := f.(*slFleet)
 	if !ok {
@@ -35,12 +38,18 @@ func assignorOf(ctx context.Context, f fleet, must bool) (string, error) {
 		}
 		return "", nil
 	}
-	snap, err := sl.observer.Watch(ctx, 0)
+	return readAssignor(ctx, sl.observer, sl.cfg.Prefix, must)
+}
+
+// readAssignor reads P/assignor through c and returns its holder's worker
+// ID ("" while it is free, an error then if must).
+func readAssignor(ctx context.Context, c *consul.Coordinator, prefix string, must bool) (string, error) {
+	k, err := c.WatchAssignor(ctx, 0)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: reading P/assignor: %w", prefix, err)
 	}
-	if must && snap.Assignor.Worker == "" {
-		return "", fmt.Errorf("%s: %w (P/assignor %+v)", sl.cfg.Prefix, errNoAssignor, snap.Assignor)
+	if must && !k.Held() {
+		return "", fmt.Errorf("%s: %w (P/assignor %+v)", prefix, errNoAssignor, k)
 	}
-	return snap.Assignor.Worker, nil
+	return k.Worker, nil
 }

@@ -206,7 +206,7 @@ func coldStart(ctx context.Context, o steadyOptions, n int, progress io.Writer) 
 			return nil, r, err
 		}
 		bw.acquires = &acquireCounter{Coordinator: bw.coord}
-		id := fmt.Sprintf("bench-%02d", i+1)
+		id := workerName(i)
 		bw.w, err = worker.New(worker.Config{
 			ID: id, Fleet: fleet, Coordinator: bw.acquires, Offsets: f.store, Policy: o.policy,
 			// The handler holds the shard and does nothing else: the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -86,12 +87,15 @@ func (v view) shardsOf(id string) []string {
 	return out
 }
 
+// observerSpacing is the least time between two listings by the observer
+// of a prefix with largePrefix owned shards or more.
+const (
+	observerSpacing = 250 * time.Millisecond
+	largePrefix     = 1000
+)
+
 // waitFor watches f until cond holds and returns the view that satisfied
 // it and when it was seen, or an error after within.
-// observerSpacing is the least time between two listings of a large
-// prefix by the observer.
-const observerSpacing = 250 * time.Millisecond
-
 func waitFor(ctx context.Context, f fleet, within time.Duration, what string, cond func(view) bool) (view, time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
@@ -104,15 +108,16 @@ func waitFor(ctx context.Context, f fleet, within time.Duration, what string, co
 		// 10,000 keys costs Consul about 60 ms, and an observer that listed
 		// again on every write would compete with the workers it measures.
 		// Times that must be exact come from the workers (startLog); a
-		// small prefix is cheap to read and read at once.
+		// small prefix is cheap to read and read at once. Large is judged by
+		// the shards seen, not by how long the call took: a blocking query
+		// takes as long as nothing changes.
 		select {
 		case <-time.After(rest):
 		case <-ctx.Done():
 		}
-		began := time.Now()
 		v, err := f.view(ctx, after)
 		rest = 0
-		if time.Since(began) >= 5*time.Millisecond {
+		if len(v.owners) >= largePrefix {
 			rest = observerSpacing
 		}
 		if err != nil {
@@ -211,4 +216,21 @@ func (l *startLog) last(shards []string, t0 time.Time) (time.Time, bool) {
 		}
 	}
 	return last, true
+}
+
+// notStarted names the shards of shards with no handler started after t0:
+// up to five, and how many in all.
+func (l *startLog) notStarted(shards []string, t0 time.Time) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var missing []string
+	for _, s := range shards {
+		if !l.at[s].After(t0) {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) > 5 {
+		return fmt.Sprintf("%d shards (%s, …)", len(missing), strings.Join(missing[:5], ", "))
+	}
+	return fmt.Sprintf("%d shards (%s)", len(missing), strings.Join(missing, ", "))
 }

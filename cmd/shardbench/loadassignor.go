@@ -83,12 +83,12 @@ func (f *steadyFleet) totals() []int64 {
 // assignor returns the index in f.workers of the worker holding
 // P/assignor, or -1 while nobody does.
 func (f *steadyFleet) assignor(ctx context.Context) (int, error) {
-	snap, err := f.observer.Watch(ctx, 0)
+	holder, err := readAssignor(ctx, f.observer, "coordinator-load", false)
 	if err != nil {
 		return -1, err
 	}
 	for i := range f.workers {
-		if workerName(i) == snap.Assignor.Worker {
+		if workerName(i) == holder {
 			return i, nil
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,5 +168,21 @@ func TestScenarioTable(t *testing.T) {
 	}
 	if _, err := selectScenarios("cold-start,nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("an unknown scenario: %v, want an error naming it", err)
+	}
+}
+
+// TestJSONReportSurvivesNaN: a figure with no value (a p50 over trials that
+// never converged is NaN) must not turn the whole JSON report into an
+// error: it is dropped and the row's note says so.
+func TestJSONReportSurvivesNaN(t *testing.T) {
+	r := report{Results: []result{measured("s", systemShardlease, "m", "s", []float64{1}).with("never", math.NaN())}}
+	var b bytes.Buffer
+	r.writeJSON(&b)
+	var back report
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || len(back.Results) != 1 {
+		t.Fatalf("JSON report with a NaN figure: %v\n%s", err, b.String())
+	}
+	if _, ok := back.Results[0].Extra["never"]; ok || !strings.Contains(back.Results[0].Note, "never: no value") {
+		t.Fatalf("NaN figure: extra %v, note %q; want it dropped and named in the note", back.Results[0].Extra, back.Results[0].Note)
 	}
 }

@@ -240,13 +240,16 @@ func takeAway(ctx context.Context, env *benchEnv, system, scenario string, crash
 // started after t0 and returns the latest start. The observer saw every
 // shard owned, so the handlers are starting or have started.
 func handlersStarted(ctx context.Context, l *startLog, lost []string, t0 time.Time) (time.Time, error) {
+	if len(lost) == 0 {
+		return time.Time{}, errors.New("the victim owned no shard: nothing to time")
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if at, ok := l.last(lost, t0); ok {
 			return at, nil
 		}
 		if time.Now().After(deadline) {
-			return time.Time{}, errors.New("owned again, but not every new owner's handler started within 10 s")
+			return time.Time{}, fmt.Errorf("owned again, but the new handlers of %s did not start within 10 s", l.notStarted(lost, t0))
 		}
 		select {
 		case <-ctx.Done():
@@ -309,7 +312,7 @@ func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash boo
 		}
 		fig, err := takeAway(ctx, env, v.system, scenario, crash, v.pick, v.shape, within)
 		if len(fig.secs) == 0 {
-			return rows, fmt.Errorf("%s: %w", v.system, err)
+			return rows, fmt.Errorf("%s, %s: %w", v.system, v.shape.metric(v.metric), err)
 		}
 		row := measured(scenario, v.system, v.shape.metric(v.metric), "s", fig.handlers).with("shards_per_trial_p50", percentile(fig.shards, 50)).
 			with("first_freed_s_p50", percentile(fig.freed, 50)).with("first_freed_s_p99", percentile(fig.freed, 99)).
@@ -343,7 +346,7 @@ func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash boo
 		}
 		rows = append(rows, row)
 		if err != nil {
-			return rows, fmt.Errorf("%s: %w", v.system, err)
+			return rows, fmt.Errorf("%s, %s: %w", v.system, v.shape.metric(v.metric), err)
 		}
 	}
 	return rows, nil

@@ -13,8 +13,9 @@ import (
 // receivedBytes counts what one worker reads from Consul: every response's
 // status line and headers, as they were on the wire, and its body as far
 // as the worker reads it. shard/consul turns gzip off for a local agent, so
-// the body is counted as it crossed the connection. The zero value is
-// ready.
+// the body is counted as it crossed the connection, less the framing of a
+// chunked body (Transfer-Encoding and a few bytes a chunk: about 0.2 % of
+// a 4 MB listing). The zero value is ready.
 type receivedBytes struct{ n atomic.Int64 }
 
 // count adds resp's head now and its body as it is read.

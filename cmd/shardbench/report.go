@@ -88,6 +88,12 @@ func (r report) writeJSON(w io.Writer) {
 				r.Results[i].Note = strings.TrimPrefix(r.Results[i].Note+"; no samples", "; ")
 			}
 		}
+		for name, v := range r.Results[i].Extra { // e.g. a p50 over trials that never converged
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				delete(r.Results[i].Extra, name)
+				r.Results[i].Note = strings.TrimPrefix(r.Results[i].Note+"; "+name+": no value", "; ")
+			}
+		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
