@@ -67,7 +67,7 @@ func checkDecision(s State, p Policy, d Decision) error {
 		// A written key's wait and stuck mark are about the member's
 		// current session, and a key that has neither names none.
 		if (a.Stuck || a.Waiting > 0) != (a.StuckSession != "") || a.StuckSession != "" && a.StuckSession != live[w].Session {
-			return fmt.Errorf("key of %q: stuck %v under session %q, member's session %q", w, a.Stuck, a.StuckSession, live[w].Session)
+			return fmt.Errorf("key of %q: stuck %v, waiting %d, under session %q; member's session %q", w, a.Stuck, a.Waiting, a.StuckSession, live[w].Session)
 		}
 		outKey[w] = a
 	}

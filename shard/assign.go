@@ -106,8 +106,8 @@ type assignmentValue struct {
 }
 
 // EncodeAssignment returns the value of an assignment key for a: JSON
-// {"epoch", "since", "shards", "free", "as_of", "waiting", "waiting_since",
-// "stuck", "stuck_session"} with the shard sets as EncodeSet writes them,
+// {"epoch", "since", "shards", "free", "as_of", "why", "draining",
+// "waiting", "waiting_since", "stuck", "stuck_session"} with the shard sets as EncodeSet writes them,
 // sorted index ranges ("0-99,150"). A shard outside c wraps
 // ErrUnknownShard, a shard listed twice ErrInvalidArgument.
 func (c Config) EncodeAssignment(a Assignment) ([]byte, error) {
@@ -143,7 +143,7 @@ func (c Config) EncodeAssignment(a Assignment) ([]byte, error) {
 func (c Config) DecodeAssignment(value []byte) (Assignment, error) {
 	var v assignmentValue
 	if err := json.Unmarshal(value, &v); err != nil {
-		return Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, since, shards, free, as_of, waiting, waiting_since, stuck, stuck_session}): %w", err)
+		return Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, since, shards, free, as_of, why, draining, waiting, waiting_since, stuck, stuck_session}): %w", err)
 	}
 	if v.Epoch == 0 {
 		return Assignment{}, fmt.Errorf("assignment value names no epoch: no assignor wrote it")

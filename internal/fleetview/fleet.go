@@ -185,7 +185,10 @@ func Build(in Input) Fleet {
 			Started: m.Started, Draining: m.Draining, State: WorkerDead}
 		if a, ok := s.Assignments[m.ID]; ok {
 			w.Assigned, w.AssignedSince, w.AssignedEpoch = len(a.Shards), a.Since, a.Epoch
-			w.Stuck = a.Stuck && m.Live() && (a.StuckSession == "" || a.StuckSession == m.Session)
+			// The assignor's own rule (rebalance: judge): a mark counts only
+			// for the session it names, so a mark with no session (a key
+			// edited by hand) is not shown as stuck, as it is not treated so.
+			w.Stuck = a.Stuck && m.Live() && a.StuckSession == m.Session
 		}
 		if m.Live() {
 			w.State = WorkerLive

@@ -128,7 +128,7 @@ function renderAssignor(a) {
   }
   t.dataset.worker = a && a.held ? a.worker || "" : "";
   t.dataset.epoch = a && a.held ? String(a.epoch) : "";
-  if (a && a.problem) t.title = a.problem;
+  t.title = (a && a.problem) || "";
 }
 
 // A fleet full of foreign keys would push everything else off the page:
