@@ -322,11 +322,15 @@ func CheckRuns(ivs []offsetlog.Interval, pauses []Pause, budget time.Duration) R
 }
 
 // pausedPastBudget finds a SIGSTOP of old's worker that came after old
-// started and before t, and lasted longer than budget: old's process was
-// frozen past what its lease covers while its run was under way.
+// started and before t, and lasted longer than budget, after whose SIGCONT
+// old ended within budget: old's process was frozen past what its lease
+// covers while its run was under way, and on waking returned as promptly
+// as a handler can. A run that went on longer after waking is not excused
+// by the pause: it is an overlap like any other.
 func pausedPastBudget(pauses []Pause, old offsetlog.Interval, t int64, budget time.Duration) (Pause, bool) {
 	for _, p := range pauses {
-		if p.Worker == old.Worker && old.Start < p.From && p.From <= t && time.Duration(p.To-p.From) > budget {
+		if p.Worker == old.Worker && old.Start < p.From && p.From <= t && time.Duration(p.To-p.From) > budget &&
+			old.End <= p.To+int64(budget) {
 			return p, true
 		}
 	}
