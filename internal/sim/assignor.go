@@ -19,20 +19,21 @@ import (
 // way) or its holder is a process already gone, the fault still strikes:
 // a running worker picked from the seed and the moment, so that a replay
 // strikes the same one as long as the same workers run.
-func (r *run) assignorVictim(e Event) *member {
+// It reports whether the victim held the role.
+func (r *run) assignorVictim(e Event) (*member, bool) {
 	k, err := r.coord.WatchAssignor(context.Background(), 0)
 	if err == nil && k.Held() {
 		if m := r.members[k.Worker]; m != nil && !m.dead.Load() && !m.left && m.session() == k.Session {
-			return m
+			return m, true
 		}
 	}
 	running := r.running()
 	if len(running) == 0 {
-		return nil
+		return nil, false
 	}
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d/%d", r.sched.Seed, e.At)
-	return running[h.Sum64()%uint64(len(running))]
+	return running[h.Sum64()%uint64(len(running))], false
 }
 
 // resolve fills in the worker an assignor event strikes, and reports false
@@ -56,8 +57,8 @@ func (r *run) resolve(e *Event) bool {
 			e.Worker = id
 		}
 	default:
-		if m := r.assignorVictim(*e); m != nil {
-			e.Worker = m.id
+		if m, held := r.assignorVictim(*e); m != nil {
+			e.Worker, e.NoHolder = m.id, !held
 		}
 		r.struck[e.Kind] = e.Worker
 		if e.Kind == Crash {

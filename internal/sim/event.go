@@ -79,6 +79,10 @@ type Event struct {
 	Assignor bool
 	// Replay: a stale assignment also replays an older answer.
 	Replay bool
+	// NoHolder: when the assignor fault was played nobody held P/assignor
+	// (an election under way), so it struck a running worker picked from
+	// the seed instead; it is not counted as striking the assignor.
+	NoHolder bool
 }
 
 // target names the event's worker: for an assignor fault, the role and,
@@ -89,6 +93,9 @@ func (e Event) target() string {
 		return e.Worker
 	case e.Kind == Restart:
 		return "the crashed assignor" + paren(e.Worker)
+	}
+	if e.NoHolder {
+		return "assignor (none held the role; " + e.Worker + " instead)"
 	}
 	return "assignor" + paren(e.Worker)
 }

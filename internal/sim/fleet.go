@@ -241,7 +241,7 @@ func (r *run) apply(e Event) {
 	}
 	if !e.Heal {
 		r.faults[e.Kind]++
-		if e.Assignor {
+		if e.Assignor && !e.NoHolder {
 			r.assignorFaults[e.Kind]++
 		}
 	}
@@ -264,9 +264,12 @@ func (r *run) apply(e Event) {
 		r.c.violate("schedule: %s of %s, which never ran", e.Kind, e.Worker)
 		return
 	}
-	if m.dead.Load() || m.left {
-		return // a heal due after a crash or a leave
+	if m.dead.Load() || m.left && !e.Heal {
+		return // a fault due after a crash or a leave; a crash's heals too
 	}
+	// A leave's heals still run: a leave that came during a pause or a cut
+	// (an assignor fault's victim is known only when it strikes) must not
+	// stay frozen, turning the graceful stop into an expiry.
 	switch {
 	case e.Kind == Crash:
 		// Every call fails, handlers freeze forever, nothing is released.

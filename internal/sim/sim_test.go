@@ -173,7 +173,7 @@ func summarize(results []Result, took time.Duration) string {
 	for _, k := range Kinds {
 		fmt.Fprintf(&b, " %s %d,", k, faults[k])
 	}
-	fmt.Fprintf(&b, "\nof them aimed at the assignor: crash %d, pause %d, destroy %d; assignor epochs %d, contested %d; Assign calls accepted %d, refused as not the assignor %d; sent on waking from a pause %d, refused %d; stale assignments served %d",
+	fmt.Fprintf(&b, "\nof them struck the worker holding P/assignor (not counting those fired while none held it): crash %d, pause %d, destroy %d; assignor epochs %d, contested %d; Assign calls accepted %d, refused as not the assignor %d; sent on waking from a pause %d, refused %d; stale assignments served %d",
 		assignorFaults[Crash], assignorFaults[Pause], assignorFaults[Destroy], elections, contested, accepted, refused, heldSent, heldRefused, staleServed)
 	fmt.Fprintf(&b, "\ncommits accepted %d, stale commits rejected %d (accepted: 0 unless a violation says so), fences %d, handler starts %d, handlers ended by ErrLost %d, overlaps after clock jumps caught by the fence %d (owners started %d, handler runs or late commits %d)",
 		commits, stale, fences, starts, lost, overlaps+runOverlaps, overlaps, runOverlaps)
