@@ -66,7 +66,7 @@ func (el *elections) campaigned(id shard.SessionID, epoch shard.Token, held bool
 	case seen:
 		return // the holder campaigned again and learnt its epoch
 	case epoch <= el.top:
-		el.c.violate("session %s won assignor epoch %d, not above epoch %d won before", id, epoch, el.top)
+		el.c.violate("session %s won assignor epoch %d, not above epoch %d won before by session %s", id, epoch, el.top, el.winner[el.top])
 	}
 	el.winner[epoch] = id
 	el.top = max(el.top, epoch)
