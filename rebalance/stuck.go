@@ -49,8 +49,13 @@ func (st *step) judge() {
 // (or more of them), and the count is brought down to the present one only
 // at the verdict, StuckAfter after the wait began: a worker that took some
 // is not stuck and waits anew; a worker that took all has nothing to wait
-// for. Keys are thus written when the set changes, when a wait ends, and at
-// most once per StuckAfter while one lasts — not on every acquisition.
+// for. Keys are thus written when the set changes, when a wait ends (a
+// worker that took some of its free shards: Free shrinks and the wait
+// restarts), and at most once per StuckAfter while one lasts. So a worker
+// placed free shards gets its key written once more after it took them;
+// writing Free only when it gains a shard would spare that write, but then
+// a shard freed again after being taken could not be told from one never
+// taken without comparing AsOf with the lock's index.
 func (st *step) nextKey(m int, list, free []shard.ID, changed, grew bool) (Assignment, bool) {
 	old := st.keys[m]
 	key := old
