@@ -115,3 +115,25 @@ func TestDiffReportsAssignorChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacementsPending: a placement is pending for a shard no live worker
+// holds that the assignor gave to a live worker — free, or still locked by
+// a dead session for its lock-delay — and not for a shard only a dead
+// worker's key lists (the assignor deletes that key).
+func TestPlacementsPending(t *testing.T) {
+	orphaned := withAssignor()
+	orphaned.Shards[2].Session = "s-dead" // 002: locked by a session no member has
+	orphaned.Assignments["a"] = shard.Assignment{Epoch: 8, Shards: []shard.ID{"stream/shard-000", "stream/shard-001", "stream/shard-002"}}
+	deadKey := withAssignor()
+	deadKey.Assignments["a"] = shard.Assignment{Epoch: 8, Shards: []shard.ID{"stream/shard-000", "stream/shard-001"}}
+	deadKey.Assignments["c"] = shard.Assignment{Epoch: 8, Shards: []shard.ID{"stream/shard-003"}} // free, in dead c's key only
+	for _, tc := range []struct {
+		name string
+		s    shard.Snapshot
+		want int
+	}{{"orphaned shard given to a live worker", orphaned, 1}, {"free shard only in a dead worker's key", deadKey, 0}} {
+		if got := Build(Input{Snapshot: tc.s}).Summary.Placements; got != tc.want {
+			t.Errorf("%s: %d placements pending, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -225,6 +225,10 @@ func Build(in Input) Fleet {
 			}
 		}
 	}
+	liveIDs := make(map[string]struct{}, len(bySession))
+	for _, i := range bySession {
+		liveIDs[f.Workers[i].ID] = struct{}{}
+	}
 	for _, id := range ids {
 		st := keys[id]
 		sh := Shard{ID: id, Session: st.Session, Token: st.Token, Since: st.Owner.Since, Reason: st.Owner.Reason,
@@ -238,7 +242,12 @@ func Build(in Input) Fleet {
 			}
 		case st.Held():
 			sh.State = ShardOrphaned
-		case sh.Assigned != "":
+		}
+		// A placement is pending for a shard no live worker holds that the
+		// assignor gave to a live one: free, or still locked by a dead
+		// session for its lock-delay. (A key of a dead worker is not the
+		// assignor's decision: it deletes such keys.)
+		if _, live := liveIDs[sh.Assigned]; sh.State != ShardOwned && live {
 			f.Summary.Placements++
 		}
 		sh.Why = why(st, sh.State)
