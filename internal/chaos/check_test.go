@@ -139,7 +139,7 @@ func TestSummarizeAttributes(t *testing.T) {
 		{Kind: SigStop, Target: "a", Victims: []string{"a"}, Start: at(1_000), End: at(2_500)},
 		{Kind: LeaderKill, Target: "server0", Start: at(4_000), End: at(5_000)},
 	}
-	runs := []offsetlog.Interval{run("a", 5, 1, 4_500), run("b", 7, 2_002, 9_000)}
+	runs := []offsetlog.Interval{run("a", 5, 1, 3_200), run("b", 7, 2_002, 9_000)}
 	s := Summarize(h, h.Check(), CheckRuns(runs, Pauses(faults), time.Second), faults, 100)
 	rows := map[Kind]*KindStats{}
 	for _, r := range s.Kinds {
@@ -155,7 +155,7 @@ func TestSummarizeAttributes(t *testing.T) {
 		t.Errorf("kill-9 row %+v", r)
 	}
 	for _, want := range []string{"sigstop", "stale commits accepted: 0 of 2", "instants two processes ran one shard: 0",
-		"woke after the next owner started: 1 (SIGCONT to end p50 2s, max 2s); their effects after it: 0"} {
+		"woke after the next owner started: 1 (SIGCONT to end p50 700ms, max 700ms); their effects after it: 0"} {
 		if tab := s.Table(); !strings.Contains(tab, want) {
 			t.Errorf("table lacks %q:\n%s", want, tab)
 		}
