@@ -45,7 +45,7 @@ demo:
 # make sim [SEEDS=5000] [FIRST=1]: more seeds of the fault simulation, with its
 # figures; make sim SEED=n replays one seed (make test runs seeds 1-500).
 sim:
-	cd internal/sim && $(GO) test -count=1 -timeout 0 -run 'TestSim$$' $(if $(SEED),-seed=$(SEED) -v,-seeds=$(or $(SEEDS),5000) -seed.first=$(or $(FIRST),1))
+	cd internal/harness/sim && $(GO) test -count=1 -timeout 0 -run 'TestSim$$' $(if $(SEED),-seed=$(SEED) -v,-seeds=$(or $(SEEDS),5000) -seed.first=$(or $(FIRST),1))
 
 # make chaos [FAULTS=100]: real faults (SIGSTOP, kill -9, partitions, slow and
 # failing renewals, sessions destroyed, the assignor's worker killed and
@@ -58,7 +58,7 @@ sim:
 # an estimate); make test runs 3 of each (about 70 s); 2 of each took 63 s.
 FAULTS ?= 100
 chaos: consul postgres
-	$(GO) test ./internal/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -chaos.faults=$(FAULTS)
+	$(GO) test ./internal/harness/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -chaos.faults=$(FAULTS)
 
 # make fuzz [FUZZTIME=1000000x]: every fuzz target in turn. A count, not a
 # duration: Go 1.26's -fuzztime deadline races its workers (golang/go#75804).

@@ -2,7 +2,7 @@
 # Makes sure PostgreSQL's server binaries (initdb, postgres) are installed,
 # for the integration tests and `shardd demo --offsets postgres://...`.
 #
-# The tests start their own throwaway clusters (internal/pgtest): this script
+# The tests start their own throwaway clusters (internal/harness/pgtest): this script
 # only installs. Debian's package is used because it is the one apt can reach
 # here; the binaries land in /usr/lib/postgresql/<major>/bin, where pgtest
 # looks. Idempotent: does nothing when they are already there.

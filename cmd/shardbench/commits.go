@@ -9,14 +9,14 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/shardlease/shardlease/internal/pgtest"
+	"github.com/shardlease/shardlease/internal/harness/pgtest"
 	offconsul "github.com/shardlease/shardlease/offsets/consul"
 	"github.com/shardlease/shardlease/offsets/offsetstest/fencecost"
 	"github.com/shardlease/shardlease/offsets/postgres"
 )
 
 // postgresDSN is --postgres: the PostgreSQL commit-throughput uses. Empty:
-// a throwaway cluster is started (internal/pgtest) and removed after.
+// a throwaway cluster is started (internal/harness/pgtest) and removed after.
 var postgresDSN string
 
 // commit-throughput: per offsets backend, the fenced commit against the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
 	"github.com/shardlease/shardlease/internal/fleetview"
 	offconsul "github.com/shardlease/shardlease/offsets/consul"
 	"github.com/shardlease/shardlease/shard"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
 )
 
 // TestDemoOnConsul runs `shardd demo --consul` against a dev agent for 20 s:

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardlease/shardlease/internal/consultest"
-	"github.com/shardlease/shardlease/internal/pgtest"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
+	"github.com/shardlease/shardlease/internal/harness/pgtest"
 )
 
 // TestDemoCommitsThroughEveryOffsetsBackend runs the demo's 20 s schedule

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
 	"github.com/shardlease/shardlease/internal/dashboard"
 	"github.com/shardlease/shardlease/internal/fleetview"
 	"github.com/shardlease/shardlease/shard"

@@ -1,7 +1,7 @@
 // Package offsetlog records every call an offsets.Store serves, as JSON
 // lines, and reads such records back as one history of operations with
 // their start and end times, for the chaos suite's checkers
-// (internal/chaos) and for porcupine.
+// (internal/harness/chaos) and for porcupine.
 //
 // Store wraps an offsets.Store. Each Fence, Commit and Load writes a "call"
 // line (the worker, the operation and its arguments, the wall-clock time in

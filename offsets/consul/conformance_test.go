@@ -3,7 +3,7 @@ package consul_test
 import (
 	"testing"
 
-	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/offsets/offsetstest"
 )

@@ -14,7 +14,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/offsets/consul"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/shardlease/shardlease/internal/pgtest"
+	"github.com/shardlease/shardlease/internal/harness/pgtest"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/offsets/postgres"
 	"github.com/shardlease/shardlease/shard"

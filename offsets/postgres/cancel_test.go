@@ -16,7 +16,7 @@ import (
 // the server to land later. Before the store cancelled the statement on the
 // server (it only dropped the connection), the upsert stayed queued on the
 // row and was applied once the row was free, after Commit had returned "may
-// or may not have been applied": the chaos suite (internal/chaos) saw such
+// or may not have been applied": the chaos suite (internal/harness/chaos) saw such
 // a write overwrite the same owner's next, acknowledged, commit, and the new
 // owner load the older offset.
 func TestCancelledCommitSettles(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/shardlease/shardlease/internal/pgtest"
+	"github.com/shardlease/shardlease/internal/harness/pgtest"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/offsets/offsetstest"
 	"github.com/shardlease/shardlease/offsets/postgres"

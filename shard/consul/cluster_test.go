@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 )

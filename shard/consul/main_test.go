@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 )

@@ -19,8 +19,8 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/shardlease/shardlease/internal/shardproc"
-	"github.com/shardlease/shardlease/internal/tb"
+	"github.com/shardlease/shardlease/internal/harness/shardproc"
+	"github.com/shardlease/shardlease/internal/harness/tb"
 )
 
 // Agent is one running (or stopped) Consul agent process.

@@ -13,5 +13,5 @@
 //     is quoted with the worker's exact refusal.
 //
 // The package has no code of its own; it exists for its tests. They fail,
-// never skip, when Consul cannot be started (see internal/consultest).
+// never skip, when Consul cannot be started (see internal/harness/consultest).
 package docscheck

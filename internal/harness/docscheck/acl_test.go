@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/consul/api"
 	"go.uber.org/goleak"
 
-	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
 	"github.com/shardlease/shardlease/offsets"
 	offconsul "github.com/shardlease/shardlease/offsets/consul"
 	"github.com/shardlease/shardlease/shard"
@@ -34,7 +34,7 @@ const (
 // docFile returns the text of docs/<name>.
 func docFile(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", name))
 	if err != nil {
 		t.Fatalf("reading docs/%s: %v", name, err)
 	}

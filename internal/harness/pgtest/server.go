@@ -20,8 +20,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/shardlease/shardlease/internal/shardproc"
-	"github.com/shardlease/shardlease/internal/tb"
+	"github.com/shardlease/shardlease/internal/harness/shardproc"
+	"github.com/shardlease/shardlease/internal/harness/tb"
 )
 
 // Superuser is the cluster's superuser; Server.Password is its password.

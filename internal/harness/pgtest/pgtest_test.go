@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
-	"github.com/shardlease/shardlease/internal/pgtest"
+	"github.com/shardlease/shardlease/internal/harness/pgtest"
 )
 
 func TestMain(m *testing.M) {

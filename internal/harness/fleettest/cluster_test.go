@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
 )
 
 // TestLeaderKill: on a three-server cluster, 6 worker processes own 64

@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shardlease/shardlease/internal/consultest"
-	"github.com/shardlease/shardlease/internal/shardproc"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
+	"github.com/shardlease/shardlease/internal/harness/shardproc"
 )
 
 // Config describes a fleet of `shardd worker` processes for the nemesis.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
 )
 
 // TestDevAgent: a dev agent starts ready for sessions, answers KV and the

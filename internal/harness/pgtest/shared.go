@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/shardlease/shardlease/internal/tb"
+	"github.com/shardlease/shardlease/internal/harness/tb"
 )
 
 // The package's shared cluster: started by the first Shared, stopped by

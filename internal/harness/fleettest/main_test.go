@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/shardlease/shardlease/internal/shardproc"
+	"github.com/shardlease/shardlease/internal/harness/shardproc"
 )
 
 // shardd is the path of the shardd binary built for this package's tests.

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shardlease/shardlease/internal/tb"
+	"github.com/shardlease/shardlease/internal/harness/tb"
 )
 
 // StartClients starts n client agents joined to the cluster's servers, as

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/shardlease/shardlease/internal/tb"
+	"github.com/shardlease/shardlease/internal/harness/tb"
 )
 
 // Cluster is a set of Consul servers on loopback that form one datacenter,

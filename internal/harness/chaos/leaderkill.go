@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/shardlease/shardlease/internal/consultest"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
 )
 
 // RunLeaderKills kills the Raft leader of cl n times (SIGKILL), each time

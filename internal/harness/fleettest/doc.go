@@ -6,6 +6,6 @@
 // logged.
 //
 // The package has no code outside its tests. The tests start their own
-// Consul agents (internal/consultest) and fail, never skip, when Consul is
+// Consul agents (internal/harness/consultest) and fail, never skip, when Consul is
 // missing.
 package fleettest
