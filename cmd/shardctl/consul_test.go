@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/shardlease/shardlease/internal/harness/consultest"
 	"github.com/shardlease/shardlease/internal/fleetview"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
 	offconsul "github.com/shardlease/shardlease/offsets/consul"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"

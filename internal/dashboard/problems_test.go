@@ -8,9 +8,9 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/shardlease/shardlease/internal/harness/consultest"
 	"github.com/shardlease/shardlease/internal/dashboard"
 	"github.com/shardlease/shardlease/internal/fleetview"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 )

@@ -15,9 +15,9 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/shardlease/shardlease/internal/harness/consultest"
-	"github.com/shardlease/shardlease/internal/offsetlog"
 	"github.com/shardlease/shardlease/internal/harness/pgtest"
 	"github.com/shardlease/shardlease/internal/harness/shardproc"
+	"github.com/shardlease/shardlease/internal/offsetlog"
 	"github.com/shardlease/shardlease/offsets/offsetstest/lincheck"
 	"github.com/shardlease/shardlease/offsets/postgres"
 	"github.com/shardlease/shardlease/shard"
