@@ -3,6 +3,8 @@ package shard
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -26,11 +28,9 @@ type Assignment struct {
 	// reads nothing but this key learns of it.
 	Free []ID   `json:"free,omitempty"`
 	AsOf uint64 `json:"as_of,omitempty"`
-	// Why says, for shards of Free, why each is free as the assignor saw
-	// it ("initial: never owned", "rebalanced from w2 (drain)",
-	// "orphaned: w7's session invalidated"): the worker writes it into the
-	// lock's value when it takes the shard, for operators.
-	Why map[ID]string `json:"why,omitempty"`
+	// Why says, for shards of Free, why each was free as the assignor saw
+	// it (see MoveReason).
+	Why map[ID]MoveReason `json:"why,omitempty"`
 	// Draining is the worker's drain flag as the assignor saw it on its
 	// member key: the shards it takes out then are a drain's hand-offs.
 	Draining bool `json:"draining,omitempty"`
@@ -97,7 +97,8 @@ type assignmentValue struct {
 	Shards       string            `json:"shards"`
 	Free         string            `json:"free,omitempty"`
 	AsOf         uint64            `json:"as_of,omitempty"`
-	Why          map[string]string `json:"why,omitempty"` // reason → its shards as index ranges
+	Reasons      []reasonValue     `json:"reasons,omitempty"`
+	LegacyWhy    map[string]string `json:"why,omitempty"` // reason text → its shards, as written before reasons were typed
 	Draining     bool              `json:"draining,omitempty"`
 	Waiting      int               `json:"waiting,omitempty"`
 	WaitingSince time.Time         `json:"waiting_since,omitzero"`
@@ -105,8 +106,17 @@ type assignmentValue struct {
 	StuckSession SessionID         `json:"stuck_session,omitempty"`
 }
 
+// reasonValue is the stored form of one MoveReason and its shards as
+// index ranges.
+type reasonValue struct {
+	Kind   string `json:"kind"`
+	From   string `json:"from,omitempty"`
+	Note   string `json:"note,omitempty"`
+	Shards string `json:"shards"`
+}
+
 // EncodeAssignment returns the value of an assignment key for a: JSON
-// {"epoch", "since", "shards", "free", "as_of", "why", "draining",
+// {"epoch", "since", "shards", "free", "as_of", "reasons", "draining",
 // "waiting", "waiting_since", "stuck", "stuck_session"} with the shard sets as EncodeSet writes them,
 // sorted index ranges ("0-99,150"). A shard outside c wraps
 // ErrUnknownShard, a shard listed twice ErrInvalidArgument.
@@ -119,20 +129,23 @@ func (c Config) EncodeAssignment(a Assignment) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("free shards: %w", err)
 	}
-	var why map[string]string
+	var reasons []reasonValue
 	if len(a.Why) > 0 {
-		byReason := map[string][]ID{}
+		byReason := map[MoveReason][]ID{}
 		for id, r := range a.Why {
 			byReason[r] = append(byReason[r], id)
 		}
-		why = make(map[string]string, len(byReason))
 		for r, ids := range byReason {
-			if why[r], err = c.EncodeSet(ids); err != nil {
+			set, err := c.EncodeSet(ids)
+			if err != nil {
 				return nil, fmt.Errorf("reason %q: %w", r, err)
 			}
+			reasons = append(reasons, reasonValue{Kind: r.Kind.String(), From: r.From, Note: r.Note, Shards: set})
 		}
+		// Sorted by shard ranges, so that equal assignments encode equally.
+		slices.SortFunc(reasons, func(x, y reasonValue) int { return strings.Compare(x.Shards, y.Shards) })
 	}
-	return json.Marshal(assignmentValue{Epoch: a.Epoch, Since: a.Since, Shards: set, Free: free, AsOf: a.AsOf, Why: why, Draining: a.Draining,
+	return json.Marshal(assignmentValue{Epoch: a.Epoch, Since: a.Since, Shards: set, Free: free, AsOf: a.AsOf, Reasons: reasons, Draining: a.Draining,
 		Waiting: a.Waiting, WaitingSince: a.WaitingSince, Stuck: a.Stuck, StuckSession: a.StuckSession})
 }
 
@@ -143,7 +156,7 @@ func (c Config) EncodeAssignment(a Assignment) ([]byte, error) {
 func (c Config) DecodeAssignment(value []byte) (Assignment, error) {
 	var v assignmentValue
 	if err := json.Unmarshal(value, &v); err != nil {
-		return Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, since, shards, free, as_of, why, draining, waiting, waiting_since, stuck, stuck_session}): %w", err)
+		return Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, since, shards, free, as_of, reasons, draining, waiting, waiting_since, stuck, stuck_session}): %w", err)
 	}
 	if v.Epoch == 0 {
 		return Assignment{}, fmt.Errorf("assignment value names no epoch: no assignor wrote it")
@@ -159,17 +172,34 @@ func (c Config) DecodeAssignment(value []byte) (Assignment, error) {
 	if v.Waiting < 0 {
 		return Assignment{}, fmt.Errorf("assignment value's waiting %d is negative", v.Waiting)
 	}
-	var why map[ID]string
-	for r, set := range v.Why {
+	var why map[ID]MoveReason
+	add := func(r MoveReason, set string) error {
 		ids, err := c.DecodeSet(set)
 		if err != nil {
-			return Assignment{}, fmt.Errorf("assignment value's shards for reason %q: %w", r, err)
+			return fmt.Errorf("assignment value's shards for reason %q: %w", r, err)
 		}
 		if why == nil {
-			why = map[ID]string{}
+			why = map[ID]MoveReason{}
 		}
 		for _, id := range ids {
 			why[id] = r
+		}
+		return nil
+	}
+	for _, rv := range v.Reasons {
+		kind, ok := parseMoveKind(rv.Kind)
+		if !ok {
+			return Assignment{}, fmt.Errorf("assignment value's reason kind %q is not one of %q", rv.Kind, moveKindNames)
+		}
+		if err := add(MoveReason{Kind: kind, From: rv.From, Note: rv.Note}, rv.Shards); err != nil {
+			return Assignment{}, err
+		}
+	}
+	// A key written by a release that stored reasons as text: the text is
+	// kept for operators, the kind is unknown.
+	for text, set := range v.LegacyWhy {
+		if err := add(MoveReason{Note: text}, set); err != nil {
+			return Assignment{}, err
 		}
 	}
 	return Assignment{Epoch: v.Epoch, Since: v.Since, Shards: ids, Free: free, AsOf: v.AsOf, Why: why, Draining: v.Draining,

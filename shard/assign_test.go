@@ -71,3 +71,62 @@ func TestAssignmentValue(t *testing.T) {
 		t.Errorf("an empty set = %+v, %v", got, err)
 	}
 }
+
+// TestAssignmentReasons: each free shard's reason round-trips typed (its
+// kind is never read back out of the text); a key written with reasons as
+// text keeps the text under an unknown kind; an unknown kind is refused
+// by name.
+func TestAssignmentReasons(t *testing.T) {
+	cfg := Config{Shards: 16}
+	ids := cfg.IDs()
+	why := map[ID]MoveReason{
+		ids[1]: {Kind: MoveInitial},
+		ids[2]: {Kind: MoveInitial},
+		ids[3]: {Kind: MoveRebalanced, From: "w2", Note: "drain"},
+		ids[4]: {Kind: MoveOrphaned, From: "w7"},
+	}
+	value, err := cfg.EncodeAssignment(Assignment{Epoch: 5, Shards: ids[1:5], Free: ids[1:5], Why: why})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := cfg.EncodeAssignment(Assignment{Epoch: 5, Shards: ids[1:5], Free: ids[1:5], Why: why})
+	if string(again) != string(value) {
+		t.Errorf("one assignment encoded two ways:\n%s\n%s", value, again)
+	}
+	back, err := cfg.DecodeAssignment(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range why {
+		if back.Why[id] != want {
+			t.Errorf("%s: reason %+v after the round trip, want %+v", id, back.Why[id], want)
+		}
+	}
+	for r, text := range map[MoveReason]string{
+		why[ids[1]]: "initial: never owned",
+		why[ids[3]]: "rebalanced from w2 (drain)",
+		why[ids[4]]: "orphaned: w7's session invalidated",
+		{Note: "assignor epoch 5"}: "assigned (assignor epoch 5)",
+	} {
+		if r.String() != text {
+			t.Errorf("%+v reads %q, want %q", r, r.String(), text)
+		}
+	}
+	if got := []string{MoveAssigned.String(), MoveInitial.String(), MoveRebalanced.String(), MoveOrphaned.String()}; strings.Join(got, ",") != "assigned,initial,rebalanced,orphaned" {
+		t.Errorf("metric labels %v", got)
+	}
+
+	legacy, err := cfg.DecodeAssignment([]byte(`{"epoch":3,"shards":"1-2","why":{"orphaned: w1's session invalidated":"1-2"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := legacy.Why[ids[2]]; r.Kind != MoveAssigned || r.Note != "orphaned: w1's session invalidated" {
+		t.Errorf("a text reason decoded as %+v", r)
+	}
+	if _, err := cfg.DecodeAssignment([]byte(`{"epoch":3,"shards":"1","reasons":[{"kind":"teleported","shards":"1"}]}`)); err == nil || !strings.Contains(err.Error(), `"teleported"`) {
+		t.Errorf("an unknown reason kind: %v", err)
+	}
+	if _, err := cfg.DecodeAssignment([]byte(`{"epoch":3,"shards":"1","reasons":[{"kind":"initial","shards":"99"}]}`)); err == nil || !strings.Contains(err.Error(), `"99"`) {
+		t.Errorf("a reason for a shard outside the fleet: %v", err)
+	}
+}

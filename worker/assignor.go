@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -234,20 +233,20 @@ func stepState(snap shard.Snapshot, shards []shard.ID, now time.Time) rebalance.
 
 // whyFree says why each of the free shards is free, from its lock's value
 // in snap, for the worker to record when it takes it.
-func whyFree(snap shard.Snapshot, free []shard.ID) map[shard.ID]string {
+func whyFree(snap shard.Snapshot, free []shard.ID) map[shard.ID]shard.MoveReason {
 	if len(free) == 0 {
 		return nil
 	}
-	why := make(map[shard.ID]string, len(free))
+	why := make(map[shard.ID]shard.MoveReason, len(free))
 	for _, id := range free {
 		st, _ := snap.Shard(id)
 		switch {
 		case st.Token == 0:
-			why[id] = "initial: never owned"
+			why[id] = shard.MoveReason{Kind: shard.MoveInitial}
 		case st.Owner.Released != "":
-			why[id] = fmt.Sprintf("rebalanced from %s (%s)", st.Owner.Worker, st.Owner.Released)
+			why[id] = shard.MoveReason{Kind: shard.MoveRebalanced, From: st.Owner.Worker, Note: st.Owner.Released}
 		default:
-			why[id] = fmt.Sprintf("orphaned: %s's session invalidated", st.Owner.Worker)
+			why[id] = shard.MoveReason{Kind: shard.MoveOrphaned, From: st.Owner.Worker}
 		}
 	}
 	return why

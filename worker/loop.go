@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -204,7 +203,7 @@ func (lp *loop) reconcile() {
 	var acquire []shard.Acquisition
 	for _, id := range lp.w.shards { // in the fleet's order, so batches are stable
 		if _, busy := lp.runners[id]; want[id] && !busy {
-			acquire = append(acquire, shard.Acquisition{Shard: id, Reason: lp.acquireReason(id)})
+			acquire = append(acquire, shard.Acquisition{Shard: id, Reason: lp.acquireReason(id).String()})
 		}
 	}
 	started := lp.acquire(acquire)
@@ -212,26 +211,15 @@ func (lp *loop) reconcile() {
 	lp.publish()
 }
 
-// acquireReason is what the shard key's value says about an acquisition:
-// why the assignor saw the shard free, when its key says.
-func (lp *loop) acquireReason(id shard.ID) string {
+// acquireReason is why the assignor saw the shard free, when its key says.
+func (lp *loop) acquireReason(id shard.ID) shard.MoveReason {
 	if lp.assignment == nil || !lp.assignment.Exists {
-		return "assigned"
+		return shard.MoveReason{}
 	}
-	if why := lp.assignment.Assignment.Why[id]; why != "" {
+	if why, ok := lp.assignment.Assignment.Why[id]; ok {
 		return why
 	}
-	return fmt.Sprintf("assigned (assignor epoch %d)", lp.assignment.Assignment.Epoch)
-}
-
-// reasonClass is the metric label for an acquisition reason.
-func reasonClass(why string) string {
-	for _, c := range []string{"initial", "rebalanced", "orphaned"} {
-		if strings.HasPrefix(why, c) {
-			return c
-		}
-	}
-	return "assigned"
+	return shard.MoveReason{Note: fmt.Sprintf("assignor epoch %d", lp.assignment.Assignment.Epoch)}
 }
 
 // acquire locks the wanted shards it can and starts their runners; it
@@ -247,16 +235,12 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 	ctx, cancel := lp.opCtx()
 	defer cancel()
 	got, err := lp.w.cfg.Coordinator.Acquire(ctx, lp.lease.session, want)
-	why := make(map[shard.ID]string, len(want))
-	for _, a := range want {
-		why[a.Shard] = a.Reason
-	}
 	var started []shard.ID
 	for _, c := range got {
 		if _, busy := lp.runners[c.Shard]; busy {
 			continue
 		}
-		lp.w.m.acquisitions.WithLabelValues(reasonClass(why[c.Shard])).Inc()
+		lp.w.m.acquisitions.WithLabelValues(lp.acquireReason(c.Shard).Kind.String()).Inc()
 		lp.w.log.Info("acquired shard", zap.String("shard", string(c.Shard)), zap.Uint64("token", uint64(c.Token)),
 			zap.String("session", string(lp.lease.session)))
 		lp.start(c)
