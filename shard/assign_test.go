@@ -103,9 +103,9 @@ func TestAssignmentReasons(t *testing.T) {
 		}
 	}
 	for r, text := range map[MoveReason]string{
-		why[ids[1]]: "initial: never owned",
-		why[ids[3]]: "rebalanced from w2 (drain)",
-		why[ids[4]]: "orphaned: w7's session invalidated",
+		why[ids[1]]:                "initial: never owned",
+		why[ids[3]]:                "rebalanced from w2 (drain)",
+		why[ids[4]]:                "orphaned: w7's session invalidated",
 		{Note: "assignor epoch 5"}: "assigned (assignor epoch 5)",
 	} {
 		if r.String() != text {
