@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -209,30 +208,8 @@ func (e *Election) process(ctx context.Context, c *worker.Claim) error {
 // assignment; the one-shard fleet's listing is small, so each instance
 // follows it with a blocking query of its own.
 func (e *Election) follow(ctx context.Context) {
-	var index uint64
-	wait := 50 * time.Millisecond
-	for ctx.Err() == nil {
-		s, err := e.cfg.Coordinator.Watch(ctx, index)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			t := time.NewTimer(wait + time.Duration(rand.Int64N(int64(wait))))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			wait = min(2*wait, 2*time.Second)
-			index = 0
-			continue
-		}
-		wait = 50 * time.Millisecond
-		if index != 0 && s.Index == index {
-			continue // a blocking query that timed out
-		}
-		index = shard.NextIndex(index, s.Index)
+	_ = shard.Follow(ctx, e.cfg.Coordinator, shard.FollowOptions{}, func(s shard.Snapshot) error {
 		e.roles.snapshot(s)
-	}
+		return nil
+	})
 }

@@ -2,8 +2,6 @@ package fleetview
 
 import (
 	"context"
-	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/shardlease/shardlease/shard"
@@ -18,68 +16,13 @@ import (
 // spell is still seen at once (the blocking query returns when it happens).
 const MinSpacing = 250 * time.Millisecond
 
-// Follow runs blocking queries on the coordinator one after another, their
-// starts at least MinSpacing apart, and calls fn with every snapshot whose
-// index moved (the first one at once), following shard.NextIndex's rules.
-// A failed query is passed to onError:
-// when onError returns false, or returns for fn's error, Follow returns that
-// error; otherwise it retries with jittered exponential backoff (100 ms to
-// 5 s). It returns nil when ctx ends.
+// Follow is shard.Follow with listings at least MinSpacing apart: fn gets
+// every snapshot whose index moved (the first one at once); onError (nil:
+// retry every error) decides whether a failed listing ends it. It returns
+// nil when ctx ends or fn returns ErrStop.
 func Follow(ctx context.Context, c shard.Coordinator, fn func(shard.Snapshot) error, onError func(error) bool) error {
-	var index uint64
-	wait := 100 * time.Millisecond
-	var last time.Time // when the previous listing started
-	for {
-		if !last.IsZero() && !sleep(ctx, MinSpacing-time.Since(last)) {
-			return nil
-		}
-		last = time.Now()
-		s, err := c.Watch(ctx, index)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			if onError != nil && !onError(err) {
-				return err
-			}
-			// Full jitter between wait/2 and wait, so that many watchers
-			// of one agent do not come back in step.
-			d := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
-			wait = min(2*wait, 5*time.Second)
-			if !sleep(ctx, d) {
-				return nil
-			}
-			continue
-		}
-		wait = 100 * time.Millisecond
-		if index != 0 && s.Index == index {
-			continue
-		}
-		index = shard.NextIndex(index, s.Index)
-		if err := fn(s); err != nil {
-			if errors.Is(err, ErrStop) {
-				return nil
-			}
-			return err
-		}
-	}
-}
-
-// sleep waits for d (nothing when d ≤ 0) and reports whether ctx is still
-// live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return shard.Follow(ctx, c, shard.FollowOptions{MinSpacing: MinSpacing, OnError: onError}, fn)
 }
 
 // ErrStop, returned by Follow's fn, ends Follow with a nil error.
-var ErrStop = errors.New("fleetview: stop following")
+var ErrStop = shard.ErrStopFollowing

@@ -1,0 +1,66 @@
+package shard_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// flaky fails its first fails listings, then answers with index 1, 1, 2,
+// 3, … (a repeated index is a blocking query that timed out).
+type flaky struct {
+	shard.Coordinator
+	fails, calls int
+}
+
+func (f *flaky) Watch(ctx context.Context, _ uint64) (shard.Snapshot, error) {
+	f.calls++
+	if f.calls <= f.fails {
+		return shard.Snapshot{}, errors.New("agent down")
+	}
+	return shard.Snapshot{Index: uint64(max(1, f.calls-f.fails-1))}, nil
+}
+
+// TestFollow: failed listings are retried with growing, bounded waits;
+// an unchanged index is not delivered; ErrStopFollowing ends Follow with
+// nil; another error from fn is returned as it is.
+func TestFollow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &flaky{fails: 6}
+		start := time.Now()
+		var got []uint64
+		err := shard.Follow(t.Context(), c, shard.FollowOptions{}, func(s shard.Snapshot) error {
+			got = append(got, s.Index)
+			if len(got) == 3 {
+				return shard.ErrStopFollowing
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Follow = %v, want nil after ErrStopFollowing", err)
+		}
+		if want := []uint64{1, 2, 3}; len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+			t.Errorf("delivered indexes %v, want %v (the repeated 1 is a timeout)", got, want)
+		}
+		// Six failures wait at least 25+50+100+200+400+800 ms and at most
+		// twice that.
+		if waited := time.Since(start); waited < 1575*time.Millisecond || waited > 3150*time.Millisecond {
+			t.Errorf("six failed listings waited %v in all", waited)
+		}
+
+		boom := errors.New("boom")
+		if err := shard.Follow(t.Context(), &flaky{}, shard.FollowOptions{}, func(shard.Snapshot) error { return boom }); err != boom {
+			t.Errorf("fn's error came back as %v", err)
+		}
+		stop := 0
+		err = shard.Follow(t.Context(), &flaky{fails: 100}, shard.FollowOptions{OnError: func(error) bool { stop++; return stop < 2 }},
+			func(shard.Snapshot) error { return nil })
+		if err == nil || stop != 2 {
+			t.Errorf("OnError refusing the second failure: Follow = %v after %d failures", err, stop)
+		}
+	})
+}
