@@ -18,10 +18,9 @@ import (
 // every shard it runs (no handler of it is revoked or restarted) and starts
 // none; the assignor, held back for a second so that the worker surely sees
 // the edit, then writes the key again at once, with the same shards, and
-// ownership never changes. (Before, the worker read a missing
-// key as "nothing assigned" and revoked all its shards, and the rewritten
-// key moved them back: one hand edit, every shard of the worker moved
-// twice.)
+// ownership never changes. It fails if the worker reads a missing key as
+// "nothing assigned" and revokes all its shards, which the rewritten key
+// then moves back: one hand edit, every shard of the worker moved twice.
 func TestAssignmentKeyEditedByHand(t *testing.T) {
 	for _, tc := range []struct {
 		name string

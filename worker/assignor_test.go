@@ -73,8 +73,8 @@ func (neverAcquires) Acquire(context.Context, shard.SessionID, []shard.Acquisiti
 // of them live but never acquiring. The assignor judges it stuck and gives
 // its shards to the others once; nothing is handed to it again under that
 // session. Unowned shard-time stays at most 1 % and no shard changes owner
-// twice. (Before the assignor, peers kept handing such a worker shards: 26
-// handler restarts and 6.9 % of shard-time unowned in 3 minutes.)
+// twice. It fails if a stuck worker is handed shards again and again
+// (docs/benchmarks.md, "Stuck worker").
 func TestStuckWorkerDoesNotFlap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const shards, span = 128, 3 * time.Minute

@@ -75,7 +75,8 @@ func overlaps(evs []event) []string {
 // lock-delay (at least the step-down deadline, by the policy's rule) keeps
 // the next owner out until then. Run at every tenth of the renewal period
 // after a renewal, so the destroy also lands right after one — the worst
-// moment. With the old 1 s lock-delay the next owner started 4 s early.
+// moment. It fails with a lock-delay below the policy's second rule
+// (docs/reliability.md, "Every way a lease can end", row 1).
 func TestSessionEndedByOthersNeverOverlaps(t *testing.T) {
 	for k := range 20 {
 		offset := time.Duration(k) * testPolicy.RenewEvery / 20
@@ -214,8 +215,8 @@ func TestDrainingHandlerLearnsOfLeaseLoss(t *testing.T) {
 // TestDrainTimeoutKeepsTheLockUntilTheHandlerReturns: a revoked handler
 // that overruns the drain timeout loses its claim then (Lost closes, its
 // commits are refused), and the lock stays held until it returns, so the
-// next owner never starts beside it. Before, the lock was released at the
-// drain timeout with the handler still running.
+// next owner never starts beside it. It fails if the lock is released at
+// the drain timeout while the handler still runs.
 func TestDrainTimeoutKeepsTheLockUntilTheHandlerReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFleet(t, 2)
@@ -264,8 +265,8 @@ func TestDrainTimeoutKeepsTheLockUntilTheHandlerReturns(t *testing.T) {
 // TestMemberKeyDeletedOrOverwrittenRejoins: an operator deletes a live
 // worker's member key, or overwrites it with a plain PUT (which keeps the
 // session). The worker writes its registration back within one watch round
-// and keeps its share; before, it dropped out of the plan for good, stayed
-// active and owned nothing until restarted.
+// and keeps its share. It fails if the worker drops out of the plan for
+// good, staying active and owning nothing until restarted.
 func TestMemberKeyDeletedOrOverwrittenRejoins(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -329,8 +330,9 @@ func (p partialAcquire) Acquire(ctx context.Context, id shard.SessionID, want []
 }
 
 // TestPartialAcquireKeepsWhatWasGranted: the claims an Acquire granted
-// before it failed run at once, under the reason they were acquired for;
-// before, they were dropped and came back one snapshot later as "adopted".
+// before it failed run at once, under the reason they were acquired for.
+// It fails if they are dropped and come back one snapshot later as
+// "adopted".
 func TestPartialAcquireKeepsWhatWasGranted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFleet(t, 8)

@@ -269,9 +269,10 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 // worker that rejoined, which must expire first; an assignment older than
 // the locks) are retried every renewal interval, no slower: the assignor
 // judges a worker stuck when it has not taken what it was given for
-// Config.EffectiveStuckAfter, which counts on retries that close. (They
-// used to back off to two seconds, which with a 1 s lock-delay outlasted
-// the stuck verdict.) An assignment change reconciles at once anyway.
+// Config.EffectiveStuckAfter, which counts on retries that close: a slower
+// backoff can outlast the verdict and get a healthy worker marked stuck
+// (docs/reliability.md, "What it found"). An assignment change reconciles
+// at once anyway.
 func (lp *loop) retryRefused(refused int) {
 	if refused <= 0 {
 		lp.refusals = 0

@@ -21,7 +21,7 @@ import (
 //     the key's session. The worker confirms with a renewal and steps down
 //     at once, instead of at its next renewal or its local deadline.
 //   - An operator deleted the key, or overwrote it with a plain PUT (which
-//     keeps the session): the planner no longer counts the worker, which
+//     keeps the session): the assignor stops counting the worker, which
 //     would otherwise stay active and own nothing until restarted. The
 //     worker writes its registration again, keeping an operator's drain.
 //   - Another session holds it: only after this term's session ended and

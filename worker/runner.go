@@ -249,16 +249,13 @@ func (lp *loop) stepDown(ctx context.Context) error {
 	return cause
 }
 
-// resign ends this worker's candidacy and, if it is the assignor, releases
-// P/assignor at once (without lock-delay), so another worker takes the role
-// while this one drains, and the shards it releases are given out again
-// without waiting.
 // announceLeave marks this worker's member key draining before its shards
 // are released, so that the assignor's first listing after the release
 // gives them to the others. A live member that is not draining keeps the
 // free shards of its assignment (it is expected to take them), so without
 // the mark the assignor would wait for the session's end: a second write and
-// a second listing, about 100 ms each at 10,000 shards. If the write fails
+// a second listing, each a large read at 10,000 shards (docs/design.md,
+// "One assignor"). If the write fails
 // the stop goes on; the session's end frees the member anyway.
 func (lp *loop) announceLeave(ctx context.Context) {
 	m := lp.member
@@ -271,6 +268,10 @@ func (lp *loop) announceLeave(ctx context.Context) {
 	}
 }
 
+// resign ends this worker's candidacy and, if it is the assignor, releases
+// P/assignor at once (without lock-delay), so another worker takes the role
+// while this one drains, and the shards it releases are given out again
+// without waiting.
 func (lp *loop) resign(ctx context.Context) {
 	lp.stopCandidate()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
