@@ -121,10 +121,10 @@
 // naming a shard outside the set or a shard twice. They never panic.
 // Compute costs O(N log N + F·W) for N shards, F of them to be placed, and
 // W members. Step costs O(N + K + W log W + H log H + F log W) for K keyed
-// shards, H shards some over-quota member holds and F placements: at 1,000
-// members and 100,000 shards about 40 ms of CPU cold and 15 to 20 ms steady
-// or after a join (BenchmarkStep, two cores). At that size a step is bound
-// by memory: reading Holders costs a cache miss a shard. A shard set that
-// is a Config's IDs in order is indexed from the IDs' digits; any other is
-// sorted and indexed by a map, which costs about twice as much.
+// shards, H shards some over-quota member holds and F placements. At
+// 100,000 shards a step is bound by memory: reading Holders costs a cache
+// miss a shard. A shard set that is a Config's IDs in order is indexed from
+// the IDs' digits; any other is sorted and indexed by a map, which costs
+// more. shardbench's assignor-step measures it (docs/benchmarks.md,
+// "Assignor step").
 package rebalance

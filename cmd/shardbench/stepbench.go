@@ -13,8 +13,8 @@ import (
 // process (no Consul) at the assignor issue's size, 1,000 workers over
 // 100,000 shards, in three states: cold (nothing held or assigned: every
 // shard placed), steady (balanced: nothing to write, the step on every
-// wake-up) and join (one member more than steady). It is what
-// rebalance's BenchmarkStep measures, as rows of this table with goals.
+// wake-up), join (one member more than steady) and leave (one fewer: its
+// shards orphaned).
 
 // systemRebalance names rows measured in-process on package rebalance.
 const systemRebalance = "rebalance"
@@ -30,7 +30,7 @@ func stepSize(env *benchEnv) (workers, shards, runsPerTrial int) {
 func assignorStep(ctx context.Context, env *benchEnv) ([]result, error) {
 	workers, shards, per := stepSize(env)
 	began := time.Now()
-	cold, steady, join, err := stepStates(workers, shards)
+	cold, steady, join, leave, err := stepStates(workers, shards)
 	if err != nil {
 		return nil, err
 	}
@@ -45,6 +45,7 @@ func assignorStep(ctx context.Context, env *benchEnv) ([]result, error) {
 		{"cold", "cold (nothing held or assigned)", cold, 500 * time.Millisecond},
 		{"steady", "steady (balanced, nothing to write)", steady, 20 * time.Millisecond},
 		{"join", "one join (a member more than steady)", join, 100 * time.Millisecond},
+		{"leave", "one leave (a member fewer than steady)", leave, 100 * time.Millisecond},
 	} {
 		var ms, allocMB []float64
 		var d rebalance.Decision

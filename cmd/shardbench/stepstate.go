@@ -11,16 +11,15 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// stepStates builds the states assignor-step times rebalance.Step on, as
-// rebalance's BenchmarkStep builds them (its helpers are in _test files,
-// which a command cannot import): members with distinct, non-sequential
-// IDs in random order; cold is nothing held or assigned; steady is a fleet
-// settled by stepping, writing the keys and letting every worker act on its
-// own key until a Step decides nothing; join is steady with one member
-// more. Steady and join are as the assignor reads them: every assignment
+// stepStates builds the states assignor-step times rebalance.Step on:
+// members with distinct, non-sequential IDs in random order; cold is
+// nothing held or assigned; steady is a fleet settled by stepping, writing
+// the keys and letting every worker act on its own key until a Step decides
+// nothing; join is steady with one member more; leave is steady with its
+// first member gone (its shards orphaned). Steady and join are as the assignor reads them: every assignment
 // key decoded from its stored form and the holders derived by session, so
 // no two of them share strings.
-func stepStates(workers, shards int) (cold, steady, join rebalance.State, err error) {
+func stepStates(workers, shards int) (cold, steady, join, leave rebalance.State, err error) {
 	r := rand.New(rand.NewPCG(1, 2))
 	s := rebalance.State{
 		Now:      time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -34,14 +33,15 @@ func stepStates(workers, shards int) (cold, steady, join rebalance.State, err er
 	}
 	cold = cloneState(s)
 	if err := settleState(&s, 100*time.Millisecond, 10); err != nil {
-		return cold, steady, join, err
+		return cold, steady, join, leave, err
 	}
 	if steady, err = asRead(s); err != nil {
-		return cold, steady, join, err
+		return cold, steady, join, leave, err
 	}
-	join = steady // the same reading but for the members
+	join, leave = steady, steady // the same reading but for the members
 	join.Members = append(slices.Clone(steady.Members), rebalance.Member{ID: "joiner", Weight: 1, Session: "joiner#1"})
-	return cold, steady, join, nil
+	leave.Members = steady.Members[1:]
+	return cold, steady, join, leave, nil
 }
 
 // settleState steps, writes the decision's keys and lets every worker act
