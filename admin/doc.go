@@ -1,0 +1,54 @@
+// Package admin holds the operator's actions on a running fleet: drain and
+// undrain a worker, force a shard free, and delete a shard key left by a
+// hand edit. It is what shardctl drain, undrain, release and delete-shard
+// call; any Go program with a shard.Coordinator for the fleet can do the
+// same. It prints nothing: operations return typed results and errors
+// wrapping this package's sentinels, and the ones that wait (FollowDrain,
+// WaitNextOwner) report progress through callbacks.
+//
+// An Operator acts through the sessions a listing shows, not its own: a
+// drain rewrites the worker's member key with the worker's session, a
+// release unlocks the shard with its holder's session. It holds no
+// session, so it leaves nothing behind if it stops halfway.
+//
+// The rules, and why:
+//
+//   - Drain refuses a worker with no member key (ErrUnknownWorker), one
+//     whose key has no session (ErrWorkerDead: it owns nothing, its shards
+//     were taken over already), and the last live worker not draining
+//     (ErrLastWorker: the assignor ignores drains when every worker
+//     drains, so its shards would have nowhere to go). Undrain refuses
+//     the first two. Neither writes when the worker is already in the
+//     state asked for.
+//   - Release refuses a free shard (ErrShardFree), and releases only the
+//     holder the caller saw and confirmed: a shard that changed hands
+//     since is refused (ErrShardMoved), not taken from its new owner.
+//     Fencing is what keeps a release safe: the old holder's writes carry
+//     its token, which the offset store refuses once the next owner has
+//     fenced with its higher one.
+//   - DeleteShard refuses a key held by a session (ErrShardHeld): a lock
+//     is released, never deleted under its holder, so the holder is told
+//     and the reason is recorded. It deletes only a free key of one of
+//     the fleet's shards or a key outside the config that the listing
+//     reports, and refuses keys outside the config while any of them is
+//     held (running workers use another config: restore it instead).
+//
+// What it guarantees: every refusal is decided from a listing taken by the
+// call itself, and a refused call writes nothing. A coordinator's failure
+// keeps its shard sentinel in the chain; a failed write also wraps
+// ErrWrite, so a caller can tell a read it may not make from a write.
+//
+// What it does not guarantee: that the fleet still looks as the listing
+// showed when the write lands. A drain written just as the worker
+// restarts is retried (twice) and then ErrWorkerRestarting; a shard
+// acquired between DeleteShard's listing and its delete loses its lock to
+// the delete, which fencing keeps safe. A drain is a request: FollowDrain
+// ends with ErrDrainUnfinished when its context does, and the drain stays
+// set. Following a fleet lists its whole prefix, at most four times a
+// second (fleetview.MinSpacing).
+//
+// How it fails: a prefix without a valid config key is a *NoFleetError
+// (ErrNoFleet); coordinator errors are returned wrapped, never retried by
+// the one-shot operations; the following ones pass each failed listing to
+// the caller's onError (RetryTransient by default).
+package admin
