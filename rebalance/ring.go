@@ -24,7 +24,8 @@ const ringPoints = 8
 //
 // Compute places each free shard by rendezvous over every member with room,
 // which costs O(F·W): 10^8 hashes for 100,000 free shards and 1,000
-// members, about two seconds. This costs O(F log(W) + W log W). The
+// members, seconds of CPU (docs/benchmarks.md, "Assignor step"). This costs
+// O(F log(W) + W log W). The
 // trade-off: a free shard's member depends on which members still have room
 // when its turn comes, not on its own scores alone, so placement is not the
 // same as Compute's. Nothing outside one Step relies on it (one assignor

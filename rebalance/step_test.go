@@ -332,8 +332,8 @@ func TestDefaultMaxMovesInFlight(t *testing.T) {
 	}
 }
 
-// TestStepStuckIsAboutProgressAndSession: the two ways the simulation
-// caught a healthy worker judged stuck. A worker that took the free shards
+// TestStepStuckIsAboutProgressAndSession: two ways a healthy worker can
+// look stuck and must not be judged so. A worker that took the free shards
 // it was waiting for while as many others of its key were freed (its old
 // session's, after a rejoin) made progress, though the count is the same;
 // and a wait recorded under the member's previous session does not count

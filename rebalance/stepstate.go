@@ -137,8 +137,9 @@ const holderBatch = 64
 // readHolders calls f for every entry of holders whose shard is in the
 // set, with the shard's position, in batches. At 100,000 shards the IDs'
 // bytes are scattered in memory and out of cache, and map iteration visits
-// them in hash order, so reading each ID costs a cache miss: it was most of
-// a steady step. Read one at a time between the iterator's steps, the
+// them in hash order, so reading each ID costs a cache miss, the largest
+// part of a steady step (docs/benchmarks.md, "Assignor step"). Read one at
+// a time between the iterator's steps, the
 // misses wait in turn; gathered first and read in a loop of their own, the
 // reads of a batch do not depend on one another and the CPU overlaps their
 // misses.
