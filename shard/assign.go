@@ -98,7 +98,7 @@ type assignmentValue struct {
 	Free         string            `json:"free,omitempty"`
 	AsOf         uint64            `json:"as_of,omitempty"`
 	Reasons      []reasonValue     `json:"reasons,omitempty"`
-	LegacyWhy    map[string]string `json:"why,omitempty"` // reason text → its shards, as written before reasons were typed
+	LegacyWhy    map[string]string `json:"why,omitempty"` // reason text → its shards: the untyped form, read so that a key an older assignor wrote still decodes
 	Draining     bool              `json:"draining,omitempty"`
 	Waiting      int               `json:"waiting,omitempty"`
 	WaitingSince time.Time         `json:"waiting_since,omitzero"`
