@@ -99,9 +99,10 @@ func TestChaos(t *testing.T) {
 
 	began := time.Now()
 	// Two phases: the worker and agent faults, then the leader kills. An
-	// election here takes about 3 s, beyond the 1 s pause budget, so
-	// every leader kill makes every worker step down; run together, they
-	// would leave the other faults' victims with no shards to lose.
+	// election outlasts the 1 s pause budget (docs/reliability.md, "Real
+	// faults against Consul"), so every leader kill makes every worker step
+	// down; run together, they would leave the other faults' victims with
+	// no shards to lose.
 	ctx := t.Context()
 	faults := fleet.RunFaults(ctx, *faultsFlag, Limits{Lanes: *lanesFlag, MaxDown: *downFlag}, seed,
 		Timing{TTL: ttl, LockDelay: lockDelay, Settle: ttl})
@@ -168,10 +169,10 @@ func TestChaos(t *testing.T) {
 	// A run in which no paused owner woke after the next owner of its
 	// shard started did not exercise the run check's hard case: with the
 	// SIGSTOP outlasting TTL + lock-delay, nearly every pause gives some.
-	// Commits by fenced-out owners, which this check used to ask for, are
-	// rare now: a woken owner's claim refuses by the clock before its
-	// commit reaches the store, so only a commit already past that check
-	// when the SIGSTOP came meets the fence. The table counts them.
+	// Commits by fenced-out owners are not asked for: they are rare, since
+	// a woken owner's claim refuses by the clock before its commit reaches
+	// the store, so only a commit already past that check when the SIGSTOP
+	// came meets the fence. The table counts them.
 	switch stops := len(Pauses(faults)); {
 	case len(rv.Woke) > 0:
 	case stops >= 10:

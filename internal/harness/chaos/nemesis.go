@@ -39,7 +39,7 @@ const (
 	AgentLeave Kind = "agent-leave"
 
 	// AssignorKill9 and AssignorStop are Kill9 and SigStop on whichever
-	// worker holds P/assignor when the fault starts (issue 13): the
+	// worker holds P/assignor when the fault starts: the
 	// assignor's session ends with its worker, and another must be elected.
 	AssignorKill9 Kind = "assignor-kill-9"
 	AssignorStop  Kind = "assignor-sigstop"
