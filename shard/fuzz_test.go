@@ -15,8 +15,9 @@ import (
 // policies that satisfy 2·renew + pause ≤ ttl with positive ttl and renew
 // and a non-negative pause — computed here without overflow — and a
 // lock-delay of at least ttl − pause, and names
-// an offending value when it refuses. It once accepted a renewal interval
-// of 146 years because 2·renew wrapped around to a negative need.
+// an offending value when it refuses. The seeds that wrap 2·renew or
+// renew + pause around pin an overflow that accepts an absurd policy
+// (docs/reliability.md, "Fuzzing").
 func FuzzLeasePolicyValidate(f *testing.F) {
 	f.Add(int64(10*time.Second), int64(2*time.Second), int64(5*time.Second))
 	f.Add(int64(30*time.Second), int64(10*time.Second), int64(12*time.Second))

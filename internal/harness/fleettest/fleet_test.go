@@ -21,9 +21,9 @@ const (
 	checkTTL  = 4 * time.Second
 	lockDelay = 2 * time.Second
 	// failoverMargin is what a crash's failover may take beyond the check's
-	// TTL: the lock-delay, a rebalance round (the acquire refused during
-	// the lock-delay is retried by the next one) and scheduling on a busy
-	// two-core machine.
+	// TTL: the lock-delay, the assignor's listing, the new owner's acquire
+	// (refused during the lock-delay, retried at its end) and scheduling on
+	// a busy two-core machine.
 	failoverMargin = lockDelay + 3*time.Second
 )
 
