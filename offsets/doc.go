@@ -54,10 +54,18 @@
 //   - the context's error (and its cause) when ctx is done before the
 //     operation starts; nothing was written. Once a backend's atomic step
 //     has started it runs to completion.
-//   - backend errors (I/O, a corrupt stored value, the network) are wrapped
-//     with the shard they concern. After a network error the write may or
-//     may not have happened; retrying with the same token is safe because an
-//     equal token may overwrite.
+//   - ErrUnavailable: a networked backend could not be reached, or failed
+//     the call for a passing reason; nothing was written, retry as it is.
+//   - ErrOutcomeUnknown: a write was sent and its answer never came back;
+//     it may or may not have happened. Retrying with the same token is
+//     safe because an equal token may overwrite.
+//   - ErrCorrupt: the shard's stored checkpoint is not a valid record; the
+//     shard fails until an operator repairs it.
+//   - other backend errors (I/O, the network) are wrapped with the shard
+//     they concern.
+//
+// Each backend's sentinels of the same names (offsets/consul.ErrCorrupt
+// and so on) are these very values, so errors.Is matches either.
 //
 // The conformance suite in offsets/offsetstest pins all of the above; every
 // backend runs it.

@@ -17,6 +17,21 @@ var (
 	ErrClosed = errors.New("offsets: store closed")
 	// ErrInvalidOffset: a negative offset was offered.
 	ErrInvalidOffset = errors.New("offsets: invalid offset")
+	// ErrUnavailable: the backend could not be reached, had no leader, or
+	// failed the call for a passing reason, and nothing was written. The
+	// call may be retried as it is.
+	ErrUnavailable = errors.New("offsets: store unavailable")
+	// ErrOutcomeUnknown: a write was sent and its answer never came back
+	// (the connection broke, the context ended, the server failed while
+	// applying it). It may or may not have been applied; it is never
+	// reported as success or as stale. Retrying a Commit or Fence with the
+	// same token is safe, because an equal token may overwrite.
+	ErrOutcomeUnknown = errors.New("offsets: outcome unknown")
+	// ErrCorrupt: the stored checkpoint of a shard is not a record the
+	// store wrote, or breaks the rule (negative offset, token above floor,
+	// floor 0). Reads and writes of that shard fail, naming it, until an
+	// operator repairs it; the store never overwrites or obeys it.
+	ErrCorrupt = errors.New("offsets: corrupt checkpoint")
 )
 
 // Checkpoint is what a store holds for one shard.

@@ -19,8 +19,9 @@ var (
 	// ErrLocked: another Store holds the file's lock. Only one may have it
 	// open; bbolt's two writers would corrupt it.
 	ErrLocked = errors.New("offsets/bolt: file locked by another store")
-	// ErrCorrupt: a stored checkpoint is not a valid record.
-	ErrCorrupt = errors.New("offsets/bolt: corrupt checkpoint")
+	// ErrCorrupt is offsets.ErrCorrupt: a stored checkpoint is not a valid
+	// record.
+	ErrCorrupt = offsets.ErrCorrupt
 )
 
 // lockTimeout bounds the wait for the file lock: long enough for a

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/consulkv"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -46,7 +45,7 @@ func (st *Store) CommitBatch(parent context.Context, batch []Entry) error {
 		}
 		seen[e.Shard] = i
 	}
-	ctx, cancel := context.WithTimeout(parent, st.timeout)
+	ctx, cancel := consulkv.WithRequestTimeout(parent, st.timeout)
 	defer cancel()
 
 	errs := make([]error, len(batch))
@@ -68,14 +67,9 @@ func (st *Store) CommitBatch(parent context.Context, batch []Entry) error {
 				unknown = append(unknown, batch[i].Shard)
 			}
 		}
-		corrupt, err := st.readMany(parent, ctx, unknown)
+		corrupt, err := st.readMany(ctx, unknown)
 		if err != nil {
 			return failRest(pending, err)
-		}
-		type write struct {
-			i    int
-			next offsets.Checkpoint
-			idx  uint64
 		}
 		var writes []write
 		for _, i := range pending {
@@ -96,42 +90,44 @@ func (st *Store) CommitBatch(parent context.Context, batch []Entry) error {
 			writes = append(writes, write{i: i, next: next, idx: cur.index})
 		}
 		pending = pending[:0]
-		for chunk := range slices.Chunk(writes, maxTxnOps) {
-			ops := make(api.TxnOps, len(chunk))
-			for k, w := range chunk {
-				ops[k] = &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: st.Key(batch[w.i].Shard), Value: encode(w.next), Index: w.idx}}
-			}
-			results, txnErrs, err := st.txn(parent, ctx, fmt.Sprintf("commit batch of %d", len(ops)), "", ops, true, false)
+		ops := make([]*api.TxnOp, len(writes))
+		for k, w := range writes {
+			ops[k] = &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: st.Key(batch[w.i].Shard), Value: encode(w.next), Index: w.idx}}
+		}
+		txns, err := consulkv.Batches(nil, ops, 0)
+		if err != nil {
+			return failRest(indexes(writes, write.index), err)
+		}
+		off := 0
+		for _, txn := range txns {
+			chunk, rest := writes[off:off+len(txn)], writes[off:] // rest: this chunk and those not sent
+			off += len(txn)
+			results, txnErrs, err := st.txn(ctx, fmt.Sprintf("commit batch of %d", len(txn)), "", txn, true)
 			if err != nil {
 				// This chunk's outcome is err's; later chunks were not
 				// sent; earlier rolled-back ones (in pending) were not
 				// committed either.
-				rest := pending
-				for _, w := range writes[slices.IndexFunc(writes, func(x write) bool { return x.i == chunk[0].i }):] {
+				for _, w := range rest {
 					st.forget(batch[w.i].Shard)
-					rest = append(rest, w.i)
 				}
-				return failRest(rest, err)
+				return failRest(append(pending, indexes(rest, write.index)...), err)
 			}
 			if len(txnErrs) > 0 {
 				// Rolled back: every entry of the chunk goes again; those
 				// whose index moved are read again first.
 				for _, te := range txnErrs {
-					if !strings.Contains(te.What, "index is stale") {
-						rest := append(pending, indexes(writes[slices.IndexFunc(writes, func(x write) bool { return x.i == chunk[0].i }):],
-							func(w write) int { return w.i })...)
-						return failRest(rest, st.txnFailure(parent, "commit batch", batch[chunk[te.OpIndex].i].Shard, txnErrs))
+					if consulkv.ClassifyRefusal(te.What) != consulkv.RefusedStaleIndex {
+						return failRest(append(pending, indexes(rest, write.index)...),
+							st.txnFailure(ctx, "commit batch", batch[chunk[te.OpIndex].i].Shard, txnErrs))
 					}
 					st.forget(batch[chunk[te.OpIndex].i].Shard)
 				}
-				for _, w := range chunk {
-					pending = append(pending, w.i)
-				}
+				pending = append(pending, indexes(chunk, write.index)...)
 				continue
 			}
 			if len(results) != len(chunk) {
 				// Committed, but the answer is not one we can read.
-				return failRest(indexes(chunk, func(w write) int { return w.i }),
+				return failRest(indexes(chunk, write.index),
 					fmt.Errorf("%w: offsets/consul: commit batch: %d results for %d operations", ErrOutcomeUnknown, len(results), len(chunk)))
 			}
 			for k, w := range chunk {
@@ -140,7 +136,7 @@ func (st *Store) CommitBatch(parent context.Context, batch []Entry) error {
 		}
 		if len(pending) > 0 {
 			if err := backoff(ctx, try); err != nil {
-				return failRest(pending, st.fail(parent, "commit batch", "", errors.New("gave up after repeated CAS conflicts"), failNotSent))
+				return failRest(pending, st.fail(ctx, "commit batch", "", errors.New("gave up after repeated CAS conflicts"), consulkv.KindUnavailable))
 			}
 		}
 	}
@@ -151,6 +147,16 @@ func (st *Store) CommitBatch(parent context.Context, batch []Entry) error {
 	}
 	return nil
 }
+
+// write is one entry of a batch ready to send: the entry's position, the
+// checkpoint to write and the index it was read at.
+type write struct {
+	i    int
+	next offsets.Checkpoint
+	idx  uint64
+}
+
+func (w write) index() int { return w.i }
 
 func indexes[T any](xs []T, f func(T) int) []int {
 	out := make([]int, len(xs))
@@ -163,23 +169,31 @@ func indexes[T any](xs []T, f func(T) int) []int {
 // readMany reads the given shards' keys, 128 per read-only transaction,
 // and remembers what it found. A value that is not a valid record is
 // returned per shard, so that it fails its own entry only.
-func (st *Store) readMany(parent, ctx context.Context, ids []shard.ID) (map[shard.ID]error, error) {
+func (st *Store) readMany(ctx context.Context, ids []shard.ID) (map[shard.ID]error, error) {
 	corrupt := map[shard.ID]error{}
-	for chunk := range slices.Chunk(ids, maxTxnOps) {
-		ops := make(api.TxnOps, len(chunk))
-		for k, s := range chunk {
-			ops[k] = &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: st.Key(s)}}
-		}
-		results, txnErrs, err := st.txn(parent, ctx, fmt.Sprintf("read %d shards", len(ops)), "", ops, false, false)
+	ops := make([]*api.TxnOp, len(ids))
+	for k, s := range ids {
+		ops[k] = &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: st.Key(s)}}
+	}
+	txns, err := consulkv.Batches(nil, ops, 0)
+	if err != nil {
+		return nil, err
+	}
+	off := 0
+	for _, txn := range txns {
+		chunk := ids[off : off+len(txn)]
+		off += len(txn)
+		results, txnErrs, err := st.txn(ctx, fmt.Sprintf("read %d shards", len(txn)), "", txn, false)
 		if err != nil {
 			return nil, err
 		}
 		if len(txnErrs) > 0 {
-			return nil, st.txnFailure(parent, "read", chunk[txnErrs[0].OpIndex], txnErrs)
+			return nil, st.txnFailure(ctx, "read", chunk[txnErrs[0].OpIndex], txnErrs)
 		}
 		if len(results) != len(chunk) {
-			// Consul drops what the ACL token may not read (see read).
-			return nil, st.fail(parent, "read", "", fmt.Errorf("%d of %d reads came back empty (filtered by ACLs)", len(chunk)-len(results), len(chunk)), failPermission)
+			// Consul drops from a read transaction's results what the ACL
+			// token may not read, instead of failing it.
+			return nil, st.fail(ctx, "read", "", fmt.Errorf("%d of %d reads came back empty (filtered by ACLs)", len(chunk)-len(results), len(chunk)), consulkv.KindPermission)
 		}
 		for k, s := range chunk {
 			kv := results[k].KV

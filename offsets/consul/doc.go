@@ -28,6 +28,17 @@
 // A write that returned nil has been committed by the Consul servers' Raft
 // quorum.
 //
+// # Connecting
+//
+// Config.Connection carries the same connection settings as a
+// shard/consul.Config (its Connection method returns them), so a process
+// whose coordinator is on Consul opens its store with the same address,
+// token, TLS and transport wrapper; the store builds its own client and
+// pool from them. Config.Client takes a client the caller built instead.
+// The Consul calls themselves, their transaction limit, the reading of
+// failures and the request timeout are internal/consulkv's, shared with
+// shard/consul.
+//
 // # What it does not guarantee
 //
 // Consul KV is not a database: each accepted write is a Raft entry, so
@@ -38,11 +49,15 @@
 //
 // # How it fails
 //
-//   - New: a nil client, a bad prefix or a negative timeout wraps
-//     shard.ErrInvalidArgument. New sends nothing.
+//   - New: no agent named (neither Config.Client nor
+//     Config.Connection.Address), a bad scheme or prefix, or a negative
+//     timeout wraps shard.ErrInvalidArgument. New sends nothing.
 //   - the errors of package offsets, with the same wording; after Close,
 //     offsets.ErrClosed. Shard IDs that are not valid UTF-8, contain NUL or
 //     are longer than MaxShardLen wrap shard.ErrInvalidArgument.
+//   - ErrUnavailable, ErrOutcomeUnknown and ErrCorrupt are package
+//     offsets' sentinels under this package's names: errors.Is matches
+//     either.
 //   - ErrUnavailable: the agent could not be reached or the cluster had no
 //     leader; nothing was written. Requests that provably did not reach
 //     Consul are retried three times with backoff first.

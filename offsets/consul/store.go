@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,28 +14,35 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/consulkv"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 )
 
 // DefaultRequestTimeout bounds one call when Config.RequestTimeout is zero.
-const DefaultRequestTimeout = 10 * time.Second
+const DefaultRequestTimeout = consulkv.DefaultRequestTimeout
 
 // MaxShardLen bounds a shard ID in bytes: it becomes part of a KV key, and
 // an ID that long is a bug, not a shard.
 const MaxShardLen = 1024
 
-// maxTxnOps is Consul's cap on the operations of one /v1/txn (1.14: 128).
-const maxTxnOps = 128
+// Connection says how to reach the Consul agent: address, scheme,
+// datacenter, token, TLS and a transport wrapper. A shard/consul.Config's
+// Connection method returns its own, so a process's coordinator and store
+// reach the same agent the same way.
+type Connection = consulkv.Connection
 
 // Config says which Consul and which fleet.
 type Config struct {
-	// Client talks to the Consul agent; required. The store never closes
-	// it. A shard/consul.Coordinator's Client() will do, so one connection
-	// pool serves the locks and the offsets.
+	// Connection reaches the agent; the store builds its own client from
+	// it and drops its idle connections on Close. Address is required
+	// unless Client is set.
+	Connection Connection
+	// Client, if set, is used instead of Connection: a client the caller
+	// built and keeps (the store never closes it).
 	Client *api.Client
-	// Address names the agent in error messages (an api.Client does not
-	// tell its own); optional, e.g. the Address its api.Config had.
+	// Address names the agent in error messages when Client is set (an
+	// api.Client does not tell its own); default Connection.Address.
 	Address string
 	// Prefix is the fleet's KV prefix P: offsets live under P/offsets/.
 	// Required; no leading or trailing '/'.
@@ -49,13 +57,13 @@ type Config struct {
 func (c Config) Validate() error {
 	var problems []string
 	if c.Client == nil {
-		problems = append(problems, "no Client")
+		if c.Connection.Address == "" {
+			problems = append(problems, "no Client and no Connection.Address: name the Consul agent to reach")
+		}
+		problems = append(problems, c.Connection.Problems()...)
 	}
-	switch {
-	case c.Prefix == "":
-		problems = append(problems, "prefix is empty: name the fleet's KV prefix, e.g. shardlease/orders")
-	case strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/") || strings.ContainsAny(c.Prefix, " \t\n"):
-		problems = append(problems, fmt.Sprintf("prefix %q must not start or end with '/' or contain spaces", c.Prefix))
+	if p := consulkv.ValidPrefix(c.Prefix); p != "" {
+		problems = append(problems, p)
 	}
 	if c.RequestTimeout < 0 {
 		problems = append(problems, fmt.Sprintf("request timeout %v must not be negative", c.RequestTimeout))
@@ -70,9 +78,10 @@ func (c Config) Validate() error {
 // is not usable. All methods are safe for concurrent use, and many Stores
 // (in many processes) may share one prefix.
 type Store struct {
-	client    *api.Client
-	keyPrefix string // P/offsets/
-	address   string // " at ADDR" or "", for errors
+	kv        consulkv.KV
+	transport *http.Transport // built from Config.Connection, else nil
+	keyPrefix string          // P/offsets/
+	address   string          // " at ADDR" or "", for errors
 	timeout   time.Duration
 	closed    atomic.Bool
 
@@ -99,16 +108,34 @@ func New(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = DefaultRequestTimeout
+	var transport *http.Transport
+	if cfg.Client == nil {
+		client, t, err := consulkv.Dial(cfg.Connection)
+		if err != nil {
+			return nil, fmt.Errorf("offsets/consul: %w", err)
+		}
+		cfg.Client, transport = client, t
+	}
+	if cfg.Address == "" {
+		cfg.Address = cfg.Connection.Address
+	}
+	return newStore(cfg, consulkv.New(cfg.Client), transport), nil
+}
+
+// newStore returns a store on kv; transport, if not nil, is closed with it.
+func newStore(cfg Config, kv consulkv.KV, transport *http.Transport) *Store {
+	timeout := cfg.RequestTimeout
+	if timeout == 0 {
+		timeout = DefaultRequestTimeout
 	}
 	return &Store{
-		client:    cfg.Client,
+		kv:        kv,
+		transport: transport,
 		keyPrefix: cfg.Prefix + "/offsets/",
 		address:   at(cfg.Address),
-		timeout:   cfg.RequestTimeout,
+		timeout:   timeout,
 		known:     make(map[shard.ID]entry),
-	}, nil
+	}
 }
 
 func at(address string) string {
@@ -121,8 +148,9 @@ func at(address string) string {
 // Key returns the KV key holding shard s's checkpoint.
 func (st *Store) Key(s shard.ID) string { return st.keyPrefix + string(s) }
 
-// Close forgets the cache; later calls return offsets.ErrClosed. The client
-// stays open (it is the caller's). Closing twice is not an error.
+// Close forgets the cache and drops the idle connections of a client the
+// store built; later calls return offsets.ErrClosed. A Config.Client stays
+// open (it is the caller's). Closing twice is not an error.
 func (st *Store) Close() error {
 	if st.closed.Swap(true) {
 		return nil
@@ -130,6 +158,9 @@ func (st *Store) Close() error {
 	st.mu.Lock()
 	st.known = nil
 	st.mu.Unlock()
+	if st.transport != nil {
+		st.transport.CloseIdleConnections()
+	}
 	return nil
 }
 
@@ -194,13 +225,13 @@ func (st *Store) update(parent context.Context, op string, s shard.ID, apply fun
 	if err := st.check(parent, op, s, apply); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(parent, st.timeout)
+	ctx, cancel := consulkv.WithRequestTimeout(parent, st.timeout)
 	defer cancel()
 	e, ok := st.cached(s)
 	for try := 0; ; try++ {
 		if !ok {
 			var err error
-			if e, err = st.read(parent, ctx, op, s, false); err != nil {
+			if e, err = st.read(ctx, op, s, false); err != nil {
 				return err
 			}
 		}
@@ -208,7 +239,7 @@ func (st *Store) update(parent context.Context, op string, s shard.ID, apply fun
 		if err != nil {
 			return err // stale: floors only rise, so what we saw is enough
 		}
-		idx, conflict, err := st.cas(parent, ctx, op, s, next, e.index)
+		idx, conflict, err := st.cas(ctx, op, s, next, e.index)
 		switch {
 		case err != nil:
 			st.forget(s)
@@ -216,7 +247,7 @@ func (st *Store) update(parent context.Context, op string, s shard.ID, apply fun
 		case conflict:
 			ok = false // someone wrote since: read again
 			if err := backoff(ctx, try); err != nil {
-				return st.fail(parent, op, s, errors.New("gave up after repeated CAS conflicts"), failNotSent)
+				return st.fail(ctx, op, s, errors.New("gave up after repeated CAS conflicts"), consulkv.KindUnavailable)
 			}
 			continue
 		}
@@ -228,17 +259,17 @@ func (st *Store) update(parent context.Context, op string, s shard.ID, apply fun
 // cas writes cp to s's key if its ModifyIndex is still index (0: if it does
 // not exist). It returns the new ModifyIndex, or conflict when the index
 // had moved.
-func (st *Store) cas(parent, ctx context.Context, op string, s shard.ID, cp offsets.Checkpoint, index uint64) (uint64, bool, error) {
+func (st *Store) cas(ctx context.Context, op string, s shard.ID, cp offsets.Checkpoint, index uint64) (uint64, bool, error) {
 	ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: st.Key(s), Value: encode(cp), Index: index}}}
-	results, txnErrs, err := st.txn(parent, ctx, op, s, ops, true, false)
+	results, txnErrs, err := st.txn(ctx, op, s, ops, true)
 	if err != nil {
 		return 0, false, err
 	}
 	if len(txnErrs) > 0 {
-		if strings.Contains(txnErrs[0].What, "index is stale") {
+		if consulkv.ClassifyRefusal(txnErrs[0].What) == consulkv.RefusedStaleIndex {
 			return 0, true, nil
 		}
-		return 0, false, st.txnFailure(parent, op, s, txnErrs)
+		return 0, false, st.txnFailure(ctx, op, s, txnErrs)
 	}
 	if len(results) != 1 || results[0].KV == nil {
 		return 0, false, fmt.Errorf("offsets/consul: %s shard %s: CAS answered with %d results, want 1", op, s, len(results))
@@ -253,79 +284,77 @@ func (st *Store) Load(parent context.Context, s shard.ID) (offsets.Checkpoint, e
 	if err := st.check(parent, "load", s, nil); err != nil {
 		return offsets.Checkpoint{}, err
 	}
-	ctx, cancel := context.WithTimeout(parent, st.timeout)
+	ctx, cancel := consulkv.WithRequestTimeout(parent, st.timeout)
 	defer cancel()
-	e, err := st.read(parent, ctx, "load", s, true)
+	e, err := st.read(ctx, "load", s, true)
 	if err != nil {
 		return offsets.Checkpoint{}, err
 	}
 	return e.cp, nil
 }
 
-// read fetches s's key with a get-or-empty (a missing key is index 0, not
-// an error), remembers it, and returns it.
-func (st *Store) read(parent, ctx context.Context, op string, s shard.ID, consistent bool) (entry, error) {
+// read fetches s's key (a missing key is index 0, not an error),
+// remembers it, and returns it.
+func (st *Store) read(ctx context.Context, op string, s shard.ID, consistent bool) (entry, error) {
 	key := st.Key(s)
-	ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: key}}}
-	results, txnErrs, err := st.txn(parent, ctx, op, s, ops, false, consistent)
+	var kv *api.KVPair
+	err := st.retry(ctx, op, s, false, func() (err error) {
+		kv, _, err = st.kv.Get(ctx, key, consulkv.Query{Consistent: consistent})
+		return err
+	})
 	if err != nil {
 		return entry{}, err
 	}
-	if len(txnErrs) > 0 {
-		return entry{}, st.txnFailure(parent, op, s, txnErrs)
+	var e entry
+	if kv != nil {
+		if e.cp, err = decode(s, key, kv.Value, kv.ModifyIndex); err != nil {
+			return entry{}, err
+		}
+		e.index = kv.ModifyIndex
 	}
-	if len(results) != 1 || results[0].KV == nil {
-		// Consul drops from a read transaction's results what the ACL
-		// token may not read, instead of failing it.
-		return entry{}, st.fail(parent, op, s, fmt.Errorf("the read of %s came back empty (filtered by ACLs)", key), failPermission)
-	}
-	kv := results[0].KV
-	cp, err := decode(s, key, kv.Value, kv.ModifyIndex)
-	if err != nil {
-		return entry{}, err
-	}
-	e := entry{cp: cp, index: kv.ModifyIndex}
 	st.remember(s, e)
 	return e, nil
 }
 
-// txn sends one transaction, retrying a few times, with backoff, only when
-// it provably did not reach Consul's Raft log. A rolled-back transaction
-// returns Consul's per-operation errors and a nil error.
-func (st *Store) txn(parent, ctx context.Context, op string, s shard.ID, ops api.TxnOps, write, consistent bool) (api.TxnResults, api.TxnErrors, error) {
-	q := (&api.QueryOptions{RequireConsistent: consistent}).WithContext(ctx)
+// txn sends one transaction (see retry). A rolled-back transaction returns
+// Consul's per-operation errors and a nil error.
+func (st *Store) txn(ctx context.Context, op string, s shard.ID, ops api.TxnOps, write bool) (api.TxnResults, api.TxnErrors, error) {
+	var (
+		results api.TxnResults
+		txnErrs api.TxnErrors
+	)
+	err := st.retry(ctx, op, s, write, func() (err error) {
+		results, txnErrs, err = st.kv.Txn(ctx, ops)
+		return err
+	})
+	return results, txnErrs, err
+}
+
+// retry makes one request, again a few times, with backoff, only while it
+// provably did not reach Consul's Raft log (consulkv.KindUnavailable).
+func (st *Store) retry(ctx context.Context, op string, s shard.ID, write bool, call func() error) error {
 	for try := 0; ; try++ {
 		if st.closed.Load() {
-			return nil, nil, offsets.ErrClosed
+			return offsets.ErrClosed
 		}
-		okTxn, resp, _, err := st.client.Txn().Txn(ops, q)
+		err := call()
 		if err == nil {
-			if okTxn {
-				return resp.Results, nil, nil
-			}
-			if len(resp.Errors) == 0 {
-				return nil, nil, fmt.Errorf("offsets/consul: %s shard %s: transaction rolled back without saying why", op, s)
-			}
-			return nil, resp.Errors, nil
+			return nil
 		}
-		f := classifyErr(err, write)
-		if f == failNotSent && try < maxTries && backoff(ctx, try) == nil {
+		k := consulkv.Classify(err, write)
+		if k == consulkv.KindUnavailable && try < maxTries && backoff(ctx, try) == nil {
 			continue
 		}
-		return nil, nil, st.fail(parent, op, s, err, f)
+		return st.fail(ctx, op, s, err, k)
 	}
 }
 
 // txnFailure describes per-operation errors no caller expected.
-func (st *Store) txnFailure(parent context.Context, op string, s shard.ID, errs api.TxnErrors) error {
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		if isPermission(e.What) {
-			return st.fail(parent, op, s, errors.New(e.What), failPermission)
-		}
-		msgs[i] = fmt.Sprintf("op %d: %s", e.OpIndex, e.What)
+func (st *Store) txnFailure(ctx context.Context, op string, s shard.ID, errs api.TxnErrors) error {
+	if what, ok := consulkv.PermissionRefusal(errs); ok {
+		return st.fail(ctx, op, s, errors.New(what), consulkv.KindPermission)
 	}
-	return fmt.Errorf("offsets/consul: %s shard %s%s: transaction rolled back: %s", op, s, st.address, strings.Join(msgs, "; "))
+	return fmt.Errorf("offsets/consul: %s shard %s%s: transaction rolled back: %s", op, s, st.address, strings.Join(consulkv.Rollback(errs), "; "))
 }
 
 func (st *Store) cached(s shard.ID) (entry, bool) {

@@ -8,27 +8,30 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 )
 
 // Sentinel errors; compare with errors.Is.
 var (
-	// ErrUnavailable: the database could not be reached, refused the login,
-	// or failed the statement for a transient reason. Nothing was written;
-	// the call may be retried.
-	ErrUnavailable = errors.New("offsets/postgres: database unavailable")
-	// ErrOutcomeUnknown: the connection broke (or the context ended) after
-	// a write was sent and before its answer came back. The write may or
-	// may not have been applied. Retrying a Commit or Fence with the same
-	// token is safe (an equal token may overwrite); a FencedTx must be
-	// checked against the user's own data before it is run again.
-	ErrOutcomeUnknown = errors.New("offsets/postgres: outcome unknown")
+	// ErrUnavailable is offsets.ErrUnavailable: the database could not be
+	// reached, refused the login, or failed the statement for a transient
+	// reason. Nothing was written; the call may be retried.
+	ErrUnavailable = offsets.ErrUnavailable
+	// ErrOutcomeUnknown is offsets.ErrOutcomeUnknown: the connection broke
+	// (or the context ended) after a write was sent and before its answer
+	// came back. The write may or may not have been applied. Retrying a
+	// Commit or Fence with the same token is safe (an equal token may
+	// overwrite); a FencedTx must be checked against the user's own data
+	// before it is run again.
+	ErrOutcomeUnknown = offsets.ErrOutcomeUnknown
 	// ErrSchema: the table exists but is not one this store can use (wrong
 	// columns, no unique index on shard, a newer schema version).
 	ErrSchema = errors.New("offsets/postgres: incompatible table")
-	// ErrCorrupt: a row breaks the offsets rule (negative offset, token
-	// above floor, floor 0); reported, never obeyed.
-	ErrCorrupt = errors.New("offsets/postgres: corrupt checkpoint")
+	// ErrCorrupt is offsets.ErrCorrupt: a row breaks the offsets rule
+	// (negative offset, token above floor, floor 0); reported, never
+	// obeyed.
+	ErrCorrupt = offsets.ErrCorrupt
 )
 
 // attempt is what one try of a statement told us.
