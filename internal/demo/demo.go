@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shardlease/shardlease/internal/inproc"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/offsets/bolt"
 	"github.com/shardlease/shardlease/shard"
@@ -21,17 +22,17 @@ type demo struct {
 	o       Options
 	backend Backend
 	coord   shard.Coordinator // the fleet as the demo reads it
-	store   *audited
+	store   *inproc.Auditor
 	reg     *prometheus.Registry
 	rng     *rand.Rand
 	start   time.Time
 	out     io.Writer
 
-	mu      sync.Mutex
-	members map[string]*member
-	order   []string
-	faults  []string
-	next    int // number of the next worker to spawn
+	fleet inproc.Fleet[struct{}]
+
+	mu     sync.Mutex
+	faults []string
+	next   int // number of the next worker to spawn
 }
 
 // Run plays the demo until o.Duration passes (or ctx ends), printing
@@ -66,12 +67,11 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Summary, error) {
 		o:       o,
 		backend: backend,
 		coord:   coord,
-		store:   audit(store),
+		store:   inproc.NewAuditor(store, inproc.AuditOptions{}),
 		reg:     o.Registry,
 		rng:     rand.New(rand.NewPCG(o.Seed, o.Seed>>1|1)),
 		start:   time.Now(),
 		out:     progress,
-		members: map[string]*member{},
 	}
 	if d.reg == nil {
 		d.reg = prometheus.NewRegistry()
@@ -81,7 +81,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Summary, error) {
 	d.say("coordinator: %s", backend.Describe())
 	for range o.Workers {
 		if err := d.spawn(d.nextID()); err != nil {
-			d.stopAll()
+			d.fleet.StopAll()
 			return Summary{}, err
 		}
 	}
@@ -91,8 +91,8 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Summary, error) {
 	d.play(ctx)
 	settled := d.settle(context.WithoutCancel(ctx)) // after Ctrl-C too: judge a settled fleet
 	sum := d.summarize(settled)
-	d.stopAll()
-	sum.finishAudit(d.store)
+	d.fleet.StopAll()
+	sum.finishAudit(d.store.Counts())
 	return sum, sum.Err()
 }
 

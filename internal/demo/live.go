@@ -56,13 +56,11 @@ func (d *demo) handles() Live {
 
 // crashByID is Live.Crash: the fault is recorded like a scheduled one.
 func (d *demo) crashByID(id string) error {
-	d.mu.Lock()
-	m := d.members[id]
-	d.mu.Unlock()
-	if m == nil || m.dead.Load() {
+	m := d.fleet.Member(id)
+	if m == nil || m.Crashed() {
 		var live []string
-		for _, l := range d.live() {
-			live = append(live, l.id)
+		for _, l := range d.fleet.Running() {
+			live = append(live, l.ID)
 		}
 		return fmt.Errorf("%w: %q (live: %v)", ErrNoSuchWorker, id, live)
 	}

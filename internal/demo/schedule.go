@@ -45,7 +45,7 @@ func (d *demo) play(ctx context.Context) {
 			}},
 			{at: c + pauseAt, lasts: pauseFor, play: func() string {
 				m := d.pick("")
-				paused = m.id
+				paused = m.ID
 				return d.pause(m, pauseFor)
 			}},
 			{at: c + joinAt, play: func() string {
@@ -88,12 +88,12 @@ func (d *demo) play(ctx context.Context) {
 // that own shards.
 func (d *demo) pick(except string) *member {
 	var candidates, owning []*member
-	for _, m := range d.live() {
-		if m.id == except {
+	for _, m := range d.fleet.Running() {
+		if m.ID == except {
 			continue
 		}
 		candidates = append(candidates, m)
-		if len(m.w.Status().Owned()) > 0 {
+		if len(m.Worker().Status().Owned()) > 0 {
 			owning = append(owning, m)
 		}
 	}
@@ -121,8 +121,8 @@ func (d *demo) settle(ctx context.Context) time.Duration {
 // report prints one progress line.
 func (d *demo) report() {
 	f := d.fleetState()
-	a := d.store
+	a := d.store.Counts()
 	failovers, moves := d.handoffs()
 	d.say("workers %2d live · owned %d/%d · max−min %d · commits %d · stale rejected %d · failovers %d · moves %d",
-		f.workers, f.owned, d.o.Shards, f.spread, a.committed.Load(), a.staleRejected.Load(), failovers, moves)
+		f.workers, f.owned, d.o.Shards, f.spread, a.Commits, a.StaleRejected, failovers, moves)
 }

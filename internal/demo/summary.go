@@ -9,6 +9,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/shardlease/shardlease/internal/inproc"
 	"github.com/shardlease/shardlease/rebalance"
 )
 
@@ -97,13 +98,13 @@ func (d *demo) summarize(settle time.Duration) Summary {
 
 // finishAudit copies the auditor's counts, taken after every worker stopped
 // so that commits made while draining are judged too.
-func (s *Summary) finishAudit(a *audited) {
-	s.StaleCommitsRejected = a.staleRejected.Load()
-	s.StaleCommitsAccepted = a.staleAccepted.Load()
-	s.OffsetRegressions = a.regressions.Load()
-	s.LostCommits = a.lostCommits.Load()
-	s.FalseRejections = a.falseRejection.Load()
-	s.Committed = a.committed.Load()
+func (s *Summary) finishAudit(a inproc.AuditCounts) {
+	s.StaleCommitsRejected = a.StaleRejected
+	s.StaleCommitsAccepted = a.StaleAccepted
+	s.OffsetRegressions = a.Regressions
+	s.LostCommits = a.LostCommits
+	s.FalseRejections = a.FalseRejections
+	s.Committed = a.Commits
 	check := func(bad bool, format string, args ...any) {
 		if bad {
 			s.Violations = append(s.Violations, fmt.Sprintf(format, args...))

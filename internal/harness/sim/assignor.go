@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/internal/faults"
+	"github.com/shardlease/shardlease/internal/inproc"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -23,7 +24,7 @@ import (
 func (r *run) assignorVictim(e Event) (*member, bool) {
 	k, err := r.coord.WatchAssignor(context.Background(), 0)
 	if err == nil && k.Held() {
-		if m := r.members[k.Worker]; m != nil && !m.dead.Load() && !m.left && m.session() == k.Session {
+		if m := r.fleet.Member(k.Worker); m != nil && m.Running() && m.Ext.session() == k.Session {
 			return m, true
 		}
 	}
@@ -58,7 +59,7 @@ func (r *run) resolve(e *Event) bool {
 		}
 	default:
 		if m, held := r.assignorVictim(*e); m != nil {
-			e.Worker, e.NoHolder = m.id, !held
+			e.Worker, e.NoHolder = m.ID, !held
 		}
 		r.struck[e.Kind] = e.Worker
 		if e.Kind == Crash {
@@ -81,11 +82,11 @@ func holdKey(e Event) string {
 // the write in hand (assignView.Assign); if it writes nothing for e.Size,
 // it freezes then, empty-handed.
 func (r *run) armPause(m *member, e Event) {
-	m.view.armed.Store(true)
-	m.view.strikeAt = time.AfterFunc(e.Size, func() {
-		if m.view.armed.CompareAndSwap(true, false) && !m.dead.Load() {
-			r.tracef("  %s wrote no assignment in %v: frozen without a write in hand", m.id, e.Size)
-			m.hold(holdKey(e), hold{mode: faults.Hang, freeze: true})
+	m.Ext.view.armed.Store(true)
+	m.Ext.view.strikeAt = time.AfterFunc(e.Size, func() {
+		if m.Ext.view.armed.CompareAndSwap(true, false) && !m.Crashed() {
+			r.tracef("  %s wrote no assignment in %v: frozen without a write in hand", m.ID, e.Size)
+			m.Hold(holdKey(e), inproc.Hold{Mode: faults.Hang, Freeze: true})
 		}
 	})
 }
@@ -129,10 +130,10 @@ func (v *assignView) Assign(ctx context.Context, id shard.SessionID, epoch shard
 	}
 	m, r := v.m, v.r
 	froze := time.Now()
-	r.tracef("  %s frozen with an Assign of %d keys in hand (session %s, epoch %d)", m.id, len(set), id, epoch)
-	m.hold(holdKey(Event{Kind: Pause, Assignor: true}), hold{mode: faults.Hang, freeze: true})
-	if !m.gate.Wait(m.killed) {
-		return fmt.Errorf("%w: %s crashed while frozen", shard.ErrUnavailable, m.id)
+	r.tracef("  %s frozen with an Assign of %d keys in hand (session %s, epoch %d)", m.ID, len(set), id, epoch)
+	m.Hold(holdKey(Event{Kind: Pause, Assignor: true}), inproc.Hold{Mode: faults.Hang, Freeze: true})
+	if !m.WaitThawed(m.Killed()) {
+		return fmt.Errorf("%w: %s crashed while frozen", shard.ErrUnavailable, m.ID)
 	}
 	frozen := time.Since(froze)
 	err := v.Coordinator.Assign(context.WithoutCancel(ctx), id, epoch, set)
@@ -143,8 +144,8 @@ func (v *assignView) Assign(ctx context.Context, id shard.SessionID, epoch shard
 	case err != nil:
 		outcome = "refused: " + err.Error()
 	}
-	r.tracef("  %s woke %v after it froze; its Assign at epoch %d: %s", m.id, frozen.Round(time.Millisecond), epoch, outcome)
-	r.elect.held(m.id, id, epoch, frozen, err)
+	r.tracef("  %s woke %v after it froze; its Assign at epoch %d: %s", m.ID, frozen.Round(time.Millisecond), epoch, outcome)
+	r.elect.held(m.ID, id, epoch, frozen, err)
 	return err
 }
 

@@ -38,7 +38,7 @@ func (c *careless) Close() error { return nil }
 // newer owner fenced and committed, breaks three invariants at once.
 func TestAuditorCatchesAStoreWithoutAFence(t *testing.T) {
 	c := &checker{}
-	a := newAuditor(&careless{cps: map[shard.ID]offsets.Checkpoint{}}, c)
+	a := newAuditor(&careless{cps: map[shard.ID]offsets.Checkpoint{}}, c, nil)
 	ctx := context.Background()
 	const s = shard.ID("stream/shard-000")
 	must := func(err error) {
@@ -49,10 +49,10 @@ func TestAuditorCatchesAStoreWithoutAFence(t *testing.T) {
 	must(a.Fence(ctx, s, 3))
 	must(a.Commit(ctx, s, 3, 10))
 	must(a.Fence(ctx, s, 7)) // a new owner takes over
-	a.started(shard.Claim{Shard: s, Token: 7}, offsets.Checkpoint{Offset: 4, Token: 3, Floor: 7})
+	a.Started(shard.Claim{Shard: s, Token: 7}, offsets.Checkpoint{Offset: 4, Token: 3, Floor: 7})
 	must(a.Commit(ctx, s, 7, 12))
 	must(a.Commit(ctx, s, 3, 11)) // the old owner wakes up
-	a.final(ctx)
+	checkHistory(ctx, a, c)
 	got := strings.Join(c.list(), "\n")
 	for _, want := range []string{"lost commit", "stale commit accepted", "offset went backwards", "stale write accepted"} {
 		if !strings.Contains(got, want) {

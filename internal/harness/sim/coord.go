@@ -126,8 +126,8 @@ func (r *recorder) CreateSession(ctx context.Context, spec shard.SessionSpec) (s
 	if err != nil {
 		return sid, err
 	}
-	r.m.setSession(sid)
-	rec := &leaseRec{worker: r.m.id}
+	r.m.Ext.setSession(sid)
+	rec := &leaseRec{worker: r.m.ID}
 	// worker.term: a create slower than RenewEvery is followed by a renewal,
 	// and the term counts from that renewal's start instead.
 	if time.Since(start) <= r.l.policy.RenewEvery {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/internal/faults"
+	"github.com/shardlease/shardlease/internal/inproc"
 )
 
 // addDestroys lays Destroy faults over a generated schedule, from a random
@@ -102,16 +103,16 @@ func (s *Schedule) destroyable(main []Event, e Event) []string {
 // coordinator as an operator would.
 func (r *run) destroy(m *member, e Event) {
 	if e.For > 0 {
-		m.hold(holdKey(e), hold{mode: faults.Hang})
+		m.Hold(holdKey(e), inproc.Hold{Mode: faults.Hang})
 	}
-	sid := m.session()
+	sid := m.Ext.session()
 	if sid == "" {
-		r.tracef("  %s has no session yet: nothing to destroy", m.id)
+		r.tracef("  %s has no session yet: nothing to destroy", m.ID)
 		return
 	}
 	r.elect.destroy(sid)
 	_ = r.coord.DestroySession(context.Background(), sid) // the embedded coordinator fails no other way
-	r.tracef("  destroyed %s's session %s", m.id, sid)
+	r.tracef("  destroyed %s's session %s", m.ID, sid)
 }
 
 // betweenIn returns a draw from rng of a duration in [lo, hi) (lo when the

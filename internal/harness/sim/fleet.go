@@ -6,142 +6,66 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/shardlease/shardlease/internal/faults"
+	"github.com/shardlease/shardlease/internal/inproc"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
 
-// member is one worker process of the simulated fleet: one Worker and the
-// handles that inject its faults. A crashed worker restarted under the same
-// ID is a new member.
-type member struct {
-	id    string
-	n     int // instance number, for seeding
-	w     *worker.Worker
-	fault *faults.Coordinator
-	slow  *slowRenewals
-	gate  faults.Gate // closed: the process is frozen (its handlers stop where they are)
-	view  *assignView
+// member is one worker process of the simulated fleet (inproc.Member:
+// its worker, fault layer and gate). A crashed worker restarted under the
+// same ID is a new member.
+type member = inproc.Member[proc]
 
-	// killed ends when the process crashes: what a frozen process waits
-	// on besides its gate.
-	killed context.Context
-	kill   context.CancelFunc
-
-	dead    atomic.Bool  // crashed: frozen handlers never write again
+// proc is what the simulation keeps beside each member: the fault handles
+// of its own, and whether Run's result was checked.
+type proc struct {
+	slow    *slowRenewals
+	view    *assignView
 	slowMax atomic.Int64 // time.Duration: handler steps take up to this, ignoring ctx; 0: normal
 	sid     atomic.Value // shard.SessionID: the latest session it created
-	cancel  context.CancelFunc
-	done    chan error
-	err     error // Run's result, once done
-	stopped bool  // Run has returned and err is set
-	left    bool  // told to leave
-
-	mu    sync.Mutex
-	holds map[string]hold // the faults in force on the process, by key (see hold)
+	checked bool         // Run has returned and its result was checked
 }
 
-// hold is one fault's grip on a process: the mode it puts its coordinator
-// calls in, and whether it freezes the process (closes its gate).
-type hold struct {
-	mode   faults.Mode
-	freeze bool
-}
-
-// hold puts a fault in force on m under key until unhold(key). Faults may
-// overlap on one process — an assignor fault finds its victim only when it
-// strikes, so the schedule cannot keep it off a worker already partitioned —
-// and the heal of one must not end another: the calls hang while any fault
-// hangs them, fail while any other fails them, and the gate stays closed
-// while any fault freezes the process.
-func (m *member) hold(key string, h hold) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.holds == nil {
-		m.holds = map[string]hold{}
-	}
-	m.holds[key] = h
-	m.applyHolds()
-}
-
-// unhold ends the fault under key; ending one not in force changes nothing
-// else (a heal due from before a restart reaches the new process).
-func (m *member) unhold(key string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.holds, key)
-	m.applyHolds()
-}
-
-func (m *member) applyHolds() {
-	if m.dead.Load() {
-		return // a crash is for good: calls fail, the gate stays closed
-	}
-	mode, freeze := faults.Healthy, false
-	for _, h := range m.holds {
-		switch { // a hang wins over a failure: a frozen process fails nothing
-		case h.mode == faults.Hang:
-			mode = faults.Hang
-		case h.mode == faults.Fail && mode != faults.Hang:
-			mode = faults.Fail
-		}
-		freeze = freeze || h.freeze
-	}
-	m.fault.Set(mode)
-	if freeze {
-		m.gate.Close()
-	} else {
-		m.gate.Open()
-	}
-}
-
-// session returns the latest session m created, or "" if none yet.
-func (m *member) session() shard.SessionID {
-	sid, _ := m.sid.Load().(shard.SessionID)
+// session returns the latest session the process created, or "" if none yet.
+func (p *proc) session() shard.SessionID {
+	sid, _ := p.sid.Load().(shard.SessionID)
 	return sid
 }
 
-func (m *member) setSession(sid shard.SessionID) { m.sid.Store(sid) }
+func (p *proc) setSession(sid shard.SessionID) { p.sid.Store(sid) }
 
 // isLost reports whether err (a context cause) says authority is gone.
 func isLost(err error) bool { return errors.Is(err, worker.ErrLost) }
 
-// spawn starts a worker named id.
+// spawn starts a worker named id. Faults may overlap on one process — an
+// assignor fault finds its victim only when it strikes, so the schedule
+// cannot keep it off a worker already partitioned — so each holds it under
+// its own key (holdKey, inproc.Member.Hold).
 func (r *run) spawn(id string) *member {
-	r.instances++
-	m := &member{id: id, n: r.instances, done: make(chan error, 1)}
-	m.killed, m.kill = context.WithCancel(context.Background())
-	m.fault = faults.Wrap(&elected{Coordinator: r.coord, el: r.elect, worker: id})
-	m.slow = &slowRenewals{Coordinator: m.fault}
-	m.view = &assignView{Coordinator: m.slow, r: r, m: m}
+	m := r.fleet.New(id, &elected{Coordinator: r.coord, el: r.elect, worker: id})
+	m.Ext.slow = &slowRenewals{Coordinator: m.Coordinator()}
+	m.Ext.view = &assignView{Coordinator: m.Ext.slow, r: r, m: m}
 	su := r.sched.Setup
-	w, err := worker.New(worker.Config{
-		ID:               id,
+	err := r.fleet.Start(m, worker.Config{
 		Fleet:            shard.Config{Shards: su.Shards},
-		Coordinator:      &recorder{Coordinator: m.view, m: m, l: r.leases, runs: r.runs, c: r.c},
+		Coordinator:      &recorder{Coordinator: m.Ext.view, m: m, l: r.leases, runs: r.runs, c: r.c},
 		Offsets:          r.store,
 		Handler:          r.handler(m),
 		Policy:           su.Policy,
 		DrainTimeout:     su.DrainTimeout,
 		MaxMovesInFlight: su.MaxMovesInFlight,
 		Logger:           r.opts.Logger,
-		JitterSeed:       r.sched.Seed*1000003 + uint64(m.n),
+		JitterSeed:       r.sched.Seed*1000003 + uint64(m.N),
 	})
 	if err != nil {
 		r.c.violate("worker.New(%s): %v", id, err)
 		return nil
 	}
-	m.w = w
-	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	go func() { m.done <- w.Run(ctx) }()
-	r.members[id] = m
-	r.all = append(r.all, m)
 	return m
 }
 
@@ -162,20 +86,20 @@ func (r *run) spawn(id string) *member {
 // step.
 func (r *run) handler(m *member) worker.Handler {
 	return worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
-		r.store.started(c.Claim, c.Start)
-		run := r.runs.begin(m.id, m.n, c.Claim, r.c.elapsed())
+		r.store.Started(c.Claim, c.Start)
+		run := r.runs.begin(m.ID, m.N, c.Claim, r.c.elapsed())
 		defer func() { r.runs.end(run, r.c.elapsed()) }()
-		if m.dead.Load() {
+		if m.Crashed() {
 			// Started as its process crashed, after runLog.crash looked.
-			r.runs.crash(m.n, r.c.elapsed())
+			r.runs.crash(m.N, r.c.elapsed())
 		}
-		defer r.handlers.begin(m.id, c.Claim, ctx)()
+		defer r.handlers.begin(m.ID, c.Claim, ctx)()
 		h := fnv.New64a()
-		fmt.Fprintf(h, "%d/%s/%s/%d", r.sched.Seed, m.id, c.Shard, c.Token)
-		rng := rand.New(rand.NewPCG(h.Sum64(), uint64(m.n)))
+		fmt.Fprintf(h, "%d/%s/%s/%d", r.sched.Seed, m.ID, c.Shard, c.Token)
+		rng := rand.New(rand.NewPCG(h.Sum64(), uint64(m.N)))
 		offset := c.Start.Offset
 		for {
-			if slow := time.Duration(m.slowMax.Load()); slow > 0 {
+			if slow := time.Duration(m.Ext.slowMax.Load()); slow > 0 {
 				r.slowStep(run, c, time.Duration(rng.Int64N(int64(slow)))+time.Millisecond)
 			} else {
 				t := time.NewTimer(time.Duration(200+rng.IntN(800)) * time.Millisecond)
@@ -186,17 +110,17 @@ func (r *run) handler(m *member) worker.Handler {
 				t.Stop()
 			}
 			if ctx.Err() != nil {
-				if !isLost(context.Cause(ctx)) && !m.dead.Load() {
+				if !isLost(context.Cause(ctx)) && !m.Crashed() {
 					// Revoked: commit what was processed, then return.
 					_ = c.Commit(context.WithoutCancel(ctx), offset+1)
 				}
 				return nil
 			}
-			r.handlers.acting(m.id, c.Claim)
+			r.handlers.acting(m.ID, c.Claim)
 			offset += 1 + rng.Int64N(5)
 			r.runs.halt(run, r.c.elapsed())
-			m.gate.Wait(context.Background()) // a frozen process does not see ctx end
-			if m.dead.Load() {
+			m.WaitThawed(context.Background()) // a frozen process does not see ctx end
+			if m.Crashed() {
 				return nil // a crashed process never wakes up
 			}
 			r.runs.resume(run, r.c.elapsed())
@@ -245,7 +169,7 @@ func (r *run) apply(e Event) {
 			r.assignorFaults[e.Kind]++
 		}
 	}
-	m := r.members[e.Worker]
+	m := r.fleet.Member(e.Worker)
 	switch e.Kind {
 	case ClockJump:
 		r.clock.jump(e.Size)
@@ -253,7 +177,7 @@ func (r *run) apply(e Event) {
 		r.coord.Sessions() // let the coordinator notice what expired, as its timers would
 		return
 	case Join, Restart:
-		if m != nil && !m.dead.Load() && !m.left {
+		if m != nil && m.Running() {
 			r.c.violate("schedule: %s %s, which is running", e.Kind, e.Worker)
 			return
 		}
@@ -264,7 +188,7 @@ func (r *run) apply(e Event) {
 		r.c.violate("schedule: %s of %s, which never ran", e.Kind, e.Worker)
 		return
 	}
-	if m.dead.Load() || m.left && !e.Heal {
+	if m.Crashed() || m.Left() && !e.Heal {
 		return // a fault due after a crash or a leave; a crash's heals too
 	}
 	// A leave's heals still run: a leave that came during a pause or a cut
@@ -273,35 +197,30 @@ func (r *run) apply(e Event) {
 	switch {
 	case e.Kind == Crash:
 		// Every call fails, handlers freeze forever, nothing is released.
-		m.dead.Store(true) // before the crash is logged: see handler
-		m.kill()
-		r.runs.crash(m.n, r.c.elapsed())
-		m.gate.Close()
-		m.fault.Set(faults.Fail)
-		m.cancel() // Run returns after its drain timeout; its calls all fail
+		m.Crash() // Crashed before the crash is logged: see handler
+		r.runs.crash(m.N, r.c.elapsed())
 	case e.Kind == Leave:
-		m.left = true
-		m.cancel()
+		m.Leave()
 	case e.Kind == Pause && e.Assignor && !e.Heal:
 		r.armPause(m, e)
 	case e.Kind == Pause && !e.Heal:
-		m.hold(holdKey(e), hold{mode: faults.Hang, freeze: true})
+		m.Hold(holdKey(e), inproc.Hold{Mode: faults.Hang, Freeze: true})
 	case e.Kind == PartitionFail && !e.Heal:
-		m.hold(holdKey(e), hold{mode: faults.Fail})
+		m.Hold(holdKey(e), inproc.Hold{Mode: faults.Fail})
 	case e.Kind == PartitionHang && !e.Heal:
-		m.hold(holdKey(e), hold{mode: faults.Hang})
+		m.Hold(holdKey(e), inproc.Hold{Mode: faults.Hang})
 	case e.Kind == Destroy && !e.Heal:
 		r.destroy(m, e)
 	case e.Kind == Pause || e.Kind == PartitionFail || e.Kind == PartitionHang || e.Kind == Destroy:
 		if e.Assignor {
-			m.view.disarm() // armed on this process, and never struck
+			m.Ext.view.disarm() // armed on this process, and never struck
 		}
-		m.unhold(holdKey(e))
+		m.Unhold(holdKey(e))
 	case e.Kind == StaleAssignment:
-		m.view.setStale(e.Size, e.Replay) // 0 on heal
+		m.Ext.view.setStale(e.Size, e.Replay) // 0 on heal
 	case e.Kind == SlowHandlers:
-		m.slowMax.Store(int64(e.Size)) // 0 on heal
+		m.Ext.slowMax.Store(int64(e.Size)) // 0 on heal
 	case e.Kind == SlowRenewals:
-		m.slow.set(e.Size, e.LateReply) // 0 on heal
+		m.Ext.slow.set(e.Size, e.LateReply) // 0 on heal
 	}
 }

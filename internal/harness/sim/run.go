@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/shardlease/shardlease/internal/faults"
+	"github.com/shardlease/shardlease/internal/inproc"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
@@ -106,7 +106,7 @@ type run struct {
 
 	clock    *jumpClock
 	coord    *memory.Coordinator
-	store    *auditor
+	store    *inproc.Auditor
 	leases   *leases
 	handlers *handlers
 	runs     *runLog
@@ -114,10 +114,8 @@ type run struct {
 	c        *checker
 	elect    *elections
 
-	members   map[string]*member // by ID: the latest process under that ID
-	all       []*member          // every process ever started
-	instances int
-	faults    map[Kind]int
+	fleet  inproc.Fleet[proc]
+	faults map[Kind]int
 	// assignorFaults counts the assignor faults played; struck, by kind,
 	// the worker the latest one struck, which its heal (or, for a crash,
 	// the restart) goes to.
@@ -145,21 +143,19 @@ func Run(seed uint64, opts Options) Result {
 	c := &checker{start: time.Now(), trace: opts.Trace}
 	r := &run{
 		opts: opts, sched: sched, c: c,
-		clock:   &jumpClock{},
-		leases:  newLeases(su.Policy),
-		jumps:   &jumps{window: su.Policy.TTL},
-		members: map[string]*member{},
-		faults:  map[Kind]int{},
-		elect:   newElections(c, su.Policy.TTL),
+		clock:  &jumpClock{},
+		leases: newLeases(su.Policy),
+		jumps:  &jumps{window: su.Policy.TTL},
+		faults: map[Kind]int{},
+		elect:  newElections(c, su.Policy.TTL),
 
 		assignorFaults: map[Kind]int{},
 		struck:         map[Kind]string{},
 	}
 	r.coord = memory.New(memory.WithClock(r.clock))
-	r.store = newAuditor(offmem.New(), c)
 	r.handlers = newHandlers(c, r.leases, r.jumps)
 	r.runs = newRunLog(c, r.leases, r.jumpExcuses)
-	r.store.effect = func(cl shard.Claim) { r.runs.effect(cl, c.elapsed()) }
+	r.store = newAuditor(offmem.New(), c, func(cl shard.Claim) { r.runs.effect(cl, c.elapsed()) })
 	if opts.Trace != nil {
 		opts.Trace(sched.String())
 	}
@@ -184,12 +180,13 @@ func Run(seed uint64, opts Options) Result {
 	r.shutdown()
 	stopWatch()
 	<-watched
-	r.store.final(context.Background())
+	checkHistory(context.Background(), r.store, c)
 	r.runs.final(c.elapsed())
 
 	res.Simulated = c.elapsed()
 	res.Faults = r.faults
-	res.Commits, res.StaleRejected, res.Fences = r.store.commits.Load(), r.store.stale.Load(), r.store.fences.Load()
+	counts := r.store.Counts()
+	res.Commits, res.StaleRejected, res.Fences = counts.Commits, counts.StaleRejected, counts.Fences
 	res.Starts, res.LostEnds, res.Overlaps = r.handlers.starts.Load(), r.handlers.lostEnds.Load(), r.handlers.overlaps.Load()
 	res.RunOverlaps = r.runs.overlapsExcused()
 	res.AssignorFaults = r.assignorFaults
@@ -239,17 +236,17 @@ func (r *run) advanceTo(at time.Duration) bool {
 // checkWorkers collects the result of every worker whose Run returned: a
 // worker stops only when told to (leave, crash), and then with nil.
 func (r *run) checkWorkers() {
-	for _, m := range r.all {
-		if m.stopped {
+	for _, m := range r.fleet.All() {
+		if m.Ext.checked {
 			continue
 		}
 		select {
-		case err := <-m.done:
-			m.stopped, m.err = true, err
-			if err != nil {
-				r.c.violate("worker %s stopped with an error: %v", m.id, err)
-			} else if !m.dead.Load() && !m.left {
-				r.c.violate("worker %s stopped without being told to", m.id)
+		case <-m.Done():
+			m.Ext.checked = true
+			if err := m.Err(); err != nil {
+				r.c.violate("worker %s stopped with an error: %v", m.ID, err)
+			} else if m.Running() {
+				r.c.violate("worker %s stopped without being told to", m.ID)
 			}
 		default:
 		}
@@ -259,38 +256,30 @@ func (r *run) checkWorkers() {
 // running returns the members that should be running now: started, not
 // crashed, not left.
 func (r *run) running() []*member {
-	var out []*member
-	for _, m := range r.members {
-		if !m.dead.Load() && !m.left {
-			out = append(out, m)
-		}
-	}
-	slices.SortFunc(out, func(a, b *member) int { return cmp.Compare(a.id, b.id) })
+	out := r.fleet.Running()
+	slices.SortFunc(out, func(a, b *member) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
 // shutdown heals everything, stops every worker gracefully, lets crashed
 // workers' frozen handlers return, and waits for all of it.
 func (r *run) shutdown() {
-	for _, m := range r.all {
-		m.view.disarm()
-		if !m.dead.Load() {
-			m.fault.Set(faults.Healthy)
-			m.slow.set(0, false)
-			m.slowMax.Store(0)
-			m.gate.Open()
+	all := r.fleet.All()
+	for _, m := range all {
+		m.Ext.view.disarm()
+		if !m.Crashed() {
+			m.Ext.slow.set(0, false)
+			m.Ext.slowMax.Store(0)
 		}
-		m.cancel()
 	}
-	for _, m := range r.all {
-		if !m.stopped {
-			m.err = <-m.done
-			m.stopped = true
-			if m.err != nil {
-				r.c.violate("worker %s: Run returned %v on shutdown", m.id, m.err)
+	r.fleet.StopAll() // heals the rest, and lets crashed workers' handlers see Crashed and return without writing
+	for _, m := range all {
+		if !m.Ext.checked {
+			m.Ext.checked = true
+			if err := m.Err(); err != nil {
+				r.c.violate("worker %s: Run returned %v on shutdown", m.ID, err)
 			}
 		}
-		m.gate.Open() // a crashed worker's handlers see dead and return without writing
 	}
 	// Runners still on their way out may call a handler once more; wait
 	// until none is running, so the final audit sees every commit.

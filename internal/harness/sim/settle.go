@@ -62,11 +62,11 @@ func (r *run) unsettled() string {
 	owners := snap.Owners()
 	counts := map[string]int{}
 	for _, m := range r.running() {
-		ms, ok := snap.Member(m.id)
+		ms, ok := snap.Member(m.ID)
 		if !ok || !ms.Live() {
-			return fmt.Sprintf("worker %s is not a live member", m.id)
+			return fmt.Sprintf("worker %s is not a live member", m.ID)
 		}
-		counts[m.id] = 0
+		counts[m.ID] = 0
 	}
 	for _, ms := range snap.Members {
 		if _, running := counts[ms.ID]; ms.Live() && !running {
@@ -99,21 +99,21 @@ func (r *run) unsettled() string {
 		return fmt.Sprintf("owned counts %v differ by %d", counts, hi-lo)
 	}
 	for _, m := range r.running() {
-		st := m.w.Status()
+		st := m.Worker().Status()
 		if st.State != worker.StateActive {
-			return fmt.Sprintf("worker %s is %s", m.id, st.State)
+			return fmt.Sprintf("worker %s is %s", m.ID, st.State)
 		}
 		mine := st.Owned()
 		var theirs []shard.ID
 		for id, w := range owners {
-			if w == m.id {
+			if w == m.ID {
 				theirs = append(theirs, id)
 			}
 		}
 		slices.Sort(mine)
 		slices.Sort(theirs)
 		if !slices.Equal(mine, theirs) {
-			return fmt.Sprintf("worker %s runs handlers for %v, the coordinator has it own %v", m.id, mine, theirs)
+			return fmt.Sprintf("worker %s runs handlers for %v, the coordinator has it own %v", m.ID, mine, theirs)
 		}
 	}
 	return ""
@@ -147,8 +147,8 @@ func (r *run) diagnose() string {
 			id, a.Epoch, a.AsOf, a.Shards, a.Free, a.Waiting, a.WaitingSince.Format("15:04:05.000"), a.Stuck, a.StuckSession)
 	}
 	for _, m := range r.running() {
-		st := m.w.Status()
-		fmt.Fprintf(&b, "    worker %s: %s session %s:", m.id, st.State, st.Session)
+		st := m.Worker().Status()
+		fmt.Fprintf(&b, "    worker %s: %s session %s:", m.ID, st.State, st.Session)
 		for _, sh := range st.Shards {
 			fmt.Fprintf(&b, " %s@%d=%s", sh.Shard, sh.Token, sh.State)
 		}
@@ -165,15 +165,15 @@ func (r *run) assignorUnsettled(snap shard.Snapshot) string {
 	if k.Session == "" {
 		return "nobody holds P/assignor"
 	}
-	if m := r.members[k.Worker]; m == nil || m.dead.Load() || m.left || m.session() != k.Session {
+	if m := r.fleet.Member(k.Worker); m == nil || !m.Running() || m.Ext.session() != k.Session {
 		return fmt.Sprintf("P/assignor is held by %s's session %s, not a running worker's current session", k.Worker, k.Session)
 	}
 	for _, m := range r.running() {
-		switch epoch := m.w.Status().AssignorEpoch; {
-		case m.id == k.Worker && epoch != k.Epoch:
-			return fmt.Sprintf("%s holds P/assignor at epoch %d but leads at epoch %d", m.id, k.Epoch, epoch)
-		case m.id != k.Worker && epoch != 0:
-			return fmt.Sprintf("%s leads at epoch %d while %s holds P/assignor at epoch %d", m.id, epoch, k.Worker, k.Epoch)
+		switch epoch := m.Worker().Status().AssignorEpoch; {
+		case m.ID == k.Worker && epoch != k.Epoch:
+			return fmt.Sprintf("%s holds P/assignor at epoch %d but leads at epoch %d", m.ID, k.Epoch, epoch)
+		case m.ID != k.Worker && epoch != 0:
+			return fmt.Sprintf("%s leads at epoch %d while %s holds P/assignor at epoch %d", m.ID, epoch, k.Worker, k.Epoch)
 		}
 	}
 	return ""
