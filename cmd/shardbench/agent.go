@@ -27,7 +27,7 @@ type benchAgent struct {
 // (default 200) on the agent shardbench starts: every worker and every
 // baseline lock runs on loopback, so they all count as one client, and
 // the baseline alone keeps one blocking query open per lock attempt (12 ×
-// 512 locks drew 429s at 8192). Consul refuses to start unless its file
+// 512 locks draw 429s at 8192). Consul refuses to start unless its file
 // descriptor limit exceeds this by 20, so it is capped below the limit
 // this process (and so the agent it starts) may raise itself to.
 const maxConnsPerClient = 16384

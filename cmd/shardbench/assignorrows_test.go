@@ -11,7 +11,7 @@ import (
 var noBaseline = map[string]bool{"stuck-worker": true}
 
 // checkAssignorRows checks, in a --small run of every scenario, the rows
-// of the assignor issue's table about the assignor itself: each is there
+// about the assignor itself (docs/benchmarks.md, "Results"): each is there
 // and states its goal. It asserts nothing about time.
 func checkAssignorRows(t *testing.T, rep report) {
 	t.Helper()

@@ -33,7 +33,7 @@ func coldSizes(env *benchEnv) (goal, fewer, common coldSize) {
 	return coldSize{100, 10000}, coldSize{100, 1000}, coldSize{12, 128}
 }
 
-// The goals at the large size.
+// The goals at the large size (docs/benchmarks.md, "Cold start at scale").
 const (
 	coldGoalSeconds = 5.0
 	coldGoalFailed  = 0.01

@@ -25,7 +25,8 @@ var postgresDSN string
 // backend has a batch API. Each trial runs each pair for a window; the row
 // is fenced ÷ unfenced throughput over the trials.
 
-// commitGoal is the issue's goal: fenced ≥ 0.9 × unfenced.
+// commitGoal: fenced ≥ 0.9 × unfenced (docs/benchmarks.md, "Commit
+// throughput").
 const commitGoal = 0.9
 
 func commitWindow(env *benchEnv) time.Duration {

@@ -105,7 +105,8 @@ func waitFor(ctx context.Context, f fleet, within time.Duration, what string, co
 	for {
 		// A large prefix is read at a bounded rate, as the dashboard reads
 		// it (fleetview: a listing at most every 250 ms): a listing of
-		// 10,000 keys costs Consul about 60 ms, and an observer that listed
+		// 10,000 keys costs Consul tens of milliseconds (docs/benchmarks.md,
+		// "Ownership: what the numbers say"), and an observer that listed
 		// again on every write would compete with the workers it measures.
 		// Times that must be exact come from the workers (startLog); a
 		// small prefix is cheap to read and read at once. Large is judged by
@@ -184,8 +185,8 @@ func workerID(i int) string { return fmt.Sprintf("w%02d", i) }
 
 // startLog records when each shard's latest handler started, as the
 // workers themselves report it: the moment work on the shard resumes.
-// The observer's view lags that by one listing of the prefix (about
-// 85 ms at 10,000 shards on this machine), so a take-away reports both.
+// The observer's view lags that by one listing of the prefix, which is
+// long at 10,000 shards, so a take-away reports both.
 type startLog struct {
 	mu sync.Mutex
 	at map[string]time.Time

@@ -13,7 +13,7 @@ import (
 
 // coordinator-load: Consul HTTP requests per worker per second once a
 // fleet of 12 has settled, at 128 and at 4096 shards, and for shardlease
-// also 100 workers at 10,000 (the assignor issue's size), on the default
+// also 100 workers at 10,000 (the large fleet of every goal), on the default
 // policy. The assignor's worker alone lists the fleet: its own rate is a
 // row of its own, with the others' beside it. shardlease holds one
 // session and one blocking watch per worker, so its rate must not grow
@@ -39,7 +39,8 @@ func loadSize(env *benchEnv) (slSizes []coldSize, blWorkers int, blShards []int,
 // beside the agent without the renewals themselves falling behind.
 const baselineLoadShards = 512
 
-// loadGoal is the goal, with room for one renewal (two requests)
+// loadGoal is the goal of docs/benchmarks.md ("Coordinator load"), with
+// room for one renewal (two requests)
 // falling inside or outside a window's edge, which moves a 20 s window's
 // rate by a few percent.
 const (

@@ -118,7 +118,7 @@ func TestAllScenariosSmoke(t *testing.T) {
 			t.Errorf("scenario %s has no shardlease time row: %v", name, rows[name])
 		}
 	}
-	// Every row of the table has figures for both systems: a
+	// Every row of the table has figures for both systems: a
 	// scenario with shardlease rows has baseline rows too, and in the
 	// ownership scenarios each shardlease metric has its baseline twin.
 	// (A scenario may measure the baseline at fewer sizes than shardlease,
@@ -136,7 +136,7 @@ func TestAllScenariosSmoke(t *testing.T) {
 		}
 		switch r.Scenario {
 		case "crash-failover", "graceful-handoff", "scale-out":
-			// A row at the assignor issue's scale names its size and
+			// A row of the large fleet (100 × 10,000) names its size and
 			// has no twin: the baseline would need a million api.Locks.
 			// Nor has the baseline an assignor whose worker could crash.
 			if !strings.Contains(r.Metric, " workers × ") && !strings.Contains(r.Metric, "the assignor's worker") &&

@@ -10,7 +10,7 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// The ownership scenarios of issue 7: how fast shards move when they must.
+// The ownership scenarios: how fast shards move when they must.
 // Each runs on one fleet per system, reused across trials: after every
 // trial the fleet is brought back to its starting size and waited for.
 
@@ -20,7 +20,7 @@ type fleetShape struct {
 	coldSize
 	policy     shard.LeasePolicy
 	policyName string
-	// atScale: the assignor issue's large fleet, run by shardlease alone
+	// atScale: the large fleet (100 × 10,000), run by shardlease alone
 	// (the baseline would need a million api.Locks); its rows' metrics name
 	// the size.
 	atScale bool
@@ -36,7 +36,7 @@ func ownershipShape(env *benchEnv) fleetShape {
 	return fleetShape{coldSize: size, policy: fastFailover, policyName: "shard.FastPolicy"}
 }
 
-// scaleShape is the issue's large fleet, cold-start's goal size (100 ×
+// scaleShape is the large fleet, cold-start's goal size (100 ×
 // 10,000; with --small 10 × 200), on the default policy as cold-start runs
 // it: 100 workers renewing every 300 ms would load a small machine's agent
 // for nothing a join or a hand-off measures.
@@ -289,7 +289,7 @@ func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash boo
 		pick           victimRule
 		shape          fleetShape
 	}
-	// A clean stop is also measured at the assignor issue's scale. The
+	// A clean stop is also measured on the large fleet. The
 	// goals are for a worker that is not the assignor; the assignor's own
 	// stop, which also hands the role over (its successor campaigns and
 	// lists the fleet before it can place anything), is reported beside.
@@ -326,7 +326,7 @@ func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash boo
 			case !crash && v.pick == theAssignor:
 				row = row.withNote("the victim holds P/assignor: it resigns, and a new assignor is elected and lists the fleet before the shards move; no goal of its own")
 			case !crash:
-				goal := 100 * time.Millisecond // the assignor issue's goals
+				goal := 100 * time.Millisecond // docs/benchmarks.md, "Results"
 				if v.shape.atScale {
 					goal = 500 * time.Millisecond
 				}

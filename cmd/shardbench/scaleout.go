@@ -10,8 +10,8 @@ import (
 // scaleOut adds a 13th worker to a ready fleet of 12 and measures how many
 // shards move and how long until max−min ≤ 1 (all shards owned). The
 // baseline never rebalances, so it is watched for baselineWindow and its
-// figures say so. Then shardlease alone does the same at the assignor
-// issue's scale: a 101st worker joins 100 over 10,000 shards, and the
+// figures say so. Then shardlease alone does the same on the large fleet:
+// a 101st worker joins 100 over 10,000 shards, and the
 // bytes the whole fleet reads from Consul until it is balanced again are
 // counted too.
 func scaleOut(ctx context.Context, env *benchEnv) ([]result, error) {
@@ -39,7 +39,7 @@ func baselineWindow(env *benchEnv) time.Duration {
 	return 10 * time.Second
 }
 
-// The goals of the join at scale (the assignor issue's table).
+// The goals of the join at scale (docs/benchmarks.md, "Results").
 const (
 	joinGoalSeconds  = 2.0
 	joinGoalMBytes   = 25.0

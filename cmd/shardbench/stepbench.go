@@ -10,7 +10,7 @@ import (
 )
 
 // assignor-step: the assignor's decision, rebalance.Step, timed in this
-// process (no Consul) at the assignor issue's size, 1,000 workers over
+// process (no Consul) at the size of its goals, 1,000 workers over
 // 100,000 shards, in three states: cold (nothing held or assigned: every
 // shard placed), steady (balanced: nothing to write, the step on every
 // wake-up), join (one member more than steady) and leave (one fewer: its
