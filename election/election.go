@@ -131,7 +131,7 @@ func New(cfg Config) (*Election, error) {
 		JitterSeed:   cfg.JitterSeed,
 		// One shard: there is nothing to balance, so the first leader is
 		// not made to wait for other candidates to register.
-		ColdStartGather: -1,
+		ColdStartGather: worker.NoColdStartGather,
 	}
 	if err := wcfg.Validate(); err != nil {
 		problems = append(problems, err.Error())

@@ -20,6 +20,8 @@ type SessionSpec struct {
 	TTL time.Duration
 	// LockDelay: after the session is invalidated (not after a voluntary
 	// release), the locks it held cannot be acquired again for this long.
+	// Zero is none here; a LeasePolicy's zero (the TTL) is translated by
+	// LeasePolicy.SessionSpec.
 	LockDelay time.Duration
 }
 

@@ -32,11 +32,16 @@ import (
 // At exactly the minimum lock-delay the old owner's margin to stop is only
 // the new owner's acquire and fence round trips; the default, LockDelay =
 // TTL, gives it the whole pause budget, as an expiry does.
+//
+// There is no policy without a lock-delay: the first rule keeps the pause
+// budget below the TTL (RenewEvery is positive), so the second always asks
+// for a lock-delay of more than zero.
 type LeasePolicy struct {
 	TTL         time.Duration `json:"ttl"`
 	RenewEvery  time.Duration `json:"renew_every"`
 	PauseBudget time.Duration `json:"pause_budget"`
-	// LockDelay: zero means the default, TTL (see EffectiveLockDelay).
+	// LockDelay: zero means the default, the TTL (EffectiveLockDelay);
+	// never "none", which the second rule forbids.
 	LockDelay time.Duration `json:"lock_delay,omitempty"`
 }
 
@@ -53,12 +58,18 @@ var FastPolicy = LeasePolicy{TTL: 1500 * time.Millisecond, RenewEvery: 300 * tim
 	PauseBudget: 900 * time.Millisecond, LockDelay: 800 * time.Millisecond}
 
 // EffectiveLockDelay is the lock-delay the policy asks sessions for: LockDelay,
-// or the TTL when LockDelay is zero.
+// or the TTL when LockDelay is zero. It is the one place that reads zero.
 func (p LeasePolicy) EffectiveLockDelay() time.Duration {
 	if p.LockDelay == 0 {
 		return p.TTL
 	}
 	return p.LockDelay
+}
+
+// SessionSpec is the session a worker of this policy asks the coordinator
+// for: its TTL and its effective lock-delay, sent explicitly.
+func (p LeasePolicy) SessionSpec(worker string) SessionSpec {
+	return SessionSpec{Worker: worker, TTL: p.TTL, LockDelay: p.EffectiveLockDelay()}
 }
 
 // MinLockDelay is the shortest lock-delay the second rule allows: the
@@ -80,7 +91,8 @@ func (p LeasePolicy) Validate() error {
 		problems = append(problems, fmt.Sprintf("pause budget %v must not be negative", p.PauseBudget))
 	}
 	if p.LockDelay < 0 {
-		problems = append(problems, fmt.Sprintf("lock-delay %v must not be negative (zero means the default, the ttl)", p.LockDelay))
+		problems = append(problems, fmt.Sprintf("lock-delay %v must not be negative: zero means the default, the ttl, and there is no "+
+			"policy without one (it must be at least the step-down deadline ttl − pause, which the first rule keeps above zero)", p.LockDelay))
 	}
 	if len(problems) == 0 {
 		// 2·renew + pause ≤ ttl, computed so that nothing can overflow:

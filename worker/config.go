@@ -40,7 +40,7 @@ type Config struct {
 	// When it passes, the claim is lost (Claim.Lost closes and Commit
 	// refuses) and the handler must return at once; the lock is released
 	// only after the handler has returned, so a hand-off never lets two
-	// handlers run one shard. Default 10 s.
+	// handlers run one shard. Zero: DefaultDrainTimeout.
 	DrainTimeout time.Duration
 	// MaxMovesInFlight caps the hand-offs in flight across the fleet when
 	// this worker is the assignor (rebalance.Policy). Zero: the default,
@@ -59,11 +59,13 @@ type Config struct {
 	// joined or left for 300 ms, or when this has passed, so that workers
 	// started together each get their share at once rather than by
 	// hand-offs from the first ones up. A running fleet is never delayed.
-	// Zero: 3 s; negative: place at once.
+	// Zero: DefaultColdStartGather; NoColdStartGather (any negative value):
+	// place at once.
 	ColdStartGather time.Duration
 	// WatchCoalesce is the minimum time between two wake-ups of a watch
 	// (the worker's assignment key, the assignor's listing of the fleet),
-	// so a burst of changes costs one reconcile or one step. Default 25 ms.
+	// so a burst of changes costs one reconcile or one step. Zero:
+	// DefaultWatchCoalesce.
 	WatchCoalesce time.Duration
 
 	// Registerer receives the worker's metrics (labelled worker=ID). Nil
@@ -74,6 +76,18 @@ type Config struct {
 	// JitterSeed seeds the worker's jitter; 0 picks a random seed.
 	JitterSeed uint64
 }
+
+// Defaults of the zero values of Config, and the one value that turns the
+// cold-start gather off.
+const (
+	DefaultDrainTimeout    = 10 * time.Second
+	DefaultColdStartGather = 3 * time.Second
+	DefaultWatchCoalesce   = 25 * time.Millisecond
+	// NoColdStartGather as Config.ColdStartGather places a cold fleet's
+	// shards at once: for a fleet with nothing to balance (one shard) or
+	// whose workers never start together. Zero is the default, not none.
+	NoColdStartGather time.Duration = -1
+)
 
 // EffectiveStuckAfter is the StuckAfter the assignor judges by: the
 // configured value (or rebalance.DefaultStuckAfter), or the longest a
@@ -107,13 +121,13 @@ func (c Config) withDefaults() Config {
 		c.Policy = shard.DefaultPolicy
 	}
 	if c.DrainTimeout == 0 {
-		c.DrainTimeout = 10 * time.Second
+		c.DrainTimeout = DefaultDrainTimeout
 	}
 	if c.WatchCoalesce == 0 {
-		c.WatchCoalesce = 25 * time.Millisecond
+		c.WatchCoalesce = DefaultWatchCoalesce
 	}
 	if c.ColdStartGather == 0 {
-		c.ColdStartGather = 3 * time.Second
+		c.ColdStartGather = DefaultColdStartGather
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -121,8 +135,36 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports every problem with c (after defaults) at once.
+// Validate reports every problem with c (after defaults) at once: its
+// settings (ValidateSettings) and its dependencies, which must not be nil.
 func (c Config) Validate() error {
+	problems := c.settingsProblems()
+	if c.Coordinator == nil {
+		problems = append(problems, "coordinator is nil")
+	}
+	if c.Offsets == nil {
+		problems = append(problems, "offset store is nil")
+	}
+	if c.Handler == nil {
+		problems = append(problems, "handler is nil")
+	}
+	return invalid(problems)
+}
+
+// ValidateSettings reports every problem with c's values (after defaults)
+// at once, ignoring Coordinator, Offsets and Handler: for a program that
+// checks its command line before it opens any of them. New still needs
+// them.
+func (c Config) ValidateSettings() error { return invalid(c.settingsProblems()) }
+
+func invalid(problems []string) error {
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func (c Config) settingsProblems() []string {
 	c = c.withDefaults()
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -140,28 +182,17 @@ func (c Config) Validate() error {
 	if err := c.Policy.Validate(); err != nil {
 		add("%v", err)
 	}
-	if c.Coordinator == nil {
-		add("coordinator is nil")
-	}
-	if c.Offsets == nil {
-		add("offset store is nil")
-	}
-	if c.Handler == nil {
-		add("handler is nil")
-	}
 	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"drain timeout", c.DrainTimeout}, {"stuck after", c.StuckAfter}, {"watch coalesce", c.WatchCoalesce}} {
+		name    string
+		v, zero time.Duration
+	}{{"drain timeout", c.DrainTimeout, DefaultDrainTimeout}, {"stuck after", c.StuckAfter, rebalance.DefaultStuckAfter},
+		{"watch coalesce", c.WatchCoalesce, DefaultWatchCoalesce}} {
 		if d.v < 0 {
-			add("%s %v must not be negative", d.name, d.v)
+			add("%s %v must not be negative (zero means the default, %v)", d.name, d.v, d.zero)
 		}
 	}
 	if c.MaxMovesInFlight < 0 {
 		add("max moves in flight %d must not be negative", c.MaxMovesInFlight)
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
-	}
-	return nil
+	return problems
 }

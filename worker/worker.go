@@ -134,7 +134,7 @@ func (w *Worker) configure(ctx context.Context) error {
 func (w *Worker) term(ctx context.Context) error {
 	p := w.cfg.Policy
 	created := time.Now()
-	sid, err := w.cfg.Coordinator.CreateSession(ctx, shard.SessionSpec{Worker: w.cfg.ID, TTL: p.TTL, LockDelay: p.EffectiveLockDelay()})
+	sid, err := w.cfg.Coordinator.CreateSession(ctx, p.SessionSpec(w.cfg.ID))
 	if err != nil {
 		return fmt.Errorf("creating session: %w", err)
 	}
