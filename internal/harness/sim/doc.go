@@ -1,8 +1,9 @@
 // Package sim runs a whole shardlease fleet — the embedded coordinator
 // (shard/memory), several workers with handlers, an in-memory offset store
-// behind an auditor — on the virtual clock of a testing/synctest bubble, and
-// drives it with a seeded random schedule of faults while checking the
-// invariants the framework promises. Minutes of simulated time take a few
+// behind an auditor, built with internal/inproc as the demo's fleet is — on
+// the virtual clock of a testing/synctest bubble, and drives it with a
+// seeded random schedule of faults while checking the invariants the
+// framework promises. Minutes of simulated time take a few
 // milliseconds, so a test run covers hundreds of seeds and a batch run tens
 // of thousands.
 //
@@ -23,8 +24,8 @@
 // of it. Destroys are drawn from a stream of their own and laid over the
 // other faults, which stay where they were before destroys existed.
 //
-// A third stream, laid over both the same way, aims at the assignor's role
-// (issue 13). Its faults strike whoever holds P/assignor when they fire
+// A third stream, laid over both the same way, aims at the assignor's role.
+// Its faults strike whoever holds P/assignor when they fire
 // (the trace says e.g. "crash assignor (w3)"; when nobody holds it, a
 // running worker picked from the seed), so the assignor is hit by design,
 // not by chance:
