@@ -1,0 +1,163 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/worker"
+)
+
+// output is a writer the children and the test share.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// waitUntil polls cond every 10 ms until it holds, or fails the test once
+// within has passed: the children are real processes on the real clock.
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// supervised is one Supervisor with a one-shard fleet ("s-000"), its
+// output and its log.
+type supervised struct {
+	*Supervisor
+	out  *output
+	logs *observer.ObservedLogs
+}
+
+func newSupervised(t *testing.T, grace time.Duration, script string) supervised {
+	t.Helper()
+	core, logs := observer.New(zap.DebugLevel)
+	out := &output{}
+	s, err := New(Config{Argv: []string{"sh", "-c", script}, Env: []string{"PATH=" + os.Getenv("PATH")}, Prefix: "p",
+		Fleet: shard.Config{Shards: 1, Name: "s"}, DrainGrace: grace, Stdout: out, Stderr: out, Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return supervised{s, out, logs}
+}
+
+// start runs Process for a hand-made claim on s-000 until cancel is called
+// with a cause; done yields what Process returned.
+func (s supervised) start(t *testing.T) (cancel context.CancelCauseFunc, done <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch, finished := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(finished)
+		ch <- s.Process(ctx, &worker.Claim{Claim: shard.Claim{Shard: "s-000", Token: 9}, Worker: "w"})
+	}()
+	t.Cleanup(func() {
+		cancel(worker.ErrLost)
+		select {
+		case <-finished:
+		case <-time.After(10 * time.Second):
+			t.Errorf("Process did not return within 10s of its claim's end")
+		}
+	})
+	return cancel, ch
+}
+
+// logged counts the log lines with this message.
+func (s supervised) logged(msg string) int { return s.logs.FilterMessage(msg).Len() }
+
+// groupMembers lists the live processes (not zombies) whose process group
+// is one of groups, read from /proc: what `ps -o pgid` would show.
+func groupMembers(t *testing.T, groups ...int) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc to read process groups from: %v", err)
+	}
+	var found []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid pgrp …; comm may hold spaces and parens.
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) < 3 || fields[0] == "Z" {
+			continue
+		}
+		pgrp, _ := strconv.Atoi(fields[2])
+		for _, g := range groups {
+			if pgrp == g {
+				found = append(found, fmt.Sprintf("pid %d (pgid %d): %s", pid, pgrp, strings.TrimSpace(s[:strings.LastIndexByte(s, ')')+1])))
+			}
+		}
+	}
+	return found
+}
+
+// groupEnds fails the test unless the process group is empty within a
+// second: its members were sent SIGKILL, which leaves them only their exit.
+func groupEnds(t *testing.T, pgid int) {
+	t.Helper()
+	var left []string
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if left = groupMembers(t, pgid); len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Errorf("processes left in the child's group a second after its end:\n%s", strings.Join(left, "\n"))
+}
+
+// pgidOf reads the "pgid=N" a child script printed.
+func pgidOf(t *testing.T, out string) int {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, "pgid=")
+	if !ok {
+		t.Fatalf("no pgid= in the output:\n%s", out)
+	}
+	n, err := strconv.Atoi(strings.Fields(rest)[0])
+	if err != nil {
+		t.Fatalf("pgid in %q: %v", out, err)
+	}
+	return n
+}
+
+func shardClaim(id shard.ID, token shard.Token) shard.Claim {
+	return shard.Claim{Shard: id, Token: token}
+}
