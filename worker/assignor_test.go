@@ -74,7 +74,7 @@ func (neverAcquires) Acquire(context.Context, shard.SessionID, []shard.Acquisiti
 // its shards to the others once; nothing is handed to it again under that
 // session. Unowned shard-time stays at most 1 % and no shard changes owner
 // twice. It fails if a stuck worker is handed shards again and again
-// (docs/benchmarks.md, "Stuck worker").
+// (docs/benchmarks.md, "Ownership: what the numbers say").
 func TestStuckWorkerDoesNotFlap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const shards, span = 128, 3 * time.Minute

@@ -271,8 +271,8 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 // judges a worker stuck when it has not taken what it was given for
 // Config.EffectiveStuckAfter, which counts on retries that close: a slower
 // backoff can outlast the verdict and get a healthy worker marked stuck
-// (docs/reliability.md, "What it found"). An assignment change reconciles
-// at once anyway.
+// (docs/reliability.md, "Simulation", "What it found"). An assignment
+// change reconciles at once anyway.
 func (lp *loop) retryRefused(refused int) {
 	if refused <= 0 {
 		lp.refusals = 0
