@@ -53,6 +53,9 @@ type Deleted struct {
 //   - a key that does not exist (ErrNoShardKey);
 //   - a fleet without a config (ErrNoFleet).
 //
+// keys deletes the key once the rules allow it; a nil keys is an error
+// then, not a panic.
+//
 // What it does not guarantee: the listing and the delete are two calls,
 // so a worker that acquires one of the fleet's shards between them loses
 // it to the delete. Fencing keeps that safe: its claim is lost when the
@@ -84,6 +87,9 @@ func (o Operator) DeleteShard(ctx context.Context, keys ShardKeyDeleter, id shar
 		if held := heldOutside(s.Problems); held != "" {
 			return d, fmt.Errorf("%s is outside the stored config, but keys outside it are held, so running workers use another config; restore the config rather than delete their locks (%s): %w", id, held, ErrShardHeld)
 		}
+	}
+	if keys == nil {
+		return d, fmt.Errorf("admin: DeleteShard of %s was given no ShardKeyDeleter", id)
 	}
 	existed, err := keys.DeleteShard(ctx, id)
 	switch {
