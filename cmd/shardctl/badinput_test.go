@@ -53,6 +53,8 @@ func TestNoFleetAtPrefix(t *testing.T) {
 		{"watch", "-prefix", "shardlease/typo"},
 		{"drain", "-prefix", "shardlease/typo", "w1"},
 		{"release", "-prefix", "shardlease/typo", "1"},
+		{"delete-shard", "-prefix", "shardlease/typo", "stream/shard-001"},
+		{"undrain", "-prefix", "shardlease/typo", "w1"},
 		{"dashboard", "-prefix", "shardlease/typo", "-http", "127.0.0.1:0"},
 	} {
 		a, out, errOut := newApp("")
@@ -73,6 +75,7 @@ func TestConsulUnreachable(t *testing.T) {
 		{"watch", "-prefix", "orders", "-consul", "127.0.0.1:1"},
 		{"drain", "-prefix", "orders", "-consul", "127.0.0.1:1", "w1"},
 		{"release", "-prefix", "orders", "-consul", "127.0.0.1:1", "-yes", "3"},
+		{"delete-shard", "-prefix", "orders", "-consul", "127.0.0.1:1", "stream/shard-003"},
 		{"dashboard", "-prefix", "orders", "-consul", "127.0.0.1:1", "-http", "127.0.0.1:0"},
 	} {
 		a, out, errOut := newApp("")

@@ -418,6 +418,35 @@ func TestRelease(t *testing.T) {
 	})
 }
 
+// TestDeleteShard: a held key is refused, naming release; a free one is
+// deleted and the shard's next owner gets a higher token.
+func TestDeleteShard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, 4, "w1")
+		code, out, errOut := f.run(t.Context(), "", "delete-shard", "-prefix", "orders", "stream/shard-003")
+		wantOneLineError(t, code, out, errOut, 1, "stream/shard-003 is held by session", "release it instead")
+		code, out, errOut = f.run(t.Context(), "", "delete-shard", "-prefix", "orders", "stream/shard-9")
+		wantOneLineError(t, code, out, errOut, 1, `no key for "stream/shard-9" in fleet orders`)
+		code, out, errOut = f.run(t.Context(), "", "delete-shard", "-prefix", "orders")
+		wantOneLineError(t, code, out, errOut, 2, "missing SHARD")
+
+		f.stop("w1")
+		old, _ := f.snapshot().Shard("stream/shard-003")
+		code, out, errOut = f.run(t.Context(), "", "delete-shard", "-prefix", "orders", "stream/shard-003")
+		if want := fmt.Sprintf("deleted orders/shards/stream/shard-003 (free, token %d)", old.Token); code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("delete-shard of a free key: exit %d, %q %q; want %q", code, out, errOut, want)
+		}
+		if _, ok := f.snapshot().Shard("stream/shard-003"); ok {
+			t.Fatalf("the key is still there")
+		}
+		f.start("w2")
+		settle(30 * time.Second)
+		if st, _ := f.snapshot().Shard("stream/shard-003"); !st.Held() || st.Token <= old.Token {
+			t.Errorf("after the delete the shard is %+v, want held with a token above %d", st, old.Token)
+		}
+	})
+}
+
 // TestPolicy: passes and fails by how much, with what to change.
 func TestPolicy(t *testing.T) {
 	for _, tc := range []struct {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardlease/shardlease/admin"
 	"github.com/shardlease/shardlease/internal/fleetview"
 	"github.com/shardlease/shardlease/offsets"
 	offconsul "github.com/shardlease/shardlease/offsets/consul"
@@ -46,9 +47,10 @@ func (a *app) connFlags(fs *flag.FlagSet) *connFlags {
 // fleetConn is a connection to one fleet.
 type fleetConn struct {
 	coord   shard.Coordinator
-	offsets offsets.Store // nil: offsets not shown
-	name    string        // the prefix, as the operator typed it
-	addr    string        // where the coordinator is, for messages
+	keys    admin.ShardKeyDeleter // nil: shard keys cannot be deleted
+	offsets offsets.Store         // nil: offsets not shown
+	name    string                // the prefix, as the operator typed it
+	addr    string                // where the coordinator is, for messages
 	close   func()
 }
 
@@ -69,7 +71,7 @@ func (a *app) connectConsul(c connFlags) (*fleetConn, error) {
 		}
 		return nil, err
 	}
-	fc := &fleetConn{coord: coord, name: cfg.Prefix, addr: "Consul at " + cfg.Address, close: coord.Close}
+	fc := &fleetConn{coord: coord, keys: coord, name: cfg.Prefix, addr: "Consul at " + cfg.Address, close: coord.Close}
 	if c.offsets == offsetsConsul {
 		st, err := offconsul.New(offconsul.Config{Client: coord.Client(), Address: cfg.Address, Prefix: cfg.Prefix})
 		if err != nil {
@@ -93,36 +95,20 @@ func (a *app) open(c *connFlags) (*fleetConn, error) {
 	return fc, nil
 }
 
+// operator acts on the fleet for a command.
+func (fc *fleetConn) operator(a *app) admin.Operator {
+	return admin.Operator{Coordinator: fc.coord, Name: fc.name, Now: a.now}
+}
+
 // snapshot reads the fleet once. A prefix with nothing of a fleet under it
 // is an error that says so.
 func (fc *fleetConn) snapshot(ctx context.Context) (shard.Snapshot, error) {
-	s, err := fc.coord.Watch(ctx, 0)
-	if err != nil {
-		return s, fc.explain(err, "read")
-	}
-	if s.Config == nil {
-		if len(s.Members) == 0 && len(s.Shards) == 0 {
-			return s, fmt.Errorf("no fleet at prefix %q on %s: there is no %s/config key; check -prefix (workers write the config when the first one starts)",
-				fc.name, fc.addr, fc.name)
-		}
-		return s, fmt.Errorf("the fleet at prefix %q on %s has members or shards but no valid %s/config key: %s",
-			fc.name, fc.addr, fc.name, strings.Join(s.Problems, "; "))
-	}
-	return s, nil
+	s, err := admin.Operator{Coordinator: fc.coord, Name: fc.name}.Snapshot(ctx)
+	return s, fc.explain(err, "read")
 }
 
-// view reads the fleet and builds its view, with the snapshot's latest
-// acquisitions as the recent moves.
-func (a *app) view(ctx context.Context, fc *fleetConn) (fleetview.Fleet, shard.Snapshot, error) {
-	s, err := fc.snapshot(ctx)
-	if err != nil {
-		return fleetview.Fleet{}, s, err
-	}
-	return fleetview.Build(fleetview.Input{Name: fc.name, Snapshot: s, Now: a.now()}), s, nil
-}
-
-// viewWithOffsets is view plus every shard's checkpoint, when the offsets
-// are shown.
+// viewWithOffsets reads the fleet and builds its view, with every shard's
+// checkpoint when the offsets are shown.
 func (a *app) viewWithOffsets(ctx context.Context, fc *fleetConn) (fleetview.Fleet, error) {
 	s, err := fc.snapshot(ctx)
 	if err != nil {
@@ -138,11 +124,22 @@ func (a *app) viewWithOffsets(ctx context.Context, fc *fleetConn) (fleetview.Fle
 }
 
 // explain turns a coordinator error into the one line an operator needs.
-// op is what was attempted: "read" or "write".
+// op is what was attempted: "read" or "write" (a write that package admin
+// reports failed is a write whatever op says).
 func (fc *fleetConn) explain(err error, op string) error {
+	if errors.Is(err, admin.ErrWrite) {
+		op = "write"
+	}
+	var noFleet *admin.NoFleetError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &noFleet) && noFleet.Empty:
+		return fmt.Errorf("no fleet at prefix %q on %s: there is no %s/config key; check -prefix (workers write the config when the first one starts)",
+			fc.name, fc.addr, fc.name)
+	case errors.As(err, &noFleet):
+		return fmt.Errorf("the fleet at prefix %q on %s has members or shards but no valid %s/config key: %s",
+			fc.name, fc.addr, fc.name, strings.Join(noFleet.Problems, "; "))
 	case errors.Is(err, shard.ErrPermissionDenied):
 		need := fmt.Sprintf("key_prefix %q read", fc.name+"/")
 		if op == "write" {

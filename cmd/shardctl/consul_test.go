@@ -123,6 +123,20 @@ func TestAgainstConsul(t *testing.T) {
 		t.Errorf("after release: %+v, want owned again with a token above %d", after, before.Token)
 	}
 
+	// delete-shard removes a key a hand edit left outside the config.
+	for _, k := range []string{"typo", "typo2"} {
+		if _, err := kv.Put(&api.KVPair{Key: prefix + "/shards/" + k, Value: []byte("x")}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut = ctl("", "delete-shard", "typo")
+	if code != 0 || !strings.Contains(out, "deleted "+prefix+"/shards/typo, which was not one of the fleet's shards") {
+		t.Fatalf("delete-shard: exit %d: %s%s", code, out, errOut)
+	}
+	if pair, _, err := kv.Get(prefix+"/shards/typo", nil); err != nil || pair != nil {
+		t.Errorf("after delete-shard the key is %+v, %v", pair, err)
+	}
+
 	// Tokens that may not read, and that may read but not write.
 	acl := agent.Client(t).ACL()
 	token := func(rules string) string {
@@ -148,6 +162,7 @@ func TestAgainstConsul(t *testing.T) {
 		{"", []string{"status", "-json"}, "cannot read the fleet"},
 		{readOnly, []string{"drain", "w1"}, `cannot write the fleet "` + prefix + `"; this command needs key_prefix "` + prefix + `/" write`},
 		{readOnly, []string{"release", "-yes", "1"}, "cannot write the fleet"},
+		{readOnly, []string{"delete-shard", "typo2"}, "cannot write the fleet"},
 	} {
 		a, out, errOut := newApp("")
 		args := append(tc.args[:1:1], append([]string{"-consul", agent.HTTPAddr, "-consul-token", tc.tok, "-prefix", prefix}, tc.args[1:]...)...)

@@ -6,8 +6,12 @@
 //	shardctl drain W    ask worker W to hand off all its shards; show progress until done
 //	shardctl undrain W  withdraw a drain
 //	shardctl release S  force shard S free (after a confirmation)
+//	shardctl delete-shard S  delete a free shard key left by a hand edit
 //	shardctl policy     check a lease policy against 2 × renew + pause ≤ ttl
 //	shardctl dashboard  serve the live dashboard of the fleet
+//
+// The actions themselves (drain, undrain, release, delete-shard) and their
+// rules are package admin's; this command parses flags, asks, and prints.
 //
 // The connection is the consul CLI's: CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN,
 // CONSUL_CACERT and the other CONSUL_* variables, each overridden by a flag;
@@ -67,6 +71,7 @@ var commands = []command{
 	{"drain", "ask a worker to hand off all its shards gracefully, and show progress until done", (*app).drain},
 	{"undrain", "withdraw a drain: the worker takes a share of shards again", (*app).undrain},
 	{"release", "force a shard free now (asks first); fencing keeps the old owner's late writes out", (*app).release},
+	{"delete-shard", "delete a shard key a hand edit left (free, or outside the fleet's config); never a held one", (*app).deleteShard},
 	{"policy", "check a lease policy against the rule 2 × renew + pause ≤ ttl", (*app).policy},
 	{"dashboard", "serve the fleet's live dashboard (ownership grid, workers, moves) and its JSON API", (*app).dashboard},
 }
@@ -163,6 +168,20 @@ func (a *app) parseFlags(fs *flag.FlagSet, args []string, nargs int, what string
 		return nil, usagef("unexpected argument %q after %s %q", pos[nargs], what, pos[0])
 	}
 	return pos, nil
+}
+
+// openFleet parses a fleet command's flags as parseFlags does and connects
+// to the fleet; the caller closes the connection.
+func (a *app) openFleet(fs *flag.FlagSet, conn *connFlags, args []string, nargs int, what string) ([]string, *fleetConn, error) {
+	pos, err := a.parseFlags(fs, args, nargs, what)
+	if err != nil {
+		return nil, nil, err
+	}
+	fc, err := a.open(conn)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pos, fc, nil
 }
 
 // oneLine makes an error fit one line of a terminal.

@@ -36,10 +36,7 @@ Dead members (a member key with no session) are shown as dead.
 `)
 		fs.PrintDefaults()
 	}
-	if _, err := a.parseFlags(fs, args, 0, ""); err != nil {
-		return err
-	}
-	fc, err := a.open(conn)
+	_, fc, err := a.openFleet(fs, conn, args, 0, "")
 	if err != nil {
 		return err
 	}

@@ -27,10 +27,7 @@ blocking query (at most one every 250 ms) show as one.
 `)
 		fs.PrintDefaults()
 	}
-	if _, err := a.parseFlags(fs, args, 0, ""); err != nil {
-		return err
-	}
-	fc, err := a.open(conn)
+	_, fc, err := a.openFleet(fs, conn, args, 0, "")
 	if err != nil {
 		return err
 	}
