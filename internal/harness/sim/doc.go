@@ -106,7 +106,7 @@
 // seed in a loop (-count=20) when it does not show at once. A failing seed
 // prints its violations, its schedule and the one-line command:
 //
-//	go test ./internal/sim -run 'TestSim$' -seed=12345 -v
+//	go test ./internal/harness/sim -run 'TestSim$' -seed=12345 -v
 //
 // (-sim.log adds the workers' own logs.)
 //

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // replay is the command that replays one seed exactly.
 func replay(seed uint64) string {
-	return fmt.Sprintf("go test ./internal/sim -run 'TestSim$' -seed=%d -v", seed)
+	return fmt.Sprintf("go test ./internal/harness/sim -run 'TestSim$' -seed=%d -v", seed)
 }
 
 // TestSim runs -seeds seeds from -seed.first (or the one -seed), each in a
