@@ -330,7 +330,7 @@ func (f *steadyFleet) close() {
 		<-bw.done
 		bw.coord.Close()
 	}
-	_, _ = f.observer.Client().KV().DeleteTree(f.observer.Prefix()+"/", nil)
+	_ = f.observer.DeleteFleet(context.Background())
 	f.observer.Close()
 	f.store.Close()
 }

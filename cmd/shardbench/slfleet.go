@@ -164,7 +164,7 @@ func (f *slFleet) close() {
 	stopEvery(&f.mu, f.workers, f.stop)
 	f.reaping.Wait()
 	// Best effort: a given agent should not keep every run's keys.
-	_, _ = f.observer.Client().KV().DeleteTree(f.cfg.Prefix+"/", nil)
+	_ = f.observer.DeleteFleet(context.Background())
 	f.observer.Close()
 	f.store.Close()
 }

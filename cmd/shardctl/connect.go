@@ -73,7 +73,7 @@ func (a *app) connectConsul(c connFlags) (*fleetConn, error) {
 	}
 	fc := &fleetConn{coord: coord, keys: coord, name: cfg.Prefix, addr: "Consul at " + cfg.Address, close: coord.Close}
 	if c.offsets == offsetsConsul {
-		st, err := offconsul.New(offconsul.Config{Client: coord.Client(), Address: cfg.Address, Prefix: cfg.Prefix})
+		st, err := offconsul.New(offconsul.Config{Connection: coord.Connection(), Prefix: cfg.Prefix})
 		if err != nil {
 			coord.Close()
 			return nil, usageError{oneLine(err)}

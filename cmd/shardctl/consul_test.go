@@ -42,7 +42,7 @@ func TestAgainstConsul(t *testing.T) {
 	}
 	for _, id := range []string{"w1", "w2", "w3"} {
 		coord := newCoord()
-		store, err := offconsul.New(offconsul.Config{Client: coord.Client(), Prefix: prefix})
+		store, err := offconsul.New(offconsul.Config{Connection: coord.Connection(), Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

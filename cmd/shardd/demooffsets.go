@@ -29,17 +29,12 @@ func openDemoOffsets(ctx context.Context, spec string, cfg consul.Config, consul
 		if !consulFleet {
 			cfg.Prefix = "shardlease-demo-offsets/" + run
 		}
-		coord, err := consul.New(cfg)
+		st, err := offconsul.New(offconsul.Config{Connection: cfg.Connection(), Prefix: cfg.Prefix})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--offsets consul: %w", err)
 		}
-		st, err := offconsul.New(offconsul.Config{Client: coord.Client(), Address: cfg.Address, Prefix: cfg.Prefix})
-		if err != nil {
-			coord.Close()
-			return nil, nil, fmt.Errorf("--offsets consul: %w", err)
-		}
-		say("offsets: Consul KV under %s/offsets/ on %s", cfg.Prefix, cfg.Address)
-		return st, func() { st.Close(); coord.Close() }, nil
+		say("offsets: Consul KV under %s/offsets/ on %s", cfg.Prefix, cfg.Connection().Address)
+		return st, func() { st.Close() }, nil
 	case strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://"):
 		table := "shardlease_demo_" + run
 		octx, cancel := context.WithTimeout(ctx, 15*time.Second)

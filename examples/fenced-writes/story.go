@@ -219,7 +219,7 @@ func (o options) coordinators(res *outcome) (a, b shard.Coordinator, cleanup fun
 	res.coordName = fmt.Sprintf("Consul at %s (prefix %s)", o.consul.Address, o.consul.Prefix)
 	return ca, cb, func() {
 		// Best effort: the fleet's keys go (workers already released them).
-		_, _ = cb.Client().KV().DeleteTree(o.consul.Prefix+"/", nil)
+		_ = cb.DeleteFleet(context.Background())
 		ca.Close()
 		cb.Close()
 	}, nil

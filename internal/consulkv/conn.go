@@ -2,6 +2,7 @@ package consulkv
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -41,6 +42,16 @@ func (c Connection) WithDefaults() Connection {
 		c.Scheme = "http"
 	}
 	return c
+}
+
+// Problems lists what is wrong with c (after WithDefaults), for a
+// Validate that reports every problem at once.
+func (c Connection) Problems() []string {
+	c = c.WithDefaults()
+	if c.Scheme != "http" && c.Scheme != "https" {
+		return []string{fmt.Sprintf("scheme %q is neither http nor https", c.Scheme)}
+	}
+	return nil
 }
 
 // Dial builds the API client for c (after WithDefaults) and returns it

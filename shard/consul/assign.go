@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/consulkv"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -47,22 +48,22 @@ func (c *Coordinator) Campaign(ctx context.Context, id shard.SessionID, worker s
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
 	key := c.assignorKey()
-	kv, _, err := c.client.KV().Get(key, (&api.QueryOptions{}).WithContext(octx))
+	kv, _, err := c.kv.Get(octx, key, consulkv.Query{})
 	if err != nil {
-		return 0, false, c.fail(ctx, "campaign (read)", err)
+		return 0, false, c.fail(octx, "campaign (read)", err)
 	}
 	switch {
 	case kv != nil && kv.Session == string(id):
 		return shard.Token(kv.ModifyIndex), true, nil
 	case kv != nil && kv.Session != "":
-		return 0, false, c.requireSession(ctx, octx, id)
+		return 0, false, c.requireSession(octx, id)
 	}
 
 	value, err := json.Marshal(assignorValue{Worker: worker, Since: now()})
 	if err != nil {
 		return 0, false, err
 	}
-	results, txnErrs, err := c.txn(ctx, octx, "campaign", api.TxnOps{
+	results, txnErrs, err := c.txn(octx, "campaign", api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Value: value, Session: string(id)}},
 		{KV: &api.KVTxnOp{Verb: api.KVGet, Key: key}},
 	})
@@ -80,12 +81,12 @@ func (c *Coordinator) Campaign(ctx context.Context, id shard.SessionID, worker s
 	}
 	lost := false
 	for _, e := range txnErrs {
-		switch classifyTxnError(e.What) {
-		case refusedBadSession:
+		switch consulkv.ClassifyRefusal(e.What) {
+		case consulkv.RefusedBadSession:
 			return 0, false, sessionGone(id, "does not exist (expired, destroyed or never created): "+e.What)
-		case refusedHeld, refusedLockDelay:
+		case consulkv.RefusedHeld, consulkv.RefusedLockDelay:
 			lost = true
-		case refusedKeyMissing:
+		case consulkv.RefusedKeyMissing:
 			// The get after a lock that failed on a missing key.
 		default:
 			return 0, false, c.txnFailure("campaign", txnErrs)
@@ -106,14 +107,14 @@ func (c *Coordinator) Resign(ctx context.Context, id shard.SessionID) error {
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	kv, _, err := c.client.KV().Get(c.assignorKey(), (&api.QueryOptions{}).WithContext(octx))
+	kv, _, err := c.kv.Get(octx, c.assignorKey(), consulkv.Query{})
 	if err != nil {
-		return c.fail(ctx, "resign (read)", err)
+		return c.fail(octx, "resign (read)", err)
 	}
 	if kv == nil || kv.Session != string(id) {
-		return c.requireSession(ctx, octx, id)
+		return c.requireSession(octx, id)
 	}
-	return c.unlock(ctx, octx, id, []*api.KVPair{{Key: kv.Key, Value: kv.Value}}, "resign")
+	return c.unlock(octx, id, []*api.KVPair{{Key: kv.Key, Value: kv.Value}}, "resign")
 }
 
 // WatchAssignor is one blocking query on P/assignor (a KV get with
@@ -185,7 +186,7 @@ func (c *Coordinator) Assign(ctx context.Context, id shard.SessionID, epoch shar
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	fleet, err := c.shardSet(ctx, octx, "assign (read config)")
+	fleet, err := c.shardSet(octx, "assign (read config)")
 	if err != nil {
 		return err
 	}
@@ -210,20 +211,20 @@ func (c *Coordinator) Assign(ctx context.Context, id shard.SessionID, epoch shar
 		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: c.assignorKey(), Session: string(id)}},
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.assignorKey(), Index: uint64(epoch)}},
 	}
-	batches, err := txnBatches(checks, ops, MaxTxnOps, maxTxnBytes)
+	batches, err := consulkv.Batches(checks, ops, maxTxnBytes)
 	if err != nil {
 		return err
 	}
 	written := 0
 	for _, batch := range batches {
-		_, txnErrs, err := c.txn(ctx, octx, "assign", batch)
+		_, txnErrs, err := c.txn(octx, "assign", batch)
 		if err != nil {
 			return fmt.Errorf("%w (%d of %d assignment keys were written by earlier transactions)", err, written, len(workers))
 		}
 		if len(txnErrs) > 0 {
 			for _, e := range txnErrs {
-				if e.OpIndex < len(checks) && classifyTxnError(e.What) != refusedPermission {
-					return c.notAssignor(ctx, octx, id, epoch, e.What, written, len(workers))
+				if e.OpIndex < len(checks) && consulkv.ClassifyRefusal(e.What) != consulkv.RefusedPermission {
+					return c.notAssignor(octx, id, epoch, e.What, written, len(workers))
 				}
 			}
 			return fmt.Errorf("%w (%d of %d assignment keys were written by earlier transactions)",
@@ -236,12 +237,12 @@ func (c *Coordinator) Assign(ctx context.Context, id shard.SessionID, epoch shar
 
 // notAssignor is Assign's error when a transaction's check on P/assignor
 // failed: what Consul said, and who holds the key now.
-func (c *Coordinator) notAssignor(parent, ctx context.Context, id shard.SessionID, epoch shard.Token, what string, written, total int) error {
+func (c *Coordinator) notAssignor(ctx context.Context, id shard.SessionID, epoch shard.Token, what string, written, total int) error {
 	holder := "its holder could not be read"
-	kv, _, err := c.client.KV().Get(c.assignorKey(), (&api.QueryOptions{}).WithContext(ctx))
+	kv, _, err := c.kv.Get(ctx, c.assignorKey(), consulkv.Query{})
 	switch {
-	case err != nil && parent.Err() != nil:
-		return context.Cause(parent)
+	case err != nil && consulkv.CallerCause(ctx) != nil:
+		return consulkv.CallerCause(ctx)
 	case err != nil:
 	case kv == nil:
 		holder = "it is missing"
@@ -253,49 +254,6 @@ func (c *Coordinator) notAssignor(parent, ctx context.Context, id shard.SessionI
 	}
 	return fmt.Errorf("%w: session %q does not hold %s at epoch %d (%s): %s; %d of %d assignment keys were written by earlier transactions",
 		shard.ErrNotAssignor, id, c.assignorKey(), epoch, what, holder, written, total)
-}
-
-// txnBatches splits ops into transactions of at most maxOps operations and
-// about maxBytes of JSON body, each opened by head. One operation that
-// does not fit in maxBytes on its own gets a transaction of its own, for
-// Consul to refuse with the reason.
-func txnBatches(head api.TxnOps, ops []*api.TxnOp, maxOps, maxBytes int) ([]api.TxnOps, error) {
-	size := func(op *api.TxnOp) (int, error) {
-		b, err := json.Marshal(op)
-		return len(b) + 1, err // and a comma
-	}
-	headBytes := 2 // the brackets
-	for _, op := range head {
-		n, err := size(op)
-		if err != nil {
-			return nil, err
-		}
-		headBytes += n
-	}
-	var (
-		batches []api.TxnOps
-		cur     api.TxnOps
-		bytes   int
-	)
-	for _, op := range ops {
-		n, err := size(op)
-		if err != nil {
-			return nil, err
-		}
-		if cur != nil && (len(cur) == maxOps || bytes+n > maxBytes) {
-			batches = append(batches, cur)
-			cur = nil
-		}
-		if cur == nil {
-			cur, bytes = slices.Clone(head), headBytes
-		}
-		cur = append(cur, op)
-		bytes += n
-	}
-	if cur != nil {
-		batches = append(batches, cur)
-	}
-	return batches, nil
 }
 
 // WatchAssignment is one blocking query on P/assign/<worker> (a KV get with
@@ -339,7 +297,7 @@ func (c *Coordinator) WatchAssignment(ctx context.Context, worker string, after 
 	key.Exists = true
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	fleet, err := c.shardSet(ctx, octx, "watch assignment (read config)")
+	fleet, err := c.shardSet(octx, "watch assignment (read config)")
 	if err != nil {
 		return shard.AssignmentKey{}, err
 	}
@@ -362,7 +320,7 @@ func decodeAssignment(fleet *shardSet, kv *api.KVPair) (shard.Assignment, string
 
 // shardSet returns the config Configure settled, else the stored one (read
 // once and kept, for a coordinator never configured), else nil.
-func (c *Coordinator) shardSet(parent, ctx context.Context, op string) (*shardSet, error) {
+func (c *Coordinator) shardSet(ctx context.Context, op string) (*shardSet, error) {
 	if set := c.fleetShards(); set != nil {
 		return set, nil
 	}
@@ -372,9 +330,9 @@ func (c *Coordinator) shardSet(parent, ctx context.Context, op string) (*shardSe
 	if stored != nil {
 		return stored, nil
 	}
-	kv, _, err := c.client.KV().Get(c.configKey(), (&api.QueryOptions{}).WithContext(ctx))
+	kv, _, err := c.kv.Get(ctx, c.configKey(), consulkv.Query{})
 	if err != nil {
-		return nil, c.fail(parent, op, err)
+		return nil, c.fail(ctx, op, err)
 	}
 	if kv == nil {
 		return nil, nil

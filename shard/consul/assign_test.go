@@ -200,7 +200,7 @@ func TestAssignSplitsLargeTransactions(t *testing.T) {
 		value, _ := cfg.EncodeAssignment(*a)
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVSet, Key: c.Prefix() + "/assign/" + w, Value: value}})
 	}
-	_, _, _, err = c.Client().Txn().Txn(ops, nil)
+	_, _, _, err = consul.APIClient(c).Txn().Txn(ops, nil)
 	if err == nil || !strings.Contains(err.Error(), "too large, max size: 524288") {
 		t.Fatalf("one transaction of %d values, %d bytes before base64: %v; want it refused as too large", workers, total, err)
 	}
@@ -317,7 +317,7 @@ func TestAssignorValueEditedByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := c.Prefix() + "/assignor"
-	if _, err := c.Client().KV().Put(&api.KVPair{Key: key, Value: []byte("edited")}, nil); err != nil {
+	if _, err := consul.APIClient(c).KV().Put(&api.KVPair{Key: key, Value: []byte("edited")}, nil); err != nil {
 		t.Fatal(err)
 	}
 	snap := snapshot(t, c)

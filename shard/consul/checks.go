@@ -40,7 +40,7 @@ const deregisterCriticalAfter = "1m"
 // someone removed it. A service check only affects its own instance, the
 // agent reaps it by itself (DeregisterCriticalServiceAfter), and it needs
 // service write on ServiceName instead of node write.
-func (c *Coordinator) registerCheck(parent, ctx context.Context, spec shard.SessionSpec) (string, error) {
+func (c *Coordinator) registerCheck(ctx context.Context, spec shard.SessionSpec) (string, error) {
 	c.reapChecks(ctx)
 	id := CheckIDPrefix + sanitize(spec.Worker) + "-" + randomHex(6)
 	reg := &api.AgentServiceRegistration{
@@ -58,7 +58,7 @@ func (c *Coordinator) registerCheck(parent, ctx context.Context, spec shard.Sess
 		},
 	}
 	if err := c.client.Agent().ServiceRegisterOpts(reg, api.ServiceRegisterOpts{}.WithContext(ctx)); err != nil {
-		return "", c.fail(parent, "register session check", err)
+		return "", c.fail(ctx, "register session check", err)
 	}
 	return id, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/consulkv"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -32,7 +33,7 @@ const (
 const (
 	DefaultMemberGrace    = time.Minute
 	DefaultWatchWait      = 5 * time.Minute
-	DefaultRequestTimeout = 10 * time.Second
+	DefaultRequestTimeout = consulkv.DefaultRequestTimeout
 )
 
 // Consul's own limits (1.14), checked before a request is sent so that the
@@ -113,12 +114,8 @@ func DefaultConfig() Config {
 
 // withDefaults fills zero values; it works on a copy.
 func (c Config) withDefaults() Config {
-	if c.Address == "" {
-		c.Address = "127.0.0.1:8500"
-	}
-	if c.Scheme == "" {
-		c.Scheme = "http"
-	}
+	conn := c.Connection()
+	c.Address, c.Scheme = conn.Address, conn.Scheme
 	if c.Liveness == "" {
 		c.Liveness = LivenessCheck
 	}
@@ -139,18 +136,13 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	var problems []string
-	switch {
-	case c.Prefix == "":
-		problems = append(problems, "prefix is empty: name the fleet's KV prefix, e.g. shardlease/orders")
-	case strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/") || strings.ContainsAny(c.Prefix, " \t\n"):
-		problems = append(problems, fmt.Sprintf("prefix %q must not start or end with '/' or contain spaces", c.Prefix))
+	if p := consulkv.ValidPrefix(c.Prefix); p != "" {
+		problems = append(problems, p)
 	}
 	if c.Liveness != LivenessCheck && c.Liveness != LivenessTTL {
 		problems = append(problems, fmt.Sprintf("liveness %q is neither %q nor %q", c.Liveness, LivenessCheck, LivenessTTL))
 	}
-	if c.Scheme != "http" && c.Scheme != "https" {
-		problems = append(problems, fmt.Sprintf("scheme %q is neither http nor https", c.Scheme))
-	}
+	problems = append(problems, c.Connection().Problems()...)
 	if c.WatchWait < 0 || c.WatchWait > maxWatchWait {
 		problems = append(problems, fmt.Sprintf("watch wait %v is out of range: want up to %v", c.WatchWait, maxWatchWait))
 	}
@@ -161,6 +153,26 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: consul coordinator config: %s", shard.ErrInvalidArgument, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// Connection is how to reach Consul: the same settings an
+// offsets/consul.Config takes.
+type Connection = consulkv.Connection
+
+// Connection returns c's connection settings (address, scheme,
+// datacenter, token, TLS, transport wrapper) with the defaults the
+// coordinator applies, for an offsets/consul store that should reach the
+// agent as the coordinator does.
+func (c Config) Connection() Connection {
+	return consulkv.Connection{
+		Address:       c.Address,
+		Scheme:        c.Scheme,
+		Datacenter:    c.Datacenter,
+		Token:         c.Token,
+		TokenFile:     c.TokenFile,
+		TLS:           c.TLS,
+		WrapTransport: c.WrapTransport,
+	}.WithDefaults()
 }
 
 // RegisterFlags binds the connection settings to flags on fs, with the

@@ -53,7 +53,7 @@ func (kvOperator) DeleteShard(t *testing.T, c shard.Coordinator, id shard.ID) {
 
 func (kvOperator) DeleteMember(t *testing.T, c shard.Coordinator, id string) {
 	cc := c.(*consul.Coordinator)
-	if _, err := cc.Client().KV().Delete(cc.Prefix()+"/members/"+id, nil); err != nil {
+	if _, err := consul.APIClient(cc).KV().Delete(cc.Prefix()+"/members/"+id, nil); err != nil {
 		t.Fatalf("deleting member key %s: %v", id, err)
 	}
 }
@@ -65,14 +65,14 @@ func (kvOperator) PutMember(t *testing.T, c shard.Coordinator, m shard.Member) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cc.Client().KV().Put(&api.KVPair{Key: cc.Prefix() + "/members/" + m.ID, Value: value}, nil); err != nil {
+	if _, err := consul.APIClient(cc).KV().Put(&api.KVPair{Key: cc.Prefix() + "/members/" + m.ID, Value: value}, nil); err != nil {
 		t.Fatalf("putting member key %s: %v", m.ID, err)
 	}
 }
 
 func (kvOperator) DeleteAssignor(t *testing.T, c shard.Coordinator) {
 	cc := c.(*consul.Coordinator)
-	if _, err := cc.Client().KV().Delete(cc.Prefix()+"/assignor", nil); err != nil {
+	if _, err := consul.APIClient(cc).KV().Delete(cc.Prefix()+"/assignor", nil); err != nil {
 		t.Fatalf("deleting the assignor key: %v", err)
 	}
 }
@@ -80,7 +80,7 @@ func (kvOperator) DeleteAssignor(t *testing.T, c shard.Coordinator) {
 // PutAssignment is a plain PUT of the value as given.
 func (kvOperator) PutAssignment(t *testing.T, c shard.Coordinator, worker string, value []byte) {
 	cc := c.(*consul.Coordinator)
-	if _, err := cc.Client().KV().Put(&api.KVPair{Key: cc.Prefix() + "/assign/" + worker, Value: value}, nil); err != nil {
+	if _, err := consul.APIClient(cc).KV().Put(&api.KVPair{Key: cc.Prefix() + "/assign/" + worker, Value: value}, nil); err != nil {
 		t.Fatalf("putting assignment key %s: %v", worker, err)
 	}
 }

@@ -2,21 +2,20 @@ package consul
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/consulkv"
 	"github.com/shardlease/shardlease/shard"
 )
 
 // MaxTxnOps is Consul's cap on the operations of one /v1/txn request
 // (1.14: 128; a larger transaction is refused with HTTP 413).
-const MaxTxnOps = 128
+const MaxTxnOps = consulkv.MaxTxnOps
 
 // MaxTxnShards is how many shards one transaction locks or unlocks: a lock
 // costs two operations (the lock, and the get that reads its token), so
@@ -28,7 +27,8 @@ const MaxTxnShards = MaxTxnOps / 2
 // the zero value is not usable. All methods are safe for concurrent use.
 type Coordinator struct {
 	cfg       Config
-	client    *api.Client
+	client    *api.Client     // sessions and agent calls
+	kv        consulkv.KV     // every KV call
 	transport *http.Transport // ours, so Close can drop idle connections
 	prefix    string          // cfg.Prefix + "/"
 
@@ -60,47 +60,14 @@ func New(cfg Config) (*Coordinator, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-
-	transport := api.DefaultConfig().Transport // pooled, as Consul's own clients use
-	// Go's transport asks for gzip on its own, and Consul then compresses
-	// every large answer: on a loopback hop (the usual local agent) that
-	// only burns CPU on both ends. Profiled in a 100-worker × 10,000-shard
-	// cold start on one machine, compress/flate was a third of the agent's
-	// CPU and gunzip 5 % of the workers'.
-	transport.DisableCompression = localAgent(cfg.Address)
-	apiCfg := &api.Config{
-		Address:    cfg.Address,
-		Scheme:     cfg.Scheme,
-		Datacenter: cfg.Datacenter,
-		Token:      cfg.Token,
-		TokenFile:  cfg.TokenFile,
-		TLSConfig:  cfg.TLS,
-		Transport:  transport,
-	}
-	// api.NewClient swaps in a transport of its own for unix:// addresses,
-	// which would bypass WrapTransport: dial the socket from ours instead.
-	if path, ok := strings.CutPrefix(cfg.Address, "unix://"); ok {
-		transport.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
-		}
-		apiCfg.Address, apiCfg.Scheme = "localhost", "http"
-	}
-	httpClient, err := api.NewHttpClient(transport, cfg.TLS)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.WrapTransport != nil {
-		httpClient.Transport = cfg.WrapTransport(httpClient.Transport)
-	}
-	apiCfg.HttpClient = httpClient
-	client, err := api.NewClient(apiCfg)
+	client, transport, err := consulkv.Dial(cfg.Connection())
 	if err != nil {
 		return nil, err
 	}
 	return &Coordinator{
 		cfg:       cfg,
 		client:    client,
+		kv:        consulkv.New(client),
 		transport: transport,
 		prefix:    cfg.Prefix + "/",
 		sessions:  make(map[shard.SessionID]sessionInfo),
@@ -115,9 +82,22 @@ func (c *Coordinator) Close() { c.transport.CloseIdleConnections() }
 // Prefix returns the fleet's KV prefix.
 func (c *Coordinator) Prefix() string { return c.cfg.Prefix }
 
-// Client returns the underlying Consul API client, for operators' tools and
-// tests that need a call the coordinator does not make.
-func (c *Coordinator) Client() *api.Client { return c.client }
+// Connection returns the coordinator's connection settings, for an
+// offsets/consul store that should reach the agent as it does (the same
+// address, token, TLS and transport wrapper; the store keeps its own
+// connection pool).
+func (c *Coordinator) Connection() Connection { return c.cfg.Connection() }
+
+// DeleteFleet deletes every key under the fleet's prefix: config,
+// members, shard keys, assignments and offsets. It is for tests,
+// benchmarks and examples that made a fleet of their own and clean up
+// after it, once its workers have stopped; on a live fleet it would reset
+// every floor (a fenced store's keys) and every token's history.
+func (c *Coordinator) DeleteFleet(ctx context.Context) error {
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	return c.fail(ctx, "delete fleet", c.kv.DeleteTree(ctx, c.prefix))
+}
 
 // The fleet's keys (see the package doc).
 func (c *Coordinator) configKey() string           { return c.prefix + "config" }
@@ -137,9 +117,10 @@ func (c *Coordinator) isMemberKey(key string) bool {
 	return strings.HasPrefix(key, c.prefix+"members/")
 }
 
-// opCtx bounds one call by RequestTimeout on top of the caller's ctx.
+// opCtx bounds one call by RequestTimeout on top of the caller's ctx; its
+// cause tells that bound from the caller's end (consulkv.CallerCause).
 func (c *Coordinator) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	return consulkv.WithRequestTimeout(ctx, c.cfg.RequestTimeout)
 }
 
 // ctxErr returns the reason ctx ended, or nil while it is live.
@@ -154,24 +135,3 @@ func ctxErr(ctx context.Context) error {
 // for member grace periods. Consul's own timers (TTLs, lock-delay) run on
 // the servers.
 func now() time.Time { return time.Now() }
-
-// localAgent reports whether address (Config.Address) is on this machine:
-// a unix socket, localhost, or a loopback IP.
-func localAgent(address string) bool {
-	if strings.HasPrefix(address, "unix://") {
-		return true
-	}
-	host := address
-	if u, err := url.Parse(address); err == nil && u.Host != "" {
-		host = u.Host
-	}
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}

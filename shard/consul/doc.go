@@ -106,6 +106,18 @@
 // Consul's UUIDs. Dead member grace counts from when a coordinator first
 // saw the member dead, not from the moment it died.
 //
+// # Connection and the Consul layer
+//
+// The coordinator keeps its Consul client to itself. A process that also
+// keeps offsets in Consul opens offsets/consul with the coordinator's
+// Connection (Config.Connection or Coordinator.Connection): the same
+// address, token, TLS and transport wrapper, and a pool of the store's
+// own. The KV calls, the /v1/txn request, the transaction cap, the
+// chunking, the prefix rule and the reading of failures are
+// internal/consulkv's, shared with offsets/consul; sessions, checks and
+// the agent are this package's alone. DeleteFleet removes a fleet's keys
+// for tests and benchmarks that made one of their own.
+//
 // # How it fails
 //
 // Calls honour ctx (its cause is returned once it ends) and are bounded by

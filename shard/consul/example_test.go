@@ -31,7 +31,7 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	defer coord.Close()
-	store, err := offconsul.New(offconsul.Config{Client: coord.Client(), Address: cfg.Address, Prefix: cfg.Prefix})
+	store, err := offconsul.New(offconsul.Config{Connection: cfg.Connection(), Prefix: cfg.Prefix})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,15 +1,14 @@
 package consul
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/consulkv"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -25,24 +24,6 @@ func TestEndpoint(t *testing.T) {
 	} {
 		if got := endpoint(path); got != want {
 			t.Errorf("endpoint(%q) = %q, want %q", path, got, want)
-		}
-	}
-}
-
-// TestClassifyTxnError pins the Consul 1.14 texts the coordinator reads.
-func TestClassifyTxnError(t *testing.T) {
-	for what, want := range map[string]txnRefusal{
-		`failed to lock key "p/shards/a", lock is already held`:                                 refusedHeld,
-		`failed to lock key "p/shards/b" due to lock delay`:                                     refusedLockDelay,
-		`failed to unlock key "p/shards/a", lock isn't held, or is held by another session`:     refusedNotHeld,
-		`invalid session "bogus"`:                                                               refusedBadSession,
-		`Permission denied: token with AccessorID '0002' lacks permission 'key:write' on "p/x"`: refusedPermission,
-		`failed to delete key "p/members/w", index is stale`:                                    refusedStaleIndex,
-		`key "p/shards/a" doesn't exist`:                                                        refusedKeyMissing,
-		`something new`:                                                                         refusedOther,
-	} {
-		if got := classifyTxnError(what); got != want {
-			t.Errorf("classifyTxnError(%q) = %d, want %d", what, got, want)
 		}
 	}
 }
@@ -67,26 +48,6 @@ func TestSanitize(t *testing.T) {
 	}
 }
 
-func TestLocalAgent(t *testing.T) {
-	for address, want := range map[string]bool{
-		"127.0.0.1:8500":          true,
-		"127.0.0.2:8500":          true,
-		"localhost:8500":          true,
-		"[::1]:8500":              true,
-		"http://127.0.0.1:8500":   true,
-		"https://localhost:8501":  true,
-		"unix:///var/consul.sock": true,
-		"10.0.0.5:8500":           false,
-		"consul.service:8500":     false,
-		"https://consul.example":  false,
-		"192.168.1.1":             false,
-	} {
-		if got := localAgent(address); got != want {
-			t.Errorf("localAgent(%q) = %v, want %v", address, got, want)
-		}
-	}
-}
-
 // TestLoopbackAsksNoGzip: requests to a local agent do not ask for a
 // compressed answer (Go's transport would add Accept-Encoding: gzip).
 func TestLoopbackAsksNoGzip(t *testing.T) {
@@ -102,7 +63,7 @@ func TestLoopbackAsksNoGzip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, _, err := c.Client().KV().Get("p/config", nil); err != nil {
+	if _, _, err := c.kv.Get(t.Context(), "p/config", consulkv.Query{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0] != "" {
@@ -140,56 +101,5 @@ func TestDecodeReusesOwnersByIndex(t *testing.T) {
 	s3 := c.decode(api.KVPairs{cfg, &a2, b}, 8)
 	if owner(s3, 0) != "other" {
 		t.Fatalf("new index: owner %q, want other", owner(s3, 0))
-	}
-}
-
-// TestTxnBatches: operations are split into transactions of at most maxOps
-// (the head included) and maxBytes of JSON body, in order, each opened by
-// the head; an operation too large on its own travels alone.
-func TestTxnBatches(t *testing.T) {
-	head := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: "p/assignor", Session: "s"}}}
-	op := func(key string, size int) *api.TxnOp {
-		return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVSet, Key: key, Value: make([]byte, size)}}
-	}
-	body := func(ops api.TxnOps) int {
-		b, err := json.Marshal(ops)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(b)
-	}
-	for _, tc := range []struct {
-		name      string
-		ops       []*api.TxnOp
-		maxOps    int
-		maxBytes  int
-		wantSizes []int // operations per transaction, head excluded
-	}{
-		{"none", nil, 4, 1 << 20, nil},
-		{"by count", []*api.TxnOp{op("a", 1), op("b", 1), op("c", 1), op("d", 1), op("e", 1), op("f", 1), op("g", 1)}, 4, 1 << 20, []int{3, 3, 1}},
-		{"by size", []*api.TxnOp{op("a", 300), op("b", 300), op("c", 300), op("d", 300)}, 128, 1400, []int{2, 2}},
-		{"too large alone", []*api.TxnOp{op("a", 10), op("big", 5000), op("c", 10)}, 128, 1000, []int{1, 1, 1}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			batches, err := txnBatches(head, tc.ops, tc.maxOps, tc.maxBytes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var sizes []int
-			var sent []*api.TxnOp
-			for _, b := range batches {
-				if b[0] != head[0] {
-					t.Fatalf("a transaction opens with %+v, not the head", b[0].KV)
-				}
-				if len(b) > tc.maxOps || (len(b) > 2 && body(b) > tc.maxBytes) {
-					t.Fatalf("a transaction of %d operations, %d bytes: over %d, %d", len(b), body(b), tc.maxOps, tc.maxBytes)
-				}
-				sizes = append(sizes, len(b)-1)
-				sent = append(sent, b[1:]...)
-			}
-			if !slices.Equal(sizes, tc.wantSizes) || !slices.Equal(sent, tc.ops) {
-				t.Fatalf("operations per transaction %v, want %v, all in order", sizes, tc.wantSizes)
-			}
-		})
 	}
 }

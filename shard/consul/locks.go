@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/consulkv"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -49,7 +50,7 @@ func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []sh
 	want = uniqueBy(want, func(a shard.Acquisition) shard.ID { return a.Shard })
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	info, err := c.lookup(ctx, octx, id)
+	info, err := c.lookup(octx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []sh
 	if set == nil {
 		keys = append(keys, c.configKey()) // not configured: the stored shard set, in the same read
 	}
-	current, err := c.readKeys(ctx, octx, "acquire (read)", keys)
+	current, err := c.readKeys(octx, "acquire (read)", keys)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []sh
 	}
 	since := now()
 	for batch := range slices.Chunk(toLock, MaxTxnShards) {
-		got, err := c.lockBatch(ctx, octx, id, info.worker, batch, since)
+		got, err := c.lockBatch(octx, id, info.worker, batch, since)
 		for sh, t := range got {
 			tokens[sh] = t
 			alive = true
@@ -107,7 +108,7 @@ func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []sh
 		}
 	}
 	if !alive {
-		if err := c.requireSession(ctx, octx, id); err != nil {
+		if err := c.requireSession(octx, id); err != nil {
 			return nil, err
 		}
 	}
@@ -116,7 +117,7 @@ func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []sh
 
 // lockBatch locks up to MaxTxnShards shards in one committed transaction,
 // dropping the ones Consul refuses and trying again with the rest.
-func (c *Coordinator) lockBatch(parent, ctx context.Context, id shard.SessionID, worker string, batch []shard.Acquisition, since time.Time) (map[shard.ID]shard.Token, error) {
+func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker string, batch []shard.Acquisition, since time.Time) (map[shard.ID]shard.Token, error) {
 	pending := slices.Clone(batch)
 	for len(pending) > 0 {
 		ops := make(api.TxnOps, 0, 2*len(pending))
@@ -130,7 +131,7 @@ func (c *Coordinator) lockBatch(parent, ctx context.Context, id shard.SessionID,
 				&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Value: value, Session: string(id)}},
 				&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGet, Key: key}})
 		}
-		results, txnErrs, err := c.txn(parent, ctx, "acquire", ops)
+		results, txnErrs, err := c.txn(ctx, "acquire", ops)
 		if err != nil {
 			return nil, err
 		}
@@ -146,19 +147,19 @@ func (c *Coordinator) lockBatch(parent, ctx context.Context, id shard.SessionID,
 			return got, nil
 		}
 		for _, e := range txnErrs {
-			if classifyTxnError(e.What) == refusedBadSession {
+			if consulkv.ClassifyRefusal(e.What) == consulkv.RefusedBadSession {
 				return nil, sessionGone(id, "does not exist (expired, destroyed or never created): "+e.What)
 			}
 		}
 		refused := map[int]bool{}
 		for _, e := range txnErrs {
 			i := e.OpIndex / 2
-			switch classifyTxnError(e.What) {
-			case refusedHeld, refusedLockDelay:
+			switch consulkv.ClassifyRefusal(e.What) {
+			case consulkv.RefusedHeld, consulkv.RefusedLockDelay:
 				if i < len(pending) {
 					refused[i] = true
 				}
-			case refusedKeyMissing:
+			case consulkv.RefusedKeyMissing:
 				// The get after a lock that failed on a key that did not
 				// exist: a consequence, not a cause.
 			default:
@@ -196,7 +197,7 @@ func (c *Coordinator) Release(ctx context.Context, id shard.SessionID, ids []sha
 			keys = append(keys, c.shardKey(sh))
 		}
 	}
-	current, err := c.readKeys(ctx, octx, "release (read)", keys)
+	current, err := c.readKeys(octx, "release (read)", keys)
 	if err != nil {
 		return err
 	}
@@ -214,15 +215,15 @@ func (c *Coordinator) Release(ctx context.Context, id shard.SessionID, ids []sha
 		}
 	}
 	if len(held) == 0 {
-		return c.requireSession(ctx, octx, id)
+		return c.requireSession(octx, id)
 	}
-	return c.unlock(ctx, octx, id, held, "release")
+	return c.unlock(octx, id, held, "release")
 }
 
 // unlock releases keys held by the session with the given values,
 // MaxTxnShards per transaction. Keys the session turns out not to hold any
 // more (an operator deleted them, or the session just ended) are dropped.
-func (c *Coordinator) unlock(parent, ctx context.Context, id shard.SessionID, keys []*api.KVPair, op string) error {
+func (c *Coordinator) unlock(ctx context.Context, id shard.SessionID, keys []*api.KVPair, op string) error {
 	for batch := range slices.Chunk(keys, MaxTxnShards) {
 		pending := slices.Clone(batch)
 		for len(pending) > 0 {
@@ -230,7 +231,7 @@ func (c *Coordinator) unlock(parent, ctx context.Context, id shard.SessionID, ke
 			for i, kv := range pending {
 				ops[i] = &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVUnlock, Key: kv.Key, Value: kv.Value, Session: string(id)}}
 			}
-			_, txnErrs, err := c.txn(parent, ctx, op, ops)
+			_, txnErrs, err := c.txn(ctx, op, ops)
 			if err != nil {
 				return err
 			}
@@ -239,7 +240,7 @@ func (c *Coordinator) unlock(parent, ctx context.Context, id shard.SessionID, ke
 			}
 			refused := map[int]bool{}
 			for _, e := range txnErrs {
-				if classifyTxnError(e.What) != refusedNotHeld || e.OpIndex >= len(pending) {
+				if consulkv.ClassifyRefusal(e.What) != consulkv.RefusedNotHeld || e.OpIndex >= len(pending) {
 					return c.txnFailure(op, txnErrs)
 				}
 				refused[e.OpIndex] = true
@@ -263,15 +264,15 @@ func (c *Coordinator) unlock(parent, ctx context.Context, id shard.SessionID, ke
 func (c *Coordinator) DeleteShard(ctx context.Context, id shard.ID) (bool, error) {
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	kv, _, err := c.client.KV().Get(c.shardKey(id), (&api.QueryOptions{}).WithContext(octx))
+	kv, _, err := c.kv.Get(octx, c.shardKey(id), consulkv.Query{})
 	if err != nil {
-		return false, c.fail(ctx, "delete shard (read)", err)
+		return false, c.fail(octx, "delete shard (read)", err)
 	}
 	if kv == nil {
 		return false, nil
 	}
-	if _, err := c.client.KV().Delete(c.shardKey(id), (&api.WriteOptions{}).WithContext(octx)); err != nil {
-		return false, c.fail(ctx, "delete shard", err)
+	if err := c.kv.Delete(octx, c.shardKey(id)); err != nil {
+		return false, c.fail(octx, "delete shard", err)
 	}
 	return true, nil
 }

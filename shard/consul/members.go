@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/consulkv"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -39,18 +40,17 @@ func (c *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Co
 	// The stored config may be deleted between a failed CAS and the read
 	// (by an operator): try again, a few times.
 	for range 3 {
-		ok, _, err := c.client.KV().CAS(&api.KVPair{Key: c.configKey(), Value: value, ModifyIndex: 0},
-			(&api.WriteOptions{}).WithContext(octx))
+		ok, err := c.kv.CAS(octx, &api.KVPair{Key: c.configKey(), Value: value, ModifyIndex: 0})
 		if err != nil {
-			return shard.Config{}, c.fail(ctx, "configure", err)
+			return shard.Config{}, c.fail(octx, "configure", err)
 		}
 		if ok {
 			c.setFleet(cfg)
 			return cfg, nil
 		}
-		kv, _, err := c.client.KV().Get(c.configKey(), (&api.QueryOptions{}).WithContext(octx))
+		kv, _, err := c.kv.Get(octx, c.configKey(), consulkv.Query{})
 		if err != nil {
-			return shard.Config{}, c.fail(ctx, "configure (read)", err)
+			return shard.Config{}, c.fail(octx, "configure (read)", err)
 		}
 		if kv == nil {
 			continue
@@ -93,22 +93,22 @@ func (c *Coordinator) Join(ctx context.Context, id shard.SessionID, m shard.Memb
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
 	key := c.memberKey(m.ID)
-	_, txnErrs, err := c.txn(ctx, octx, "join", api.TxnOps{
+	_, txnErrs, err := c.txn(octx, "join", api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Value: value, Session: string(id)}},
 	})
 	if err != nil || len(txnErrs) == 0 {
 		return err
 	}
 	e := txnErrs[0]
-	switch classifyTxnError(e.What) {
-	case refusedBadSession:
+	switch consulkv.ClassifyRefusal(e.What) {
+	case consulkv.RefusedBadSession:
 		return sessionGone(id, "does not exist (expired, destroyed or never created)")
-	case refusedLockDelay:
+	case consulkv.RefusedLockDelay:
 		return fmt.Errorf("%w: member key %q is in lock-delay after its previous session was invalidated; retry when the delay ends",
 			shard.ErrUnavailable, key)
-	case refusedHeld:
+	case consulkv.RefusedHeld:
 		holder := "another session"
-		if kv, _, err := c.client.KV().Get(key, (&api.QueryOptions{}).WithContext(octx)); err == nil && kv != nil && kv.Session != "" {
+		if kv, _, err := c.kv.Get(octx, key, consulkv.Query{}); err == nil && kv != nil && kv.Session != "" {
 			holder = fmt.Sprintf("session %q", kv.Session)
 		}
 		return fmt.Errorf("%w: worker %q is held by %s", shard.ErrMemberExists, m.ID, holder)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/consulkv"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -56,7 +57,7 @@ func (c *Coordinator) CreateSession(ctx context.Context, spec shard.SessionSpec)
 		body["TTL"] = spec.TTL.String()
 		body["NodeChecks"] = []string{serfHealth}
 	} else {
-		check, err := c.registerCheck(ctx, octx, spec)
+		check, err := c.registerCheck(octx, spec)
 		if err != nil {
 			return "", err
 		}
@@ -68,7 +69,7 @@ func (c *Coordinator) CreateSession(ctx context.Context, spec shard.SessionSpec)
 		body["ServiceChecks"] = []api.ServiceCheck{{ID: check}}
 	}
 
-	id, err := c.createSession(ctx, octx, body)
+	id, err := c.createSession(octx, body)
 	if err != nil {
 		if info.check != "" {
 			c.deregisterCheck(context.WithoutCancel(ctx), info.check)
@@ -81,14 +82,22 @@ func (c *Coordinator) CreateSession(ctx context.Context, spec shard.SessionSpec)
 	return id, nil
 }
 
-func (c *Coordinator) validateSpec(spec shard.SessionSpec) error {
+func (c *Coordinator) validateSpec(spec shard.SessionSpec) error { return c.cfg.ValidateSession(spec) }
+
+// ValidateSession reports every reason Consul, with this Config's liveness,
+// would refuse a session of spec (a TTL out of Consul's range in TTL mode,
+// a lock-delay above MaxLockDelay), wrapping shard.ErrInvalidArgument. A
+// program can check its lease policy with it before it joins a fleet:
+// c.ValidateSession(policy.SessionSpec(id)).
+func (c Config) ValidateSession(spec shard.SessionSpec) error {
+	c = c.withDefaults()
 	var problems []string
 	if spec.Worker == "" {
 		problems = append(problems, "worker is empty")
 	}
 	if spec.TTL <= 0 {
 		problems = append(problems, fmt.Sprintf("ttl %v must be positive", spec.TTL))
-	} else if c.cfg.Liveness == LivenessTTL && (spec.TTL < MinSessionTTL || spec.TTL > MaxSessionTTL) {
+	} else if c.Liveness == LivenessTTL && (spec.TTL < MinSessionTTL || spec.TTL > MaxSessionTTL) {
 		problems = append(problems, fmt.Sprintf("ttl %v is outside Consul's session TTL range %v..%v (liveness %q; use %q for shorter TTLs)",
 			spec.TTL, MinSessionTTL, MaxSessionTTL, LivenessTTL, LivenessCheck))
 	}
@@ -118,7 +127,7 @@ func lockDelayString(d time.Duration) string {
 // createSession sends the create request. A check registered a moment ago
 // is normally in the catalog already (registration syncs), but a busy
 // agent may lag: "Missing check" is retried briefly.
-func (c *Coordinator) createSession(parent, ctx context.Context, body map[string]any) (shard.SessionID, error) {
+func (c *Coordinator) createSession(ctx context.Context, body map[string]any) (shard.SessionID, error) {
 	wait := 20 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		var out struct{ ID string }
@@ -135,7 +144,7 @@ func (c *Coordinator) createSession(parent, ctx context.Context, body map[string
 			case <-ctx.Done():
 			}
 		}
-		return "", c.fail(parent, "create session", err)
+		return "", c.fail(ctx, "create session", err)
 	}
 }
 
@@ -151,7 +160,7 @@ func (c *Coordinator) RenewSession(ctx context.Context, id shard.SessionID) erro
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	info, err := c.lookup(ctx, octx, id)
+	info, err := c.lookup(octx, id)
 	if err != nil {
 		return err
 	}
@@ -163,7 +172,7 @@ func (c *Coordinator) RenewSession(ctx context.Context, id shard.SessionID) erro
 			c.forget(id)
 			return sessionGone(id, "does not exist (expired, destroyed or never created)")
 		}
-		return c.fail(ctx, "renew session", err)
+		return c.fail(octx, "renew session", err)
 	}
 
 	err = c.client.Agent().UpdateTTLOpts(info.check, "", api.HealthPassing, (&api.QueryOptions{}).WithContext(octx))
@@ -173,11 +182,11 @@ func (c *Coordinator) RenewSession(ctx context.Context, id shard.SessionID) erro
 		return sessionGone(id, fmt.Sprintf("lost its health check %q on agent %s (deregistered, or the agent restarted)", info.check, c.cfg.Address))
 	}
 	if err != nil {
-		return c.fail(ctx, "renew session (check pass)", err)
+		return c.fail(octx, "renew session (check pass)", err)
 	}
 	entry, _, err := c.client.Session().Info(string(id), (&api.QueryOptions{}).WithContext(octx))
 	if err != nil {
-		return c.fail(ctx, "renew session (session read)", err)
+		return c.fail(octx, "renew session (session read)", err)
 	}
 	if entry == nil {
 		c.forget(id)
@@ -204,16 +213,16 @@ func (c *Coordinator) DestroySession(ctx context.Context, id shard.SessionID) er
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	info, err := c.lookup(ctx, octx, id)
+	info, err := c.lookup(octx, id)
 	if errors.Is(err, shard.ErrSessionInvalid) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	pairs, _, err := c.client.KV().List(c.prefix+"members/", (&api.QueryOptions{}).WithContext(octx))
+	pairs, _, err := c.kv.List(octx, c.prefix+"members/", consulkv.Query{})
 	if err != nil {
-		return c.fail(ctx, "destroy session (list member keys)", err)
+		return c.fail(octx, "destroy session (list member keys)", err)
 	}
 	var held []*api.KVPair
 	for _, p := range pairs {
@@ -221,11 +230,11 @@ func (c *Coordinator) DestroySession(ctx context.Context, id shard.SessionID) er
 			held = append(held, p)
 		}
 	}
-	if err := c.unlock(ctx, octx, id, held, "destroy session"); err != nil {
+	if err := c.unlock(octx, id, held, "destroy session"); err != nil {
 		return err
 	}
 	if _, err := c.client.Session().Destroy(string(id), (&api.WriteOptions{}).WithContext(octx)); err != nil {
-		return c.fail(ctx, "destroy session", err)
+		return c.fail(octx, "destroy session", err)
 	}
 	c.forget(id)
 	if info.check != "" {
@@ -237,7 +246,7 @@ func (c *Coordinator) DestroySession(ctx context.Context, id shard.SessionID) er
 // lookup returns what is known of a session, reading it from Consul when
 // this coordinator did not create it. A missing session wraps
 // shard.ErrSessionInvalid.
-func (c *Coordinator) lookup(parent, ctx context.Context, id shard.SessionID) (sessionInfo, error) {
+func (c *Coordinator) lookup(ctx context.Context, id shard.SessionID) (sessionInfo, error) {
 	c.mu.Lock()
 	info, ok := c.sessions[id]
 	c.mu.Unlock()
@@ -254,7 +263,7 @@ func (c *Coordinator) lookup(parent, ctx context.Context, id shard.SessionID) (s
 			// Not a UUID: Consul could never have created it.
 			return sessionInfo{}, sessionGone(id, "does not exist (not a Consul session ID)")
 		}
-		return sessionInfo{}, c.fail(parent, "read session", err)
+		return sessionInfo{}, c.fail(ctx, "read session", err)
 	}
 	if entry == nil {
 		return sessionInfo{}, sessionGone(id, "does not exist (expired, destroyed or never created)")
@@ -273,9 +282,9 @@ func (c *Coordinator) lookup(parent, ctx context.Context, id shard.SessionID) (s
 
 // requireSession checks that a session exists, for calls that made no
 // write that would have shown it (an Acquire that locked nothing).
-func (c *Coordinator) requireSession(parent, ctx context.Context, id shard.SessionID) error {
+func (c *Coordinator) requireSession(ctx context.Context, id shard.SessionID) error {
 	c.forget(id) // the cache says nothing about liveness: ask Consul
-	_, err := c.lookup(parent, ctx, id)
+	_, err := c.lookup(ctx, id)
 	return err
 }
 

@@ -2,42 +2,24 @@ package consul
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
-	"slices"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/internal/consulkv"
 )
 
-// txn sends ops as one /v1/txn request. A committed transaction returns its
-// results; a rolled-back one (HTTP 409) returns Consul's per-operation
-// errors and a nil error; anything else is an error from fail.
-//
-// It goes through Raw().Write rather than Txn().Txn because the latter
-// flattens every other status into an untyped "Failed request" error, and
-// the status (403, 429, 500) is what tells a refusal from a transient
-// failure.
-func (c *Coordinator) txn(parent, ctx context.Context, op string, ops api.TxnOps) (api.TxnResults, api.TxnErrors, error) {
-	if len(ops) > MaxTxnOps {
-		// A bug here, not a Consul condition: callers chunk.
-		return nil, nil, fmt.Errorf("shard/consul: %s: %d operations in one transaction, Consul allows %d", op, len(ops), MaxTxnOps)
-	}
-	var resp api.TxnResponse
-	_, err := c.client.Raw().Write("/v1/txn", ops, &resp, (&api.WriteOptions{}).WithContext(ctx))
-	var se api.StatusError
-	if errors.As(err, &se) && se.Code == http.StatusConflict {
-		var rolled api.TxnResponse
-		if jerr := json.Unmarshal([]byte(se.Body), &rolled); jerr != nil || len(rolled.Errors) == 0 {
-			return nil, nil, fmt.Errorf("shard/consul: %s: transaction rolled back with an unreadable answer: %s", op, se.Body)
-		}
-		return nil, rolled.Errors, nil
-	}
+// txn sends ops as one /v1/txn request (consulkv: the HTTP status is
+// read, so a refusal is told from a transient failure). A committed
+// transaction returns its results; a rolled-back one returns Consul's
+// per-operation errors and a nil error; anything else is an error from
+// fail.
+func (c *Coordinator) txn(ctx context.Context, op string, ops api.TxnOps) (api.TxnResults, api.TxnErrors, error) {
+	results, txnErrs, err := c.kv.Txn(ctx, ops)
 	if err != nil {
-		return nil, nil, c.fail(parent, op, err)
+		return nil, nil, c.fail(ctx, op, err)
 	}
-	return resp.Results, nil, nil
+	return results, txnErrs, nil
 }
 
 // readKeys reads the given keys with get-tree operations, MaxTxnOps per
@@ -45,16 +27,20 @@ func (c *Coordinator) txn(parent, ctx context.Context, op string, ops api.TxnOps
 // a get of a missing key fails the whole transaction, and most keys are
 // missing the first time a fleet starts. Entries under a key (a foreign
 // "P/shards/x/y") are dropped: only exact matches count.
-func (c *Coordinator) readKeys(parent, ctx context.Context, op string, keys []string) (map[string]*api.KVPair, error) {
+func (c *Coordinator) readKeys(ctx context.Context, op string, keys []string) (map[string]*api.KVPair, error) {
 	found := make(map[string]*api.KVPair, len(keys))
-	for chunk := range slices.Chunk(keys, MaxTxnOps) {
-		ops := make(api.TxnOps, len(chunk))
-		want := make(map[string]bool, len(chunk))
-		for i, k := range chunk {
-			ops[i] = &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGetTree, Key: k}}
-			want[k] = true
-		}
-		results, txnErrs, err := c.txn(parent, ctx, op, ops)
+	want := make(map[string]bool, len(keys))
+	ops := make([]*api.TxnOp, len(keys))
+	for i, k := range keys {
+		ops[i] = &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGetTree, Key: k}}
+		want[k] = true
+	}
+	txns, err := consulkv.Batches(nil, ops, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range txns {
+		results, txnErrs, err := c.txn(ctx, op, t)
 		if err != nil {
 			return nil, err
 		}
@@ -73,14 +59,8 @@ func (c *Coordinator) readKeys(parent, ctx context.Context, op string, keys []st
 // txnFailure describes errors no caller expected (a read refused, an
 // operation failing for a reason Consul did not name before).
 func (c *Coordinator) txnFailure(op string, errs api.TxnErrors) error {
-	for _, e := range errs {
-		if classifyTxnError(e.What) == refusedPermission {
-			return c.permission(op, e.What)
-		}
+	if what, ok := consulkv.PermissionRefusal(errs); ok {
+		return c.permission(op, what)
 	}
-	var msgs []string
-	for _, e := range errs {
-		msgs = append(msgs, fmt.Sprintf("op %d: %s", e.OpIndex, e.What))
-	}
-	return fmt.Errorf("shard/consul: %s: transaction rolled back: %v", op, msgs)
+	return fmt.Errorf("shard/consul: %s: transaction rolled back: %v", op, consulkv.Rollback(errs))
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/consulkv"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -60,17 +60,17 @@ func (c *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, 
 		}
 		var (
 			pairs api.KVPairs
-			meta  *api.QueryMeta
+			meta  consulkv.Meta
 		)
-		err := c.blockingQuery(ctx, "watch", after, wait, func(q *api.QueryOptions) (err error) {
-			pairs, meta, err = c.client.KV().List(c.prefix, q)
+		err := c.blockingQuery(ctx, "watch", after, wait, func(ctx context.Context, q consulkv.Query) (err error) {
+			pairs, meta, err = c.kv.List(ctx, c.prefix, q)
 			return err
 		})
 		if err != nil {
 			return shard.Snapshot{}, err
 		}
 		snap := c.decode(pairs, meta.LastIndex)
-		if meta.ResultsFilteredByACLs {
+		if meta.FilteredByACLs {
 			// Consul hides keys the token may not read instead of refusing
 			// the list.
 			snap.Problems = append(snap.Problems, fmt.Sprintf("%s: some keys were hidden by ACLs: the token needs key_prefix %q read (and write to take part)",
@@ -98,16 +98,16 @@ func (c *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, 
 // that (and RequestTimeout for the round trip) the agent or the path to it
 // is stuck, which TCP alone may take many minutes to notice, so the query
 // is bounded there.
-func (c *Coordinator) blockingQuery(ctx context.Context, op string, after uint64, wait time.Duration, query func(*api.QueryOptions) error) error {
+func (c *Coordinator) blockingQuery(ctx context.Context, op string, after uint64, wait time.Duration, query func(context.Context, consulkv.Query) error) error {
 	bound := wait + wait/16 + c.cfg.RequestTimeout
-	qctx, cancel := context.WithTimeout(ctx, bound)
+	qctx, cancel := consulkv.WithRequestTimeout(ctx, bound)
 	defer cancel()
-	err := query((&api.QueryOptions{WaitIndex: after, WaitTime: wait}).WithContext(qctx))
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+	err := query(qctx, consulkv.Query{WaitIndex: after, WaitTime: wait})
+	if _, ok := consulkv.TimedOut(qctx); err != nil && ok {
 		return fmt.Errorf("%w: consul %s at %s: no answer within %v (a blocking query of %v, its jitter, and the request timeout): %w",
 			shard.ErrUnavailable, op, c.cfg.Address, bound, wait, err)
 	}
-	return c.fail(ctx, op, err)
+	return c.fail(qctx, op, err)
 }
 
 // watchKey is one blocking get of key (WaitIndex after, WaitTime
@@ -116,10 +116,10 @@ func (c *Coordinator) blockingQuery(ctx context.Context, op string, after uint64
 func (c *Coordinator) watchKey(ctx context.Context, op, key string, after uint64) (*api.KVPair, uint64, error) {
 	var (
 		kv   *api.KVPair
-		meta *api.QueryMeta
+		meta consulkv.Meta
 	)
-	err := c.blockingQuery(ctx, op, after, c.cfg.WatchWait, func(q *api.QueryOptions) (err error) {
-		kv, meta, err = c.client.KV().Get(key, q)
+	err := c.blockingQuery(ctx, op, after, c.cfg.WatchWait, func(ctx context.Context, q consulkv.Query) (err error) {
+		kv, meta, err = c.kv.Get(ctx, key, q)
 		return err
 	})
 	if err != nil {
@@ -288,7 +288,7 @@ func (c *Coordinator) collectDead(ctx context.Context, pairs api.KVPairs) {
 
 	for _, kv := range due {
 		octx, cancel := c.opCtx(ctx)
-		_, _, err := c.client.KV().DeleteCAS(kv, (&api.WriteOptions{}).WithContext(octx))
+		_, err := c.kv.DeleteCAS(octx, kv)
 		cancel()
 		c.mu.Lock()
 		if err == nil {
@@ -323,6 +323,6 @@ func (c *Coordinator) nextCollection() (time.Time, bool) {
 func (c *Coordinator) probeConfig(ctx context.Context) error {
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	_, _, err := c.client.KV().Get(c.configKey(), (&api.QueryOptions{}).WithContext(octx))
-	return c.fail(ctx, "watch (read config)", err)
+	_, _, err := c.kv.Get(octx, c.configKey(), consulkv.Query{})
+	return c.fail(octx, "watch (read config)", err)
 }

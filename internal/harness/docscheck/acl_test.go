@@ -151,7 +151,7 @@ var testPolicy = shard.LeasePolicy{TTL: 3 * time.Second, RenewEvery: 500 * time.
 func startWorker(t *testing.T, agent *consultest.Agent, tok, prefix string) *fleet {
 	t.Helper()
 	f := &fleet{coord: coordinator(t, agent, tok, prefix), done: make(chan error, 1), committed: map[shard.ID]shard.Token{}}
-	store, err := offconsul.New(offconsul.Config{Client: f.coord.Client(), Address: agent.HTTPAddr, Prefix: prefix})
+	store, err := offconsul.New(offconsul.Config{Connection: f.coord.Connection(), Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
