@@ -22,7 +22,8 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.Policy.TTL, "ttl", demo.DemoPolicy.TTL, "session TTL")
 	fs.DurationVar(&o.Policy.RenewEvery, "renew", demo.DemoPolicy.RenewEvery, "renewal interval")
 	fs.DurationVar(&o.Policy.PauseBudget, "pause-budget", demo.DemoPolicy.PauseBudget, "pause budget (2×renew + pause must fit in ttl)")
-	fs.DurationVar(&o.Policy.LockDelay, "lock-delay", demo.DemoPolicy.LockDelay, "lock-delay after a session ends other than by a release (at least ttl − pause-budget; 0: the ttl)")
+	o.Policy.LockDelay = demo.DemoPolicy.LockDelay
+	addLockDelayFlag(fs, &o.Policy.LockDelay)
 	fs.IntVar(&o.Rate, "rate", 50, "messages per second per shard in the synthetic stream")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object, the last line of output")
 	level := fs.String("log-level", "error", "log level: debug, info, warn, error")
@@ -46,10 +47,6 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "shardd demo: --%s 0: must be positive\n", f.name)
 			return exitBadInvoke
 		}
-	}
-	if err := o.Policy.Validate(); err != nil {
-		fmt.Fprintf(stderr, "shardd demo: --ttl/--renew/--pause-budget/--lock-delay: %v\n", err)
-		return exitBadInvoke
 	}
 	if err := onConsul.apply(fs, &o); err != nil {
 		fmt.Fprintf(stderr, "shardd demo: %v\n", err)

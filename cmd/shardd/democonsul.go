@@ -30,7 +30,8 @@ func addDemoConsulFlags(fs *flag.FlagSet) *demoConsul {
 // apply sets o.Backend when --consul was given. Without lease flags the
 // policy becomes demo.ConsulPolicy (check liveness, the default) or
 // shard.DefaultPolicy (--consul-liveness ttl: a 10 s TTL, Consul's minimum
-// session TTL); with ttl liveness an explicit TTL below 10 s is refused.
+// session TTL); a policy whose sessions Consul would refuse (a TTL below
+// 10 s with ttl liveness, a lock-delay above 60 s) is refused here.
 func (d *demoConsul) apply(fs *flag.FlagSet, o *demo.Options) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -47,17 +48,14 @@ func (d *demoConsul) apply(fs *flag.FlagSet, o *demo.Options) error {
 		}
 		return nil
 	}
-	leaseFlags := set["ttl"] || set["renew"] || set["pause-budget"] || set["lock-delay"]
-	switch {
-	case d.cfg.Liveness != consul.LivenessTTL:
-		if !leaseFlags {
-			o.Policy = demo.ConsulPolicy
+	if !(set["ttl"] || set["renew"] || set["pause-budget"] || set["lock-delay"]) {
+		o.Policy = demo.ConsulPolicy
+		if d.cfg.Liveness == consul.LivenessTTL {
+			o.Policy = shard.DefaultPolicy
 		}
-	case !leaseFlags:
-		o.Policy = shard.DefaultPolicy
-	case o.Policy.TTL < consul.MinSessionTTL:
-		return fmt.Errorf("--ttl %v: with --consul-liveness ttl Consul's minimum session TTL is %v (the default check liveness takes short TTLs)",
-			o.Policy.TTL, consul.MinSessionTTL)
+	}
+	if err := d.cfg.ValidateSession(o.Policy.SessionSpec("demo")); err != nil {
+		return err
 	}
 	b, err := demo.ConsulBackend(d.cfg)
 	if err != nil {

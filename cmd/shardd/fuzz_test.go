@@ -13,7 +13,7 @@ import (
 // shard set and its ID never panics. It either accepts them — and then the
 // policy and every duration are valid — or refuses with exit 2 and a
 // message naming the value it could not read (the first one, as the flag
-// package stops there) or the flag whose value is out of range.
+// package stops there), or the flag or setting whose value is out of range.
 func FuzzWorkerFlags(f *testing.F) {
 	f.Add("10s", "2s", "5s", "1s", "10s", "1s", 8, "stream/shard", "w1")
 	f.Add("30s", "10s", "12s", "1s", "10s", "1s", 8, "stream/shard", "w1")
@@ -58,6 +58,10 @@ func FuzzWorkerFlags(f *testing.F) {
 		named := false
 		for _, fl := range []string{"ttl", "renew", "pause-budget", "lock-delay", "drain-timeout", "commit-every", "shards", "shard-name", "id", "prefix"} {
 			named = named || strings.Contains(msg, "--"+fl) || strings.Contains(msg, "-"+fl+":")
+		}
+		// The libraries name the setting and its value in words.
+		for _, setting := range []string{"ttl ", "renew interval ", "pause budget ", "lock-delay ", "drain timeout ", "shard count ", "shard name ", "worker id "} {
+			named = named || strings.Contains(msg, setting)
 		}
 		if !named {
 			t.Fatalf("refused %v: %q names no flag", args, msg)

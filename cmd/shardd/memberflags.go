@@ -1,13 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/worker"
 )
 
 // memberFlags are the flags shared by the commands that run one member of a
@@ -17,6 +18,7 @@ type memberFlags struct {
 	consul   consul.Config
 	fleet    shard.Config
 	id       string
+	weight   int // --weight, `shardd worker` only; 0: the default, 1
 	policy   shard.LeasePolicy
 	drain    time.Duration
 	httpAddr string
@@ -37,36 +39,51 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 	fs.DurationVar(&f.policy.TTL, "ttl", f.policy.TTL, "session TTL (liveness check: the check's TTL; liveness ttl: at least 10s)")
 	fs.DurationVar(&f.policy.RenewEvery, "renew", f.policy.RenewEvery, "renewal interval")
 	fs.DurationVar(&f.policy.PauseBudget, "pause-budget", f.policy.PauseBudget, "pause budget (2×renew + pause must fit in ttl)")
-	fs.DurationVar(&f.policy.LockDelay, "lock-delay", 0, "how long the shards of this worker's session stay closed to everyone after the session ends other than by a release; at least ttl − pause-budget (0: the ttl)")
-	fs.DurationVar(&f.drain, "drain-timeout", 10*time.Second, drainHelp)
+	addLockDelayFlag(fs, &f.policy.LockDelay)
+	fs.DurationVar(&f.drain, "drain-timeout", worker.DefaultDrainTimeout, drainHelp+" (0: the default, "+worker.DefaultDrainTimeout.String()+")")
 	fs.StringVar(&f.httpAddr, "http", "", "serve Prometheus /metrics and /status on this address, e.g. :9100 (default: off)")
 	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn, error")
 }
 
-// check reports, through add, every problem of the shared flags except
-// --prefix (whose rules differ by command). onConsul: the member runs on
-// Consul, where TTL liveness has a minimum TTL.
-func (f memberFlags) check(add func(format string, args ...any), onConsul bool) {
+// settings is the worker.Config the flags describe, without what is
+// opened at start (coordinator, offset store, handler, metrics, logger).
+func (f memberFlags) settings() worker.Config {
+	return worker.Config{ID: f.id, Weight: f.weight, Fleet: f.fleet, Policy: f.policy, DrainTimeout: f.drain}
+}
+
+// check reports every problem with the command line at once. First the
+// problems only the command can know: flags that must be given (its own
+// in required, then --shards and --id) and the values of its own flags
+// (own); while a flag is missing the libraries are not asked, since they
+// would only restate it. Then what the
+// libraries say of the values: the worker's settings and, on Consul, its
+// connection settings; once the settings are valid, the session the
+// policy asks of Consul and libs (the command's own, e.g. the handler's
+// config), which would otherwise name a bad policy or fleet twice. The
+// command maps none of them to flags: each names its value.
+func (f memberFlags) check(onConsul bool, required, own []error, libs ...func() error) error {
+	missing := required
 	if f.fleet.Shards == 0 {
-		add("--shards is required: the number of shards in the fleet")
-	} else if err := f.fleet.Validate(); err != nil {
-		add("--shards %d / --shard-name %q: %v", f.fleet.Shards, f.fleet.Name, err)
+		missing = append(missing, errors.New("--shards is required: the number of shards in the fleet"))
 	}
 	if f.id == "" {
-		add("--id is required (the host name is unknown)")
-	} else if strings.ContainsAny(f.id, "/ \t\n") {
-		add("--id %q must not contain '/' or spaces", f.id)
+		missing = append(missing, errors.New("--id is required (the host name is unknown)"))
 	}
-	if err := f.policy.Validate(); err != nil {
-		add("--ttl/--renew/--pause-budget/--lock-delay: %v", err)
-	} else if onConsul && f.consul.Liveness == consul.LivenessTTL && f.policy.TTL < consul.MinSessionTTL {
-		add("--ttl %v: with --consul-liveness ttl Consul's minimum session TTL is %v (use --consul-liveness check for shorter TTLs)",
-			f.policy.TTL, consul.MinSessionTTL)
+	if len(missing) > 0 {
+		return errors.Join(append(missing, own...)...)
 	}
-	if ld := f.policy.EffectiveLockDelay(); onConsul && ld > consul.MaxLockDelay {
-		add("--lock-delay %v (with --ttl %v): Consul's longest lock-delay is %v", ld, f.policy.TTL, consul.MaxLockDelay)
+	settings := f.settings().ValidateSettings()
+	problems := append(own, settings)
+	if onConsul {
+		problems = append(problems, f.consul.Validate())
 	}
-	if f.drain < 0 {
-		add("--drain-timeout %v must not be negative", f.drain)
+	if settings == nil {
+		if onConsul {
+			libs = append(libs, func() error { return f.consul.ValidateSession(f.policy.SessionSpec(f.id)) })
+		}
+		for _, lib := range libs {
+			problems = append(problems, lib())
+		}
 	}
+	return errors.Join(problems...)
 }

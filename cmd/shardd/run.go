@@ -6,22 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"os"
-	"os/exec"
-	"os/signal"
 	"strings"
-	"syscall"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/internal/logging"
+	"github.com/shardlease/shardlease/offsets"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
-	"github.com/shardlease/shardlease/shard"
-	"github.com/shardlease/shardlease/shard/consul"
-	"github.com/shardlease/shardlease/shard/memory"
 	"github.com/shardlease/shardlease/worker"
+	"github.com/shardlease/shardlease/worker/exec"
 )
 
 // runFlags is what `shardd run` reads from its command line.
@@ -40,13 +33,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	log, err := logging.Console(f.level, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "shardd run: %v\n", err)
-		return exitBadInvoke
-	}
-	defer log.Sync()
-	return superviseFleet(ctx, f, stdout, stderr, log)
+	return runMember(ctx, f.member(stdout, stderr), stderr)
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (runFlags, int, bool) {
@@ -114,142 +101,50 @@ settings also come from the environment as for the consul CLI.
 	return f, exitOK, true
 }
 
-// validate reports every problem at once, naming the flag and the value.
+// validate reports every problem at once: the shared flags' (check), the
+// command's, and the supervisor's config.
 func (f runFlags) validate() error {
-	var problems []error
-	add := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
+	var required, own []error
 	if len(f.argv) == 0 {
-		add("no command: put the program to run after --, e.g. shardd run --shards 8 -- sh -c 'echo $SHARDLEASE_SHARD'")
-	} else if _, err := exec.LookPath(f.argv[0]); err != nil {
-		add("command %q: %v", f.argv[0], err)
+		required = append(required, errors.New("no command: put the program to run after --, e.g. shardd run --shards 8 -- sh -c 'echo $SHARDLEASE_SHARD'"))
 	}
+	if f.onConsul && f.consul.Prefix == "" {
+		required = append(required, errors.New("--prefix is required with --consul: the fleet's KV prefix, e.g. shardlease/orders"))
+	}
+	// On Consul the prefix is checked with the rest of its settings; the
+	// embedded coordinator only passes it on to the children.
 	if !f.onConsul && (strings.HasPrefix(f.consul.Prefix, "/") || strings.HasSuffix(f.consul.Prefix, "/")) {
-		add("--prefix %q must not start or end with '/'", f.consul.Prefix)
+		own = append(own, fmt.Errorf("--prefix %q must not start or end with '/'", f.consul.Prefix))
 	}
-	if f.onConsul {
-		if f.consul.Prefix == "" {
-			add("--prefix is required with --consul: the fleet's KV prefix, e.g. shardlease/orders")
-		} else if err := f.consul.Validate(); err != nil {
-			add("%v", err)
-		}
-	}
-	f.check(add, f.onConsul)
-	return errors.Join(problems...)
+	return f.check(f.onConsul, required, own, f.supervisor(nil, nil).Validate)
 }
 
-// superviseFleet runs the worker whose handler is the supervisor until ctx
-// ends, and returns the exit code.
-func superviseFleet(ctx context.Context, f runFlags, stdout, stderr io.Writer, log *zap.Logger) int {
-	var coord shard.Coordinator
-	var requests consul.RequestCounter
-	where := "the embedded coordinator (this process is the whole fleet)"
-	if f.onConsul {
-		ccfg := f.consul
-		ccfg.WrapTransport = requests.Wrap
-		c, err := consul.New(ccfg)
-		if err != nil {
-			log.Error("bad Consul settings", zap.Error(err))
-			return exitBadInvoke
-		}
-		defer c.Close()
-		coord = c
-		where = fmt.Sprintf("Consul at %s, prefix %s", ccfg.Address, ccfg.Prefix)
-	} else {
-		coord = memory.New()
-	}
-	// The worker fences each claim in an offset store before the handler
-	// starts. Children keep their own state, so this one is only the
-	// worker's: in memory, per process.
-	store := offmem.New()
-	defer store.Close()
+// supervisor is the exec.Config of the handler: one child per owned
+// shard, given SIGTERM then SIGKILL after --drain-timeout on revoke.
+func (f runFlags) supervisor(stdout, stderr io.Writer) exec.Config {
+	return exec.Config{Argv: f.argv, Prefix: f.consul.Prefix, Fleet: f.fleet, DrainGrace: f.drain, Stdout: stdout, Stderr: stderr}
+}
 
-	index := make(map[string]int, f.fleet.Shards)
-	for i, id := range f.fleet.IDs() {
-		index[string(id)] = i
-	}
-	sup := &supervisor{argv: f.argv, prefix: f.consul.Prefix, shards: f.fleet.Shards, index: index, drain: f.drain,
-		log: log.With(zap.String("worker", f.id)), stdout: stdout, stderr: stderr, children: map[int]string{}}
-
-	var ln net.Listener
-	address := ""
-	if f.httpAddr != "" {
-		var err error
-		if ln, err = net.Listen("tcp", f.httpAddr); err != nil {
-			log.Error("cannot serve --http", zap.String("addr", f.httpAddr), zap.Error(err))
-			return exitFailed
-		}
-		defer ln.Close()
-		address = ln.Addr().String()
-	}
-	reg := prometheus.NewRegistry()
-	w, err := worker.New(worker.Config{
-		ID:          f.id,
-		Address:     address,
-		Version:     version(),
-		Fleet:       f.fleet,
-		Coordinator: coord,
-		Offsets:     store,
-		Handler:     sup,
-		Policy:      f.policy,
-		// At the drain timeout the claim is lost and the child killed; the
-		// lock outlives it until it is reaped (the worker releases only
-		// after Process returned).
-		DrainTimeout: f.drain,
-		Registerer:   reg,
-		Logger:       log,
-	})
-	if err != nil {
-		log.Error("invalid worker config", zap.Error(err))
-		return exitBadInvoke
-	}
-	if ln != nil {
-		stop, err := serveWorkerHTTP(ln, reg, w, &requests, f.id, log.With(zap.String("worker", f.id)))
-		if err != nil {
-			log.Error("cannot serve --http", zap.String("addr", f.httpAddr), zap.Error(err))
-			return exitFailed
-		}
-		defer stop()
-	}
-
-	// The first SIGINT, SIGTERM or SIGHUP (the terminal went away) stops the
-	// children in order; a second one kills them at once. Listening here
-	// also keeps a second signal (or a hangup) from killing shardd before it
-	// has stopped its children, which would leave their own children behind.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	watching := make(chan struct{})
-	defer close(watching)
-	go func() {
-		for n := 0; ; {
-			select {
-			case sig := <-sigs:
-				if n++; n == 1 {
-					log.Info("stopping every child", zap.Stringer("signal", sig))
-					cancel()
-				} else {
-					killed := sup.killEverything()
-					log.Warn("second signal: every child killed at once (SIGKILL)", zap.Int("children", killed))
-				}
-			case <-watching:
-				return
+// member is the fleet member `shardd run` runs: its handler is the
+// supervisor; its offset store is in memory, since the children keep their
+// own state and the worker only fences claims in it.
+func (f runFlags) member(stdout, stderr io.Writer) member {
+	return member{
+		name: "shardd run", flags: f.memberFlags, onConsul: f.onConsul,
+		newLog: logging.Console,
+		openStore: func(context.Context, *zap.Logger) (offsets.Store, func(), error) {
+			st := offmem.New()
+			return st, func() { st.Close() }, nil
+		},
+		newHandler: func(_ offsets.Store, log *zap.Logger) (worker.Handler, error) {
+			cfg := f.supervisor(stdout, stderr)
+			cfg.Logger = log
+			s, err := exec.New(cfg)
+			if err != nil {
+				return nil, err
 			}
-		}
-	}()
-
-	log.Info("supervising", zap.String("worker", f.id), zap.String("coordinator", where),
-		zap.Int("shards", f.fleet.Shards), zap.Strings("command", f.argv),
-		zap.Duration("ttl", f.policy.TTL), zap.Duration("drain_timeout", f.drain))
-	err = w.Run(ctx)
-	if n := sup.killEverything(); n > 0 { // a backstop: none should be left
-		log.Warn("children still running after the drain: killed", zap.Int("children", n))
+			return s, nil
+		},
+		logFields: []zap.Field{zap.Strings("command", f.argv)},
 	}
-	if err != nil {
-		log.Error("cannot run", zap.Error(err))
-		return exitFailed
-	}
-	log.Info("stopped: every child ended, every shard released")
-	return exitOK
 }

@@ -6,14 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/internal/logging"
@@ -22,14 +19,12 @@ import (
 	"github.com/shardlease/shardlease/offsets/bolt"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/offsets/postgres"
-	"github.com/shardlease/shardlease/shard/consul"
 	"github.com/shardlease/shardlease/worker"
 )
 
 // workerFlags is what `shardd worker` reads from its command line.
 type workerFlags struct {
 	memberFlags
-	weight      int
 	address     string
 	offsets     string
 	history     string
@@ -55,13 +50,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if !ok {
 		return code
 	}
-	log, err := logging.JSON(f.level, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "shardd worker: %v\n", err)
-		return exitBadInvoke
-	}
-	defer log.Sync()
-	return runWorker(ctx, f, log)
+	return runMember(ctx, f.member(), stderr)
 }
 
 func parseWorkerFlags(args []string, stderr io.Writer) (workerFlags, int, bool) {
@@ -110,16 +99,14 @@ Logs are JSON on stderr.
 	return f, exitOK, true
 }
 
-// validate reports every problem at once, naming the flag and the value.
+// validate reports every problem at once: the shared flags' (check) and
+// those of the flags only `shardd worker` has, which only it can judge.
 func (f workerFlags) validate() error {
-	var problems []error
-	add := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
+	var required, own []error
+	add := func(format string, args ...any) { own = append(own, fmt.Errorf(format, args...)) }
 	if f.consul.Prefix == "" {
-		add("--prefix is required: the fleet's KV prefix, e.g. shardlease/orders")
-	} else if err := f.consul.Validate(); err != nil {
-		add("%v", err)
+		required = append(required, errors.New("--prefix is required: the fleet's KV prefix, e.g. shardlease/orders"))
 	}
-	f.check(add, true)
 	switch f.offsets {
 	case offsetsMemory:
 	case offsetsBolt:
@@ -137,102 +124,33 @@ func (f workerFlags) validate() error {
 	if f.commitEvery <= 0 {
 		add("--commit-every %v must be positive", f.commitEvery)
 	}
-	return errors.Join(problems...)
+	return f.check(true, required, own)
 }
 
-// runWorker runs the worker until ctx ends (SIGTERM, SIGINT) or it cannot
-// go on, and returns the exit code.
-func runWorker(ctx context.Context, f workerFlags, log *zap.Logger) int {
-	var requests consul.RequestCounter
-	ccfg := f.consul
-	ccfg.WrapTransport = requests.Wrap
-	coord, err := consul.New(ccfg)
-	if err != nil {
-		log.Error("bad Consul settings", zap.Error(err))
-		return exitBadInvoke
+// member is the fleet member `shardd worker` runs: its handler consumes a
+// synthetic stream per shard.
+func (f workerFlags) member() member {
+	return member{
+		name: "shardd worker", flags: f.memberFlags, onConsul: true, address: f.address,
+		newLog:    logging.JSON,
+		openStore: f.openStore,
+		newHandler: func(store offsets.Store, log *zap.Logger) (worker.Handler, error) {
+			history, _ := store.(*offsetlog.Store) // nil without --history
+			return stream{rate: f.rate, commitEvery: f.commitEvery, log: log, history: history}, nil
+		},
+		logFields: []zap.Field{zap.String("offsets", postgres.RedactDSN(f.offsets))},
 	}
-	defer coord.Close()
-
-	store, closeStore, err := openWorkerStore(ctx, f)
-	if err != nil {
-		log.Error("cannot open the offset store", zap.Error(err))
-		return exitFailed
-	}
-	defer closeStore()
-
-	// Bind --http first: a bad address fails before joining the fleet, and
-	// the bound address (port 0 picks one) is what operators are shown.
-	var ln net.Listener
-	if f.httpAddr != "" {
-		if ln, err = net.Listen("tcp", f.httpAddr); err != nil {
-			log.Error("cannot serve --http", zap.String("addr", f.httpAddr), zap.Error(err))
-			return exitFailed
-		}
-		defer ln.Close()
-		if f.address == "" {
-			f.address = ln.Addr().String()
-		}
-	}
-
-	history, _ := store.(*offsetlog.Store) // nil without --history
-	reg := prometheus.NewRegistry()
-	w, err := worker.New(worker.Config{
-		ID:           f.id,
-		Weight:       f.weight,
-		Address:      f.address,
-		Version:      version(),
-		Fleet:        f.fleet,
-		Coordinator:  coord,
-		Offsets:      store,
-		Handler:      stream{rate: f.rate, commitEvery: f.commitEvery, log: log.With(zap.String("worker", f.id)), history: history},
-		Policy:       f.policy,
-		DrainTimeout: f.drain,
-		Registerer:   reg,
-		Logger:       log,
-	})
-	if err != nil {
-		log.Error("invalid worker config", zap.Error(err))
-		return exitBadInvoke
-	}
-	log = log.With(zap.String("worker", f.id))
-	if ln != nil {
-		stop, err := serveWorkerHTTP(ln, reg, w, &requests, f.id, log)
-		if err != nil {
-			log.Error("cannot serve --http", zap.String("addr", f.httpAddr), zap.Error(err))
-			return exitFailed
-		}
-		defer stop()
-	}
-
-	log.Info("starting",
-		zap.String("consul", ccfg.Address), zap.String("prefix", ccfg.Prefix), zap.String("liveness", string(ccfg.Liveness)),
-		zap.Int("shards", f.fleet.Shards), zap.String("shard_name", f.fleet.Name),
-		zap.Duration("ttl", f.policy.TTL), zap.Duration("renew", f.policy.RenewEvery), zap.Duration("pause_budget", f.policy.PauseBudget),
-		zap.Duration("lock_delay", f.policy.EffectiveLockDelay()), zap.String("offsets", postgres.RedactDSN(f.offsets)))
-	if f.offsets == offsetsMemory {
-		log.Warn("offsets are kept in memory: lost on exit and not shared with other workers, so the fence protects this process only")
-	}
-	err = w.Run(ctx)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		// Stopped while still waiting for Consul: nothing was joined, so
-		// nothing is left to release.
-		log.Info("stopped before joining the fleet", zap.Error(err))
-		return exitOK
-	case err != nil:
-		log.Error("cannot run", zap.Error(err))
-		return exitFailed
-	}
-	log.Info("stopped", zap.Int64("consul_requests", requests.Total()))
-	return exitOK
 }
 
-// openWorkerStore opens the --offsets store, recording its calls to
-// --history when set.
-func openWorkerStore(ctx context.Context, f workerFlags) (offsets.Store, func(), error) {
-	st, err := openOffsets(ctx, f)
+// openStore opens the --offsets store, recording its calls to --history
+// when set.
+func (f workerFlags) openStore(ctx context.Context, log *zap.Logger) (offsets.Store, func(), error) {
+	st, err := f.openOffsets(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	if f.offsets == offsetsMemory {
+		log.Warn("offsets are kept in memory: lost on exit and not shared with other workers, so the fence protects this process only")
 	}
 	if f.history == "" {
 		return st, func() { st.Close() }, nil
@@ -245,7 +163,7 @@ func openWorkerStore(ctx context.Context, f workerFlags) (offsets.Store, func(),
 	return offsetlog.New(st, out, f.id), func() { st.Close(); out.Close() }, nil
 }
 
-func openOffsets(ctx context.Context, f workerFlags) (offsets.Store, error) {
+func (f workerFlags) openOffsets(ctx context.Context) (offsets.Store, error) {
 	switch {
 	case f.offsets == offsetsMemory:
 		return offmem.New(), nil
@@ -271,13 +189,4 @@ func openOffsets(ctx context.Context, f workerFlags) (offsets.Store, error) {
 		return nil, fmt.Errorf("--data %q: %w", f.dataDir, err)
 	}
 	return st, nil
-}
-
-// version is the module version the binary was built from ("(devel)" for a
-// build in the repository).
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		return bi.Main.Version
-	}
-	return ""
 }

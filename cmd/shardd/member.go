@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/shardlease/shardlease/offsets"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/shard/memory"
+	"github.com/shardlease/shardlease/worker"
+)
+
+// member is one member of a fleet as a checked command line describes it:
+// what `shardd worker` and `shardd run` start, the one way, through
+// runMember. They differ only in the fields below the flags.
+type member struct {
+	name     string // the command, for messages: "shardd worker"
+	flags    memberFlags
+	onConsul bool   // on Consul; otherwise the embedded coordinator
+	address  string // shown to operators; default the bound --http address
+	// newLog builds the command's logger (JSON, console) at --log-level.
+	newLog func(level string, w io.Writer) (*zap.Logger, error)
+	// openStore opens the offset store the worker fences claims in.
+	openStore func(ctx context.Context, log *zap.Logger) (offsets.Store, func(), error)
+	// newHandler builds the handler once the store and the logger exist.
+	// A handler that can kill everything it started (killer) makes the
+	// path take SIGINT, SIGTERM and SIGHUP itself: the first drains, a
+	// second kills.
+	newHandler func(store offsets.Store, log *zap.Logger) (worker.Handler, error)
+	// logFields are the command's own, on the "starting" line.
+	logFields []zap.Field
+}
+
+// killer is a handler that runs processes of its own (exec.Supervisor).
+type killer interface{ KillAll() int }
+
+// runMember starts the member, runs it until ctx ends (or a signal, for a
+// killer handler) and drains; it returns the exit code. Every start-up
+// step is here, in this order: logger, coordinator, offset store, --http
+// listener, handler, worker, metrics server, signals, run, drain.
+func runMember(ctx context.Context, m member, stderr io.Writer) int {
+	f := m.flags
+	log, err := m.newLog(f.level, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", m.name, err)
+		return exitBadInvoke
+	}
+	defer log.Sync()
+
+	var coord shard.Coordinator
+	var requests consul.RequestCounter
+	where := []zap.Field{zap.String("coordinator", "embedded (this process is the whole fleet)")}
+	if m.onConsul {
+		ccfg := f.consul
+		ccfg.WrapTransport = requests.Wrap
+		c, err := consul.New(ccfg)
+		if err != nil {
+			log.Error("bad Consul settings", zap.Error(err))
+			return exitBadInvoke
+		}
+		defer c.Close()
+		coord = c
+		where = []zap.Field{zap.String("consul", ccfg.Address), zap.String("liveness", string(ccfg.Liveness))}
+	} else {
+		coord = memory.New()
+	}
+
+	store, closeStore, err := m.openStore(ctx, log)
+	if err != nil {
+		log.Error("cannot open the offset store", zap.Error(err))
+		return exitFailed
+	}
+	defer closeStore()
+
+	// Bind --http first: a bad address fails before joining the fleet, and
+	// the bound address (port 0 picks one) is what operators are shown.
+	address := m.address
+	var ln net.Listener
+	if f.httpAddr != "" {
+		if ln, err = net.Listen("tcp", f.httpAddr); err != nil {
+			log.Error("cannot serve --http", zap.String("addr", f.httpAddr), zap.Error(err))
+			return exitFailed
+		}
+		defer ln.Close()
+		if address == "" {
+			address = ln.Addr().String()
+		}
+	}
+
+	wlog := log.With(zap.String("worker", f.id))
+	h, err := m.newHandler(store, wlog)
+	if err != nil {
+		log.Error("invalid handler config", zap.Error(err))
+		return exitBadInvoke
+	}
+	reg := prometheus.NewRegistry()
+	wcfg := f.settings()
+	wcfg.Address, wcfg.Version = address, version()
+	wcfg.Coordinator, wcfg.Offsets, wcfg.Handler = coord, store, h
+	wcfg.Registerer, wcfg.Logger = reg, log
+	w, err := worker.New(wcfg)
+	if err != nil {
+		log.Error("invalid worker config", zap.Error(err))
+		return exitBadInvoke
+	}
+	if ln != nil {
+		stop, err := serveWorkerHTTP(ln, reg, w, &requests, f.id, wlog)
+		if err != nil {
+			log.Error("cannot serve --http", zap.String("addr", f.httpAddr), zap.Error(err))
+			return exitFailed
+		}
+		defer stop()
+	}
+	k, kills := h.(killer)
+	if kills {
+		var stop func()
+		ctx, stop = takeSignals(ctx, k, wlog)
+		defer stop()
+	}
+
+	wlog.Info("starting", append(append(where,
+		zap.String("prefix", f.consul.Prefix), zap.Int("shards", f.fleet.Shards), zap.String("shard_name", f.fleet.Name),
+		zap.Duration("ttl", f.policy.TTL), zap.Duration("renew", f.policy.RenewEvery), zap.Duration("pause_budget", f.policy.PauseBudget),
+		zap.Duration("lock_delay", f.policy.EffectiveLockDelay()), zap.Duration("drain_timeout", f.drain)), m.logFields...)...)
+	err = w.Run(ctx)
+	if kills {
+		if n := k.KillAll(); n > 0 { // a backstop: none should be left
+			wlog.Warn("children still running after the drain: killed", zap.Int("children", n))
+		}
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Stopped while still waiting for the coordinator: nothing was
+		// joined, so nothing is left to release.
+		wlog.Info("stopped before joining the fleet", zap.Error(err))
+		return exitOK
+	case err != nil:
+		wlog.Error("cannot run", zap.Error(err))
+		return exitFailed
+	}
+	if m.onConsul {
+		wlog.Info("stopped", zap.Int64("consul_requests", requests.Total()))
+	} else {
+		wlog.Info("stopped")
+	}
+	return exitOK
+}
+
+// takeSignals returns ctx ended by the first SIGINT, SIGTERM or SIGHUP (the
+// terminal went away), and answers a second one with k.KillAll. Listening
+// also keeps a second signal (or a hangup) from killing shardd before it
+// has stopped its children, which would leave their own children behind.
+// stop ends the listening.
+func takeSignals(ctx context.Context, k killer, log *zap.Logger) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for n := 0; ; {
+			select {
+			case sig := <-sigs:
+				if n++; n == 1 {
+					log.Info("stopping every child", zap.Stringer("signal", sig))
+					cancel()
+				} else {
+					killed := k.KillAll()
+					log.Warn("second signal: every child killed at once (SIGKILL)", zap.Int("children", killed))
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
+}
+
+// version is the module version the binary was built from ("(devel)" for a
+// build in the repository).
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Version
+	}
+	return ""
+}

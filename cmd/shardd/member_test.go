@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWorkerAndRunGiveAFlagOneMeaning: the flags `shardd worker` and
+// `shardd run` share are checked the one way, by the libraries, so a bad
+// value is refused with the same words by both.
+func TestWorkerAndRunGiveAFlagOneMeaning(t *testing.T) {
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--lock-delay", "none"}, "there is no lock-delay of none"},
+		{[]string{"--lock-delay", "-1s"}, "lock-delay -1s must not be negative: zero means the default, the ttl"},
+		{[]string{"--lock-delay", "4s"}, "lock-delay 4s is shorter than the step-down deadline ttl 10s − pause 5s = 5s by 1s"},
+		{[]string{"--ttl", "1s"}, "2 × renew 2s + pause 5s = 9s exceeds ttl 1s by 8s"},
+		{[]string{"--drain-timeout", "-1s"}, "drain timeout -1s must not be negative (zero means the default, 10s)"},
+		{[]string{"--id", "a b"}, `worker id "a b" must not contain '/' or spaces`},
+		{[]string{"--shard-name", "/x"}, `shard name "/x" must not contain spaces or start or end with '/'`},
+		{[]string{"--shards", "-1"}, "shard count -1 is out of range"},
+	} {
+		for _, args := range [][]string{
+			append([]string{"worker", "--consul", "127.0.0.1:1", "--prefix", "p", "--shards", "8", "--id", "w1"}, tc.flags...),
+			append(append([]string{"run", "--shards", "8", "--id", "w1"}, tc.flags...), "--", "true"),
+		} {
+			var out, errb bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			code := run(ctx, args, &out, &errb)
+			cancel()
+			if code != exitBadInvoke || !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("shardd %v: exit %d, stderr %q; want exit 2 saying %q", args, code, errb.String(), tc.want)
+			}
+		}
+	}
+}
+
+// TestLockDelayZeroIsTheTTLEverywhere: --lock-delay 0 is the policy's
+// default, the ttl, for every command, as in shard.LeasePolicy; a duration
+// is taken as given.
+func TestLockDelayZeroIsTheTTLEverywhere(t *testing.T) {
+	var errb bytes.Buffer
+	base := []string{"--consul=127.0.0.1:1", "--prefix=p", "--shards=8", "--id=w1", "--ttl=12s"}
+	for _, tc := range []struct {
+		flag string
+		want time.Duration
+	}{{"--lock-delay=0", 12 * time.Second}, {"--lock-delay=0s", 12 * time.Second}, {"--lock-delay=8s", 8 * time.Second}} {
+		wf, code, ok := parseWorkerFlags(append(base, tc.flag), &errb)
+		if !ok {
+			t.Fatalf("shardd worker %s: exit %d: %s", tc.flag, code, errb.String())
+		}
+		rf, code, ok := parseRunFlags(append(base, tc.flag, "--", "true"), &errb)
+		if !ok {
+			t.Fatalf("shardd run %s: exit %d: %s", tc.flag, code, errb.String())
+		}
+		for _, got := range []time.Duration{wf.policy.EffectiveLockDelay(), rf.policy.EffectiveLockDelay(),
+			wf.policy.SessionSpec("w1").LockDelay, rf.policy.SessionSpec("w1").LockDelay} {
+			if got != tc.want {
+				t.Errorf("%s with --ttl 12s: the session's lock-delay is %v, want %v", tc.flag, got, tc.want)
+			}
+		}
+	}
+}
