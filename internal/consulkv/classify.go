@@ -48,8 +48,12 @@ func (k Kind) String() string {
 
 // Classify says what err, from a call that carried a write or not, means.
 // It reads the HTTP status where there is one, and only then texts.
-// A done context is the caller's to tell apart (see CallerCause).
+// A done context is the caller's to tell apart (see CallerCause). A nil
+// err is KindOther: there is nothing to classify.
 func Classify(err error, write bool) Kind {
+	if err == nil {
+		return KindOther
+	}
 	var se api.StatusError
 	if errors.As(err, &se) {
 		switch {

@@ -65,12 +65,12 @@ func conformance(t *testing.T, b backend) {
 		}
 		res, errs := txn(t, kvOp(api.KVCAS, k, value("3"), index(kv.ModifyIndex)))
 		if len(errs) != 0 || len(res) != 1 || res[0].KV.ModifyIndex <= kv.ModifyIndex {
-			t.Fatalf("txn CAS at the current index = %+v, %v; want one result with a higher index", res, errs)
+			t.Fatalf("txn CAS at the current index = %+v, %q; want one result with a higher index", res, consulkv.Rollback(errs))
 		}
 		// The old index is stale now; the whole transaction rolls back.
 		_, errs = txn(t, kvOp(api.KVSet, key("cas-other"), value("x")), kvOp(api.KVCAS, k, value("4"), index(kv.ModifyIndex)))
 		if got := refusals(errs); len(got) != 1 || got[1] != consulkv.RefusedStaleIndex {
-			t.Fatalf("CAS at a stale index: refusals %v (%v), want op 1 stale", got, errs)
+			t.Fatalf("CAS at a stale index: refusals %v (%q), want op 1 stale", got, consulkv.Rollback(errs))
 		}
 		if other, _, _ := b.kv.Get(ctx, key("cas-other"), consulkv.Query{}); other != nil {
 			t.Fatalf("a rolled-back transaction's set was applied: %+v", other)
@@ -81,11 +81,11 @@ func conformance(t *testing.T, b backend) {
 		k := key("missing")
 		res, errs := txn(t, kvOp(api.KVGetOrEmpty, k), kvOp(api.KVGetTree, k))
 		if len(errs) != 0 || len(res) != 1 || res[0].KV.Key != k || res[0].KV.ModifyIndex != 0 {
-			t.Fatalf("get-or-empty and get-tree of a missing key = %+v, %v; want one empty entry at index 0", res, errs)
+			t.Fatalf("get-or-empty and get-tree of a missing key = %+v, %q; want one empty entry at index 0", res, consulkv.Rollback(errs))
 		}
 		_, errs = txn(t, kvOp(api.KVGet, k))
 		if got := refusals(errs); got[0] != consulkv.RefusedKeyMissing {
-			t.Fatalf("get of a missing key: refusals %v (%v)", got, errs)
+			t.Fatalf("get of a missing key: refusals %v (%q)", got, consulkv.Rollback(errs))
 		}
 		kv, meta, err := b.kv.Get(ctx, k, consulkv.Query{})
 		if err != nil || kv != nil || meta.LastIndex == 0 {
@@ -98,7 +98,7 @@ func conformance(t *testing.T, b backend) {
 		k := key("lock")
 		res, errs := txn(t, kvOp(api.KVLock, k, value("a"), session(s1)), kvOp(api.KVGet, k))
 		if len(errs) != 0 || len(res) != 2 || res[1].KV.Session != s1 || res[0].KV.ModifyIndex != res[1].KV.ModifyIndex {
-			t.Fatalf("lock and get = %+v, %v", res, errs)
+			t.Fatalf("lock and get = %+v, %q", res, consulkv.Rollback(errs))
 		}
 		// Every failed operation is reported: the held lock, and the get
 		// of a key whose lock (with a bad session) failed.
@@ -106,18 +106,18 @@ func conformance(t *testing.T, b backend) {
 		_, errs = txn(t, kvOp(api.KVLock, k, value("b"), session(s2)), kvOp(api.KVLock, key("lock-new"), session(bad)), kvOp(api.KVGet, key("lock-new")))
 		got := refusals(errs)
 		if got[0] != consulkv.RefusedHeld || got[1] != consulkv.RefusedBadSession || got[2] != consulkv.RefusedKeyMissing {
-			t.Fatalf("refusals %v (%v); want held, bad session, key missing", got, errs)
+			t.Fatalf("refusals %v (%q); want held, bad session, key missing", got, consulkv.Rollback(errs))
 		}
 		_, errs = txn(t, kvOp(api.KVUnlock, k, session(s2)))
 		if got := refusals(errs); got[0] != consulkv.RefusedNotHeld {
-			t.Fatalf("unlock by another session: refusals %v (%v)", got, errs)
+			t.Fatalf("unlock by another session: refusals %v (%q)", got, consulkv.Rollback(errs))
 		}
 		_, errs = txn(t, kvOp(api.KVCheckSession, k, session(s2)), kvOp(api.KVCheckIndex, k, index(1)))
 		if got := refusals(errs); got[0] != consulkv.RefusedCheckFailed || got[1] != consulkv.RefusedCheckFailed {
-			t.Fatalf("failed checks: refusals %v (%v)", got, errs)
+			t.Fatalf("failed checks: refusals %v (%q)", got, consulkv.Rollback(errs))
 		}
 		if _, errs = txn(t, kvOp(api.KVUnlock, k, value("a"), session(s1))); len(errs) != 0 {
-			t.Fatalf("unlock by the holder: %v", errs)
+			t.Fatalf("unlock by the holder: %q", consulkv.Rollback(errs))
 		}
 		if kv, _, err := b.kv.Get(ctx, k, consulkv.Query{}); err != nil || kv == nil || kv.Session != "" {
 			t.Fatalf("after the unlock = %+v, %v; want the key kept, free", kv, err)
@@ -127,7 +127,7 @@ func conformance(t *testing.T, b backend) {
 	t.Run("one index per transaction", func(t *testing.T) {
 		res, errs := txn(t, kvOp(api.KVSet, key("i1"), value("1")), kvOp(api.KVSet, key("i2"), value("2")))
 		if len(errs) != 0 || len(res) != 2 || res[0].KV.ModifyIndex != res[1].KV.ModifyIndex || res[0].KV.Value != nil {
-			t.Fatalf("two sets = %+v, %v; want one index, values blanked", res, errs)
+			t.Fatalf("two sets = %+v, %q; want one index, values blanked", res, consulkv.Rollback(errs))
 		}
 		res2, _ := txn(t, kvOp(api.KVSet, key("i1"), value("3")))
 		if res2[0].KV.ModifyIndex <= res[0].KV.ModifyIndex || res2[0].KV.CreateIndex != res[0].KV.CreateIndex {
@@ -141,7 +141,7 @@ func conformance(t *testing.T, b backend) {
 			ops[i] = kvOp(api.KVGetOrEmpty, key(fmt.Sprintf("many/%d", i)))
 		}
 		if res, errs := txn(t, ops...); len(res) != consulkv.MaxTxnOps || len(errs) != 0 {
-			t.Fatalf("%d reads = %d results, %v", len(ops), len(res), errs)
+			t.Fatalf("%d reads = %d results, %q", len(ops), len(res), consulkv.Rollback(errs))
 		}
 	})
 
