@@ -69,22 +69,14 @@ func (t *Twin) apply(ops api.TxnOps) (api.TxnResults, api.TxnErrors) {
 		}
 		switch op.Verb {
 		case api.KVSet:
-			var session string
-			var lockIndex uint64
-			if cur != nil {
-				session, lockIndex = cur.Session, cur.LockIndex
-			}
+			session, lockIndex := holder(cur)
 			put(set(op, session, lockIndex))
 		case api.KVCAS:
 			if (op.Index == 0 && cur != nil) || (op.Index != 0 && (cur == nil || cur.ModifyIndex != op.Index)) {
 				fail(i, "failed to set key %q, index is stale", op.Key)
 				continue
 			}
-			var session string
-			var lockIndex uint64
-			if cur != nil {
-				session, lockIndex = cur.Session, cur.LockIndex
-			}
+			session, lockIndex := holder(cur)
 			put(set(op, session, lockIndex))
 		case api.KVLock:
 			switch {
@@ -176,6 +168,14 @@ func (t *Twin) apply(ops api.TxnOps) (api.TxnResults, api.TxnErrors) {
 		t.wake()
 	}
 	return results, nil
+}
+
+// holder is a key's lock holder and lock count, which a set keeps.
+func holder(kv *api.KVPair) (session string, lockIndex uint64) {
+	if kv == nil {
+		return "", 0
+	}
+	return kv.Session, kv.LockIndex
 }
 
 // isWrite reports a verb that writes (and so needs key write permission).
