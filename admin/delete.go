@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,19 +10,21 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// ShardKeyDeleter deletes a shard's lock key outright, as `consul kv
-// delete` would, and reports whether it existed. *consul.Coordinator
-// implements it; wrap the embedded coordinator's DeleteShard in a
-// DeleterFunc.
+// ShardKeyDeleter deletes a shard's lock key only if no session holds it,
+// refusing a held one with shard.ErrKeyHeld in the same step (a
+// check-and-delete), and reports whether the key existed. Both
+// coordinators implement it (DeleteFreeShard).
 type ShardKeyDeleter interface {
-	DeleteShard(ctx context.Context, id shard.ID) (existed bool, err error)
+	DeleteFreeShard(ctx context.Context, id shard.ID) (existed bool, err error)
 }
 
 // DeleterFunc adapts a function to ShardKeyDeleter.
 type DeleterFunc func(ctx context.Context, id shard.ID) (bool, error)
 
-// DeleteShard calls f.
-func (f DeleterFunc) DeleteShard(ctx context.Context, id shard.ID) (bool, error) { return f(ctx, id) }
+// DeleteFreeShard calls f.
+func (f DeleterFunc) DeleteFreeShard(ctx context.Context, id shard.ID) (bool, error) {
+	return f(ctx, id)
+}
 
 // Deleted is a shard key DeleteShard removed.
 type Deleted struct {
@@ -56,10 +59,10 @@ type Deleted struct {
 // keys deletes the key once the rules allow it; a nil keys is an error
 // then, not a panic.
 //
-// What it does not guarantee: the listing and the delete are two calls,
-// so a worker that acquires one of the fleet's shards between them loses
-// it to the delete. Fencing keeps that safe: its claim is lost when the
-// assignor sees the shard free, and the next owner's token is higher.
+// The rules are checked on a listing, and the delete itself refuses a key
+// a session holds (the coordinator checks and deletes in one step), so a
+// worker that acquires the shard between the listing and the delete keeps
+// it: DeleteShard then returns ErrShardHeld and deletes nothing.
 func (o Operator) DeleteShard(ctx context.Context, keys ShardKeyDeleter, id shard.ID) (Deleted, error) {
 	s, err := o.Snapshot(ctx)
 	if err != nil {
@@ -91,8 +94,10 @@ func (o Operator) DeleteShard(ctx context.Context, keys ShardKeyDeleter, id shar
 	if keys == nil {
 		return d, fmt.Errorf("admin: DeleteShard of %s was given no ShardKeyDeleter", id)
 	}
-	existed, err := keys.DeleteShard(ctx, id)
+	existed, err := keys.DeleteFreeShard(ctx, id)
 	switch {
+	case errors.Is(err, shard.ErrKeyHeld):
+		return d, fmt.Errorf("%s was acquired after the listing; nothing deleted: %w: %w", id, err, ErrShardHeld)
 	case err != nil:
 		return d, fmt.Errorf("%w: delete shard key %s: %w", ErrWrite, id, err)
 	case !existed:

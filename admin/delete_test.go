@@ -54,6 +54,20 @@ func deleteShardKey(t *testing.T, e *env) {
 		t.Errorf("the next owner's token %d is not above the deleted key's %d", st.Token, old.Token)
 	}
 
+	// A worker that acquires the shard between the operator's listing and
+	// its delete keeps it: the coordinator refuses the delete.
+	e.release("w1", ids[1])
+	racing := admin.DeleterFunc(func(ctx context.Context, id shard.ID) (bool, error) {
+		e.acquire("w1", id)
+		return e.keys.DeleteFreeShard(ctx, id)
+	})
+	if _, err := e.op.DeleteShard(ctx, racing, ids[1]); !errors.Is(err, admin.ErrShardHeld) || !errors.Is(err, shard.ErrKeyHeld) {
+		t.Errorf("a delete racing an acquire: %v, want ErrShardHeld", err)
+	}
+	if st, ok := e.snapshot().Shard(ids[1]); !ok || st.Session != e.sessions["w1"] {
+		t.Fatalf("a delete racing an acquire took the lock: %+v", st)
+	}
+
 	// The deleter's failures: the key gone meanwhile, a refused write.
 	e.release("w1", ids[1])
 	gone := admin.DeleterFunc(func(context.Context, shard.ID) (bool, error) { return false, nil })

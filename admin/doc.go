@@ -40,9 +40,9 @@
 //
 // What it does not guarantee: that the fleet still looks as the listing
 // showed when the write lands. A drain written just as the worker
-// restarts is retried (twice) and then ErrWorkerRestarting; a shard
-// acquired between DeleteShard's listing and its delete loses its lock to
-// the delete, which fencing keeps safe. A drain is a request: FollowDrain
+// restarts is retried (twice) and then ErrWorkerRestarting. (DeleteShard
+// is the exception: the coordinator refuses, in the delete itself, a key a
+// session acquired after the listing.) A drain is a request: FollowDrain
 // ends with ErrDrainUnfinished when its context does, and the drain stays
 // set. Following a fleet lists its whole prefix, at most four times a
 // second (fleetview.MinSpacing).

@@ -51,10 +51,7 @@ func TestRulesMemory(t *testing.T) {
 	for name, rule := range rules {
 		t.Run(name, func(t *testing.T) {
 			c := memory.New(memory.WithMemberGrace(time.Hour))
-			keys := admin.DeleterFunc(func(_ context.Context, id shard.ID) (bool, error) { return c.DeleteShard(id), nil })
-			e := newEnv(t, c, c, nil)
-			e.keys = keys
-			rule(t, e)
+			rule(t, newEnv(t, c, c, nil))
 		})
 	}
 }

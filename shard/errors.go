@@ -34,4 +34,8 @@ var (
 	// later epoch). Nothing of the refused transaction was written. The
 	// caller is not the assignor: it stops assigning and campaigns again.
 	ErrNotAssignor = errors.New("shard: not the assignor")
+	// ErrKeyHeld: a delete of a free shard key was refused because a
+	// session holds the key (it was acquired after the caller looked).
+	// Nothing was deleted.
+	ErrKeyHeld = errors.New("shard: shard key held by a session")
 )

@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/shardlease/shardlease/admin"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/memory"
@@ -114,8 +113,7 @@ func (f *fixture) run(ctx context.Context, stdin string, args ...string) (int, s
 		if c.consul.Prefix == "" {
 			return nil, usagef("-prefix is required")
 		}
-		keys := admin.DeleterFunc(func(_ context.Context, id shard.ID) (bool, error) { return f.coord.DeleteShard(id), nil })
-		fc := &fleetConn{coord: f.coord, keys: keys, name: c.consul.Prefix, addr: "the embedded coordinator"}
+		fc := &fleetConn{coord: f.coord, keys: f.coord, name: c.consul.Prefix, addr: "the embedded coordinator"}
 		if c.offsets != "" {
 			fc.offsets = f.store
 		}

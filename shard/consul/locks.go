@@ -277,6 +277,35 @@ func (c *Coordinator) DeleteShard(ctx context.Context, id shard.ID) (bool, error
 	return true, nil
 }
 
+// DeleteFreeShard deletes a shard's lock key only if no session holds it,
+// in one check-and-delete on the index it read, so a worker that acquires
+// the shard meanwhile keeps it: the delete is then refused with
+// shard.ErrKeyHeld. It reports whether the key existed.
+func (c *Coordinator) DeleteFreeShard(ctx context.Context, id shard.ID) (bool, error) {
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	for {
+		kv, _, err := c.kv.Get(octx, c.shardKey(id), consulkv.Query{})
+		if err != nil {
+			return false, c.fail(octx, "delete free shard (read)", err)
+		}
+		if kv == nil {
+			return false, nil
+		}
+		if kv.Session != "" {
+			return true, fmt.Errorf("%w: %s is held by session %s", shard.ErrKeyHeld, c.shardKey(id), kv.Session)
+		}
+		deleted, err := c.kv.DeleteCAS(octx, kv)
+		if err != nil {
+			return false, c.fail(octx, "delete free shard", err)
+		}
+		if deleted {
+			return true, nil
+		}
+		// The key changed since the read: read it again and decide anew.
+	}
+}
+
 func claimsInOrder(want []shard.Acquisition, tokens map[shard.ID]shard.Token) []shard.Claim {
 	claims := make([]shard.Claim, 0, len(tokens))
 	for _, a := range want {

@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -193,6 +194,26 @@ func (c *Coordinator) DeleteShard(id shard.ID) bool {
 	c.commitLocked()
 	delete(c.shards, id)
 	return true
+}
+
+// DeleteFreeShard deletes a shard's lock key only if no session holds it,
+// as shard/consul's does in one check-and-delete; a held key is refused
+// with shard.ErrKeyHeld. It reports whether the key existed.
+func (c *Coordinator) DeleteFreeShard(_ context.Context, id shard.ID) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.catchUpLocked()
+
+	st, ok := c.shards[id]
+	if !ok {
+		return false, nil
+	}
+	if st.session != "" {
+		return true, fmt.Errorf("%w: shard %s is held by session %s", shard.ErrKeyHeld, id, st.session)
+	}
+	c.commitLocked()
+	delete(c.shards, id)
+	return true, nil
 }
 
 // Sessions returns the live sessions, oldest first. Sessions are not part of
