@@ -88,11 +88,16 @@ func TestEveryPackageSaysWhatItOwns(t *testing.T) {
 }
 
 // TestHarnessStaysOutOfTheProduct: shardd and shardctl link nothing under
-// internal/harness (the test harnesses), and no library package imports
-// it; only tests, the harnesses themselves and shardbench (which starts
-// its own Consul and PostgreSQL) may.
+// internal/harness (the test harnesses), and no package outside it imports
+// it but shardbench (which starts its own Consul and PostgreSQL); the
+// library imports from internal/ only what docs/design.md's Layout allows.
 func TestHarnessStaysOutOfTheProduct(t *testing.T) {
 	harness := module + "/internal/harness/"
+	libraryMayUse := []string{module + "/internal/consulkv", module + "/internal/fleetview"}
+	isLibrary := func(p string) bool {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
+		return !strings.HasPrefix(rel, "internal/") && !strings.HasPrefix(rel, "cmd/") && !strings.HasPrefix(rel, "examples/")
+	}
 	for _, cmd := range []string{"./cmd/shardd", "./cmd/shardctl"} {
 		for _, dep := range goList(t, "-deps", cmd) {
 			if strings.HasPrefix(dep, harness) {
@@ -108,6 +113,9 @@ func TestHarnessStaysOutOfTheProduct(t *testing.T) {
 		for _, imp := range strings.Split(imports, ",") {
 			if strings.HasPrefix(imp, harness) {
 				t.Errorf("%s imports %s outside its tests", p, imp)
+			}
+			if isLibrary(p) && strings.HasPrefix(imp, module+"/internal/") && !slices.Contains(libraryMayUse, imp) {
+				t.Errorf("library package %s imports %s; docs/design.md's Layout allows it only %v", p, imp, libraryMayUse)
 			}
 		}
 	}
