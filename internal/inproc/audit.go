@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/shardlease/shardlease/offsets"
+	"github.com/shardlease/shardlease/offsets/offsetstest/history"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -43,19 +44,9 @@ type AuditCounts struct {
 	Unexpected      int64 // commits that failed with an error other than ErrStaleToken
 }
 
-// Op is one Fence or Commit as the Auditor saw it. It has the fields of
-// offsetstest.Op, in the same order, so one converts to the other: Start
-// and End are positions in one sequence shared by every shard, read just
-// before the call and just after it returned.
-type Op struct {
-	Shard  shard.ID
-	Fence  bool // a Fence; otherwise a Commit
-	Token  shard.Token
-	Offset int64 // for a Commit
-	Start  uint64
-	End    uint64
-	Err    error // nil: accepted
-}
+// Op is one Fence or Commit as the Auditor saw it, in the form
+// history.Check reads.
+type Op = history.Op
 
 // Auditor wraps an offsets.Store and checks every Fence and Commit against
 // its own record of what the store accepted. Create it with NewAuditor; it

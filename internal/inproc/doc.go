@@ -19,7 +19,7 @@
 //     valid commit or fence refused, a fence accepted below the floor, a
 //     new owner started below the last accepted offset. On request it
 //     keeps the whole history of fences and commits, ordered by one
-//     global sequence, for offsetstest.CheckHistory.
+//     global sequence, for offsetstest/history.Check.
 //
 // What it guarantees: the Auditor serializes the operations on one shard
 // (a per-shard mutex held across the inner call), so its record follows

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shardlease/shardlease/offsets"
+	"github.com/shardlease/shardlease/offsets/offsetstest/history"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -39,7 +40,7 @@ func testConcurrent(t *testing.T, st offsets.Store) {
 	}
 
 	var seq atomic.Uint64
-	histories := make([][]Op, goroutines)
+	histories := make([][]history.Op, goroutines)
 	start := make(chan struct{}) // so the goroutines overlap from the first operation
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -51,7 +52,7 @@ func testConcurrent(t *testing.T, st offsets.Store) {
 	close(start)
 	wg.Wait()
 
-	var ops []Op
+	var ops []history.Op
 	for _, h := range histories {
 		ops = append(ops, h...)
 	}
@@ -63,7 +64,7 @@ func testConcurrent(t *testing.T, st offsets.Store) {
 		}
 		final[id] = cp
 	}
-	problems := CheckHistory(ops, final)
+	problems := history.Check(ops, final)
 	for i, p := range problems {
 		if i == maxReported {
 			t.Errorf("… and %d more problems", len(problems)-i)
@@ -88,14 +89,14 @@ func testConcurrent(t *testing.T, st offsets.Store) {
 }
 
 // workload runs one goroutine's operations and returns what it saw. It
-// reports nothing itself (no t.Fatal off the test goroutine); CheckHistory
+// reports nothing itself (no t.Fatal off the test goroutine); history.Check
 // judges the result.
-func workload(st offsets.Store, seq *atomic.Uint64, g, n int, ids []shard.ID) []Op {
+func workload(st offsets.Store, seq *atomic.Uint64, g, n int, ids []shard.ID) []history.Op {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(uint64(g), 0x5eed))
-	ops := make([]Op, 0, n)
+	ops := make([]history.Op, 0, n)
 	for i := range n {
-		o := Op{
+		o := history.Op{
 			Shard:  ids[rng.IntN(len(ids))],
 			Fence:  rng.IntN(4) == 0,
 			Offset: int64(g*n + i + 1), // unique, so the final offset names its writer

@@ -12,7 +12,7 @@
 // offset, unknown shard loads as zero, bad arguments rejected, shards
 // independent); a done context and use after Close; and, under many
 // goroutines with mixed tokens, that no stale write was ever accepted (see
-// CheckHistory). RunDurable adds persistence across Close and reopen.
+// history.Check). RunDurable adds persistence across Close and reopen.
 //
 // What it does not check: performance (see Benchmark), nor behaviour under
 // server faults, which each network backend tests on its own.

@@ -60,7 +60,7 @@
 //     from a checkpoint that includes every commit accepted before (the
 //     handler's offsets follow from its starting checkpoint, so a lost
 //     commit also shows as a regression). At the end, the whole history of
-//     fences and commits passes offsetstest.CheckHistory.
+//     fences and commits passes offsetstest/history.Check.
 //   - Tokens strictly increase per shard across claims, as seen by a
 //     watcher that follows the coordinator from outside.
 //   - No handler acts past its worker's local step-down deadline: the

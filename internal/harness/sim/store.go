@@ -5,7 +5,7 @@ import (
 
 	"github.com/shardlease/shardlease/internal/inproc"
 	"github.com/shardlease/shardlease/offsets"
-	"github.com/shardlease/shardlease/offsets/offsetstest"
+	"github.com/shardlease/shardlease/offsets/offsetstest/history"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -22,14 +22,12 @@ func newAuditor(s offsets.Store, c *checker, effect func(shard.Claim)) *inproc.A
 }
 
 // checkHistory checks the auditor's whole history of fences and commits
-// against the store's final checkpoints (offsetstest.CheckHistory).
+// against the store's final checkpoints (history.Check).
 func checkHistory(ctx context.Context, a *inproc.Auditor, c *checker) {
 	ops := a.History()
-	history := make([]offsetstest.Op, len(ops))
 	final := map[shard.ID]offsets.Checkpoint{}
 	loaded := map[shard.ID]bool{}
-	for i, op := range ops {
-		history[i] = offsetstest.Op(op)
+	for _, op := range ops {
 		if loaded[op.Shard] {
 			continue
 		}
@@ -41,7 +39,7 @@ func checkHistory(ctx context.Context, a *inproc.Auditor, c *checker) {
 		}
 		final[op.Shard] = cp
 	}
-	for _, p := range offsetstest.CheckHistory(history, final) {
+	for _, p := range history.Check(ops, final) {
 		c.violate("history: %s", p)
 	}
 }

@@ -15,7 +15,7 @@
 // Shards are independent, so the history is partitioned by shard and each
 // part checked on its own (linearizability is compositional).
 //
-// Where offsetstest.CheckHistory checks necessary conditions of the fence
+// Where offsetstest/history.Check checks necessary conditions of the fence
 // (no stale write accepted, the final state explained), lincheck checks the
 // whole contract, loads included: a Load that misses an acknowledged commit,
 // or a rejection no earlier write explains, fails it too.

@@ -1,4 +1,4 @@
-package offsetstest
+package history
 
 import (
 	"errors"
@@ -13,6 +13,10 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type cp = offsets.Checkpoint
+
+const a = shard.ID("stream/shard-000")
 
 // The checker must pass a correct history and catch each kind of bad one;
 // a checker that passes everything would make the suite worthless.
@@ -79,7 +83,7 @@ func TestCheckHistory(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := CheckHistory(tt.ops, map[shard.ID]cp{a: tt.final})
+			got := Check(tt.ops, map[shard.ID]cp{a: tt.final})
 			switch {
 			case tt.want == "" && len(got) > 0:
 				t.Fatalf("problems in a correct history: %q", got)
@@ -91,7 +95,7 @@ func TestCheckHistory(t *testing.T) {
 }
 
 func TestCheckHistoryMissingFinal(t *testing.T) {
-	got := CheckHistory([]Op{{Shard: a, Token: 1, Start: 1, End: 2}}, nil)
+	got := Check([]Op{{Shard: a, Token: 1, Start: 1, End: 2}}, nil)
 	if len(got) != 1 || !strings.Contains(got[0], "no final checkpoint") {
 		t.Fatalf("problems = %q", got)
 	}

@@ -1,4 +1,4 @@
-package offsetstest
+package history
 
 import (
 	"cmp"
@@ -12,7 +12,7 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// Op is one Fence or Commit as a client saw it, for CheckHistory. Start and
+// Op is one Fence or Commit as a client saw it, for Check. Start and
 // End are positions in one sequence shared by every client (an atomic
 // counter read just before the call and just after it returned), so
 // a.End < b.Start means a returned before b was called.
@@ -33,7 +33,7 @@ func (o Op) String() string {
 	return fmt.Sprintf("Commit(%q, %d, %d)@[%d,%d]", o.Shard, o.Token, o.Offset, o.Start, o.End)
 }
 
-// CheckHistory returns every way in which a history of concurrent operations
+// Check returns every way in which a history of concurrent operations
 // and the checkpoints loaded after it break the rule of package offsets; nil
 // when they do not. It needs no lock and no model of the store's internal
 // order; it checks what any correct store must show:
@@ -50,7 +50,7 @@ func (o Op) String() string {
 //
 // A store whose check and write are not atomic fails the first two on a
 // busy enough history.
-func CheckHistory(ops []Op, final map[shard.ID]offsets.Checkpoint) []string {
+func Check(ops []Op, final map[shard.ID]offsets.Checkpoint) []string {
 	var problems []string
 	byShard := map[shard.ID][]Op{}
 	for _, o := range ops {
