@@ -32,8 +32,9 @@ const (
 //
 // The old owner cannot know whether its COMMIT, sent into the hole, was
 // applied: once its connection is cut, FencedTx says so (ErrOutcomeUnknown).
-// pgx reports that broken connection as "conn closed", safe to retry, and
-// FencedTx used to pass that on as ErrUnavailable, "nothing was written".
+// pgx reports that broken connection as "conn closed", safe to retry; the
+// test fails if FencedTx passes that on as ErrUnavailable, "nothing was
+// written".
 func TestFencedTxOwnerBlackholedIdle(t *testing.T) {
 	err := takeover(t, blackhole, testHold/2, func(ctx context.Context, tx pgx.Tx, inside, proceed chan struct{}) error {
 		close(inside)

@@ -21,7 +21,7 @@ var assignorWeights = []struct {
 }{{Crash, 2}, {Pause, 2}, {Destroy, 1.5}, {StaleAssignment, 2}}
 
 // addAssignorFaults lays the faults that aim at the assignor's role over a
-// generated schedule (issue 13), from a random stream of their own, as
+// generated schedule, from a random stream of their own, as
 // addDestroys does and for the same reason: every event seeds had before
 // stays where it was. After each step of the main generator (struck at
 // steps, the last step's gap ending at end), with probability
@@ -44,8 +44,8 @@ var assignorWeights = []struct {
 //     answer is held reaches the worker up to two lags later, and a worker
 //     that has not taken its free shards within StuckAfter is judged stuck
 //     and given nothing until it restarts (docs/design.md), which no
-//     settle bound covers. (With lags up to the fault's length, seed 1345
-//     is starved that way after a 2.7 s fault with 1.9 s lags.)
+//     settle bound covers; lags are kept to a third of the fault so that
+//     a healthy worker is not starved that way (docs/reliability.md).
 func (s *Schedule) addAssignorFaults(steps []time.Duration, end time.Duration) {
 	rng := rand.New(rand.NewPCG(s.Seed, s.Seed^0xa55e1c0a55e1c0de))
 	draw := betweenIn(rng)

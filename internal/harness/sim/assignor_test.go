@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// assignorSeeds show each fault of issue 13 at work, checked by what the
+// assignorSeeds show each fault aimed at the assignor at work, checked by what the
 // run counted as well as by its invariants. A seed replays its faults but
 // not its goroutine interleaving (see the package doc), so each may take a
 // few tries to show what it is kept for.

@@ -123,8 +123,8 @@ func TestScheduleIsPlayable(t *testing.T) {
 	}
 }
 
-// TestScheduleAimsAtTheAssignor: issue 13 wants the assignor's own faults in
-// most seeds — its crash (with a restart and, often, a joining candidate),
+// TestScheduleAimsAtTheAssignor: the assignor's own faults are in most
+// seeds — its crash (with a restart and, often, a joining candidate),
 // its pause with a write in hand, its session destroyed, and workers served
 // a stale assignment — and the stream that adds them never overlaps its
 // own faults, never lets an assignor pause freeze for less than TTL + 0.5 s,
