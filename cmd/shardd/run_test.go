@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"maps"
 	"os/exec"
-	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/internal/harness/consultest"
+	"github.com/shardlease/shardlease/internal/harness/shardproc"
 )
 
 // runOutput is a writer the supervisor and the test share.
@@ -60,33 +61,13 @@ func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool
 	}
 }
 
-// groupMembers lists the live processes (not zombies) whose process group
-// is one of groups, read from /proc: what `ps -o pgid` would show.
+// groupMembers is shardproc.GroupMembers of the groups in the set,
+// failing the test when /proc cannot be read.
 func groupMembers(t *testing.T, groups map[int]bool) []string {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	found, err := shardproc.GroupMembers(slices.Collect(maps.Keys(groups))...)
 	if err != nil {
-		t.Fatalf("reading /proc: %v", err)
-	}
-	var found []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // exited meanwhile
-		}
-		// pid (comm) state ppid pgrp …; comm may hold spaces and parens.
-		s := string(stat)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) < 3 || fields[0] == "Z" {
-			continue
-		}
-		if pgrp, _ := strconv.Atoi(fields[2]); groups[pgrp] {
-			found = append(found, fmt.Sprintf("pid %d (pgid %d): %s", pid, pgrp, strings.TrimSpace(s[:strings.LastIndexByte(s, ')')+1])))
-		}
+		t.Fatal(err)
 	}
 	return found
 }

@@ -3,9 +3,7 @@ package exec
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/shardlease/shardlease/internal/harness/shardproc"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -94,36 +93,13 @@ func (s supervised) start(t *testing.T) (cancel context.CancelCauseFunc, done <-
 // logged counts the log lines with this message.
 func (s supervised) logged(msg string) int { return s.logs.FilterMessage(msg).Len() }
 
-// groupMembers lists the live processes (not zombies) whose process group
-// is one of groups, read from /proc: what `ps -o pgid` would show.
+// groupMembers is shardproc.GroupMembers, failing the test when /proc
+// cannot be read.
 func groupMembers(t *testing.T, groups ...int) []string {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	found, err := shardproc.GroupMembers(groups...)
 	if err != nil {
-		t.Skipf("no /proc to read process groups from: %v", err)
-	}
-	var found []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // exited meanwhile
-		}
-		// pid (comm) state ppid pgrp …; comm may hold spaces and parens.
-		s := string(stat)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) < 3 || fields[0] == "Z" {
-			continue
-		}
-		pgrp, _ := strconv.Atoi(fields[2])
-		for _, g := range groups {
-			if pgrp == g {
-				found = append(found, fmt.Sprintf("pid %d (pgid %d): %s", pid, pgrp, strings.TrimSpace(s[:strings.LastIndexByte(s, ')')+1])))
-			}
-		}
+		t.Fatal(err)
 	}
 	return found
 }
