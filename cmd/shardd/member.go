@@ -128,10 +128,14 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 		defer stop()
 	}
 
+	drain := f.drain
+	if drain == 0 {
+		drain = worker.DefaultDrainTimeout // what the worker runs with
+	}
 	wlog.Info("starting", append(append(where,
 		zap.String("prefix", f.consul.Prefix), zap.Int("shards", f.fleet.Shards), zap.String("shard_name", f.fleet.Name),
 		zap.Duration("ttl", f.policy.TTL), zap.Duration("renew", f.policy.RenewEvery), zap.Duration("pause_budget", f.policy.PauseBudget),
-		zap.Duration("lock_delay", f.policy.EffectiveLockDelay()), zap.Duration("drain_timeout", f.drain)), m.logFields...)...)
+		zap.Duration("lock_delay", f.policy.EffectiveLockDelay()), zap.Duration("drain_timeout", drain)), m.logFields...)...)
 	err = w.Run(ctx)
 	if kills {
 		if n := k.KillAll(); n > 0 { // a backstop: none should be left
