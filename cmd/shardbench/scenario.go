@@ -41,10 +41,15 @@ type result struct {
 	Note string `json:"note,omitempty"`
 }
 
-// The systems compared side by side.
+// The systems compared side by side. The two baselines are api.Lock from
+// github.com/hashicorp/consul/api: with every option at its default, and
+// tuned as a competent Consul user would in an afternoon (one session per
+// worker bound to a TTL check, the row's TTL and lock-delay, a monitor
+// that stops work when a lock is lost, a simple spread).
 const (
 	systemShardlease = "shardlease"
 	systemBaseline   = "baseline"
+	systemTuned      = "baseline-tuned"
 )
 
 type benchScenario struct {
