@@ -26,16 +26,21 @@ func (e *benchEnv) logf(format string, args ...any) {
 
 // result is one row: one metric of one system in one scenario.
 type result struct {
-	Scenario string             `json:"scenario"`
-	System   string             `json:"system"` // "shardlease", "baseline" (api.Lock), or e.g. "consul" / a backend name
-	Metric   string             `json:"metric"`
-	Unit     string             `json:"unit"`
-	Trials   int                `json:"trials"`
-	P50      float64            `json:"p50"`
-	P99      float64            `json:"p99"`
-	Goal     string             `json:"goal,omitempty"` // e.g. "p99 <= 3s"
-	Met      *bool              `json:"met,omitempty"`
-	Extra    map[string]float64 `json:"extra,omitempty"`
+	Scenario string  `json:"scenario"`
+	System   string  `json:"system"` // "shardlease", "baseline" (api.Lock), or e.g. "consul" / a backend name
+	Metric   string  `json:"metric"`
+	Unit     string  `json:"unit"`
+	Trials   int     `json:"trials"`
+	P50      float64 `json:"p50"`
+	P99      float64 `json:"p99"`
+	Max      float64 `json:"max"`
+	// Policy names the lease settings the row ran with ("shard.FastPolicy",
+	// "api.Lock defaults", …): rows of one comparison share scenario,
+	// metric and policy.
+	Policy string             `json:"policy,omitempty"`
+	Goal   string             `json:"goal,omitempty"` // e.g. "p99 <= 3s"
+	Met    *bool              `json:"met,omitempty"`
+	Extra  map[string]float64 `json:"extra,omitempty"`
 	// Note explains a figure the numbers alone would mislead about, e.g.
 	// "never converged: the figure is the observation window".
 	Note string `json:"note,omitempty"`
@@ -129,7 +134,7 @@ func percentile(samples []float64, p float64) float64 {
 func measured(scenario, system, metric, unit string, samples []float64) result {
 	return result{
 		Scenario: scenario, System: system, Metric: metric, Unit: unit,
-		Trials: len(samples), P50: percentile(samples, 50), P99: percentile(samples, 99),
+		Trials: len(samples), P50: percentile(samples, 50), P99: percentile(samples, 99), Max: percentile(samples, 100),
 	}
 }
 
