@@ -28,17 +28,23 @@ var errNoAssignor = errors.New("no worker holds the assignor lock")
 
 // assignorOf returns the worker whose session holds P/assignor in f, read
 // from that one key (a listing of the prefix would read every shard): ""
-// for a fleet without an assignor (the baseline), or while the lock is free
-// unless must.
+// for a fleet without an assignor (the baselines), or while the lock is
+// free unless must.
 func assignorOf(ctx context.Context, f fleet, must bool) (string, error) {
-	sl, ok := f.(*slFleet)
-	if !ok {
-		if must {
-			return "", fmt.Errorf("%s: %w (it has no assignor)", f.system(), errNoAssignor)
-		}
-		return "", nil
+	if a, ok := f.(interface {
+		assignor(ctx context.Context, must bool) (string, error)
+	}); ok {
+		return a.assignor(ctx, must)
 	}
-	return readAssignor(ctx, sl.observer, sl.cfg.Prefix, must)
+	return noAssignor(f, must)
+}
+
+// noAssignor is the answer of a fleet without an assignor.
+func noAssignor(f fleet, must bool) (string, error) {
+	if must {
+		return "", fmt.Errorf("%s: %w (it has no assignor)", f.system(), errNoAssignor)
+	}
+	return "", nil
 }
 
 // readAssignor reads P/assignor through c and returns its holder's worker

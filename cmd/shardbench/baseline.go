@@ -5,48 +5,41 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/internal/harness/apilock"
+	"github.com/shardlease/shardlease/shard"
 )
 
-// The baseline is what a Consul user writes without shardlease: for every
-// shard, one goroutine holding one api.Lock (from
-// github.com/hashicorp/consul/api) on P/<shard>, made by client.LockOpts
-// with only Key and Value set, so every option is the library's default:
-//
-//   - one session per lock, created by the lock: TTL "15s"
-//     (DefaultLockSessionTTL), Behavior release, LockDelay 15 s (the
-//     session default), bound to the node's serfHealth check;
-//   - LockWaitTime 15 s (each blocking query on the key), LockTryOnce false
-//     (Lock blocks until acquired), MonitorRetries 0 (the first error
-//     reading the key while held counts as lost), lock-delay retry 5 s
-//     (DefaultLockRetryTime).
-//
-// Each worker runs one such goroutine for every shard, so it keeps trying
-// every shard it does not hold: Lock, wait until lost or stopped, Unlock,
-// and again. The lock's value is the worker's ID, which is how the
-// observer tells owners apart. It never rebalances: a shard stays with
-// whoever locked it first until that worker goes away.
-//
-// baselineLockOptions returns those options for key; --small shortens the
-// session TTL to Consul's 10 s minimum and the lock-delay to 1 ms so that a
-// smoke run ends sooner (its figures are not results).
-func baselineLockOptions(key, workerID string, small bool) *api.LockOptions {
-	o := &api.LockOptions{Key: key, Value: []byte(workerID)}
-	if small {
-		o.SessionTTL, o.LockDelay = "10s", time.Millisecond
+// The baselines are internal/harness/apilock's workers: api.Lock with
+// every option at its default (systemBaseline), and tuned to a shardlease
+// policy (systemTuned: one session per worker bound to a TTL check with
+// the policy's TTL and lock-delay, passed every renewal interval, and a
+// spread of ⌈N/W⌉). This file runs them in this process; procfleet.go
+// runs them as apilockd processes.
+
+// baselineConfig is the apilock config of system's workers, without the
+// worker's ID, connection and OnStart: for the tuned baseline, policy's
+// TTL, renewal interval and lock-delay; for the default one, with --small,
+// a 10 s session TTL and a 1 ms lock-delay so that a smoke run ends sooner
+// (its figures are not results).
+func baselineConfig(env *benchEnv, system, prefix string, shards int, policy shard.LeasePolicy) apilock.Config {
+	cfg := apilock.Config{Prefix: prefix, Shards: apilock.ShardNames(shards), Mode: apilock.Default, Quick: env.small}
+	if system == systemTuned {
+		cfg.Mode, cfg.Quick = apilock.Tuned, false
+		cfg.TTL, cfg.RenewEvery, cfg.LockDelay = policy.TTL, policy.RenewEvery, policy.EffectiveLockDelay()
 	}
-	return o
+	return cfg
 }
 
 // blFleet is baseline workers in this process, each with its own Consul
 // client.
 type blFleet struct {
 	env      *benchEnv
-	prefix   string // keys are prefix/<shard>
-	shards   []string
+	sys      string
+	cfg      apilock.Config // every worker's, but for ID, Consul and OnStart
 	observer *api.Client
 	// observerConns is the observer's transport, closed with the fleet.
 	observerConns *http.Transport
@@ -60,33 +53,29 @@ type blFleet struct {
 func (f *blFleet) starts() *startLog { return &f.started }
 
 type blWorker struct {
-	id     string
 	sev    *severable
-	client *api.Client
 	conns  *http.Transport
-	stopCh chan struct{}
-	held   atomic.Int64 // locks held (between Lock and Unlock)
-	wg     sync.WaitGroup
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
-// baselineShards names n shards as shardlease does: shard-000 … .
-func baselineShards(n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("shard-%03d", i)
-	}
-	return out
-}
-
+// newBLFleet makes a fleet of the default baseline.
 func newBLFleet(env *benchEnv, scenario string, shards int) (*blFleet, error) {
+	return newBaselineFleet(env, systemBaseline, scenario, shards, shard.LeasePolicy{})
+}
+
+// newBaselineFleet makes a fleet of system (systemBaseline, or systemTuned
+// to policy).
+func newBaselineFleet(env *benchEnv, system, scenario string, shards int, policy shard.LeasePolicy) (*blFleet, error) {
 	cfg := env.apiConfig(nil)
 	c, err := api.NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}
+	prefix := fmt.Sprintf("shardbench/%s-%s-%s", scenario, system, randomHex(4))
 	return &blFleet{
-		env: env, prefix: fmt.Sprintf("shardbench/%s-bl-%s", scenario, randomHex(4)),
-		shards: baselineShards(shards), observer: c, observerConns: cfg.Transport, workers: map[string]*blWorker{},
+		env: env, sys: system, cfg: baselineConfig(env, system, prefix, shards, policy),
+		observer: c, observerConns: cfg.Transport, workers: map[string]*blWorker{},
 	}, nil
 }
 
@@ -103,63 +92,32 @@ func (e *benchEnv) apiConfig(sev *severable) *api.Config {
 	return &cfg
 }
 
-func (f *blFleet) system() string { return systemBaseline }
+func (f *blFleet) system() string { return f.sys }
 
-func (f *blFleet) add(_ context.Context, id string) error {
-	bw := &blWorker{id: id, sev: newSeverable(nil), stopCh: make(chan struct{})}
-	cfg := f.env.apiConfig(bw.sev)
-	c, err := api.NewClient(cfg)
-	if err != nil {
+func (f *blFleet) add(ctx context.Context, id string) error {
+	bw := &blWorker{sev: newSeverable(nil), done: make(chan struct{})}
+	cfg := f.cfg
+	cfg.ID, cfg.Consul = id, f.env.apiConfig(bw.sev)
+	bw.conns = cfg.Consul.Transport
+	cfg.OnStart = func(s string) func() {
+		f.started.record(s)
+		return nil
+	}
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	bw.client, bw.conns = c, cfg.Transport
+	// The worker outlives add's ctx: it ends with stop, crash or close.
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	bw.cancel = cancel
 	f.mu.Lock()
 	f.workers[id] = bw
 	f.mu.Unlock()
-	for _, s := range f.shards {
-		lock, err := c.LockOpts(baselineLockOptions(f.prefix+"/"+s, id, f.env.small))
-		if err != nil {
-			close(bw.stopCh)
-			bw.wg.Wait()
-			return err
-		}
-		bw.wg.Add(1)
-		go bw.hold(lock, func() { f.started.record(s) })
-	}
+	go func() {
+		defer close(bw.done)
+		_ = apilock.Run(wctx, cfg, nil) // validated above
+		bw.conns.CloseIdleConnections()
+	}()
 	return nil
-}
-
-// hold is the naive loop: lock, keep it until lost or stopped, again.
-func (bw *blWorker) hold(lock *api.Lock, started func()) {
-	defer bw.wg.Done()
-	for {
-		lost, err := lock.Lock(bw.stopCh)
-		if err != nil {
-			// Consul unreachable or similar: try again in a second.
-			select {
-			case <-time.After(time.Second):
-				continue
-			case <-bw.stopCh:
-				return
-			}
-		}
-		if lost == nil {
-			return // stopped while waiting
-		}
-		bw.held.Add(1)
-		started()
-		select {
-		case <-lost:
-		case <-bw.stopCh:
-		}
-		_ = lock.Unlock()
-		bw.held.Add(-1)
-		select {
-		case <-bw.stopCh:
-			return
-		default:
-		}
-	}
 }
 
 // take removes worker id from the fleet and returns it (nil if none).
@@ -171,84 +129,77 @@ func (f *blFleet) crash(id string) {
 		return
 	}
 	bw.sev.sever()
-	close(bw.stopCh) // its goroutines now fail every call and end
-	if f.env.small {
-		f.invalidateHeld(id)
+	bw.cancel() // its Run now fails every call and returns
+	if f.env.small && f.sys == systemBaseline {
+		invalidateHeld(f.observer, f.cfg.Prefix, id)
 	}
 	f.reaping.Add(1)
-	go func() { defer f.reaping.Done(); bw.wg.Wait(); bw.conns.CloseIdleConnections() }()
+	go func() { defer f.reaping.Done(); <-bw.done }()
 }
 
-// stop unlocks every held lock (each Unlock releases the key and, through
-// the lock's renewer, destroys its session). The goroutines still waiting
-// in Lock would notice only when their blocking query returns, up to
-// LockWaitTime (15 s) later; once the held locks are released their
-// requests are cut instead, so that a run does not wait for them. That
-// leaves those waiting sessions (which hold nothing) to expire by TTL.
+// stop starts a clean stop: the worker releases every lock it holds (a
+// tuned one also its member key, session and check).
 func (f *blFleet) stop(id string) <-chan struct{} {
-	done := make(chan struct{})
 	bw := f.take(id)
 	if bw == nil {
+		done := make(chan struct{})
 		close(done)
 		return done
 	}
-	close(bw.stopCh)
-	go func() {
-		defer close(done)
-		for deadline := time.Now().Add(10 * time.Second); bw.held.Load() > 0 && time.Now().Before(deadline); {
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(100 * time.Millisecond) // a Lock that was just granting
-		for bw.held.Load() > 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
-		bw.sev.sever()
-		bw.wg.Wait()
-		bw.conns.CloseIdleConnections()
-	}()
-	return done
+	bw.cancel()
+	return bw.done
 }
 
 // invalidateHeld destroys, as an operator could, the sessions holding
-// worker id's locks. Only --small uses it: an abandoned session's 10 s TTL
-// takes Consul 20 s to act on (it waits twice the TTL), too long for a
-// smoke run; a destroyed session is invalidated at once, lock-delay and
-// all, so the takeover path is the same.
-func (f *blFleet) invalidateHeld(id string) {
-	pairs, _, err := f.observer.KV().List(f.prefix+"/", nil)
+// worker id's locks under prefix. Only --small uses it, for the default
+// baseline: an abandoned session's 10 s TTL takes Consul 20 s to act on (it
+// waits twice the TTL), too long for a smoke run; a destroyed session is
+// invalidated at once, lock-delay and all, so the takeover path is the
+// same.
+func invalidateHeld(c *api.Client, prefix, id string) {
+	pairs, _, err := c.KV().List(apilock.ShardsPrefix(prefix), nil)
 	if err != nil {
 		return // the scenario then waits for the TTL, as in a full run
 	}
 	for _, p := range pairs {
 		if p.Session != "" && string(p.Value) == id {
-			_, _ = f.observer.Session().Destroy(p.Session, nil)
+			_, _ = c.Session().Destroy(p.Session, nil)
 		}
 	}
 }
 
 func (f *blFleet) view(ctx context.Context, after uint64) (view, error) {
+	f.mu.Lock()
+	members := make([]string, 0, len(f.workers))
+	for id := range f.workers {
+		members = append(members, id)
+	}
+	f.mu.Unlock()
+	return baselineView(ctx, f.observer, f.cfg.Prefix, after, members)
+}
+
+// baselineView lists a baseline fleet's locks under prefix (a blocking
+// query past after): the owner of a held lock is its value. members are
+// the workers the harness runs: the baselines keep no member list of their
+// own (a tuned worker's member key says only that its session lives).
+func baselineView(ctx context.Context, c *api.Client, prefix string, after uint64, members []string) (view, error) {
 	q := (&api.QueryOptions{WaitIndex: after, WaitTime: time.Minute}).WithContext(ctx)
-	pairs, meta, err := f.observer.KV().List(f.prefix+"/", q)
+	pairs, meta, err := c.KV().List(apilock.ShardsPrefix(prefix), q)
 	if err != nil {
 		return view{}, err
 	}
-	v := view{index: meta.LastIndex, owners: map[string]string{}}
+	v := view{index: meta.LastIndex, owners: map[string]string{}, members: members}
 	for _, p := range pairs {
 		if p.Session != "" {
-			v.owners[p.Key[len(f.prefix)+1:]] = string(p.Value)
+			v.owners[p.Key[len(apilock.ShardsPrefix(prefix)):]] = string(p.Value)
 		}
 	}
-	f.mu.Lock()
-	for id := range f.workers {
-		v.members = append(v.members, id)
-	}
-	f.mu.Unlock()
 	return v, nil
 }
 
 func (f *blFleet) close() {
 	stopEvery(&f.mu, f.workers, f.stop)
 	f.reaping.Wait()
-	_, _ = f.observer.KV().DeleteTree(f.prefix+"/", nil)
+	_, _ = f.observer.KV().DeleteTree(f.cfg.Prefix+"/", nil)
 	f.observerConns.CloseIdleConnections()
 }

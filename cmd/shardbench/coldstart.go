@@ -14,10 +14,10 @@ import (
 // and the failed acquire attempts (shards asked for and not granted) per
 // successful one. The goal is for 100 workers × 10,000 shards (each an
 // in-process worker with its own Consul client and session), measured also
-// at 100 × 1,000. The baseline cannot be run at those sizes — 100 × 10,000
-// would be one million api.Locks, each with a session and a blocking query
-// — so both systems are also measured at 12 × 128, the size of the other
-// scenarios.
+// at 100 × 1,000. The baselines cannot be run at those sizes — 100 ×
+// 10,000 would be one million api.Locks, each with a blocking query — so
+// all three systems are also measured at 12 × 128, the size of the other
+// scenarios (shardlease and the tuned baseline on shard.DefaultPolicy).
 
 // coldSize is a fleet's size: a cold-start fleet, or an ownership scenario's
 // (fleetShape).
@@ -58,13 +58,20 @@ func coldStartScenario(ctx context.Context, env *benchEnv) ([]result, error) {
 			return rows, fmt.Errorf("shardlease, %d × %d: %w", size.workers, size.shards, err)
 		}
 	}
-	rs, err := blColdStart(ctx, env, common)
-	rows = append(rows, rs...)
-	if err != nil {
-		return rows, fmt.Errorf("baseline, %d × %d: %w", common.workers, common.shards, err)
+	// Both baselines at the common size: the default one, and the tuned
+	// one on the policy shardlease's cold starts run.
+	for _, system := range []string{systemBaseline, systemTuned} {
+		rs, err := blColdStart(ctx, env, system, common)
+		rows = append(rows, rs...)
+		if err != nil {
+			return rows, fmt.Errorf("%s, %d × %d: %w", system, common.workers, common.shards, err)
+		}
 	}
 	return rows, nil
 }
+
+// coldPolicyName names the policy of shardlease's cold starts.
+const coldPolicyName = "shard.DefaultPolicy"
 
 // slColdStart runs env.trials cold starts of shardlease, each a fresh fleet
 // on a fresh prefix. A trial that does not converge within coldWithin
@@ -109,6 +116,7 @@ func slColdStart(ctx context.Context, env *benchEnv, size coldSize, withGoal boo
 		timeRow.Note = fmt.Sprintf("converged in %d of %d trials; the others count as the %v bound (last: %s)", converged, len(secs), o.converge, notes)
 		failRow.Note = "counted until the bound in the trials that did not converge"
 	}
+	timeRow.Policy, failRow.Policy = coldPolicyName, coldPolicyName
 	if withGoal {
 		timeRow = timeRow.withGoal(fmt.Sprintf("p99 <= %.0fs", coldGoalSeconds), converged == len(secs) && timeRow.P99 <= coldGoalSeconds)
 		failRow = failRow.withGoal(fmt.Sprintf("p99 <= %.2f", coldGoalFailed), converged == len(secs) && failRow.P99 <= coldGoalFailed)
@@ -116,33 +124,38 @@ func slColdStart(ctx context.Context, env *benchEnv, size coldSize, withGoal boo
 	return []result{timeRow, failRow}, nil
 }
 
-// blColdStart runs env.trials cold starts of the baseline. It never
-// balances, so its time is until every shard is locked, and the row says
-// how far from balanced that was.
-func blColdStart(ctx context.Context, env *benchEnv, size coldSize) ([]result, error) {
+// blColdStart runs env.trials cold starts of a baseline (the tuned one on
+// shard.DefaultPolicy). Neither balances, so its time is until every
+// shard is locked, and the row says how far from balanced that was.
+func blColdStart(ctx context.Context, env *benchEnv, system string, size coldSize) ([]result, error) {
 	var secs, ratios, spreads []float64
 	for trial := range env.trials {
-		s, ratio, spread, err := blColdTrial(ctx, env, size)
+		s, ratio, spread, err := blColdTrial(ctx, env, system, size)
 		if err != nil {
 			return nil, err
 		}
 		secs, ratios, spreads = append(secs, s), append(ratios, ratio), append(spreads, float64(spread))
-		env.logf("shardbench: cold-start baseline %d × %d trial %d: every shard locked after %.2fs, max−min %d; %.4f refused acquires per granted",
-			size.workers, size.shards, trial+1, s, spread, ratio)
+		env.logf("shardbench: cold-start %s %d × %d trial %d: every shard locked after %.2fs, max−min %d; %.4f refused acquires per granted",
+			system, size.workers, size.shards, trial+1, s, spread, ratio)
 	}
-	timeRow := measured("cold-start", systemBaseline, coldMetric("time until all owned (shardlease: and max−min <= 1)", size), "s", secs).
+	timeRow := measured("cold-start", system, coldMetric("time until all owned (shardlease: and max−min <= 1)", size), "s", secs).
 		with("workers", float64(size.workers)).with("shards", float64(size.shards)).
 		with("max_minus_min_p50", percentile(spreads, 50))
-	timeRow.Note = "the baseline never balances: the time is until every shard is locked, at the max−min given"
-	failRow := measured("cold-start", systemBaseline, coldMetric("failed ÷ successful acquire attempts", size), "ratio", ratios)
+	timeRow.Note = "the baselines never balance: the time is until every shard is locked, at the max−min given"
+	failRow := measured("cold-start", system, coldMetric("failed ÷ successful acquire attempts", size), "ratio", ratios)
 	failRow.Note = "KV acquires (PUT ?acquire) Consul answered false, per one it answered true"
+	timeRow.Policy, failRow.Policy = policyDefaults, policyDefaults
+	if system == systemTuned {
+		timeRow.Policy, failRow.Policy = coldPolicyName, coldPolicyName
+		timeRow = timeRow.withNote("tuned: a worker tries at most ⌈N/W⌉ shards, W the members it sees, so the first ones up take more and give back")
+	}
 	return []result{timeRow, failRow}, nil
 }
 
 // blColdTrial starts a fresh baseline fleet and waits until every shard is
 // locked by one of its workers.
-func blColdTrial(ctx context.Context, env *benchEnv, size coldSize) (seconds, failedPerGranted float64, spread int, err error) {
-	f, err := newBLFleet(env, "cold-start", size.shards)
+func blColdTrial(ctx context.Context, env *benchEnv, system string, size coldSize) (seconds, failedPerGranted float64, spread int, err error) {
+	f, err := newBaselineFleet(env, system, "cold-start", size.shards, shard.DefaultPolicy)
 	if err != nil {
 		return 0, 0, 0, err
 	}

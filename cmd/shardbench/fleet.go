@@ -15,13 +15,14 @@ type fleet interface {
 	system() string
 	// add starts a worker; it does not wait for it to own anything.
 	add(ctx context.Context, id string) error
-	// crash makes worker id look kill -9'd to Consul at once: nothing more
-	// of it reaches the agent, its sessions are neither renewed nor
-	// destroyed, so Consul invalidates them when their TTL or check runs
-	// out. The worker's goroutines are reaped in the background.
+	// crash kills worker id at once: a process fleet sends it SIGKILL; an
+	// in-process one makes it look so to Consul (nothing more of it
+	// reaches the agent). Its sessions are neither renewed nor destroyed,
+	// so Consul invalidates them when their TTL or check runs out. What is
+	// left of the worker is reaped in the background.
 	crash(id string)
-	// stop starts a clean stop of worker id (what SIGTERM does) and returns
-	// at once; the channel closes when the worker has finished.
+	// stop starts a clean stop of worker id (SIGTERM, or what it does) and
+	// returns at once; the channel closes when the worker has finished.
 	stop(id string) <-chan struct{}
 	// view returns who owns what; with after > 0 it first blocks until the
 	// prefix changes past index after (a blocking query).
@@ -192,13 +193,20 @@ type startLog struct {
 	at map[string]time.Time
 }
 
-func (l *startLog) record(shard string) {
+// record notes that shard's handler started now.
+func (l *startLog) record(shard string) { l.recordAt(shard, time.Now()) }
+
+// recordAt notes that shard's handler started at at (a wall-clock time
+// another process reported).
+func (l *startLog) recordAt(shard string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.at == nil {
 		l.at = map[string]time.Time{}
 	}
-	l.at[shard] = time.Now()
+	if at.After(l.at[shard]) {
+		l.at[shard] = at
+	}
 }
 
 // last returns the latest start among shards, and whether every one of

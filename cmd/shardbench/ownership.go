@@ -14,8 +14,9 @@ import (
 // Each runs on one fleet per system, reused across trials: after every
 // trial the fleet is brought back to its starting size and waited for.
 
-// fleetShape is the fleet an ownership scenario runs on: its size and the
-// lease policy of its shardlease workers.
+// fleetShape is the fleet an ownership scenario runs on: its size, the
+// lease policy of its shardlease workers (and of the tuned baseline's), and
+// whether its workers are OS processes.
 type fleetShape struct {
 	coldSize
 	policy     shard.LeasePolicy
@@ -24,9 +25,12 @@ type fleetShape struct {
 	// (the baseline would need a million api.Locks); its rows' metrics name
 	// the size.
 	atScale bool
+	// processes: each worker is a process of its own (procFleet), killed
+	// with SIGKILL; otherwise the workers share this process.
+	processes bool
 }
 
-// ownershipShape is the fleet both systems run: 12 workers over 128
+// ownershipShape is the fleet every system runs: 12 workers over 128
 // shards, or with --small 3 over 16, on the fast-failover policy.
 func ownershipShape(env *benchEnv) fleetShape {
 	size := coldSize{12, 128}
@@ -35,6 +39,16 @@ func ownershipShape(env *benchEnv) fleetShape {
 	}
 	return fleetShape{coldSize: size, policy: fastFailover, policyName: "shard.FastPolicy"}
 }
+
+// defaultShape is ownershipShape on shardlease's default policy.
+func defaultShape(env *benchEnv) fleetShape {
+	s := ownershipShape(env)
+	s.policy, s.policyName = shard.DefaultPolicy, "shard.DefaultPolicy"
+	return s
+}
+
+// policyDefaults names the default baseline's settings in a row's Policy.
+const policyDefaults = "api.Lock defaults"
 
 // scaleShape is the large fleet, cold-start's goal size (100 ×
 // 10,000; with --small 10 × 200), on the default policy as cold-start runs
@@ -58,21 +72,24 @@ const settleWithin = 2 * time.Minute
 
 // newFleet makes a fresh fleet of system for a scenario.
 func newFleet(env *benchEnv, system, scenario string, shape fleetShape) (fleet, error) {
-	if system == systemBaseline {
-		return newBLFleet(env, scenario, shape.shards)
+	switch {
+	case shape.processes:
+		return newProcFleet(env, system, scenario, shape.shards, shape.policy)
+	case system == systemShardlease:
+		return newSLFleet(env, scenario, slOptions{shards: shape.shards, policy: shape.policy})
 	}
-	return newSLFleet(env, scenario, slOptions{shards: shape.shards, policy: shape.policy})
+	return newBaselineFleet(env, system, scenario, shape.shards, shape.policy)
 }
 
 // ready is a fleet's starting state: every shard owned by one of the
-// workers members, and, for shardlease, balanced within one (the baseline
-// never balances).
+// workers members, and, for shardlease, balanced within one (the
+// baselines do not balance: the tuned one only caps a worker's share).
 func ready(f fleet, shards, workers int) func(view) bool {
 	return func(v view) bool {
 		if len(v.members) != workers || v.ownedByMembers() != shards {
 			return false
 		}
-		return f.system() == systemBaseline || v.spread() <= 1
+		return f.system() != systemShardlease || v.spread() <= 1
 	}
 }
 
@@ -180,14 +197,14 @@ func keepsAll(v view, id string, lost []string) bool {
 // takeAway measures, over the trials, the time from taking one worker
 // away (crash or clean stop) until its shards are owned again, for one
 // system; a new worker replaces it between trials.
-func takeAway(ctx context.Context, env *benchEnv, system, scenario string, crash bool, pick victimRule, shape fleetShape, within time.Duration) (takeAwayFigures, error) {
+func takeAway(ctx context.Context, env *benchEnv, system, scenario string, crash bool, pick victimRule, shape fleetShape, trials int, within time.Duration) (takeAwayFigures, error) {
 	var fig takeAwayFigures
 	r, err := startShaped(ctx, env, system, scenario, shape)
 	if err != nil {
 		return fig, err
 	}
 	defer r.f.close()
-	for i := range env.trials {
+	for i := range trials {
 		id, lost, err := r.victim(ctx, i, pick)
 		if err != nil {
 			return fig, err
@@ -265,101 +282,4 @@ type takeAwayFigures struct {
 	secs     []float64 // until every shard of the victim is owned again
 	freed    []float64 // until the first of them left the victim
 	shards   []float64 // how many it owned
-}
-
-func crashFailover(ctx context.Context, env *benchEnv) ([]result, error) {
-	return takeAwayRows(ctx, env, "crash-failover", true)
-}
-
-func gracefulHandoff(ctx context.Context, env *benchEnv) ([]result, error) {
-	return takeAwayRows(ctx, env, "graceful-handoff", false)
-}
-
-// takeAwayRows runs a take-away scenario for both systems. A crash is
-// measured twice for shardlease: of a worker that is not the assignor, and
-// of the assignor's own worker, whose crash also ends the assignor.
-func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash bool) ([]result, error) {
-	// The time ends when the last of the victim's shards has a new handler
-	// running, as the workers report it: when work resumes. The time the
-	// observer saw every shard owned again is beside it (kv_visible_s);
-	// it lags by one listing of the prefix.
-	const metric = "time until its shards have new handlers running"
-	type variant struct {
-		system, metric string
-		pick           victimRule
-		shape          fleetShape
-	}
-	// A clean stop is also measured on the large fleet. The
-	// goals are for a worker that is not the assignor; the assignor's own
-	// stop, which also hands the role over (its successor campaigns and
-	// lists the fleet before it can place anything), is reported beside.
-	common, scale := ownershipShape(env), scaleShape(env)
-	const assignorStopped = ", the assignor's worker stopped"
-	variants := []variant{{systemShardlease, metric, notAssignor, common}, {systemShardlease, metric + assignorStopped, theAssignor, common},
-		{systemBaseline, metric, anyWorker, common},
-		{systemShardlease, metric, notAssignor, scale}, {systemShardlease, metric + assignorStopped, theAssignor, scale}}
-	if crash {
-		variants = []variant{{systemShardlease, metric, notAssignor, common},
-			{systemShardlease, metric + ", the assignor's worker crashed", theAssignor, common}, {systemBaseline, metric, anyWorker, common}}
-	}
-	var rows []result
-	for _, v := range variants {
-		// The baseline's crash failover waits for a 15 s session TTL
-		// (which Consul may stretch to 30 s) and a 15 s lock-delay.
-		within := 30 * time.Second
-		if v.system == systemBaseline {
-			within = 2 * time.Minute
-		}
-		fig, err := takeAway(ctx, env, v.system, scenario, crash, v.pick, v.shape, within)
-		if len(fig.secs) == 0 {
-			return rows, fmt.Errorf("%s, %s: %w", v.system, v.shape.metric(v.metric), err)
-		}
-		row := measured(scenario, v.system, v.shape.metric(v.metric), "s", fig.handlers).with("shards_per_trial_p50", percentile(fig.shards, 50)).
-			with("first_freed_s_p50", percentile(fig.freed, 50)).with("first_freed_s_p99", percentile(fig.freed, 99)).
-			with("kv_visible_s_p50", percentile(fig.secs, 50)).with("kv_visible_s_p99", percentile(fig.secs, 99))
-		if err != nil {
-			row = row.withNote(fmt.Sprintf("only %d of %d trials: %v", len(fig.secs), env.trials, err))
-		}
-		if v.system == systemShardlease {
-			row = withPolicy(row, v.shape.policyName, v.shape.policy)
-			switch {
-			case !crash && v.pick == theAssignor:
-				row = row.withNote("the victim holds P/assignor: it resigns, and a new assignor is elected and lists the fleet before the shards move; no goal of its own")
-			case !crash:
-				goal := 100 * time.Millisecond // docs/benchmarks.md, "Results"
-				if v.shape.atScale {
-					goal = 500 * time.Millisecond
-				}
-				row = row.withNote("never the assignor's worker (its stop is the next row)").withGoal(fmt.Sprintf("p99 <= %v", goal), row.P99 <= goal.Seconds())
-			case v.pick == notAssignor:
-				// Detection is about the check TTL after the victim's last
-				// renewal and the takeover a lock-delay and one Acquire
-				// after that, so every failover pays the lock-delay rule's
-				// floor (ttl − pause); the goal stays where it was.
-				row = row.withNote("never the assignor's worker (its crash is the next row)").withGoal("p99 <= 3s", row.P99 <= 3)
-			default:
-				// P/assignor is freed with the shards; the next candidate
-				// takes it a lock-delay (and up to a quarter more) later,
-				// lists the fleet and assigns before anyone can acquire.
-				row = row.withNote("the victim holds P/assignor: a new assignor is elected before the shards move").withGoal("p99 <= 3.5s", row.P99 <= 3.5)
-			}
-		}
-		rows = append(rows, row)
-		if err != nil {
-			return rows, fmt.Errorf("%s, %s: %w", v.system, v.shape.metric(v.metric), err)
-		}
-	}
-	return rows, nil
-}
-
-// withPolicy adds the lease policy the shardlease workers ran with to a
-// row: its four numbers as extra figures, and a note naming it and showing
-// that it meets both rules of shard.LeasePolicy, the second of which
-// (lock-delay ≥ ttl − pause, the step-down deadline) sets how long a
-// crashed worker's shards stay closed after Consul frees them.
-func withPolicy(r result, name string, p shard.LeasePolicy) result {
-	r = r.with("check_ttl_s", p.TTL.Seconds()).with("renew_s", p.RenewEvery.Seconds()).
-		with("pause_budget_s", p.PauseBudget.Seconds()).with("lock_delay_s", p.EffectiveLockDelay().Seconds())
-	return r.withNote(fmt.Sprintf("policy %s: 2 × renew %v + pause %v = %v ≤ ttl %v; lock-delay %v ≥ ttl − pause = %v",
-		name, p.RenewEvery, p.PauseBudget, p.Need(), p.TTL, p.EffectiveLockDelay(), p.MinLockDelay()))
 }

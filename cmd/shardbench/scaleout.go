@@ -8,23 +8,34 @@ import (
 )
 
 // scaleOut adds a 13th worker to a ready fleet of 12 and measures how many
-// shards move and how long until max−min ≤ 1 (all shards owned). The
-// baseline never rebalances, so it is watched for baselineWindow and its
-// figures say so. Then shardlease alone does the same on the large fleet:
-// a 101st worker joins 100 over 10,000 shards, and the
-// bytes the whole fleet reads from Consul until it is balanced again are
-// counted too.
+// shards move and how long until max−min ≤ 1 (all shards owned), for
+// shardlease and the tuned baseline on the fast policy and on the default
+// one, and for the default baseline. The default baseline never
+// rebalances and the tuned one only caps a worker's share at ⌈N/W⌉, so a
+// baseline is watched for baselineWindow and its figures say so. Then
+// shardlease alone does the same on the large fleet: a 101st worker joins
+// 100 over 10,000 shards, and the bytes the whole fleet reads from Consul
+// until it is balanced again are counted too.
 func scaleOut(ctx context.Context, env *benchEnv) ([]result, error) {
-	common := ownershipShape(env)
+	fast, def := ownershipShape(env), defaultShape(env)
 	var rows []result
 	for _, run := range []struct {
 		system string
 		shape  fleetShape
-	}{{systemShardlease, common}, {systemBaseline, common}, {systemShardlease, scaleShape(env)}} {
+	}{
+		{systemShardlease, fast}, {systemTuned, fast}, {systemShardlease, def}, {systemTuned, def},
+		{systemBaseline, fast}, {systemShardlease, scaleShape(env)},
+	} {
 		rs, err := scaleOutSystem(ctx, env, run.system, run.shape)
+		for i := range rs {
+			rs[i].Policy = run.shape.policyName
+			if run.system == systemBaseline {
+				rs[i].Policy = policyDefaults
+			}
+		}
 		rows = append(rows, rs...)
 		if err != nil {
-			return rows, fmt.Errorf("%s, %d × %d: %w", run.system, run.shape.workers, run.shape.shards, err)
+			return rows, fmt.Errorf("%s, %s, %d × %d: %w", run.system, run.shape.policyName, run.shape.workers, run.shape.shards, err)
 		}
 	}
 	return rows, nil
@@ -55,7 +66,7 @@ func scaleOutSystem(ctx context.Context, env *benchEnv, system string, shape fle
 	}
 	defer r.f.close()
 	within := 30 * time.Second
-	if system == systemBaseline {
+	if system != systemShardlease {
 		within = baselineWindow(env)
 	}
 	// Only shardlease's fleet counts bytes; listing is one full read of
@@ -88,8 +99,8 @@ func scaleOutSystem(ctx context.Context, env *benchEnv, system string, shape fle
 		case err == nil:
 			converged++
 			secs = append(secs, t1.Sub(t0).Seconds())
-		case system == systemBaseline && ctx.Err() == nil:
-			// Expected: it never balances. Take the last view.
+		case system != systemShardlease && ctx.Err() == nil:
+			// Expected of a baseline: it does not balance. Take the last view.
 			secs = append(secs, within.Seconds())
 			if after, err = r.f.view(ctx, 0); err != nil {
 				return nil, err

@@ -144,7 +144,18 @@ func (f *slFleet) stop(id string) <-chan struct{} {
 }
 
 func (f *slFleet) view(ctx context.Context, after uint64) (view, error) {
-	snap, err := f.observer.Watch(ctx, after)
+	return shardleaseView(ctx, f.observer, after)
+}
+
+// assignor returns the worker holding P/assignor.
+func (f *slFleet) assignor(ctx context.Context, must bool) (string, error) {
+	return readAssignor(ctx, f.observer, f.cfg.Prefix, must)
+}
+
+// shardleaseView reads a shardlease fleet through observer (a blocking
+// query past after): the shards' owners and the live members.
+func shardleaseView(ctx context.Context, observer *consul.Coordinator, after uint64) (view, error) {
+	snap, err := observer.Watch(ctx, after)
 	if err != nil {
 		return view{}, err
 	}

@@ -13,10 +13,17 @@ import (
 
 // Build builds cmd/shardd into dir and returns the binary's path.
 func Build(dir string) (string, error) {
-	bin := filepath.Join(dir, "shardd")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/shardlease/shardlease/cmd/shardd").CombinedOutput()
+	return BuildPackage(dir, "github.com/shardlease/shardlease/cmd/shardd")
+}
+
+// BuildPackage builds the main package pkg (an import path) into dir and
+// returns the binary's path, named after the path's last element.
+func BuildPackage(dir, pkg string) (string, error) {
+	name := pkg[strings.LastIndexByte(pkg, '/')+1:]
+	bin := filepath.Join(dir, name)
+	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("shardproc: building shardd: %v\n%s", err, out)
+		return "", fmt.Errorf("shardproc: building %s: %v\n%s", name, err, out)
 	}
 	return bin, nil
 }
