@@ -36,7 +36,31 @@ type Member struct {
 	// Draining asks the worker to hand off all of its shards (set by an
 	// operator); the planner gives a draining member no capacity.
 	Draining bool `json:"draining,omitempty"`
+	// Cordon, set by an operator, says the worker keeps the shards it holds
+	// and is given nothing new; nil when not cordoned. It is written like
+	// Draining, with the worker's own session, and a worker that joins
+	// again under the same ID keeps it.
+	Cordon *Mark `json:"cordon,omitempty"`
+	// RejoinUntil, written by a worker stopping with a rejoin grace just
+	// before it releases its shards, says it will be back by then: the
+	// assignor keeps its assignment (its shards, idle meanwhile) for it
+	// until RejoinUntil instead of giving them away, and the coordinator
+	// keeps its dead member key at least that long. Zero: none (a crash,
+	// or a stop without grace). A worker clears it when it joins.
+	RejoinUntil time.Time `json:"rejoin_until,omitzero"`
 }
+
+// Mark records who set an operator's state (a cordon, a freeze), when,
+// and why, for status displays and logs.
+type Mark struct {
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Returning reports whether the member said, when it stopped, that it
+// will be back, and now is still inside its rejoin grace.
+func (m Member) Returning(now time.Time) bool { return now.Before(m.RejoinUntil) }
 
 // MemberState is a member key as seen in a snapshot. Session is empty when
 // the member's session is gone: the member is dead.
@@ -84,6 +108,10 @@ type Snapshot struct {
 	// Assignments are the assignment keys that can be read, by worker.
 	// Never nil in a snapshot a coordinator returned.
 	Assignments map[string]Assignment `json:"assignments"`
+	// Freeze is P/freeze (see Coordinator.SetFreeze): nil when the fleet is
+	// not frozen. A freeze key whose value cannot be read counts as a
+	// freeze (with a zero Mark) and is listed in Problems.
+	Freeze *Mark `json:"freeze,omitempty"`
 	// Problems lists foreign or malformed keys found under the prefix; they
 	// are ignored, never treated as owners or assignments.
 	Problems []string `json:"problems,omitempty"`
@@ -225,6 +253,14 @@ type Coordinator interface {
 	// value that cannot be read is returned with Exists set and Problem
 	// saying why. An empty worker wraps ErrInvalidArgument.
 	WatchAssignment(ctx context.Context, worker string, after uint64) (AssignmentKey, error)
+
+	// SetFreeze writes the fleet-wide freeze, P/freeze, as a plain write
+	// held by no session (it outlives the assignor and whoever set it), or
+	// deletes it when mark is nil; deleting a missing freeze is not an
+	// error. While it exists the assignor starts no hand-off between live
+	// workers and only places shards that no live worker holds. Snapshots
+	// carry it in Freeze. A mark with an empty By wraps ErrInvalidArgument.
+	SetFreeze(ctx context.Context, mark *Mark) error
 }
 
 // NextIndex applies Consul's blocking-query rules to the index a watch

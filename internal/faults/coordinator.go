@@ -194,3 +194,10 @@ func (f *Coordinator) WatchAssignment(ctx context.Context, worker string, after 
 	}
 	return k, err
 }
+
+func (f *Coordinator) SetFreeze(ctx context.Context, mark *shard.Mark) error {
+	if err := f.admit(ctx, "set freeze"); err != nil {
+		return err
+	}
+	return f.inner.SetFreeze(ctx, mark)
+}

@@ -15,6 +15,8 @@
 //	P/assign/<worker>    JSON {epoch, since, shards, stuck, stuck_session},
 //	                     shards as index ranges ("0-99,150"); written only
 //	                     by the assignor (shard.Config.EncodeAssignment)
+//	P/freeze             JSON shard.Mark {by, at, reason}, no session: the
+//	                     fleet is frozen while it exists (SetFreeze)
 //
 // P/offsets/ belongs to the offsets store and is left alone. Anything else
 // under P is reported in Snapshot.Problems and ignored.
@@ -67,7 +69,8 @@
 //     carries at most MaxTxnAssignments keys and about 480 KiB (Consul
 //     1.14.8 refuses a body over txn_max_req_len, 512 KiB by default).
 //   - Watch never returns an unchanged index, and deletes dead member keys
-//     after Config.MemberGrace with a CAS on their ModifyIndex.
+//     after Config.MemberGrace (or at the member's RejoinUntil, if later)
+//     with a CAS on their ModifyIndex.
 //   - A coordinator runs the config its Configure settled for good. A
 //     P/config rewritten, broken or deleted under it is reported in
 //     Snapshot.Problems, naming both configs, and never adopted: its shard

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/consul/api"
 
@@ -66,4 +67,14 @@ func decodeMember(id string, kv *api.KVPair) (shard.MemberState, string) {
 		return shard.MemberState{}, fmt.Sprintf("member value names worker %q, not %q", m.ID, id)
 	}
 	return shard.MemberState{Member: m, Session: shard.SessionID(kv.Session)}, ""
+}
+
+// rejoinUntil is the RejoinUntil of a member key's value, zero when the
+// value cannot be read.
+func rejoinUntil(kv *api.KVPair) time.Time {
+	var m shard.Member
+	if json.Unmarshal(kv.Value, &m) != nil {
+		return time.Time{}
+	}
+	return m.RejoinUntil
 }

@@ -169,6 +169,11 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 			if snap.Assignor.Problem != "" {
 				snap.Problems = append(snap.Problems, snap.Assignor.Problem)
 			}
+		case kv.Key == c.freezeKey():
+			var bad string
+			if snap.Freeze, bad = decodeFreeze(kv); bad != "" {
+				snap.Problems = append(snap.Problems, bad)
+			}
 		case strings.HasPrefix(rel, "assign/"):
 			worker := strings.TrimPrefix(rel, "assign/")
 			if worker == "" {
@@ -273,6 +278,9 @@ func (c *Coordinator) collectDead(ctx context.Context, pairs api.KVPairs) {
 		d, ok := c.dead[kv.Key]
 		if !ok || d.index != kv.ModifyIndex {
 			d = deadMember{index: kv.ModifyIndex, due: t.Add(max(c.cfg.MemberGrace, 0))}
+			if until := rejoinUntil(kv); until.After(d.due) {
+				d.due = until // the worker said it will be back: the assignor keeps its shards until then
+			}
 			c.dead[kv.Key] = d
 		}
 		if !t.Before(d.due) {

@@ -48,6 +48,8 @@ func Run(t *testing.T, open func(t *testing.T) shard.Coordinator, opts ...Option
 		{"SnapshotAssignorAndAssignments", s.snapshotAssign},
 		{"MalformedAssignment", s.malformedAssignment},
 		{"ConfigureProtocol", s.configureProtocol},
+		{"Freeze", s.freeze},
+		{"MemberMarks", s.memberMarks},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

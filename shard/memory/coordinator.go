@@ -67,6 +67,8 @@ type Coordinator struct {
 	// the index of the write that deleted one.
 	assigns    map[string]*assignKey
 	assignGone map[string]uint64
+	// freeze is P/freeze, nil while missing.
+	freeze *shard.Mark
 }
 
 // shardKey is P/shards/<id>: the lock, its modify index and its value.
@@ -82,7 +84,7 @@ type memberKey struct {
 	session shard.SessionID // empty: dead member
 	index   uint64
 	// deadSince is when the key lost its session (zero while live); the key
-	// is deleted at deadSince + member grace, and gcTimer makes sure that
+	// is deleted at collectAt, and gcTimer makes sure that
 	// happens even if nobody calls the coordinator.
 	deadSince time.Time
 	gcTimer   Timer

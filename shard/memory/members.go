@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/shardlease/shardlease/shard"
 )
@@ -110,8 +111,20 @@ func (c *Coordinator) PutMember(m shard.Member) {
 	k := c.members[m.ID]
 	if k == nil {
 		k = &memberKey{deadSince: c.clock.Now()}
-		k.gcTimer = c.scheduleLocked(k.deadSince.Add(c.memberGrace))
+		k.gcTimer = c.scheduleLocked(c.collectAt(k))
 		c.members[m.ID] = k
 	}
 	k.member, k.index = m, c.commitLocked()
+}
+
+// collectAt is when dead member key k is deleted: the member grace after
+// its session ended, or the end of the rejoin grace its worker wrote when
+// it stopped, whichever is later, so that the assignor still sees a
+// returning worker's key.
+func (c *Coordinator) collectAt(k *memberKey) time.Time {
+	at := k.deadSince.Add(c.memberGrace)
+	if k.member.RejoinUntil.After(at) {
+		return k.member.RejoinUntil
+	}
+	return at
 }

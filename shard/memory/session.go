@@ -149,7 +149,7 @@ func (c *Coordinator) endSessionLocked(s *session, at time.Time) {
 	for _, m := range members {
 		m.session, m.index = "", idx
 		m.deadSince = at
-		m.gcTimer = c.scheduleLocked(at.Add(c.memberGrace))
+		m.gcTimer = c.scheduleLocked(c.collectAt(m))
 	}
 	if assignor {
 		c.assignor.session, c.assignor.index = "", idx
@@ -208,7 +208,7 @@ func (c *Coordinator) nextDueLocked(now time.Time) (dueEvent, bool) {
 	}
 	for id, m := range c.members {
 		if m.session == "" {
-			consider(dueEvent{at: m.deadSince.Add(c.memberGrace), member: id})
+			consider(dueEvent{at: c.collectAt(m), member: id})
 		}
 	}
 	return best, found

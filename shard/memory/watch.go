@@ -77,6 +77,10 @@ func (c *Coordinator) snapshotLocked() shard.Snapshot {
 	}
 	slices.SortFunc(snap.Shards, func(a, b shard.ShardState) int { return cmp.Compare(a.Shard, b.Shard) })
 	snap.Assignor, _ = c.assignorLocked()
+	if c.freeze != nil {
+		f := *c.freeze
+		snap.Freeze = &f
+	}
 	snap.Assignments = make(map[string]shard.Assignment, len(c.assigns))
 	for w, k := range c.assigns {
 		if k.problem != "" {
