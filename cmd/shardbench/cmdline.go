@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -18,6 +20,7 @@ var subcommands = map[string]struct {
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }{
 	"consul-steady": {"Consul requests per worker per second in steady state at several shard counts, and each fleet's cold start", consulSteadyCmd},
+	"docs":          {"regenerate a document's run section and plot from the run's JSON beside it, running nothing", docsCmd},
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -36,6 +39,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&postgresDSN, "postgres", "", "PostgreSQL DSN for commit-throughput's postgres rows (default: start a throwaway cluster from the installed binaries)")
 	asJSON := fs.Bool("json", false, "print one JSON document (every row, the machine, Go and Consul) instead of a table")
 	markdown := fs.String("markdown", "", "also write the table as Markdown to `FILE` (for docs/benchmarks.md)")
+	docs := fs.String("docs", "", "write the run's JSON to bench/run.json and its plot to img/ownership.svg beside `FILE`, and its table and figures between FILE's shardbench markers (make shardbench: docs/benchmarks.md)")
+	check := fs.Bool("check", false, "exit 1 when any row misses its goal or any scenario fails, naming them")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the scenarios (this process: workers, baseline, observers) to `FILE`, for go tool pprof")
 	fs.Usage = func() { usage(fs) }
 	if ok, code := parse(fs, args, stderr); !ok {
@@ -72,12 +77,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer stopProfile()
 	}
-	rep := report{Machine: describeMachine(agent), Trials: *trials, Small: *small, Started: time.Now().UTC()}
+	rep := report{Machine: describeMachine(agent), Trials: *trials, Small: *small, Started: time.Now().UTC(), Commit: sourceCommit()}
 	for _, s := range selected {
 		env.logf("shardbench: %s: %s", s.name, s.summary)
 		began := time.Now()
 		rows, err := s.run(ctx, env)
 		rep.Results = append(rep.Results, rows...)
+		rep.Scenarios = append(rep.Scenarios, scenarioRun{Name: s.name, Seconds: time.Since(began).Seconds()})
 		if err != nil {
 			env.logf("shardbench: %s failed after %v: %v", s.name, time.Since(began).Round(time.Millisecond), err)
 			rep.Errors = append(rep.Errors, scenarioError{Scenario: s.name, Error: err.Error()})
@@ -88,32 +94,91 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		env.logf("shardbench: %s done in %v", s.name, time.Since(began).Round(time.Millisecond))
 	}
-	if *asJSON {
+	return finish(rep, outputs{json: *asJSON, markdown: *markdown, docs: *docs, check: *check}, stdout, stderr)
+}
+
+// outputs are where a run's report goes and whether its goals decide the
+// exit code.
+type outputs struct {
+	json     bool   // one JSON document on stdout instead of the table
+	markdown string // also the Markdown table to this file
+	docs     string // also the run's documents, beside and into this file
+	check    bool   // a missed goal fails the run
+}
+
+// finish writes rep where o says and returns the run's exit code: failed
+// when a scenario failed, or with o.check when a row missed its goal.
+func finish(rep report, o outputs, stdout, stderr io.Writer) int {
+	if o.json {
 		rep.writeJSON(stdout)
 	} else {
 		rep.writeTable(stdout)
 	}
-	if *markdown != "" {
+	code := exitOK
+	if o.markdown != "" {
 		var b strings.Builder
 		rep.writeMarkdown(&b)
-		if err := os.WriteFile(*markdown, []byte(b.String()), 0o644); err != nil {
+		if err := os.WriteFile(o.markdown, []byte(b.String()), 0o644); err != nil {
 			fmt.Fprintf(stderr, "shardbench: --markdown: %v\n", err)
-			return exitFailed
+			code = exitFailed
 		}
 	}
-	if len(rep.Errors) > 0 {
+	if o.docs != "" {
+		if err := writeDocs(rep, docsFor(o.docs)); err != nil {
+			fmt.Fprintf(stderr, "shardbench: --docs: %v\n", err)
+			code = exitFailed
+		}
+	}
+	if o.check {
+		if !rep.check(stderr) {
+			code = exitFailed
+		}
+	} else if len(rep.Errors) > 0 {
+		code = exitFailed
+	}
+	return code
+}
+
+// docsCmd is `shardbench docs`: the run section of a document and its plot
+// regenerated from the JSON a run wrote beside it.
+func docsCmd(_ context.Context, args []string, _, stderr io.Writer) int {
+	fs := flag.NewFlagSet("shardbench docs", flag.ContinueOnError)
+	doc := fs.String("doc", "docs/benchmarks.md", "the document whose shardbench section to regenerate from bench/run.json beside it")
+	if ok, code := parse(fs, args, stderr); !ok {
+		return code
+	}
+	if err := renderDocs(docsFor(*doc)); err != nil {
+		fmt.Fprintf(stderr, "shardbench docs: %v\n", err)
 		return exitFailed
 	}
 	return exitOK
 }
 
+// sourceCommit is the revision the binary was built from: the build's VCS
+// stamp, else git's HEAD in the working directory, else "".
+func sourceCommit() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 7 {
+				return s.Value[:7]
+			}
+		}
+	}
+	out, err := exec.Command("git", "rev-parse", "--short=7", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
 func usage(fs *flag.FlagSet) {
 	w := fs.Output()
-	fmt.Fprint(w, `usage: shardbench --scenario NAME[,NAME…]|all [--consul ADDR] [--trials N] [--small] [--json]
+	fmt.Fprint(w, `usage: shardbench --scenario NAME[,NAME…]|all [--consul ADDR] [--trials N] [--small] [--json] [--check] [--docs FILE]
        shardbench SUBCOMMAND [flags]
 
 Runs each scenario --trials times on one Consul agent, for shardlease and for
-the api.Lock baseline, and prints p50/p99 over the trials side by side.
+the api.Lock baselines, and prints p50/p99/max over the trials with
+shardlease's ratios to each baseline.
 
 flags:
 `)

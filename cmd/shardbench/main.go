@@ -1,17 +1,22 @@
-// Command shardbench measures shardlease on a real Consul against a
-// baseline measured in the same run: one api.Lock per shard from
+// Command shardbench measures shardlease on a real Consul against
+// baselines measured in the same run: api.Lock from
 // github.com/hashicorp/consul/api, as a Consul user writes it without this
-// framework (see baseline.go for its options).
+// framework, with its defaults and tuned (see baseline.go).
 //
-//	shardbench --scenario NAME[,NAME…]|all [--consul ADDR] [--trials N] [--small] [--json]
+//	shardbench --scenario NAME[,NAME…]|all [--consul ADDR] [--trials N] [--small] [--json] [--check] [--docs FILE]
 //	shardbench consul-steady [flags]
+//	shardbench docs [--doc FILE]
 //
 // Without --consul it starts a dev agent of its own on free loopback ports
 // (bin/consul under the module root, built with scripts/consul.sh when
-// missing) and stops it at exit. It prints a table of p50/p99 over the
-// trials for every scenario, shardlease and the baseline side by side with
-// their ratio, or with --json one JSON document with every row and the
-// machine, Go and Consul it ran on. Run `shardbench -h` for the scenarios.
+// missing) and stops it at exit. It prints a table of p50/p99/max over the
+// trials for every scenario, each shardlease row followed by its baselines
+// with its ratios to them, or with --json one JSON document with every row
+// and the machine, Go and Consul it ran on. --check exits 1 when a row
+// misses its goal, naming it. --docs FILE writes the run's JSON and plot
+// beside FILE and its generated section into FILE (docs/benchmarks.md);
+// `shardbench docs` regenerates that section and plot from the JSON alone.
+// Run `shardbench -h` for the scenarios.
 package main
 
 import (

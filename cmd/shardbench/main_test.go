@@ -69,13 +69,17 @@ func TestBadCommandLines(t *testing.T) {
 
 // TestAllScenariosSmoke runs every scenario once at --small sizes on a dev
 // agent, as CI does: one JSON document, no scenario failed, every scenario
-// has rows, and every shardlease row has its baseline row. It asserts
-// nothing about time.
+// has rows, every shardlease row has its baseline row, and --docs wrote the
+// run's documents. It asserts nothing about time.
 func TestAllScenariosSmoke(t *testing.T) {
 	agent := consultest.StartDev(t, consultest.WithHCL(fmt.Sprintf("limits { http_max_conns_per_client = %d }", connsPerClient())))
 	var stdout, stderr bytes.Buffer
-	md := filepath.Join(t.TempDir(), "table.md")
-	code := run(t.Context(), []string{"--scenario", "all", "--small", "--trials", "1", "--json", "--markdown", md, "--consul", agent.HTTPAddr}, &stdout, &stderr)
+	dir := t.TempDir()
+	md, doc := filepath.Join(dir, "table.md"), filepath.Join(dir, "benchmarks.md")
+	if err := os.WriteFile(doc, []byte(docsBegin+"\n"+docsEnd+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := run(t.Context(), []string{"--scenario", "all", "--small", "--trials", "1", "--json", "--markdown", md, "--docs", doc, "--consul", agent.HTTPAddr}, &stdout, &stderr)
 	t.Logf("progress:\n%s", stderr.String())
 	if code != exitOK {
 		t.Errorf("exit %d", code)
@@ -113,6 +117,23 @@ func TestAllScenariosSmoke(t *testing.T) {
 		}
 	}
 	checkAssignorRows(t, rep)
+	// --docs wrote the run's JSON, its plot and the section rendered from
+	// that JSON, whose numbers are all the run's.
+	p := docsFor(doc)
+	written, err := readReport(p.json)
+	if err != nil || len(written.Results) != len(rep.Results) || len(written.Scenarios) != len(scenarios) {
+		t.Errorf("--docs JSON: %v, %d rows (stdout %d), %d scenarios timed", err, len(written.Results), len(rep.Results), len(written.Scenarios))
+	}
+	if fi, err := os.Stat(p.plot); err != nil || fi.Size() < 1000 {
+		t.Errorf("--docs plot: %v", err)
+	}
+	if b, err := os.ReadFile(doc); err != nil {
+		t.Error(err)
+	} else if section, err := extractSection(string(b)); err != nil || strings.Count(section, "| crash-failover |") < 2 {
+		t.Errorf("--docs section (%v):\n%s", err, b)
+	} else if stray := strayNumbers(section, written); len(stray) > 0 {
+		t.Errorf("--docs section: numbers that are no figure of the run: %v", stray)
+	}
 	for _, name := range []string{"crash-failover", "graceful-handoff", "scale-out"} {
 		if !rows[name][systemShardlease+"/time until its shards have new handlers running"] && !rows[name][systemShardlease+"/time until max−min <= 1"] {
 			t.Errorf("scenario %s has no shardlease time row: %v", name, rows[name])

@@ -17,12 +17,21 @@ import (
 
 // report is what a run prints: with --json, one document.
 type report struct {
-	Machine machine         `json:"machine"`
-	Trials  int             `json:"trials"`
-	Small   bool            `json:"small"`
-	Started time.Time       `json:"started"`
-	Results []result        `json:"results"`
-	Errors  []scenarioError `json:"errors,omitempty"`
+	Machine machine   `json:"machine"`
+	Trials  int       `json:"trials"`
+	Small   bool      `json:"small"`
+	Started time.Time `json:"started"`
+	// Commit is the source's revision, when the build or git says.
+	Commit    string          `json:"commit,omitempty"`
+	Scenarios []scenarioRun   `json:"scenarios,omitempty"`
+	Results   []result        `json:"results"`
+	Errors    []scenarioError `json:"errors,omitempty"`
+}
+
+// scenarioRun is how long one scenario of the run took.
+type scenarioRun struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
 }
 
 type scenarioError struct {
@@ -82,7 +91,7 @@ func (r report) writeJSON(w io.Writer) {
 	for i := range r.Results {
 		// JSON has no NaN: a percentile of no samples is reported as 0
 		// with a note rather than failing the whole document.
-		for _, v := range []*float64{&r.Results[i].P50, &r.Results[i].P99} {
+		for _, v := range []*float64{&r.Results[i].P50, &r.Results[i].P99, &r.Results[i].Max} {
 			if math.IsNaN(*v) || math.IsInf(*v, 0) {
 				*v = 0
 				r.Results[i].Note = strings.TrimPrefix(r.Results[i].Note+"; no samples", "; ")
@@ -102,9 +111,8 @@ func (r report) writeJSON(w io.Writer) {
 	}
 }
 
-// writeTable prints one line per scenario and metric: shardlease and the
-// baseline side by side with the ratio shardlease/baseline of their p50
-// and p99, or, for a metric only one system has, that system alone.
+// writeTable prints one line per row, each shardlease row followed by
+// the baseline rows it is compared with and its ratios to them.
 func (r report) writeTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, line := range r.tableLines() {
@@ -128,19 +136,32 @@ func (r report) writeMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n%s\n", r.Machine.summary(r.Trials, r.Small))
 }
 
-// tableLines are the table's header and rows.
+// tableLines are the table's header and rows: the rows in the results'
+// order, except that a baseline row follows the first shardlease row it is
+// compared with, whose ratio columns give shardlease ÷ that baseline for
+// p50, p99 and max.
 func (r report) tableLines() [][]string {
-	lines := [][]string{{"scenario", "metric", "system", "p50", "p99", "baseline p50", "baseline p99", "ratio p50", "ratio p99", "trials", "goal", "met"}}
-	for _, row := range pairRows(r.Results) {
-		a, b := row.first, row.baseline
-		line := []string{a.Scenario, a.Metric + unitSuffix(a.Unit), a.System, num(a.P50), num(a.P99), "–", "–", "–", "–", strconv.Itoa(a.Trials), a.Goal, metString(a.Met)}
-		if b != nil {
-			line[5], line[6] = num(b.P50), num(b.P99)
-			line[7], line[8] = ratio(a.P50, b.P50), ratio(a.P99, b.P99)
+	lines := [][]string{{"scenario", "metric", "system", "policy", "trials", "p50", "p99", "max",
+		"÷ baseline (p50 / p99 / max)", "÷ baseline-tuned (p50 / p99 / max)", "goal", "met"}}
+	for _, res := range tableOrder(r.Results) {
+		line := []string{res.Scenario, res.Metric + unitSuffix(res.Unit), res.System, res.Policy, strconv.Itoa(res.Trials),
+			num(res.P50), num(res.P99), num(res.Max), "", "", res.Goal, metString(res.Met)}
+		if res.System == systemShardlease {
+			c := compare(r.Results, res)
+			line[8], line[9] = ratios(res, c.baseline), ratios(res, c.tuned)
 		}
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// ratios is a table cell: a's p50, p99 and max each divided by b's, or
+// "–" without b.
+func ratios(a result, b *result) string {
+	if b == nil {
+		return "–"
+	}
+	return ratio(a.P50, b.P50) + " / " + ratio(a.P99, b.P99) + " / " + ratio(a.Max, b.Max)
 }
 
 // writeNotes prints each row's extra figures and note, and the failures.
@@ -162,48 +183,110 @@ func (r report) writeNotes(w io.Writer, bullet string) {
 	}
 }
 
-// summary is one line on where a run ran.
-func (m machine) summary(trials int, small bool) string {
-	return fmt.Sprintf("%d trials%s on %d cores (%s), %.1f GiB, %s %s, %s; Consul %s: %s",
-		trials, map[bool]string{true: " (--small)", false: ""}[small], m.Cores, m.CPU,
-		float64(m.MemoryBytes)/(1<<30), m.OS, m.Kernel, m.GoVersion, m.ConsulVersion, m.ConsulMode)
-}
-
-// pairedRow is a table line: a row and, when it is shardlease's, the
-// baseline row of the same scenario and metric.
-type pairedRow struct {
-	first    result
-	baseline *result
-}
-
-// pairRows keeps the results' order, folding each baseline row into the
-// shardlease row with the same scenario and metric.
-func pairRows(rs []result) []pairedRow {
-	key := func(r result) string { return r.Scenario + "\x00" + r.Metric }
-	hasShardlease := map[string]bool{}
-	for _, r := range rs {
-		if r.System == systemShardlease {
-			hasShardlease[key(r)] = true
-		}
-	}
-	baselines := map[string]*result{}
-	for i, r := range rs {
-		if r.System == systemBaseline && hasShardlease[key(r)] {
-			baselines[key(r)] = &rs[i]
-		}
-	}
-	var out []pairedRow
-	for _, r := range rs {
-		switch {
-		case r.System == systemShardlease:
-			out = append(out, pairedRow{first: r, baseline: baselines[key(r)]})
-		case r.System == systemBaseline && hasShardlease[key(r)]:
-			// printed with its shardlease row
-		default:
-			out = append(out, pairedRow{first: r})
+// missed returns the rows that missed their goals.
+func (r report) missed() []result {
+	var out []result
+	for _, res := range r.Results {
+		if res.Met != nil && !*res.Met {
+			out = append(out, res)
 		}
 	}
 	return out
+}
+
+// check prints every row that missed its goal and every scenario that
+// failed, and reports whether all goals were met and nothing failed.
+func (r report) check(w io.Writer) bool {
+	missed := r.missed()
+	for _, m := range missed {
+		fmt.Fprintf(w, "shardbench: goal missed: %s / %s / %s: goal %s, %s\n", m.Scenario, m.System, m.Metric, m.Goal, figures(m))
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "shardbench: scenario failed: %s: %s\n", e.Scenario, e.Error)
+	}
+	return len(missed) == 0 && len(r.Errors) == 0
+}
+
+// summary is one line on where a run ran.
+func (m machine) summary(trials int, small bool) string {
+	return fmt.Sprintf("%d trials%s on %d cores (%s), %s GiB, %s %s, %s; Consul %s: %s",
+		trials, map[bool]string{true: " (--small)", false: ""}[small], m.Cores, m.CPU,
+		m.memoryGiB(), m.OS, m.Kernel, m.GoVersion, m.ConsulVersion, m.ConsulMode)
+}
+
+// memoryGiB is the machine's memory as printed.
+func (m machine) memoryGiB() string {
+	return strconv.FormatFloat(float64(m.MemoryBytes)/(1<<30), 'f', 1, 64)
+}
+
+// comparison is a shardlease row's baselines: the default api.Lock row
+// and the tuned one, either nil when the run has none.
+type comparison struct {
+	baseline, tuned *result
+}
+
+// compare finds sl's baselines among rs. Rows of one comparison share
+// scenario, metric and policy; the default baseline runs with api.Lock's
+// own settings whatever shardlease's policy, so it is matched by scenario
+// and metric alone, preferring one of sl's policy.
+func compare(rs []result, sl result) comparison {
+	var c comparison
+	for i, r := range rs {
+		if r.Scenario != sl.Scenario || r.Metric != sl.Metric {
+			continue
+		}
+		switch {
+		case r.System == systemTuned && r.Policy == sl.Policy:
+			c.tuned = &rs[i]
+		case r.System == systemBaseline && (c.baseline == nil || r.Policy == sl.Policy):
+			c.baseline = &rs[i]
+		}
+	}
+	return c
+}
+
+// tableOrder is rs in order, except that each baseline row moves up to
+// just after the first shardlease row compared with it.
+func tableOrder(rs []result) []result {
+	placed := map[*result]bool{}
+	var out []result
+	for i := range rs {
+		r := &rs[i]
+		if placed[r] {
+			continue
+		}
+		if r.System == systemBaseline || r.System == systemTuned {
+			if firstComparedWith(rs, r) != nil {
+				continue // printed after that shardlease row
+			}
+		}
+		out = append(out, *r)
+		placed[r] = true
+		if r.System == systemShardlease {
+			c := compare(rs, *r)
+			for _, b := range []*result{c.baseline, c.tuned} {
+				if b != nil && !placed[b] {
+					out = append(out, *b)
+					placed[b] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// firstComparedWith returns the first shardlease row of rs whose
+// comparison includes b, or nil.
+func firstComparedWith(rs []result, b *result) *result {
+	for i, r := range rs {
+		if r.System != systemShardlease {
+			continue
+		}
+		if c := compare(rs, r); c.baseline == b || c.tuned == b {
+			return &rs[i]
+		}
+	}
+	return nil
 }
 
 func unitSuffix(u string) string {
