@@ -146,8 +146,10 @@ func (r report) docSection(jsonPath, plotPath string) string {
 	b.WriteString("\n\n")
 	r.writeGoals(&b)
 	fmt.Fprintf(&b, "![Time until every shard is owned again, per scenario and system: p50 (dot), p99 (bar) and max (whisker's end), log scale](%s)\n\n", plotPath)
-	b.WriteString("Ratio columns: shardlease ÷ the baseline row that follows it, for p50 / p99 / max " +
-		"(under one: shardlease is faster or cheaper). p50, p99 and max are nearest-rank over the row's trials.\n\n")
+	b.WriteString("Ratio columns: shardlease ÷ the baseline of the same scenario, metric and policy, for p50 / p99 / max " +
+		"(under one: shardlease is faster or cheaper). Each baseline row follows the first shardlease row compared with it; " +
+		"the default baseline runs on api.Lock's own settings and serves every policy's row. " +
+		"p50, p99 and max are nearest-rank over the row's trials.\n\n")
 	r.writeMarkdown(&b)
 	b.WriteString("\n#### What the figures say\n\n")
 	r.writeProse(&b)
