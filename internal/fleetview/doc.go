@@ -2,12 +2,17 @@
 // shard.Snapshot, and optionally the offset store's checkpoints) into the
 // operator's model of it: every shard with its owner, fencing token, owner
 // since and why it last moved; every worker with its shards, session,
-// version and whether it is live, draining or dead, with how many shards its
+// version and whether it is live, draining or dead, cordoned (who, when,
+// why) or returning from a restart inside its rejoin grace, with how many shards its
 // assignment key gives it next to how many it owns and whether the assignor
 // judges it stuck; which worker is the assignor, at which epoch, and the
 // worker each shard is assigned to; the imbalance; the moves pending, read
 // from the assignment keys (hand-offs in flight, free shards assigned and
-// not yet taken), never planned again here; and the recent ownership, membership and assignor changes with
+// not yet taken), never planned again here; the fleet's freeze (who,
+// when, why); the move queue: hand-offs in flight against the budget when
+// the viewer knows it, and an estimate of those waiting (rebalance.Compute
+// over the workers free to take shards; an estimate for display, never a
+// decision); and the recent ownership, membership and assignor changes with
 // their reasons. shardctl status and watch and
 // the dashboard all show this one model, so they never disagree.
 //

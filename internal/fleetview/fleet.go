@@ -37,9 +37,16 @@ type Fleet struct {
 	Config *shard.Config `json:"config"`
 	// Assignor is the worker holding P/assignor (protocol 2), if any.
 	Assignor Assignor `json:"assignor"`
-	Summary  Summary  `json:"summary"`
-	Workers  []Worker `json:"workers"`
-	Shards   []Shard  `json:"shards"`
+	// Freeze is the fleet-wide freeze (shardctl freeze): who set it, when
+	// and why; nil when the fleet is not frozen. While it is set the
+	// assignor starts no hand-off between live workers.
+	Freeze  *shard.Mark `json:"freeze,omitempty"`
+	Summary Summary     `json:"summary"`
+	// Queue is the move queue: hand-offs in flight against the budget,
+	// and those waiting.
+	Queue   Queue    `json:"queue"`
+	Workers []Worker `json:"workers"`
+	Shards  []Shard  `json:"shards"`
 	// Events are the recent ownership and membership changes, newest first.
 	Events []Event `json:"events"`
 	// HasOffsets is true when an offset store was read: Shard.Offset and
@@ -60,6 +67,10 @@ type Summary struct {
 	Live     int `json:"workers_live"`
 	Draining int `json:"workers_draining"`
 	Dead     int `json:"workers_dead"`
+	// Cordoned counts the live workers an operator cordoned; Returning
+	// the workers inside their rejoin grace (see Worker.Returning).
+	Cordoned  int `json:"workers_cordoned"`
+	Returning int `json:"workers_returning"`
 	// Imbalance is max − min shards owned over the live workers that are
 	// not draining (over all live workers if every one drains): 0 or 1
 	// once a fleet of equal weights has settled.
@@ -119,6 +130,16 @@ type Worker struct {
 	// nothing until it has a new session. A mark about an earlier session
 	// is not shown.
 	Stuck bool `json:"stuck,omitempty"`
+	// Cordon is set while an operator has cordoned the worker (shardctl
+	// cordon): who, when and why. A cordoned worker keeps what it holds
+	// and is given nothing new.
+	Cordon *shard.Mark `json:"cordon,omitempty"`
+	// RejoinUntil is when the rejoin grace the worker announced as it
+	// stopped ends; Returning is true while the view's time is before it:
+	// a dead worker then is restarting, and its shards are reserved for it
+	// (idle) until RejoinUntil.
+	RejoinUntil time.Time `json:"rejoin_until,omitzero"`
+	Returning   bool      `json:"returning,omitempty"`
 }
 
 // Live reports whether the worker's member key is held by a session.
@@ -166,7 +187,11 @@ type Input struct {
 	// Events are the recent changes (from a Tracker); nil shows the latest
 	// acquisitions recorded in the snapshot's keys instead (LatestAcquired).
 	Events []Event
-	Now    time.Time
+	// MaxMovesInFlight is the assignor's move budget when the viewer knows
+	// it (a worker's own configuration); 0: unknown. It is shown as
+	// Queue.Budget.
+	MaxMovesInFlight int
+	Now              time.Time
 }
 
 // Build returns the fleet view of in. It is pure and never fails.
@@ -174,7 +199,7 @@ func Build(in Input) Fleet {
 	s := in.Snapshot
 	f := Fleet{Name: in.Name, Index: s.Index, At: in.Now, Config: s.Config, Problems: s.Problems,
 		Workers: []Worker{}, Shards: []Shard{}, Events: in.Events, HasOffsets: in.Offsets != nil,
-		Assignor: assignor(s.Assignor)}
+		Assignor: assignor(s.Assignor), Freeze: s.Freeze}
 	if f.Events == nil {
 		f.Events = LatestAcquired(s, 20)
 	}
@@ -182,7 +207,8 @@ func Build(in Input) Fleet {
 	bySession := map[shard.SessionID]int{} // live session → index in f.Workers
 	for _, m := range s.Members {
 		w := Worker{ID: m.ID, Session: m.Session, Version: m.Version, Address: m.Address, Weight: m.Weight,
-			Started: m.Started, Draining: m.Draining, State: WorkerDead}
+			Started: m.Started, Draining: m.Draining, State: WorkerDead,
+			Cordon: m.Cordon, RejoinUntil: m.RejoinUntil, Returning: m.Returning(in.Now)}
 		if a, ok := s.Assignments[m.ID]; ok {
 			w.Assigned, w.AssignedSince, w.AssignedEpoch = len(a.Shards), a.Since, a.Epoch
 			// The assignor's own rule (rebalance: judge): a mark counts only
@@ -263,6 +289,7 @@ func Build(in Input) Fleet {
 	}
 
 	f.Summary = summarize(f)
+	f.Queue = Queue{InFlight: f.Summary.HandOffs, Budget: in.MaxMovesInFlight, Queued: queued(f, s)}
 	return f
 }
 
@@ -299,6 +326,12 @@ func summarize(f Fleet) Summary {
 	}
 	active, live := map[string]int{}, map[string]int{}
 	for _, w := range f.Workers {
+		if w.Returning {
+			sum.Returning++
+		}
+		if w.Cordon != nil && w.Live() {
+			sum.Cordoned++
+		}
 		switch w.State {
 		case WorkerDead:
 			sum.Dead++

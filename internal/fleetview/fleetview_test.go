@@ -240,6 +240,7 @@ func (failing) Assign(context.Context, shard.SessionID, shard.Token, map[string]
 func (failing) WatchAssignment(context.Context, string, uint64) (shard.AssignmentKey, error) {
 	return shard.AssignmentKey{}, nil
 }
+func (failing) SetFreeze(context.Context, *shard.Mark) error { return nil }
 
 func TestEventStrings(t *testing.T) {
 	e := Event{Kind: Acquired, Shard: "s-1", Worker: "a", From: "a", Token: 4, Reason: "adopted"}
