@@ -1,7 +1,8 @@
 // Package admin holds the operator's actions on a running fleet: drain and
-// undrain a worker, force a shard free, and delete a shard key left by a
-// hand edit. It is what shardctl drain, undrain, release and delete-shard
-// call; any Go program with a shard.Coordinator for the fleet can do the
+// undrain a worker, cordon and uncordon one, freeze and unfreeze the
+// fleet's rebalancing, force a shard free, and delete a shard key left by
+// a hand edit. It is what shardctl drain, undrain, cordon, uncordon,
+// freeze, unfreeze, release and delete-shard call; any Go program with a shard.Coordinator for the fleet can do the
 // same. It prints nothing: operations return typed results and errors
 // wrapping this package's sentinels, and the ones that wait (FollowDrain,
 // WaitNextOwner) report progress through callbacks.
@@ -9,7 +10,9 @@
 // An Operator acts through the sessions a listing shows, not its own: a
 // drain rewrites the worker's member key with the worker's session, a
 // release unlocks the shard with its holder's session. It holds no
-// session, so it leaves nothing behind if it stops halfway.
+// session, so it leaves nothing behind if it stops halfway. A freeze is
+// the one key it writes itself, with no session: it must outlive the
+// operator's process and every assignor.
 //
 // The rules, and why:
 //
@@ -20,6 +23,15 @@
 //     drains, so its shards would have nowhere to go). Undrain refuses
 //     the first two. Neither writes when the worker is already in the
 //     state asked for.
+//   - Cordon and Freeze record who set them (Operator.By, required:
+//     ErrNoOperator), when and why, in the key the assignor reads, so the
+//     state survives an assignor's failover and any display can say who
+//     to ask. Cordon refuses unknown and dead workers as Drain does, and
+//     the last live worker neither cordoned nor draining
+//     (ErrLastUncordoned: the assignor ignores cordons when nobody is left
+//     to take shards). Freezing a frozen fleet, unfreezing one not
+//     frozen, and cordoning a cordoned worker write nothing and say so
+//     (Changed false, with the mark in force).
 //   - Release refuses a free shard (ErrShardFree), and releases only the
 //     holder the caller saw and confirmed: a shard that changed hands
 //     since is refused (ErrShardMoved), not taken from its new owner.

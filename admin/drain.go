@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/shardlease/shardlease/internal/fleetview"
@@ -58,45 +57,23 @@ func (o Operator) Undrain(ctx context.Context, worker string) (Drain, error) {
 	return o.setDraining(ctx, worker, false)
 }
 
-// setDraining writes Draining = on into a live worker's member key with
-// its session. A session that ends between the listing and the write
-// (the worker rejoined) is read again, twice at most.
+// setDraining writes Draining = on into a live worker's member key.
 func (o Operator) setDraining(ctx context.Context, id string, on bool) (Drain, error) {
-	for attempt := 0; ; attempt++ {
-		f, s, err := o.view(ctx)
-		if err != nil {
-			return Drain{}, err
-		}
-		w, ok := f.Worker(id)
-		if !ok {
-			return Drain{}, fmt.Errorf("no worker %q in fleet %s (workers: %s): %w", id, o.Name, list(f.WorkerIDs()), ErrUnknownWorker)
-		}
-		d := Drain{Worker: id, Session: w.Session, Shards: owned(f, id)}
-		if !w.Live() {
-			return d, fmt.Errorf("worker %q is dead (its member key has no session): it owns nothing and its shards were already taken over; there is nothing to drain: %w", id, ErrWorkerDead)
-		}
-		if w.Draining == on {
-			return d, nil
-		}
-		if on && f.Summary.Live-f.Summary.Draining <= 1 {
-			return d, fmt.Errorf("%s is the only live worker not draining: its shards would have nowhere to go (the assignor ignores drains when every worker drains); start another worker first: %w", id, ErrLastWorker)
-		}
-		ms, _ := s.Member(id)
-		m := ms.Member
-		m.Draining = on
-		err = o.Coordinator.Join(ctx, ms.Session, m)
-		switch {
-		case err == nil:
-			d.Changed = true
-			return d, nil
-		case errors.Is(err, shard.ErrSessionInvalid) && attempt < 2:
-			continue
-		case errors.Is(err, shard.ErrSessionInvalid), errors.Is(err, shard.ErrMemberExists):
-			return d, fmt.Errorf("worker %q keeps changing sessions (restarting?); try again: %w: %w", id, ErrWorkerRestarting, err)
-		default:
-			return d, fmt.Errorf("%w: member key of %s: %w", ErrWrite, id, err)
-		}
+	f, w, changed, err := o.editMember(ctx, id, memberEdit{
+		what: "drain",
+		done: func(w fleetview.Worker) bool { return w.Draining == on },
+		refuse: func(f fleetview.Fleet) error {
+			if on && f.Summary.Live-f.Summary.Draining <= 1 {
+				return fmt.Errorf("%s is the only live worker not draining: its shards would have nowhere to go (the assignor ignores drains when every worker drains); start another worker first: %w", id, ErrLastWorker)
+			}
+			return nil
+		},
+		apply: func(m *shard.Member) { m.Draining = on },
+	})
+	if w.ID == "" {
+		return Drain{}, err
 	}
+	return Drain{Worker: id, Session: w.Session, Shards: owned(f, id), Changed: changed}, err
 }
 
 // owned lists the shards worker id owns in f.

@@ -13,11 +13,7 @@ import (
 // drainRefusals: an unknown worker, a dead one, and the last live worker
 // not draining are refused, by name, and nothing is written.
 func drainRefusals(t *testing.T, e *env) {
-	ids := e.configure(6)
-	e.join("w1", ids[:2]...)
-	e.join("w2", ids[2:4]...)
-	e.join("w3", ids[4:]...)
-	e.stop("w3")
+	e.twoLiveOneDead()
 	ctx := t.Context()
 	before := e.snapshot().Index
 	for _, tc := range []struct {
@@ -31,9 +27,8 @@ func drainRefusals(t *testing.T, e *env) {
 		{"drain dead", func() (admin.Drain, error) { return e.op.Drain(ctx, "w3") }, admin.ErrWorkerDead, `worker "w3" is dead`},
 		{"undrain dead", func() (admin.Drain, error) { return e.op.Undrain(ctx, "w3") }, admin.ErrWorkerDead, `worker "w3" is dead`},
 	} {
-		if _, err := tc.call(); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
-			t.Errorf("%s: %v, want %v saying %q", tc.name, err, tc.want, tc.msg)
-		}
+		_, err := tc.call()
+		refused(t, tc.name, err, tc.want, tc.msg)
 	}
 	e.unchanged(before, "a refused drain")
 

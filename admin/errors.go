@@ -19,8 +19,15 @@ var (
 	// ErrLastWorker: draining this worker would leave no live worker that
 	// is not draining, so its shards would have nowhere to go.
 	ErrLastWorker = errors.New("admin: the only live worker not draining")
+	// ErrLastUncordoned: cordoning this worker would leave no live worker
+	// that is neither cordoned nor draining; the assignor ignores cordons
+	// then, so the cordon would do nothing.
+	ErrLastUncordoned = errors.New("admin: the only live worker neither cordoned nor draining")
+	// ErrNoOperator: the Operator has no By, and a cordon or a freeze
+	// records who set it.
+	ErrNoOperator = errors.New("admin: no operator name to record (Operator.By)")
 	// ErrWorkerRestarting: the worker changed sessions under every attempt
-	// to set or clear its drain.
+	// to set or clear its drain or cordon.
 	ErrWorkerRestarting = errors.New("admin: worker keeps changing sessions")
 	// ErrWorkerLeft: the worker's session ended while its drain was
 	// followed; the others take over what it held.

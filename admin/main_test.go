@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +40,9 @@ var rules = map[string]func(t *testing.T, e *env){
 	"DrainAndUndrain":                   drainAndUndrain,
 	"FollowDrain":                       followDrain,
 	"FollowDrainEnds":                   followDrainEnds,
+	"CordonRefusals":                    cordonRefusals,
+	"CordonAndUncordon":                 cordonAndUncordon,
+	"FreezeAndUnfreeze":                 freezeAndUnfreeze,
 	"ResolveShard":                      resolveShard,
 	"Release":                           release,
 	"ReleaseRefusals":                   releaseRefusals,
@@ -104,6 +109,26 @@ func (e *env) configure(n int) []shard.ID {
 		e.t.Fatal(err)
 	}
 	return cfg.IDs()
+}
+
+// twoLiveOneDead configures six shards among w1 and w2, with w3 joined
+// and stopped (its member key dead), as the refusal cases need.
+func (e *env) twoLiveOneDead() []shard.ID {
+	e.t.Helper()
+	ids := e.configure(6)
+	e.join("w1", ids[:2]...)
+	e.join("w2", ids[2:4]...)
+	e.join("w3", ids[4:]...)
+	e.stop("w3")
+	return ids
+}
+
+// refused fails unless err wraps want and says msg.
+func refused(t *testing.T, what string, err, want error, msg string) {
+	t.Helper()
+	if !errors.Is(err, want) || !strings.Contains(err.Error(), msg) {
+		t.Errorf("%s: %v, want %v saying %q", what, err, want, msg)
+	}
 }
 
 // join opens a session for worker and registers it, holding shards.

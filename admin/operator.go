@@ -25,6 +25,9 @@ type Operator struct {
 	// Name names the fleet in error messages (its prefix, as the operator
 	// typed it).
 	Name string
+	// By names who acts, recorded with the cordons and freezes it sets
+	// (a user name, user@host); required by Cordon and Freeze.
+	By string
 	// Now is the clock for the fleet views built from listings; nil means
 	// time.Now.
 	Now func() time.Time
