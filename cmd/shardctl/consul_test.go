@@ -102,6 +102,23 @@ func TestAgainstConsul(t *testing.T) {
 		t.Errorf("status: exit %d\n%s", code, out)
 	}
 
+	// cordon and freeze are stored in Consul with who set them, read back
+	// by status, and lifted.
+	if code, out, errOut := ctl("", "cordon", "--by", "alice", "w3"); code != 0 || !strings.Contains(out, "w3 cordoned by alice") {
+		t.Fatalf("cordon: exit %d: %s%s", code, out, errOut)
+	}
+	if code, out, errOut := ctl("", "freeze", "--by", "carol", "--reason", "maintenance"); code != 0 || !strings.Contains(out, "frozen by carol") {
+		t.Fatalf("freeze: exit %d: %s%s", code, out, errOut)
+	}
+	if code, out, _ := ctl("", "status", "-no-shards"); code != 0 || !strings.Contains(out, "FROZEN by carol since") || !strings.Contains(out, "w3 cordoned by alice since") {
+		t.Errorf("status after the cordon and the freeze: exit %d\n%s", code, out)
+	}
+	for _, args := range [][]string{{"uncordon", "w3"}, {"unfreeze"}} {
+		if code, _, errOut := ctl("", args...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", args[0], code, errOut)
+		}
+	}
+
 	// drain rewrites the member key under the worker's own session.
 	code, out, errOut = ctl("", "drain", "-timeout", "60s", "w2")
 	t.Logf("drain:\n%s", out)

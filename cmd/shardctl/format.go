@@ -88,3 +88,40 @@ func assignorLine(a fleetview.Assignor, now time.Time) string {
 	}
 	return fmt.Sprintf("%s (epoch %d, since %s)", a.Worker, a.Epoch, stamp(a.Since, now))
 }
+
+// workerState is a worker's state with its operator's marks: "live
+// cordoned", "dead returning".
+func workerState(w fleetview.Worker) string {
+	s := w.State
+	if w.Cordon != nil && w.Live() {
+		s += " cordoned"
+	}
+	if w.Returning {
+		s += " returning"
+	}
+	return s
+}
+
+// queueLine is the move queue in one line, empty when nothing moves or
+// waits: "move queue: 3 hand-offs in flight of a budget of 16 · 5 waiting".
+func queueLine(f fleetview.Fleet) string {
+	q := f.Queue
+	if q.InFlight == 0 && q.Queued == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("move queue: %d hand-offs in flight", q.InFlight)
+	if q.Budget > 0 {
+		line += fmt.Sprintf(" of a budget of %d", q.Budget)
+	}
+	line += fmt.Sprintf(" · %d waiting", q.Queued)
+	if f.Freeze != nil && q.Queued > 0 {
+		line += " (until the freeze is lifted)"
+	}
+	return line
+}
+
+// until shows a moment ahead: "12:00:38 (in 25s)".
+func until(t, now time.Time) string {
+	t = t.In(now.Location())
+	return fmt.Sprintf("%s (in %s)", t.Format("15:04:05"), ago(t.Sub(now)))
+}

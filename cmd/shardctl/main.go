@@ -5,13 +5,18 @@
 //	shardctl watch      a live stream of ownership changes with their reasons
 //	shardctl drain W    ask worker W to hand off all its shards; show progress until done
 //	shardctl undrain W  withdraw a drain
+//	shardctl cordon W   worker W keeps what it has and is given nothing new
+//	shardctl uncordon W lift a cordon
+//	shardctl freeze     no rebalancing moves in the fleet, only failover
+//	shardctl unfreeze   lift the freeze
 //	shardctl release S  force shard S free (after a confirmation)
 //	shardctl delete-shard S  delete a free shard key left by a hand edit
 //	shardctl policy     check a lease policy against 2 × renew + pause ≤ ttl
 //	shardctl dashboard  serve the live dashboard of the fleet
 //
-// The actions themselves (drain, undrain, release, delete-shard) and their
-// rules are package admin's; this command parses flags, asks, and prints.
+// The actions themselves (drain, undrain, cordon, uncordon, freeze,
+// unfreeze, release, delete-shard) and their rules are package admin's;
+// this command parses flags, asks, and prints.
 //
 // The connection is the consul CLI's: CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN,
 // CONSUL_CACERT and the other CONSUL_* variables, each overridden by a flag;
@@ -70,6 +75,10 @@ var commands = []command{
 	{"watch", "a live stream of ownership changes with their reasons", (*app).watch},
 	{"drain", "ask a worker to hand off all its shards gracefully, and show progress until done", (*app).drain},
 	{"undrain", "withdraw a drain: the worker takes a share of shards again", (*app).undrain},
+	{"cordon", "a worker keeps the shards it has and is given nothing new (before a drain, or a sick machine)", (*app).cordon},
+	{"uncordon", "lift a cordon: the worker is given its share again", (*app).uncordon},
+	{"freeze", "no rebalancing moves in the fleet, only failover of crashed workers' shards (maintenance, incidents)", (*app).freeze},
+	{"unfreeze", "lift the freeze: rebalancing resumes within the move budget", (*app).unfreeze},
 	{"release", "force a shard free now (asks first); fencing keeps the old owner's late writes out", (*app).release},
 	{"delete-shard", "delete a shard key a hand edit left (free, or outside the fleet's config); never a held one", (*app).deleteShard},
 	{"policy", "check a lease policy against the rule 2 × renew + pause ≤ ttl", (*app).policy},

@@ -27,10 +27,13 @@ Shows every shard (owner, the worker its assignment key is in, fencing token,
 owned since, why it last moved, and with -offsets its committed offset and
 fencing floor),
 every worker (state, shards owned, shards its assignment key gives it, marked
-"stuck" while the assignor judges it so, version, session), which worker is
-the assignor and its epoch, the imbalance, the moves pending (hand-offs in
+"stuck" while the assignor judges it so, version, session; "cordoned" with
+who set it and when, "returning" while its shards are reserved for its
+restart), which worker is the assignor and its epoch, whether the fleet is
+frozen (who, when, why), the imbalance, the moves pending (hand-offs in
 flight and free shards assigned but not yet taken, as the assignment keys
-say), and the latest acquisitions recorded in the shard keys.
+say), the move queue (hand-offs in flight against the budget when known,
+and those waiting), and the latest acquisitions recorded in the shard keys.
 Dead members (a member key with no session) are shown as dead.
 
 `)
@@ -68,6 +71,12 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 	fmt.Fprintf(w, "fleet %s · %d shards%s · index %d\n", f.Name, cfg.Shards, span, f.Index)
 	fmt.Fprintln(w, headline(f))
 	fmt.Fprintln(w, "assignor: "+assignorLine(f.Assignor, now))
+	if f.Freeze != nil {
+		fmt.Fprintf(w, "FROZEN %s: no rebalancing moves start, only failover ('shardctl unfreeze' lifts it)\n", markText(f.Freeze, now))
+	}
+	if line := queueLine(f); line != "" {
+		fmt.Fprintln(w, line)
+	}
 
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -77,13 +86,25 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 		if wk.Stuck {
 			assigned += " stuck"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", wk.ID, wk.State, wk.Shards, assigned, orDash(wk.Version),
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", wk.ID, workerState(wk), wk.Shards, assigned, orDash(wk.Version),
 			short(string(wk.Session)), stamp(wk.Started, now), orDash(wk.Address))
 	}
 	if len(f.Workers) == 0 {
 		fmt.Fprintln(tw, "(no workers)")
 	}
 	tw.Flush()
+	for _, wk := range f.Workers {
+		if wk.Cordon != nil && wk.Live() {
+			fmt.Fprintf(w, "  %s cordoned %s: keeps what it has, given nothing new\n", wk.ID, markText(wk.Cordon, now))
+		}
+		if wk.Returning {
+			what := "restarting"
+			if wk.Live() {
+				what = "stopping to restart"
+			}
+			fmt.Fprintf(w, "  %s %s: its shards are reserved for it until %s\n", wk.ID, what, until(wk.RejoinUntil, now))
+		}
+	}
 
 	if shards {
 		fmt.Fprintln(w)
