@@ -1,7 +1,11 @@
 // Package dashboard serves the live view of one fleet: an HTML page with the
 // assignor and its epoch, the ownership grid (one cell per shard, coloured by
 // owner, token on hover), the workers with the shards each owns against the
-// shards its assignment gives it (and a stuck badge), offsets and lag per shard when an offset store is configured, the
+// shards its assignment gives it (and a stuck badge, a cordon badge with
+// who set it and when, a returning badge with the end of the worker's
+// rejoin grace), a banner while the fleet is frozen saying who froze it,
+// when and why, the move queue (hand-offs in flight against the budget
+// when known, and those waiting), offsets and lag per shard when an offset store is configured, the
 // imbalance, the recent moves with their reasons, and the coordinator's
 // problems (foreign or malformed keys, a P/config that differs from the one
 // the fleet runs) above everything else while there are any, kept current by

@@ -43,6 +43,10 @@ type Options struct {
 	// Crash, if set, adds a crash button per live worker (the demo's
 	// fault injection). Never set it for a real fleet.
 	Crash func(worker string) error
+	// MaxMovesInFlight, if set, is the fleet's move budget (the workers'
+	// worker.Config.MaxMovesInFlight), shown with the move queue; 0:
+	// unknown, and the queue is shown without it.
+	MaxMovesInFlight int
 	// Refresh is how often offsets are re-read when the coordinator has
 	// not changed. Default 1 s.
 	Refresh time.Duration
@@ -196,7 +200,7 @@ func (s *Server) Run(ctx context.Context) {
 
 // publish builds the view and hands it to every client.
 func (s *Server) publish(ctx context.Context, snap *shard.Snapshot, lastErr error) {
-	in := fleetview.Input{Name: s.o.Name, Events: s.tracker.Recent(s.o.Events), Now: time.Now()}
+	in := fleetview.Input{Name: s.o.Name, Events: s.tracker.Recent(s.o.Events), MaxMovesInFlight: s.o.MaxMovesInFlight, Now: time.Now()}
 	if snap != nil {
 		in.Snapshot = *snap
 	}

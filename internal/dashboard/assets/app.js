@@ -101,11 +101,13 @@ function render(f) {
   tile("tile-pending", `${s.pending_moves}`,
     s.pending_moves ? `${s.handoffs_pending} hand-offs in flight · ${s.placements_pending} assigned, not yet taken` : "every shard where the assignor put it",
     s.pending_moves ? "warn" : "ok");
+  renderQueue(f);
   const lagTile = document.getElementById("tile-lag");
   lagTile.hidden = s.max_lag === undefined || s.max_lag === null;
   if (!lagTile.hidden) tile("tile-lag", `${s.max_lag}`, undefined, "");
 
   renderProblems(f);
+  renderFreeze(f.freeze);
   renderGrid(f);
   renderLegend(f);
   renderWorkers(f);
@@ -129,6 +131,37 @@ function renderAssignor(a) {
   t.dataset.worker = a && a.held ? a.worker || "" : "";
   t.dataset.epoch = a && a.held ? String(a.epoch) : "";
   t.title = (a && a.problem) || "";
+}
+
+// markText says who set an operator's state, when and why.
+function markText(m) {
+  let s = `by ${m.by || "(unknown: the key cannot be read)"}`;
+  if (m.at) s += ` since ${clock(m.at)} (${ago(m.at)} ago)`;
+  if (m.reason) s += `: ${m.reason}`;
+  return s;
+}
+
+// renderFreeze: while the fleet is frozen, a banner above everything says
+// so, with who froze it, when and why.
+function renderFreeze(freeze) {
+  const b = document.getElementById("freeze");
+  b.hidden = !freeze;
+  b.dataset.by = freeze ? freeze.by : "";
+  b.textContent = freeze
+    ? `Frozen ${markText(freeze)} — no rebalancing moves start, only failover of crashed workers' shards ('shardctl unfreeze' lifts it).`
+    : "";
+}
+
+// renderQueue: hand-offs in flight against the budget (when the server
+// knows it), and those waiting for room or for the freeze to be lifted.
+function renderQueue(f) {
+  const q = f.queue || { in_flight: 0, queued: 0 };
+  const t = document.getElementById("tile-queue");
+  t.dataset.inFlight = String(q.in_flight);
+  t.dataset.queued = String(q.queued);
+  t.dataset.budget = q.budget ? String(q.budget) : "";
+  const waiting = q.queued ? `${q.queued} waiting` + (f.freeze ? " until the freeze is lifted" : " for room under the budget") : "nothing waiting";
+  tile("tile-queue", q.budget ? `${q.in_flight} / ${q.budget}` : `${q.in_flight}`, waiting, q.queued ? "warn" : "ok");
 }
 
 // A fleet full of foreign keys would push everything else off the page:
@@ -201,12 +234,17 @@ function renderWorkers(f) {
       ? el("button", { class: "crash", text: "crash", title: `crash ${w.id}: abandon its session without releasing`, onclick: () => crashWorker(w.id) })
       : null;
     const isAssignor = f.assignor && f.assignor.held && f.assignor.worker === w.id;
+    const cordoned = w.cordon && w.state !== "dead";
     const tr = el("tr", { class: w.state, "data-worker": w.id, "data-state": w.state, "data-shards": String(w.shards),
+      "data-cordon": cordoned ? w.cordon.by : "", "data-returning": w.returning ? w.rejoin_until : "",
       "data-assigned": String(w.assigned ?? 0), "data-stuck": w.stuck ? "true" : "", "data-assignor": isAssignor ? "true" : "" },
       el("td", {}, el("i", { class: "swatch", style: `background:${colour(w.id)}` })),
       el("td", { class: "mono" }, w.id, isAssignor ? el("span", { class: "badge assignor", text: "assignor", title: `holds P/assignor, epoch ${f.assignor.epoch}` }) : null),
       el("td", {}, el("span", { class: "badge " + w.state, text: w.state }),
-        w.stuck ? el("span", { class: "badge stuck", text: "stuck", title: "the assignor gave it shards it did not take: it is given nothing until it restarts" }) : null),
+        w.stuck ? el("span", { class: "badge stuck", text: "stuck", title: "the assignor gave it shards it did not take: it is given nothing until it restarts" }) : null,
+        cordoned ? el("span", { class: "badge cordoned", text: "cordoned", title: `cordoned ${markText(w.cordon)}: keeps what it has, given nothing new` }) : null,
+        w.returning ? el("span", { class: "badge returning", text: `returning by ${clock(w.rejoin_until)}`,
+          title: `restarting: its shards are reserved for it (idle) until ${clock(w.rejoin_until)}` }) : null),
       el("td", { class: "num" + (w.shards !== w.assigned && w.state !== "dead" ? " differs" : ""),
         title: `owns ${w.shards} · its assignment gives it ${w.assigned}`, text: `${w.shards} / ${w.assigned}` }),
       el("td", { class: "version", text: w.version || "–" }),

@@ -1,0 +1,110 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/dashboard"
+	"github.com/shardlease/shardlease/internal/fleetview"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/memory"
+)
+
+// opsFleet is smallFleet with a cordoned by alice at at, b returning
+// until rejoin, and the fleet frozen by carol at at, written as the
+// workers and shardctl write them.
+func opsFleet(t *testing.T, at, rejoin time.Time) *memory.Coordinator {
+	t.Helper()
+	c, sessions := smallFleet(t)
+	ctx := context.Background()
+	for id, edit := range map[string]func(*shard.Member){
+		"a": func(m *shard.Member) { m.Cordon = &shard.Mark{By: "alice", At: at, Reason: "bad disk"} },
+		"b": func(m *shard.Member) { m.RejoinUntil = rejoin },
+	} {
+		m := shard.Member{ID: id, Version: "v9", Weight: 1}
+		edit(&m)
+		if err := c.Join(ctx, sessions[id], m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.SetFreeze(ctx, &shard.Mark{By: "carol", At: at, Reason: "incident 42"}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestOperatorStatesJSON: /api/v1/fleet carries the cordon and the freeze
+// with who set them and when, the returning worker's deadline, and the
+// move queue with the budget the server was given; the page has the
+// banner and the queue tile the script fills.
+func TestOperatorStatesJSON(t *testing.T) {
+	at := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	rejoin := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	base := serve(t, dashboard.Options{Name: "orders", Coordinator: opsFleet(t, at, rejoin), MaxMovesInFlight: 16})
+	f := fleetJSON(t, base, func(f fleetview.Fleet) bool { return f.Freeze != nil })
+	if f.Freeze.By != "carol" || !f.Freeze.At.Equal(at) || f.Freeze.Reason != "incident 42" {
+		t.Errorf("freeze %+v, want carol's at %v", f.Freeze, at)
+	}
+	a, _ := f.Worker("a")
+	if a.Cordon == nil || a.Cordon.By != "alice" || !a.Cordon.At.Equal(at) || a.Cordon.Reason != "bad disk" {
+		t.Errorf("a = %+v, want cordoned by alice at %v", a, at)
+	}
+	b, _ := f.Worker("b")
+	if !b.Returning || !b.RejoinUntil.Equal(rejoin) {
+		t.Errorf("b = %+v, want returning until %v", b, rejoin)
+	}
+	if f.Summary.Cordoned != 1 || f.Summary.Returning != 1 || f.Queue.Budget != 16 {
+		t.Errorf("summary %+v, queue %+v; want 1 cordoned, 1 returning, budget 16", f.Summary, f.Queue)
+	}
+	_, page, _ := get(t, base+"/")
+	for _, want := range []string{`id="freeze" class="banner frozen" hidden`, `id="tile-queue"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}
+
+// TestOperatorStatesInChromium: the page shows the freeze banner with who
+// and why, a cordon badge on a's row naming alice, a returning badge on
+// b's with its deadline, and the queue tile against the budget.
+func TestOperatorStatesInChromium(t *testing.T) {
+	wd := startBrowser(t)
+	at := time.Now().Add(-time.Minute)
+	rejoin := time.Now().Add(time.Hour)
+	base := serve(t, dashboard.Options{Name: "ops", Coordinator: opsFleet(t, at, rejoin), MaxMovesInFlight: 16})
+	wd.navigate(base + "/")
+	var s struct {
+		Freeze, FreezeBy, Cordon, CordonTitle, Returning, Queue, QueueBudget string
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := wd.eval(`const q = s => document.querySelector(s);
+const fr = q('#freeze'), cb = q('#workers tr[data-worker="a"] .badge.cordoned'), rb = q('#workers tr[data-worker="b"] .badge.returning');
+return {Freeze: fr.hidden ? '' : fr.textContent, FreezeBy: fr.dataset.by || '',
+  Cordon: cb ? cb.textContent : '', CordonTitle: cb ? cb.title : '', Returning: rb ? rb.textContent : '',
+  Queue: q('#tile-queue .value').textContent, QueueBudget: q('#tile-queue').dataset.budget || ''};`, &s); err != nil {
+			t.Fatalf("reading the page: %v", err)
+		}
+		why := ""
+		switch {
+		case !strings.HasPrefix(s.Freeze, "Frozen by carol since ") || !strings.Contains(s.Freeze, "incident 42") || s.FreezeBy != "carol":
+			why = fmt.Sprintf("freeze banner %q (by %q), want carol's with incident 42", s.Freeze, s.FreezeBy)
+		case s.Cordon != "cordoned" || !strings.Contains(s.CordonTitle, "by alice since") || !strings.Contains(s.CordonTitle, "bad disk"):
+			why = fmt.Sprintf("a's cordon badge %q titled %q, want alice's", s.Cordon, s.CordonTitle)
+		case !strings.HasPrefix(s.Returning, "returning by "):
+			why = fmt.Sprintf("b's returning badge %q", s.Returning)
+		case s.QueueBudget != "16" || !strings.HasSuffix(s.Queue, " / 16"):
+			why = fmt.Sprintf("queue tile %q budget %q, want in flight / 16", s.Queue, s.QueueBudget)
+		}
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page did not show the operator states within 10s: %s", why)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
