@@ -15,6 +15,12 @@ type Member struct {
 	// Draining gives the member a quota of 0, so its shards move elsewhere.
 	// If every member drains, draining is ignored: shards must go somewhere.
 	Draining bool
+	// Cordoned (Step only; Compute ignores it): the member keeps the shards
+	// it holds and is given none it does not hold. Its quota is what it
+	// holds (none when it also drains); the members not cordoned share the
+	// rest by weight. If every member is cordoned, cordons are ignored:
+	// shards must go somewhere.
+	Cordoned bool
 	// Session is the member's current session. Step uses it to tell a
 	// restarted member from the one it judged stuck; Compute ignores it.
 	Session shard.SessionID

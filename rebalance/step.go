@@ -30,6 +30,20 @@ type State struct {
 	// Assigned maps each worker that has an assignment key to the key as
 	// last written, workers that are no longer live included.
 	Assigned map[string]Assignment
+	// Frozen: start no hand-off of a shard a live member holds (no
+	// rebalancing, no drain); free shards are still placed. Hand-offs
+	// already in flight finish.
+	Frozen bool
+	// Returning maps workers that said, when they stopped, that they will
+	// be back (shard.Member.RejoinUntil) to the end of their grace. Until
+	// Now reaches it, such a worker's key is kept as it is and its shards
+	// (those of its key that no other live member holds, and while it is
+	// still live those it holds) are given to nobody else: Step leaves them
+	// out, and the worker, live or not, out of Members. A worker that joins
+	// again clears its RejoinUntil, so it is no longer Returning and finds
+	// its key unchanged. Past the grace the worker counts as gone, as
+	// without one; Decision.Wake is at most the earliest end of a grace.
+	Returning map[string]time.Time
 }
 
 // Assignment is one worker's assignment key: the shards it should own, and
@@ -169,6 +183,7 @@ func (r Reason) String() string {
 // not matter. See the package doc for what a Decision guarantees. The only
 // error wraps ErrInvalidInput.
 func Step(s State, p Policy) (Decision, error) {
+	s, until := reserve(s)
 	in, err := readState(s)
 	if err != nil {
 		return Decision{}, err
@@ -183,5 +198,9 @@ func Step(s State, p Policy) (Decision, error) {
 	st.judge()
 	st.plan()
 	st.decide()
-	return st.decision(), nil
+	d := st.decision()
+	if !until.IsZero() && (d.Wake.IsZero() || until.Before(d.Wake)) {
+		d.Wake = until
+	}
+	return d, nil
 }

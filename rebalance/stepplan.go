@@ -23,6 +23,7 @@ type step struct {
 	p Policy
 
 	stuck    []bool // judged stuck (now or before, under its current session)
+	cordoned []bool // cordoned, and not every member is
 	draining []bool // drains, and not every member does
 	freeIn   []int  // free shards in the key as read
 	freeOut  []int  // free shards in the key after this step
@@ -37,15 +38,17 @@ func newStep(in *stepInput, p Policy) *step {
 	n, w := len(in.shards), len(in.members)
 	st := &step{
 		stepInput: in, p: p,
-		stuck: make([]bool, w), draining: make([]bool, w), freeIn: make([]int, w), freeOut: make([]int, w),
+		stuck: make([]bool, w), cordoned: make([]bool, w), draining: make([]bool, w), freeIn: make([]int, w), freeOut: make([]int, w),
 		firstKey: make([]int32, n), pending: make([]int32, n), next: make([]int32, n),
 	}
-	allDrain := true
+	allDrain, allCordoned := true, true
 	for _, m := range in.members {
 		allDrain = allDrain && m.Draining
+		allCordoned = allCordoned && m.Cordoned
 	}
 	for m, mem := range in.members {
 		st.draining[m] = mem.Draining && !allDrain
+		st.cordoned[m] = mem.Cordoned && !allCordoned
 	}
 	return st
 }
@@ -75,7 +78,7 @@ func (st *step) plan() {
 			}
 			if st.stuck[m] {
 				st.flags[i] |= inStuckKey
-			} else if st.pending[i] < 0 {
+			} else if st.pending[i] < 0 && !st.cordoned[m] {
 				st.pending[i] = m
 			}
 		}
@@ -101,8 +104,9 @@ func (st *step) plan() {
 }
 
 // capacities are the members' quotas: Compute's, except that a stuck
-// member's quota is min(held, ⌈its weighted share⌉) and the members not
-// stuck share the rest by weight. The stuck quotas depend on nothing that
+// member's quota is min(held, ⌈its weighted share⌉), a cordoned member's
+// is what it holds (none if it also drains), and the other members share
+// the rest by weight. The stuck quotas depend on nothing that
 // moves between steps (not on who got the rounding slots, which follows the
 // others' counts), so a decision written and read back plans the same. If
 // every member is stuck, the shards they do not hold have no quota anywhere
@@ -112,7 +116,7 @@ func (st *step) capacities(owned, held []int) []int {
 		return nil
 	}
 	ws := effectiveWeights(st.members)
-	if !slices.Contains(st.stuck, true) {
+	if !slices.Contains(st.stuck, true) && !slices.Contains(st.cordoned, true) {
 		return capacities(len(st.shards), st.ids, ws, owned)
 	}
 	var sum uint64
@@ -123,7 +127,12 @@ func (st *step) capacities(owned, held []int) []int {
 	rest := len(st.shards)
 	var others []int
 	for m := range st.members {
-		if st.stuck[m] {
+		if st.cordoned[m] {
+			if !st.draining[m] {
+				caps[m] = held[m]
+			}
+			rest -= caps[m]
+		} else if st.stuck[m] {
 			hi, lo := bits.Mul64(uint64(len(st.shards)), ws[m])
 			q, r := bits.Div64(hi, lo, sum) // as in capacities: cannot panic
 			if r > 0 {
@@ -178,6 +187,9 @@ func (st *step) decide() {
 		}
 	}
 	budget := st.p.MaxMovesInFlight - inFlight
+	if st.frozen {
+		budget = 0
+	}
 	for _, i := range slices.Concat(drains, others)[:max(0, min(budget, len(drains)+len(others)))] {
 		st.next[i] = -1
 		st.flags[i] |= handedOff

@@ -15,6 +15,7 @@ import (
 // shards the per-shard slices are what a step costs in memory traffic).
 type stepInput struct {
 	now     time.Time
+	frozen  bool
 	shards  []shard.ID // sorted; may alias State.Shards, never written
 	members []Member   // live, sorted by ID
 	ids     []string   // members' IDs
@@ -53,6 +54,7 @@ func readState(s State) (*stepInput, error) {
 	}
 	in := &stepInput{
 		now:     s.Now,
+		frozen:  s.Frozen,
 		shards:  shards,
 		members: members,
 		ids:     make([]string, len(members)),

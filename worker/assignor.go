@@ -108,6 +108,7 @@ func (w *Worker) lead(term context.Context, l *lease, epoch shard.Token) {
 	var problems seenProblems // logged once while they stay
 	gather := gathering{limit: w.cfg.ColdStartGather}
 	defer w.m.problems.Set(0)
+	defer w.m.ops.reset()
 	for term.Err() == nil {
 		ctx, cancel := term, context.CancelFunc(func() {})
 		if !wake.IsZero() {
@@ -135,6 +136,7 @@ func (w *Worker) lead(term context.Context, l *lease, epoch shard.Token) {
 		index = shard.NextIndex(index, snap.Index)
 		last = &snap
 		w.m.problems.Set(float64(len(snap.Problems)))
+		w.m.ops.observe(snap, time.Now())
 		for _, p := range problems.fresh(snap.Problems) {
 			log.Warn("the coordinator reports a problem under the fleet prefix (ignored, never taken as an owner, an assignment or a config)", zap.String("problem", p))
 		}
@@ -211,11 +213,18 @@ func (w *Worker) assign(term context.Context, l *lease, epoch shard.Token, snap 
 // by session, never by the name in a lock's value: a lock still held by a
 // member's previous session is not the member's.
 func stepState(snap shard.Snapshot, shards []shard.ID, now time.Time) rebalance.State {
-	st := rebalance.State{Now: now, Shards: shards, Holders: map[shard.ID]string{}, Assigned: map[string]rebalance.Assignment{}}
+	st := rebalance.State{Now: now, Shards: shards, Holders: map[shard.ID]string{}, Assigned: map[string]rebalance.Assignment{},
+		Frozen: snap.Freeze != nil}
 	bySession := map[shard.SessionID]string{}
 	for _, m := range snap.Members {
+		if m.Returning(now) {
+			if st.Returning == nil {
+				st.Returning = map[string]time.Time{}
+			}
+			st.Returning[m.ID] = m.RejoinUntil
+		}
 		if m.Live() {
-			st.Members = append(st.Members, rebalance.Member{ID: m.ID, Weight: m.Weight, Draining: m.Draining, Session: m.Session})
+			st.Members = append(st.Members, rebalance.Member{ID: m.ID, Weight: m.Weight, Draining: m.Draining, Cordoned: m.Cordon != nil, Session: m.Session})
 			bySession[m.Session] = m.ID
 		}
 	}

@@ -42,6 +42,16 @@ type Config struct {
 	// only after the handler has returned, so a hand-off never lets two
 	// handlers run one shard. Zero: DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// RejoinGrace, when positive, makes a stop (ctx ending) a restart: the
+	// worker drains and releases its shards as always, but first writes
+	// on its member key that it will be back within RejoinGrace
+	// (shard.Member.RejoinUntil). The assignor then keeps its shards for
+	// it, idle, until then, and a worker with the same ID that joins
+	// within the grace gets exactly those shards back: no hand-off away
+	// and back. Past the grace, or after a crash, they go to others as
+	// without it. Zero: none, the shards are handed off at once (see
+	// docs/operations.md, "Rolling restarts").
+	RejoinGrace time.Duration
 	// MaxMovesInFlight caps the hand-offs in flight across the fleet when
 	// this worker is the assignor (rebalance.Policy). Zero: the default,
 	// rebalance.DefaultMaxMovesInFlight. Every worker of a fleet should
@@ -186,7 +196,7 @@ func (c Config) settingsProblems() []string {
 		name    string
 		v, zero time.Duration
 	}{{"drain timeout", c.DrainTimeout, DefaultDrainTimeout}, {"stuck after", c.StuckAfter, rebalance.DefaultStuckAfter},
-		{"watch coalesce", c.WatchCoalesce, DefaultWatchCoalesce}} {
+		{"watch coalesce", c.WatchCoalesce, DefaultWatchCoalesce}, {"rejoin grace", c.RejoinGrace, 0}} {
 		if d.v < 0 {
 			add("%s %v must not be negative (zero means the default, %v)", d.name, d.v, d.zero)
 		}

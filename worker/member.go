@@ -44,6 +44,7 @@ func (w *Worker) guardMember(l *lease, m shard.Member) {
 		index = shard.NextIndex(index, k.Index)
 		if k.Exists && k.Problem == "" && k.Member.Session == l.session && sameRegistration(k.Member.Member, m) {
 			w.noteDraining(l, k.Member.Draining)
+			w.cordon.Store(k.Member.Cordon)
 			continue
 		}
 		if !w.sessionAlive(l) {
@@ -51,6 +52,7 @@ func (w *Worker) guardMember(l *lease, m shard.Member) {
 		}
 		if k.Exists && k.Problem == "" {
 			m.Draining = k.Member.Draining // an operator's drain request stays
+			m.Cordon = k.Member.Cordon     // and so does a cordon
 		}
 		why := describeMemberKey(k, l.session)
 		ctx, cancel := context.WithTimeout(l.ctx, w.cfg.Policy.RenewEvery)
@@ -91,8 +93,9 @@ func (w *Worker) sessionAlive(l *lease) bool {
 	return l.ctx.Err() == nil
 }
 
-// sameRegistration compares what the worker wrote, leaving out Draining,
-// which belongs to operators.
+// sameRegistration compares what the worker wrote, leaving out Draining
+// and Cordon, which belong to operators, and RejoinUntil, which the worker
+// writes only as it stops.
 func sameRegistration(got, want shard.Member) bool {
 	return got.ID == want.ID && got.Address == want.Address && got.Version == want.Version &&
 		got.Weight == want.Weight && got.Started.Equal(want.Started)
@@ -126,4 +129,19 @@ func (w *Worker) noteDraining(l *lease, on bool) {
 	} else {
 		w.log.Info("drain withdrawn: taking a share of shards again", zap.String("session", string(l.session)))
 	}
+}
+
+// keptCordon is the cordon to join with: the one on the worker's member key
+// as it is now (left by an earlier run of this worker ID, or set by an
+// operator meanwhile), or, if the key cannot be read, the last one seen.
+// A cordon is an operator's and outlives restarts.
+func (w *Worker) keptCordon(l *lease) *shard.Mark {
+	ctx, cancel := context.WithTimeout(l.ctx, w.cfg.Policy.RenewEvery)
+	defer cancel()
+	k, err := w.cfg.Coordinator.WatchMember(ctx, w.cfg.ID, 0)
+	if err != nil || !k.Exists || k.Problem != "" {
+		return w.cordon.Load()
+	}
+	w.cordon.Store(k.Member.Cordon)
+	return k.Member.Cordon
 }

@@ -182,7 +182,7 @@ func (lp *loop) shutdown(ctx context.Context) {
 	for _, r := range lp.runners {
 		lp.revoke(r, "shutdown")
 	}
-	lp.announceLeave(ctx) // while the handlers drain
+	lp.announceLeave(ctx, time.Now()) // while the handlers drain
 	lp.publish()
 	if !lp.awaitRunners(lp.w.cfg.DrainTimeout) {
 		for _, r := range lp.runners {
@@ -249,18 +249,26 @@ func (lp *loop) stepDown(ctx context.Context) error {
 	return cause
 }
 
-// announceLeave marks this worker's member key draining before its shards
-// are released, so that the assignor's first listing after the release
-// gives them to the others. A live member that is not draining keeps the
+// announceLeave marks this worker's member key before its shards are
+// released. With a rejoin grace the mark is RejoinUntil, now + grace: the
+// assignor keeps the worker's assignment, shards and all, for its return.
+// Without one it is draining, so that the assignor's first listing after
+// the release gives them to the others. A live member that is not draining keeps the
 // free shards of its assignment (it is expected to take them), so without
 // the mark the assignor would wait for the session's end: a second write and
 // a second listing, each a large read at 10,000 shards (docs/design.md,
 // "One assignor"). If the write fails
 // the stop goes on; the session's end frees the member anyway.
-func (lp *loop) announceLeave(ctx context.Context) {
+func (lp *loop) announceLeave(ctx context.Context, now time.Time) {
 	m := lp.member
-	m.Draining = true
-	lp.w.draining.Store(true) // this worker's own mark, not an operator's: nothing to log
+	m.Cordon = lp.w.cordon.Load()
+	if grace := lp.w.cfg.RejoinGrace; grace > 0 {
+		m.RejoinUntil = now.Add(grace)
+		lp.w.log.Info("stopping for a restart: the assignor keeps this worker's shards for its return", zap.Time("rejoin_until", m.RejoinUntil))
+	} else {
+		m.Draining = true
+		lp.w.draining.Store(true) // this worker's own mark, not an operator's: nothing to log
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
 	defer cancel()
 	if err := lp.w.cfg.Coordinator.Join(ctx, lp.lease.session, m); err != nil {

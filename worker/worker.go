@@ -27,6 +27,9 @@ type Worker struct {
 	// seen on this worker's own member key. join writes it back, so a
 	// rejoin after a loss does not silently undo the operator's request.
 	draining atomic.Bool
+	// cordon is an operator's cordon (Member.Cordon) as last seen on this
+	// worker's own member key, written back as draining is.
+	cordon atomic.Pointer[shard.Mark]
 	// leading is the assignor epoch while this worker is the fleet's
 	// assignor, 0 otherwise.
 	leading atomic.Uint64
@@ -187,7 +190,7 @@ func (w *Worker) renewNow(ctx context.Context, sid shard.SessionID) (time.Time, 
 // duplicate worker ID.
 func (w *Worker) join(ctx context.Context, l *lease) (shard.Member, error) {
 	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Weight: w.cfg.Weight, Started: time.Now(),
-		Draining: w.draining.Load()}
+		Draining: w.draining.Load(), Cordon: w.keptCordon(l)}
 	giveUp := time.Now().Add(2*w.cfg.Policy.TTL + w.cfg.Policy.RenewEvery)
 	retry := backoff{base: 100 * time.Millisecond, max: 2 * time.Second, j: w.jitter}
 	for {

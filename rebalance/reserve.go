@@ -1,0 +1,84 @@
+package rebalance
+
+import (
+	"slices"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// reserve takes the workers of s.Returning still inside their grace out of
+// s, with their keys and the shards those keep for them, so that the step
+// that follows neither gives those shards away nor writes or deletes the
+// keys. It returns the state the step is to plan from and the earliest end
+// of a grace still running (zero when none is), when the step must run
+// again to give the shards of a worker that did not come back to others.
+//
+// A shard of a returning worker's key that another live member holds is
+// not kept (the key is a stale claim on it; the holder's counts). While the
+// returning worker is live (it is stopping) the shards it holds are kept
+// too, key or not: it is releasing them, and nobody may be told to take a
+// lock that is still held. s is not modified; without a returning worker it
+// is returned as it is.
+func reserve(s State) (State, time.Time) {
+	var back map[string]bool
+	var until time.Time
+	for w, t := range s.Returning {
+		if !s.Now.Before(t) {
+			continue
+		}
+		if back == nil {
+			back = map[string]bool{}
+		}
+		back[w] = true
+		if until.IsZero() || t.Before(until) {
+			until = t
+		}
+	}
+	if back == nil {
+		return s, time.Time{}
+	}
+	live := make(map[string]bool, len(s.Members))
+	for _, m := range s.Members {
+		live[m.ID] = true
+	}
+	kept := map[shard.ID]bool{}
+	for id, h := range s.Holders {
+		if back[h] && live[h] {
+			kept[id] = true
+		}
+	}
+	for w, a := range s.Assigned {
+		if !back[w] {
+			continue
+		}
+		for _, id := range a.Shards {
+			if h, held := s.Holders[id]; !held || h == w || !live[h] || back[h] {
+				kept[id] = true
+			}
+		}
+	}
+
+	out := s
+	out.Returning = nil
+	out.Members = slices.DeleteFunc(slices.Clone(s.Members), func(m Member) bool { return back[m.ID] })
+	out.Shards = slices.DeleteFunc(slices.Clone(s.Shards), func(id shard.ID) bool { return kept[id] })
+	out.Holders = make(map[shard.ID]string, len(s.Holders))
+	for id, h := range s.Holders {
+		if !kept[id] {
+			out.Holders[id] = h
+		}
+	}
+	out.Assigned = make(map[string]Assignment, len(s.Assigned))
+	for w, a := range s.Assigned {
+		if back[w] {
+			continue
+		}
+		if slices.ContainsFunc(a.Shards, func(id shard.ID) bool { return kept[id] }) {
+			a.Shards = slices.DeleteFunc(slices.Clone(a.Shards), func(id shard.ID) bool { return kept[id] })
+			a.Free = slices.DeleteFunc(slices.Clone(a.Free), func(id shard.ID) bool { return kept[id] })
+		}
+		out.Assigned[w] = a
+	}
+	return out, until
+}

@@ -1,0 +1,137 @@
+package worker_test
+
+import (
+	"context"
+	"maps"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// TestRestartWithinRejoinGrace: a worker stopped with a rejoin grace and
+// started again within it gets exactly the shards it had, and nobody else
+// ran one of them meanwhile (its shards are idle, none moves). It fails if
+// the assignor gives a returning worker's shards away, or if the member key
+// or the assignment key of a stopped worker does not survive its session.
+func TestRestartWithinRejoinGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 24)
+		cfg := func(id string) {
+			c := f.config(id, f.events.waiting(id))
+			c.RejoinGrace = 30 * time.Second
+			f.startWith(c)
+		}
+		for _, id := range []string{"a", "b", "c"} {
+			cfg(id)
+		}
+		settle(10 * time.Second)
+		before := f.owners()
+		if c := counts(before); len(c) != 3 || spread(c) != 0 {
+			t.Fatalf("before the restart: %v, want 8 each", c)
+		}
+		starts := len(startsOf(f.events.list()))
+
+		if err := f.stop("b"); err != nil {
+			t.Fatalf("stopping b: %v", err)
+		}
+		settle(5 * time.Second) // down: more than a lock-delay and a few assignor turns
+		for s, w := range f.owners() {
+			if before[s] == "b" {
+				t.Fatalf("while b is down, its shard %s is owned by %s", s, w)
+			}
+		}
+		snap := f.snapshot()
+		m, ok := snap.Member("b")
+		if !ok || m.Live() || !m.Returning(time.Now()) {
+			t.Fatalf("while b is down its member key is %+v (present %v), want dead and returning", m, ok)
+		}
+		if got := len(snap.Assignments["b"].Shards); got != 8 {
+			t.Fatalf("while b is down its assignment lists %d shards, want its 8", got)
+		}
+
+		cfg("b")
+		settle(10 * time.Second)
+		if after := f.owners(); !maps.Equal(before, after) {
+			t.Fatalf("after b's return the owners differ:\nbefore %v\nafter  %v", before, after)
+		}
+		for _, e := range startsOf(f.events.list())[starts:] {
+			if e.worker != "b" {
+				t.Fatalf("a handler started on %s for %s during b's restart: a move", e.worker, e.shard)
+			}
+		}
+		if m, _ := f.snapshot().Member("b"); !m.Live() || !m.RejoinUntil.IsZero() {
+			t.Fatalf("b's member key after its return: %+v, want live without RejoinUntil", m)
+		}
+		for _, o := range overlaps(f.events.list()) {
+			t.Errorf("two workers ran one shard: %s", o)
+		}
+	})
+}
+
+// TestRejoinGracePasses: a worker that does not come back within its grace
+// loses its shards to the others once it ends.
+func TestRejoinGracePasses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 12)
+		for _, id := range []string{"a", "b", "c"} {
+			c := f.config(id, f.events.waiting(id))
+			c.RejoinGrace = 4 * time.Second
+			f.startWith(c)
+		}
+		settle(10 * time.Second)
+		if err := f.stop("c"); err != nil {
+			t.Fatalf("stopping c: %v", err)
+		}
+		settle(2 * time.Second)
+		if c := counts(f.owners()); c["a"]+c["b"] != 8 {
+			t.Fatalf("inside c's grace: %v, want a and b to keep their 8 and c's 4 idle", c)
+		}
+		settle(5 * time.Second)
+		if c := counts(f.owners()); c["a"] != 6 || c["b"] != 6 {
+			t.Fatalf("past c's grace: %v, want 6 each for a and b", c)
+		}
+	})
+}
+
+// TestCordonSurvivesRestart: an operator's cordon on a worker's member key
+// stays when the worker stops and joins again under the same ID.
+func TestCordonSurvivesRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 8)
+		f.start("a", nil)
+		f.start("b", nil)
+		settle(10 * time.Second)
+		ms, _ := f.snapshot().Member("b")
+		mark := &shard.Mark{By: "ops", At: time.Now(), Reason: "disk"}
+		m := ms.Member
+		m.Cordon = mark
+		if err := f.coord.Join(context.Background(), ms.Session, m); err != nil {
+			t.Fatalf("cordoning b: %v", err)
+		}
+		settle(2 * time.Second)
+		if err := f.stop("b"); err != nil {
+			t.Fatalf("stopping b: %v", err)
+		}
+		f.start("b", nil)
+		settle(10 * time.Second)
+		got, _ := f.snapshot().Member("b")
+		if !got.Live() || got.Cordon == nil || got.Cordon.By != "ops" {
+			t.Fatalf("b after its restart: %+v, want live and still cordoned by ops", got)
+		}
+		if c := counts(f.owners()); c["a"] != 8 {
+			t.Fatalf("cordoned b rejoined without a grace: %v, want all 8 on a (b gets nothing new)", c)
+		}
+	})
+}
+
+func startsOf(evs []event) []event {
+	var out []event
+	for _, e := range evs {
+		if e.start {
+			out = append(out, e)
+		}
+	}
+	return out
+}
