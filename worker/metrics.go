@@ -31,6 +31,7 @@ type metrics struct {
 	assignorStepSeconds prometheus.Histogram
 	assignmentsWritten  prometheus.Counter
 	movesByReason       *prometheus.CounterVec
+	ops                 opsMetrics
 }
 
 func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
@@ -75,13 +76,14 @@ func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
 		movesByReason:      counterVec("assignor_moves_total", "Shards the assignor moved, by reason (free, orphaned, stuck, rebalance, drain).", "reason"),
 		problems: gauge("coordinator_problems", "Problems the coordinator reports under the fleet prefix in the latest snapshot "+
 			"(foreign or malformed keys, a stored config that differs from the one the fleet runs)."),
+		ops: newOpsMetrics(gauge),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.shardsOwned, m.acquisitions, m.releases, m.losses, m.renewSeconds,
+	for _, c := range append([]prometheus.Collector{m.shardsOwned, m.acquisitions, m.releases, m.losses, m.renewSeconds,
 		m.renewFailures, m.stepDowns, m.commits, m.watchWakeups, m.moves, m.imbalance, m.pauseSeconds, m.handlerRestarts, m.problems,
-		m.assignor, m.assignorEpoch, m.assignorSteps, m.assignorStepSeconds, m.assignmentsWritten, m.movesByReason} {
+		m.assignor, m.assignorEpoch, m.assignorSteps, m.assignorStepSeconds, m.assignmentsWritten, m.movesByReason}, m.ops.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {
