@@ -64,7 +64,7 @@
 // A Decision guarantees, for the keys as they are once it is written:
 //
 //   - One key per shard: no shard is in two workers' keys. The key of a
-//     worker that is not live is deleted.
+//     worker that is not live is deleted, unless it is returning.
 //   - Two-step moves: a shard held by a live member is in no key but its
 //     holder's. A hand-off takes it out of the holder's key; it goes into
 //     another key only once the holder has released it. Nobody is told to
@@ -80,7 +80,8 @@
 //     to the joiner; a leave moves exactly the leaver's shards.
 //   - Pacing: hand-offs in flight (held, but not in the holder's key) are
 //     counted from the state, and a new one starts only while fewer than
-//     Policy.MaxMovesInFlight are; drains start first.
+//     Policy.MaxMovesInFlight are; drains start first. Placements of free
+//     shards are not counted: a crashed worker's shards are placed at once.
 //   - Stuck workers: a worker whose key lists free shards and that took none
 //     of them for Policy.StuckAfter is marked stuck under its session. Its
 //     free shards go elsewhere, once; while it keeps that session it is
@@ -93,6 +94,15 @@
 //     Workers that follow their keys bring the fleet to rest (no change, no
 //     move, no wake-up) in a bounded number of steps, and each shard moves
 //     at most a few times plus once per stuck worker it was given.
+//   - Returning workers (State.Returning, inside their grace): their keys
+//     are neither written nor deleted, and no other key gains a shard they
+//     list that no other live member holds; the rest of the fleet is
+//     planned as if those shards and workers did not exist. Decision.Wake
+//     is at most the earliest end of a grace. A grace that has ended
+//     changes nothing.
+//   - Cordoned members gain no shard: their keys list only shards they
+//     hold, unless every member planned for is cordoned.
+//   - Frozen (State.Frozen): no hand-off starts; free shards are placed.
 //   - Determinism: the order of slices and maps in State does not matter.
 //
 // What Step does not guarantee: a key is advice, the lock decides. A worker

@@ -196,10 +196,13 @@ func (c Config) settingsProblems() []string {
 		name    string
 		v, zero time.Duration
 	}{{"drain timeout", c.DrainTimeout, DefaultDrainTimeout}, {"stuck after", c.StuckAfter, rebalance.DefaultStuckAfter},
-		{"watch coalesce", c.WatchCoalesce, DefaultWatchCoalesce}, {"rejoin grace", c.RejoinGrace, 0}} {
+		{"watch coalesce", c.WatchCoalesce, DefaultWatchCoalesce}} {
 		if d.v < 0 {
 			add("%s %v must not be negative (zero means the default, %v)", d.name, d.v, d.zero)
 		}
+	}
+	if c.RejoinGrace < 0 {
+		add("rejoin grace %v must not be negative (zero means none: shards are handed off at a stop)", c.RejoinGrace)
 	}
 	if c.MaxMovesInFlight < 0 {
 		add("max moves in flight %d must not be negative", c.MaxMovesInFlight)

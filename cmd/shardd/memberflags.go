@@ -21,6 +21,7 @@ type memberFlags struct {
 	weight   int // --weight, `shardd worker` only; 0: the default, 1
 	policy   shard.LeasePolicy
 	drain    time.Duration
+	rejoin   time.Duration // --rejoin-grace; 0: none
 	httpAddr string
 	level    string
 }
@@ -41,6 +42,8 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 	fs.DurationVar(&f.policy.PauseBudget, "pause-budget", f.policy.PauseBudget, "pause budget (2×renew + pause must fit in ttl)")
 	addLockDelayFlag(fs, &f.policy.LockDelay)
 	fs.DurationVar(&f.drain, "drain-timeout", worker.DefaultDrainTimeout, drainHelp+" (0: the default, "+worker.DefaultDrainTimeout.String()+")")
+	fs.DurationVar(&f.rejoin, "rejoin-grace", 0, "on SIGTERM, ask the assignor to keep this member's shards, idle, for its return under the same --id within this long, "+
+		"instead of handing them off at once (a restart without moves; default 0: hand off)")
 	fs.StringVar(&f.httpAddr, "http", "", "serve Prometheus /metrics and /status on this address, e.g. :9100 (default: off)")
 	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn, error")
 }
@@ -48,7 +51,7 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 // settings is the worker.Config the flags describe, without what is
 // opened at start (coordinator, offset store, handler, metrics, logger).
 func (f memberFlags) settings() worker.Config {
-	return worker.Config{ID: f.id, Weight: f.weight, Fleet: f.fleet, Policy: f.policy, DrainTimeout: f.drain}
+	return worker.Config{ID: f.id, Weight: f.weight, Fleet: f.fleet, Policy: f.policy, DrainTimeout: f.drain, RejoinGrace: f.rejoin}
 }
 
 // check reports every problem with the command line at once. First the
