@@ -74,7 +74,8 @@ func TestOperatorStatesInChromium(t *testing.T) {
 	wd := startBrowser(t)
 	at := time.Now().Add(-time.Minute)
 	rejoin := time.Now().Add(time.Hour)
-	base := serve(t, dashboard.Options{Name: "ops", Coordinator: opsFleet(t, at, rejoin), MaxMovesInFlight: 16})
+	c := opsFleet(t, at, rejoin)
+	base := serve(t, dashboard.Options{Name: "ops", Coordinator: c, MaxMovesInFlight: 16})
 	wd.navigate(base + "/")
 	var s struct {
 		Freeze, FreezeBy, Cordon, CordonTitle, Returning, Queue, QueueBudget string
@@ -100,10 +101,32 @@ return {Freeze: fr.hidden ? '' : fr.textContent, FreezeBy: fr.dataset.by || '',
 			why = fmt.Sprintf("queue tile %q budget %q, want in flight / 16", s.Queue, s.QueueBudget)
 		}
 		if why == "" {
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the page did not show the operator states within 10s: %s", why)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Lifting the freeze takes the banner down and is a move of its own.
+	if err := c.SetFreeze(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var shown struct {
+			Banner bool
+			Moves  string
+		}
+		if err := wd.eval(`return {Banner: !document.getElementById('freeze').hidden,
+  Moves: [...document.querySelectorAll('#moves li[data-kind="unfrozen"]')].map(li => li.textContent).join('|')};`, &shown); err != nil {
+			t.Fatalf("reading the page: %v", err)
+		}
+		if !shown.Banner && strings.Contains(shown.Moves, "fleet unfrozen") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the unfreeze: banner shown %v, unfrozen moves %q", shown.Banner, shown.Moves)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -55,6 +55,8 @@ func (e Event) String() string {
 		return fmt.Sprintf("%s → %s%s (token %d): %s", e.Shard, e.Worker, from, e.Token, e.Reason)
 	case Released, Expired:
 		return fmt.Sprintf("%s ← %s %s: %s", e.Shard, e.Worker, e.Kind, e.Reason)
+	case Frozen, Unfrozen:
+		return fmt.Sprintf("fleet %s: %s", e.Kind, e.Reason)
 	case Elected, Vacated:
 		return fmt.Sprintf("assignor %s %s (epoch %d): %s", orDefault(e.Worker, "(unreadable)"), e.Kind, e.Token, e.Reason)
 	default:
@@ -155,6 +157,12 @@ func Diff(prev *shard.Snapshot, next shard.Snapshot, at time.Time) []Event {
 				add(Event{Kind: Undrained, Worker: id, Reason: "drain withdrawn: it takes a share again"})
 			}
 		}
+		if e, ok := cordonChange(id, o, n); ok && isLive && wasLive {
+			add(e)
+		}
+	}
+	if e, ok := freezeChange(prev.Freeze, next.Freeze); ok {
+		add(e)
 	}
 	if e, ok := assignorChange(prev.Assignor, next.Assignor); ok {
 		add(e)

@@ -1,6 +1,7 @@
 package fleetview
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +90,43 @@ func TestQueue(t *testing.T) {
 			tc.edit(&s)
 			if got := Build(Input{Snapshot: s, Now: t0}).Queue; got != tc.want {
 				t.Errorf("queue %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOperatorEvents: a cordon set and lifted under one session and the
+// fleet's freeze set and lifted are events saying who and why; a cordon a
+// rejoining worker carries over is not a new one.
+func TestOperatorEvents(t *testing.T) {
+	base := opsFixture()
+	cordoned := opsFixture()
+	cordoned.Members[0].Cordon = &shard.Mark{By: "alice", Reason: "bad disk"}
+	cordoned.Freeze = &shard.Mark{By: "carol", Reason: "incident 42"}
+	for _, tc := range []struct {
+		name       string
+		prev, next shard.Snapshot
+		want       []string
+	}{
+		{"set", base, cordoned, []string{"worker a cordoned: given nothing new, keeps what it has: by alice: bad disk",
+			"fleet frozen: no rebalancing moves, only failover: by carol: incident 42"}},
+		{"lifted", cordoned, base, []string{"worker a uncordoned: cordon lifted: it is given a share again",
+			"fleet unfrozen: rebalancing resumes within the move budget"}},
+		{"carried over a rejoin", base, func() shard.Snapshot {
+			s := opsFixture()
+			s.Members[0].Session, s.Members[0].Cordon = "s-a2", &shard.Mark{By: "alice"}
+			return s
+		}(), []string{"worker a joined: new session s-a2, version v1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, e := range Diff(&tc.prev, tc.next, t0) {
+				if e.Shard == "" {
+					got = append(got, e.String())
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
 	}

@@ -258,7 +258,7 @@ function renderWorkers(f) {
 }
 
 const ICONS = { acquired: "→", released: "←", expired: "✕", joined: "+", left: "−", draining: "↓", undrained: "↑",
-  elected: "★", vacated: "☆" };
+  elected: "★", vacated: "☆", cordoned: "⊘", uncordoned: "○", frozen: "❄", unfrozen: "▶" };
 let seenEvents = new Set();
 
 function renderMoves(f) {
@@ -273,6 +273,8 @@ function renderMoves(f) {
         ? `${e.worker}${e.from && e.from !== e.worker ? " from " + e.from : ""} · token ${e.token}`
         : `${e.worker} ${e.kind}`;
       what = [el("i", { class: "swatch", style: `background:${colour(e.worker)}` }), " ", el("b", { text: e.shard }), " ", who];
+    } else if (e.kind === "frozen" || e.kind === "unfrozen") {
+      what = [el("b", { text: "fleet" }), ` ${e.kind}`];
     } else {
       what = [el("b", { text: e.worker }), ` ${e.kind}` + (e.kind === "elected" || e.kind === "vacated" ? ` assignor (epoch ${e.token})` : "")];
     }
