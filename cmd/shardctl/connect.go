@@ -44,6 +44,13 @@ func (a *app) connFlags(fs *flag.FlagSet) *connFlags {
 	return c
 }
 
+// budgetFlag adds -move-budget: the fleet's MaxMovesInFlight, which is the
+// workers' configuration and not stored in Consul, so the move queue can
+// be shown against it.
+func budgetFlag(fs *flag.FlagSet) *int {
+	return fs.Int("move-budget", 0, "the workers' worker.Config.MaxMovesInFlight, to show the move queue against it (0: not shown; it is not stored in the fleet; shardd workers use the default, max(16, shards ÷ workers))")
+}
+
 // fleetConn is a connection to one fleet.
 type fleetConn struct {
 	coord   shard.Coordinator
@@ -109,12 +116,12 @@ func (fc *fleetConn) snapshot(ctx context.Context) (shard.Snapshot, error) {
 
 // viewWithOffsets reads the fleet and builds its view, with every shard's
 // checkpoint when the offsets are shown.
-func (a *app) viewWithOffsets(ctx context.Context, fc *fleetConn) (fleetview.Fleet, error) {
+func (a *app) viewWithOffsets(ctx context.Context, fc *fleetConn, budget int) (fleetview.Fleet, error) {
 	s, err := fc.snapshot(ctx)
 	if err != nil {
 		return fleetview.Fleet{}, err
 	}
-	in := fleetview.Input{Name: fc.name, Snapshot: s, Now: a.now()}
+	in := fleetview.Input{Name: fc.name, Snapshot: s, MaxMovesInFlight: budget, Now: a.now()}
 	if fc.offsets != nil {
 		if in.Offsets, err = fleetview.LoadOffsets(ctx, fc.offsets, s.Config.IDs()); err != nil {
 			return fleetview.Fleet{}, fc.explain(err, "read")

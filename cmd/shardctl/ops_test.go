@@ -43,10 +43,13 @@ func TestCordon(t *testing.T) {
 			!regexp.MustCompile(`(?m)^  w2 cordoned by alice since 00:\d\d:\d\d \(\S+ ago\): bad disk: keeps what it has`).MatchString(out) {
 			t.Errorf("status does not show w2 cordoned by alice:\n%s", out)
 		}
-		_, out, _ = f.run(ctx, "", "status", "-prefix", "orders", "-json")
+		_, out, _ = f.run(ctx, "", "status", "-prefix", "orders", "-json", "-move-budget", "7")
 		var fl fleetview.Fleet
 		if err := json.Unmarshal([]byte(out), &fl); err != nil {
 			t.Fatal(err)
+		}
+		if fl.Queue.Budget != 7 {
+			t.Errorf("status -json -move-budget 7: queue %+v", fl.Queue)
 		}
 		if w, _ := fl.Worker("w2"); w.Cordon == nil || w.Cordon.By != "alice" || w.Cordon.Reason != "bad disk" || w.Cordon.At.IsZero() || fl.Summary.Cordoned != 1 {
 			t.Errorf("status -json: w2 %+v (cordon %+v), %d cordoned; want alice's cordon", w, w.Cordon, fl.Summary.Cordoned)

@@ -20,6 +20,7 @@ func (a *app) status(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print the fleet as one JSON object (the dashboard's /api/v1/fleet)")
 	noShards := fs.Bool("no-shards", false, "leave out the table of shards")
 	moves := fs.Int("moves", 10, "how many of the latest acquisitions to list")
+	budget := budgetFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: shardctl status -prefix P [-json] [flags]
 
@@ -44,7 +45,7 @@ Dead members (a member key with no session) are shown as dead.
 		return err
 	}
 	defer fc.close()
-	f, err := a.viewWithOffsets(ctx, fc)
+	f, err := a.viewWithOffsets(ctx, fc, *budget)
 	if err != nil {
 		return err
 	}
