@@ -44,7 +44,7 @@ func (o Operator) Cordon(ctx context.Context, worker, reason string) (Cordon, er
 	}
 	mark := &shard.Mark{By: o.By, At: o.now().UTC(), Reason: reason}
 	return o.setCordon(ctx, worker, mark, func(f fleetview.Fleet) error {
-		if takers(f) <= 1 {
+		if takersBut(f, worker) == 0 {
 			return fmt.Errorf("%s is the only live worker neither cordoned nor draining: the assignor ignores cordons when no worker is left to take shards, so the cordon would do nothing; start another worker or uncordon one first: %w", worker, ErrLastUncordoned)
 		}
 		return nil
@@ -73,12 +73,12 @@ func (o Operator) setCordon(ctx context.Context, id string, mark *shard.Mark, re
 	return c, err
 }
 
-// takers counts the live workers the assignor may give shards to: neither
-// draining nor cordoned.
-func takers(f fleetview.Fleet) int {
+// takersBut counts the live workers other than id that the assignor may
+// give shards to: neither draining nor cordoned.
+func takersBut(f fleetview.Fleet, id string) int {
 	n := 0
 	for _, w := range f.Workers {
-		if w.Live() && !w.Draining && w.Cordon == nil {
+		if w.ID != id && w.Live() && !w.Draining && w.Cordon == nil {
 			n++
 		}
 	}

@@ -55,6 +55,11 @@ func cordonRefusals(t *testing.T, e *env) {
 		t.Errorf("cordon of the last worker taking shards: %v, want ErrLastUncordoned", err)
 	}
 	e.unchanged(before, "a refused cordon of the last worker")
+	// Nor may the last worker left to take shards be drained.
+	if _, err := e.op.Drain(ctx, "w1"); !errors.Is(err, admin.ErrLastWorker) || !strings.Contains(err.Error(), "every live worker but w1 is cordoned or draining") {
+		t.Errorf("drain of the last worker not cordoned: %v, want ErrLastWorker", err)
+	}
+	e.unchanged(before, "a refused drain of the last worker not cordoned")
 	// A draining worker takes nothing either.
 	if _, err := e.op.Uncordon(ctx, "w2"); err != nil {
 		t.Fatal(err)

@@ -18,11 +18,13 @@
 //
 //   - Drain refuses a worker with no member key (ErrUnknownWorker), one
 //     whose key has no session (ErrWorkerDead: it owns nothing, its shards
-//     were taken over already), and the last live worker not draining
+//     were taken over already), the last live worker not draining
 //     (ErrLastWorker: the assignor ignores drains when every worker
-//     drains, so its shards would have nowhere to go). Undrain refuses
-//     the first two. Neither writes when the worker is already in the
-//     state asked for.
+//     drains, so its shards would have nowhere to go), and one whose
+//     drain would leave only cordoned or draining workers (ErrLastWorker
+//     too: a cordoned worker is given nothing new). Undrain refuses the
+//     first two. Neither writes when the worker is already in the state
+//     asked for.
 //   - Cordon and Freeze record who set them (Operator.By, required:
 //     ErrNoOperator), when and why, in the key the assignor reads, so the
 //     state survives an assignor's failover and any display can say who

@@ -44,7 +44,9 @@ func (p DrainProgress) Done() bool { return p.Left == 0 && p.Moved == p.Total }
 // It refuses a worker with no member key (ErrUnknownWorker), one whose key
 // has no session (ErrWorkerDead: it owns nothing), and the last live worker
 // not draining (ErrLastWorker: the assignor ignores drains when every
-// worker drains, so its shards would have nowhere to go). A worker already
+// worker drains, so its shards would have nowhere to go), nor one whose
+// drain would leave only cordoned or draining workers to take its shards
+// (ErrLastWorker too: a cordoned worker is given nothing new). A worker already
 // draining is not written again (Changed false).
 func (o Operator) Drain(ctx context.Context, worker string) (Drain, error) {
 	return o.setDraining(ctx, worker, true)
@@ -63,8 +65,12 @@ func (o Operator) setDraining(ctx context.Context, id string, on bool) (Drain, e
 		what: "drain",
 		done: func(w fleetview.Worker) bool { return w.Draining == on },
 		refuse: func(f fleetview.Fleet) error {
-			if on && f.Summary.Live-f.Summary.Draining <= 1 {
+			switch {
+			case !on:
+			case f.Summary.Live-f.Summary.Draining <= 1:
 				return fmt.Errorf("%s is the only live worker not draining: its shards would have nowhere to go (the assignor ignores drains when every worker drains); start another worker first: %w", id, ErrLastWorker)
+			case takersBut(f, id) == 0 && f.Summary.Cordoned < f.Summary.Live:
+				return fmt.Errorf("every live worker but %s is cordoned or draining: its shards would have nowhere to go (a cordoned worker is given nothing new); uncordon one or start another worker first: %w", id, ErrLastWorker)
 			}
 			return nil
 		},
