@@ -78,7 +78,7 @@ func TestOperatorStatesInChromium(t *testing.T) {
 	base := serve(t, dashboard.Options{Name: "ops", Coordinator: c, MaxMovesInFlight: 16})
 	wd.navigate(base + "/")
 	var s struct {
-		Freeze, FreezeBy, Cordon, CordonTitle, Returning, Queue, QueueBudget string
+		Freeze, FreezeBy, Cordon, CordonTitle, Returning, Queue, QueueBudget, Workers string
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -86,7 +86,8 @@ func TestOperatorStatesInChromium(t *testing.T) {
 const fr = q('#freeze'), cb = q('#workers tr[data-worker="a"] .badge.cordoned'), rb = q('#workers tr[data-worker="b"] .badge.returning');
 return {Freeze: fr.hidden ? '' : fr.textContent, FreezeBy: fr.dataset.by || '',
   Cordon: cb ? cb.textContent : '', CordonTitle: cb ? cb.title : '', Returning: rb ? rb.textContent : '',
-  Queue: q('#tile-queue .value').textContent, QueueBudget: q('#tile-queue').dataset.budget || ''};`, &s); err != nil {
+  Queue: q('#tile-queue .value').textContent, QueueBudget: q('#tile-queue').dataset.budget || '',
+  Workers: q('#tile-workers .sub').textContent};`, &s); err != nil {
 			t.Fatalf("reading the page: %v", err)
 		}
 		why := ""
@@ -99,6 +100,8 @@ return {Freeze: fr.hidden ? '' : fr.textContent, FreezeBy: fr.dataset.by || '',
 			why = fmt.Sprintf("b's returning badge %q", s.Returning)
 		case s.QueueBudget != "16" || !strings.HasSuffix(s.Queue, " / 16"):
 			why = fmt.Sprintf("queue tile %q budget %q, want in flight / 16", s.Queue, s.QueueBudget)
+		case s.Workers != "live · 0 draining · 1 cordoned · 1 returning · 0 dead":
+			why = fmt.Sprintf("workers tile %q, want 1 cordoned and 1 returning", s.Workers)
 		}
 		if why == "" {
 			break

@@ -96,7 +96,8 @@ function render(f) {
     s.free || s.orphaned ? `${s.free} free · ${s.orphaned} orphaned` : "every shard has an owner",
     s.owned === s.shards ? "ok" : "bad");
   tile("tile-workers", `${s.workers_live}`,
-    `live · ${s.workers_draining} draining · ${s.workers_dead} dead`, s.workers_dead ? "warn" : "ok");
+    `live · ${s.workers_draining} draining` + (s.workers_cordoned ? ` · ${s.workers_cordoned} cordoned` : "") +
+    (s.workers_returning ? ` · ${s.workers_returning} returning` : "") + ` · ${s.workers_dead} dead`, s.workers_dead ? "warn" : "ok");
   tile("tile-imbalance", `${s.imbalance}`, s.imbalance <= 1 ? "balanced" : "rebalancing", s.imbalance <= 1 ? "ok" : "warn");
   tile("tile-pending", `${s.pending_moves}`,
     s.pending_moves ? `${s.handoffs_pending} hand-offs in flight · ${s.placements_pending} assigned, not yet taken` : "every shard where the assignor put it",
