@@ -59,11 +59,6 @@ type blWorker struct {
 	done   chan struct{}
 }
 
-// newBLFleet makes a fleet of the default baseline.
-func newBLFleet(env *benchEnv, scenario string, shards int) (*blFleet, error) {
-	return newBaselineFleet(env, systemBaseline, scenario, shards, shard.LeasePolicy{})
-}
-
 // newBaselineFleet makes a fleet of system (systemBaseline, or systemTuned
 // to policy).
 func newBaselineFleet(env *benchEnv, system, scenario string, shards int, policy shard.LeasePolicy) (*blFleet, error) {

@@ -70,9 +70,6 @@ func coldStartScenario(ctx context.Context, env *benchEnv) ([]result, error) {
 	return rows, nil
 }
 
-// coldPolicyName names the policy of shardlease's cold starts.
-const coldPolicyName = "shard.DefaultPolicy"
-
 // slColdStart runs env.trials cold starts of shardlease, each a fresh fleet
 // on a fresh prefix. A trial that does not converge within coldWithin
 // counts with that bound as its time, and ends the size's trials: each
@@ -116,7 +113,7 @@ func slColdStart(ctx context.Context, env *benchEnv, size coldSize, withGoal boo
 		timeRow.Note = fmt.Sprintf("converged in %d of %d trials; the others count as the %v bound (last: %s)", converged, len(secs), o.converge, notes)
 		failRow.Note = "counted until the bound in the trials that did not converge"
 	}
-	timeRow.Policy, failRow.Policy = coldPolicyName, coldPolicyName
+	timeRow.Policy, failRow.Policy = policyDefault, policyDefault
 	if withGoal {
 		timeRow = timeRow.withGoal(fmt.Sprintf("p99 <= %.0fs", coldGoalSeconds), converged == len(secs) && timeRow.P99 <= coldGoalSeconds)
 		failRow = failRow.withGoal(fmt.Sprintf("p99 <= %.2f", coldGoalFailed), converged == len(secs) && failRow.P99 <= coldGoalFailed)
@@ -146,14 +143,15 @@ func blColdStart(ctx context.Context, env *benchEnv, system string, size coldSiz
 	failRow.Note = "KV acquires (PUT ?acquire) Consul answered false, per one it answered true"
 	timeRow.Policy, failRow.Policy = policyDefaults, policyDefaults
 	if system == systemTuned {
-		timeRow.Policy, failRow.Policy = coldPolicyName, coldPolicyName
-		timeRow = timeRow.withNote("tuned: a worker tries at most ⌈N/W⌉ shards, W the members it sees, so the first ones up take more and give back")
+		timeRow.Policy, failRow.Policy = policyDefault, policyDefault
+		timeRow = timeRow.withNote("tuned: until, besides, no worker holds more than ⌈N/W⌉; a worker tries at most ⌈N/W⌉ shards, W the members it sees, so the first ones up take more and give back")
 	}
 	return []result{timeRow, failRow}, nil
 }
 
-// blColdTrial starts a fresh baseline fleet and waits until every shard is
-// locked by one of its workers.
+// blColdTrial starts a fresh baseline fleet and waits until it is ready:
+// every shard locked by one of its workers (and, tuned, none above its
+// cap).
 func blColdTrial(ctx context.Context, env *benchEnv, system string, size coldSize) (seconds, failedPerGranted float64, spread int, err error) {
 	f, err := newBaselineFleet(env, system, "cold-start", size.shards, shard.DefaultPolicy)
 	if err != nil {
@@ -166,9 +164,7 @@ func blColdTrial(ctx context.Context, env *benchEnv, system string, size coldSiz
 			return 0, 0, 0, err
 		}
 	}
-	v, at, err := waitFor(ctx, f, 3*time.Minute, "every shard locked", func(v view) bool {
-		return len(v.members) == size.workers && v.ownedByMembers() == size.shards
-	})
+	v, at, err := waitFor(ctx, f, 3*time.Minute, "every shard locked", ready(f, size.shards, size.workers))
 	if err != nil {
 		return 0, 0, 0, err
 	}

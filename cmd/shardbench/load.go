@@ -17,9 +17,11 @@ import (
 // policy. The assignor's worker alone lists the fleet: its own rate is a
 // row of its own, with the others' beside it. shardlease holds one
 // session and one blocking watch per worker, so its rate must not grow
-// with the shard count. The baseline holds one api.Lock per shard per
-// worker: a session renewed every TTL/2 and a blocking query per lock, so
-// its rate grows with the shards; at 4096 shards it would be 12 × 4096
+// with the shard count. The default baseline holds one api.Lock per shard
+// per worker: a session renewed every TTL/2 and a blocking query per lock,
+// so its rate grows with the shards; the tuned one (on the default policy)
+// one session whose check it passes every 2 s, one blocking query on the
+// prefix and a monitor per held lock; at 4096 shards it would be 12 × 4096
 // sessions and goroutines on this agent, so it is measured at 128 and at
 // baselineLoadShards and the rate per shard is given.
 
@@ -64,12 +66,14 @@ func coordinatorLoad(ctx context.Context, env *benchEnv) ([]result, error) {
 		}
 		rows = append(rows, rs...)
 	}
-	for _, n := range blShards {
-		row, err := blLoad(ctx, env, blWorkers, n, window)
-		if err != nil {
-			return rows, fmt.Errorf("baseline, %d shards: %w", n, err)
+	for _, system := range []string{systemBaseline, systemTuned} {
+		for _, n := range blShards {
+			row, err := blLoad(ctx, env, system, blWorkers, n, window)
+			if err != nil {
+				return rows, fmt.Errorf("%s, %d shards: %w", system, n, err)
+			}
+			rows = append(rows, row)
 		}
-		rows = append(rows, row)
 	}
 	return rows, nil
 }
@@ -109,6 +113,7 @@ func slLoad(ctx context.Context, env *benchEnv, workers, n int, window time.Dura
 		env.logf("shardbench: coordinator-load shardlease %d shards: warning: not converged at the end", n)
 	}
 	row := loadRow(systemShardlease, n, workers, samples, last)
+	row.Policy = policyDefault
 	if !steady {
 		// A fleet that lost workers or shards meanwhile was not in the
 		// steady state this row is about: say so beside the figure.
@@ -119,11 +124,12 @@ func slLoad(ctx context.Context, env *benchEnv, workers, n int, window time.Dura
 	return []result{row, asg.row(workers, n, env.trials)}, nil
 }
 
-// blLoad starts a baseline fleet, waits until every shard is locked, lets
+// blLoad starts a fleet of a baseline (the tuned one on the default
+// policy, as shardlease's rows), waits until every shard is locked, lets
 // the waiting locks settle into their blocking queries, and measures
 // env.trials windows.
-func blLoad(ctx context.Context, env *benchEnv, workers, n int, window time.Duration) (result, error) {
-	f, err := newBLFleet(env, "coordinator-load", n)
+func blLoad(ctx context.Context, env *benchEnv, system string, workers, n int, window time.Duration) (result, error) {
+	f, err := newBaselineFleet(env, system, "coordinator-load", n, shard.DefaultPolicy)
 	if err != nil {
 		return result{}, err
 	}
@@ -139,8 +145,8 @@ func blLoad(ctx context.Context, env *benchEnv, workers, n int, window time.Dura
 	}); err != nil {
 		return result{}, err
 	}
-	env.logf("shardbench: coordinator-load baseline: %d workers hold all %d shards after %v; settling, then %d windows of %v",
-		workers, n, time.Since(began).Round(time.Millisecond), env.trials, window)
+	env.logf("shardbench: coordinator-load %s: %d workers hold all %d shards after %v; settling, then %d windows of %v",
+		system, workers, n, time.Since(began).Round(time.Millisecond), env.trials, window)
 	// A waiting api.Lock's blocking query lasts LockWaitTime (15 s): let
 	// the burst of the start pass.
 	settle := 15 * time.Second
@@ -162,10 +168,14 @@ func blLoad(ctx context.Context, env *benchEnv, workers, n int, window time.Dura
 			return result{}, err
 		}
 		samples, last = append(samples, rate), byEP
-		env.logf("shardbench: coordinator-load baseline %d shards trial %d: %.3f requests per worker per second (%s)",
-			n, trial+1, rate, endpoints(byEP))
+		env.logf("shardbench: coordinator-load %s %d shards trial %d: %.3f requests per worker per second (%s)",
+			system, n, trial+1, rate, endpoints(byEP))
 	}
-	row := loadRow(systemBaseline, n, workers, samples, last)
+	row := loadRow(system, n, workers, samples, last)
+	row.Policy = policyDefaults
+	if system == systemTuned {
+		row.Policy = policyDefault
+	}
 	return row.with("per_shard", row.P50/float64(n)), nil
 }
 

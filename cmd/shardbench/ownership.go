@@ -37,18 +37,23 @@ func ownershipShape(env *benchEnv) fleetShape {
 	if env.small {
 		size = coldSize{3, 16}
 	}
-	return fleetShape{coldSize: size, policy: fastFailover, policyName: "shard.FastPolicy"}
+	return fleetShape{coldSize: size, policy: fastFailover, policyName: policyFast}
 }
 
 // defaultShape is ownershipShape on shardlease's default policy.
 func defaultShape(env *benchEnv) fleetShape {
 	s := ownershipShape(env)
-	s.policy, s.policyName = shard.DefaultPolicy, "shard.DefaultPolicy"
+	s.policy, s.policyName = shard.DefaultPolicy, policyDefault
 	return s
 }
 
-// policyDefaults names the default baseline's settings in a row's Policy.
-const policyDefaults = "api.Lock defaults"
+// The names of the policies in a row's Policy: shardlease's two (which the
+// tuned baseline is tuned to), and the default baseline's settings.
+const (
+	policyFast     = "shard.FastPolicy"
+	policyDefault  = "shard.DefaultPolicy"
+	policyDefaults = "api.Lock defaults"
+)
 
 // scaleShape is the large fleet, cold-start's goal size (100 ×
 // 10,000; with --small 10 × 200), on the default policy as cold-start runs
@@ -56,7 +61,7 @@ const policyDefaults = "api.Lock defaults"
 // for nothing a join or a hand-off measures.
 func scaleShape(env *benchEnv) fleetShape {
 	goal, _, _ := coldSizes(env)
-	return fleetShape{coldSize: goal, policy: shard.DefaultPolicy, policyName: "shard.DefaultPolicy", atScale: true}
+	return fleetShape{coldSize: goal, policy: shard.DefaultPolicy, policyName: policyDefault, atScale: true}
 }
 
 // metric names a row's metric, with the fleet's size when it is at scale.
@@ -82,14 +87,26 @@ func newFleet(env *benchEnv, system, scenario string, shape fleetShape) (fleet, 
 }
 
 // ready is a fleet's starting state: every shard owned by one of the
-// workers members, and, for shardlease, balanced within one (the
-// baselines do not balance: the tuned one only caps a worker's share).
+// workers members; for shardlease, balanced within one; for the tuned
+// baseline, no member above its cap of ⌈shards/workers⌉ (the first
+// workers up take more and give it back as the others join). The default
+// baseline never balances.
 func ready(f fleet, shards, workers int) func(view) bool {
 	return func(v view) bool {
 		if len(v.members) != workers || v.ownedByMembers() != shards {
 			return false
 		}
-		return f.system() != systemShardlease || v.spread() <= 1
+		switch f.system() {
+		case systemShardlease:
+			return v.spread() <= 1
+		case systemTuned:
+			for _, n := range v.counts() {
+				if n > (shards+workers-1)/workers {
+					return false
+				}
+			}
+		}
+		return true
 	}
 }
 

@@ -85,7 +85,7 @@ func stuckWorker(ctx context.Context, env *benchEnv) ([]result, error) {
 	what := fmt.Sprintf("%d workers × %d shards, one never acquiring, %v", workers, shards, span)
 	unownedRow := measured("stuck-worker", systemShardlease, "unowned shard-time, "+what, "%", unowned).
 		with("all_owned_s_p50", percentile(allOwned, 50)).with("stuck_marked_trials", float64(marked))
-	unownedRow = withPolicy(unownedRow, "shard.FastPolicy", fastFailover).
+	unownedRow = withPolicy(unownedRow, policyFast, fastFailover).
 		withGoal(fmt.Sprintf("p99 <= %.0f %%", 100*stuckGoalUnowned), unownedRow.P99 <= 100*stuckGoalUnowned)
 	changesRow := measured("stuck-worker", systemShardlease, "most owner changes of one shard after its first placement, "+what, "changes", changes).
 		with("shards_moved_p50", percentile(moved, 50))

@@ -138,7 +138,7 @@ func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash boo
 // shardleaseTakeAwayGoal states a shardlease row's goal, on the fast
 // policy (docs/benchmarks.md, "Results"), and what its victim was.
 func shardleaseTakeAwayGoal(row result, crash bool, v takeAwayVariant) result {
-	fast := v.shape.policyName == "shard.FastPolicy"
+	fast := v.shape.policyName == policyFast
 	switch {
 	case !crash && v.pick == theAssignor:
 		return row.withNote("the victim holds P/assignor: it resigns, and a new assignor is elected and lists the fleet before the shards move; no goal of its own")
