@@ -53,7 +53,7 @@ func (r *run) resolve(e *Event) bool {
 		id := r.struck[Crash]
 		if !slices.ContainsFunc(r.sched.Events, func(x Event) bool {
 			return x.Worker == id && !x.Assignor && r.crashedAt <= x.At && x.At <= e.At &&
-				(x.Kind == Crash || x.Kind == Leave || x.Kind == Restart)
+				(x.Kind == Crash || x.Kind == Leave || x.Kind == Restart || x.Kind == Rejoin)
 		}) {
 			e.Worker = id
 		}

@@ -46,6 +46,12 @@
 //     at most a third of it late, or the assignor would judge it stuck and
 //     give it nothing until it restarts, which no settle bound covers.
 //
+// A fourth stream, laid over all of them, restarts a worker with a rejoin
+// grace (Rejoin): a graceful stop that asks the assignor to keep the
+// worker's shards for it, and a start under the same ID inside the grace
+// or past it; half of them crash another worker inside the grace. A
+// worker back inside its grace must find its assignment key kept.
+//
 // Faults may now overlap on one worker (the assignor's victim is not known
 // when the schedule is made): each holds the process under its own key,
 // and its heal ends only itself. Run(seed) plays the schedule and returns

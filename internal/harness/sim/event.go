@@ -54,10 +54,14 @@ const (
 	// older answer once again after each new one, so that the worker acts
 	// on an assignment the assignor has since changed.
 	StaleAssignment Kind = "stale-assignment"
+	// Rejoin stops a worker gracefully with a rejoin grace of Size and,
+	// at its heal For later, starts it again under the same ID: the
+	// assignor keeps its shards, idle, for it until the grace ends.
+	Rejoin Kind = "rejoin"
 )
 
 // Kinds lists every kind, in the order reports use.
-var Kinds = []Kind{Crash, Pause, PartitionFail, PartitionHang, ClockJump, Join, Restart, Leave, SlowHandlers, SlowRenewals, Destroy, StaleAssignment}
+var Kinds = []Kind{Crash, Pause, PartitionFail, PartitionHang, ClockJump, Join, Restart, Leave, SlowHandlers, SlowRenewals, Destroy, StaleAssignment, Rejoin}
 
 // Event is one step of a schedule.
 type Event struct {
@@ -112,14 +116,21 @@ func (e Event) String() string {
 	fmt.Fprintf(&b, "t=%-8v ", e.At)
 	if e.Heal {
 		fmt.Fprintf(&b, "end %s %s", e.Kind, e.target())
-		if e.Kind == Destroy {
+		switch e.Kind {
+		case Destroy:
 			b.WriteString(" (reconnected)")
+		case Rejoin:
+			b.WriteString(" (started again)")
 		}
 		return b.String()
 	}
 	b.WriteString(string(e.Kind))
 	if t := e.target(); t != "" {
 		b.WriteString(" " + t)
+	}
+	if e.Kind == Rejoin {
+		b.WriteString(e.rejoinString())
+		return b.String()
 	}
 	if e.Kind == Destroy {
 		b.WriteString("'s session")

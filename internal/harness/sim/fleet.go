@@ -59,6 +59,7 @@ func (r *run) spawn(id string) *member {
 		Policy:           su.Policy,
 		DrainTimeout:     su.DrainTimeout,
 		MaxMovesInFlight: su.MaxMovesInFlight,
+		RejoinGrace:      r.sched.rejoinGrace(id, r.c.elapsed()),
 		Logger:           r.opts.Logger,
 		JitterSeed:       r.sched.Seed*1000003 + uint64(m.N),
 	})
@@ -188,6 +189,10 @@ func (r *run) apply(e Event) {
 		r.c.violate("schedule: %s of %s, which never ran", e.Kind, e.Worker)
 		return
 	}
+	if e.Kind == Rejoin && e.Heal {
+		r.rejoin(m, e) // its process has left: the heal starts a new one
+		return
+	}
 	if m.Crashed() || m.Left() && !e.Heal {
 		return // a fault due after a crash or a leave; a crash's heals too
 	}
@@ -201,6 +206,8 @@ func (r *run) apply(e Event) {
 		r.runs.crash(m.N, r.c.elapsed())
 	case e.Kind == Leave:
 		m.Leave()
+	case e.Kind == Rejoin:
+		r.rejoin(m, e)
 	case e.Kind == Pause && e.Assignor && !e.Heal:
 		r.armPause(m, e)
 	case e.Kind == Pause && !e.Heal:

@@ -121,8 +121,9 @@ type run struct {
 	// the restart) goes to.
 	assignorFaults map[Kind]int
 	struck         map[Kind]string
-	crashedAt      time.Duration // when the latest assignor crash struck
-	staleServed    atomic.Int64  // assignment answers served no longer current
+	rejoining      map[string]bool // workers a Rejoin stopped, until its heal starts them: whether they had an assignment key
+	crashedAt      time.Duration   // when the latest assignor crash struck
+	staleServed    atomic.Int64    // assignment answers served no longer current
 }
 
 // checkEvery is how often the driver checks the invariants between events.
@@ -151,6 +152,7 @@ func Run(seed uint64, opts Options) Result {
 
 		assignorFaults: map[Kind]int{},
 		struck:         map[Kind]string{},
+		rejoining:      map[string]bool{},
 	}
 	r.coord = memory.New(memory.WithClock(r.clock))
 	r.handlers = newHandlers(c, r.leases, r.jumps)

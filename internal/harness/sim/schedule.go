@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -272,6 +273,7 @@ func NewSchedule(seed uint64) Schedule {
 	}
 	s.addDestroys(steps, t)
 	s.addAssignorFaults(steps, t)
+	s.addRejoins(steps, t)
 	slices.SortStableFunc(s.Events, func(a, b Event) int {
 		switch {
 		case a.At < b.At:
@@ -308,6 +310,10 @@ func (s Schedule) membership(events []Event, t time.Duration) ([]string, map[str
 		order = append(order, id)
 		running[id] = true
 	}
+	// In time order: the streams laid over the main one append their
+	// events, a rejoin's start among them, after later ones of the main.
+	events = slices.Clone(events)
+	slices.SortStableFunc(events, func(a, b Event) int { return cmp.Compare(a.At, b.At) })
 	for _, e := range events {
 		if e.At >= t || e.Assignor {
 			continue
@@ -318,6 +324,8 @@ func (s Schedule) membership(events []Event, t time.Duration) ([]string, map[str
 			running[e.Worker] = true
 		case Restart:
 			running[e.Worker] = true
+		case Rejoin:
+			running[e.Worker] = e.Heal
 		case Crash, Leave:
 			running[e.Worker] = false
 		}

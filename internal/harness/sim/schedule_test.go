@@ -93,13 +93,18 @@ func TestScheduleIsPlayable(t *testing.T) {
 					t.Fatalf("seed %d: %v restarts a worker that is running or never ran", seed, e)
 				}
 				running[e.Worker] = true
+			case e.Kind == Rejoin && e.Heal:
+				if running[e.Worker] {
+					t.Fatalf("seed %d: %v starts a worker that is running", seed, e)
+				}
+				running[e.Worker] = true
 			case e.Heal:
 				if !started[e.Worker] {
 					t.Fatalf("seed %d: %v heals a worker that never ran", seed, e)
 				}
 			case !running[e.Worker]:
 				t.Fatalf("seed %d: %v strikes a worker that is not running", seed, e)
-			case e.Kind == Crash || e.Kind == Leave:
+			case e.Kind == Crash || e.Kind == Leave || e.Kind == Rejoin:
 				running[e.Worker] = false
 			}
 		}
