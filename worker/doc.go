@@ -60,6 +60,16 @@
 // takes over after the lock-delay. The assignment is advice: ownership is
 // the lock, the token is the acquisition's index, the store is fenced.
 //
+// The assignor reads the operators' states from the keys at every step, so
+// a new assignor honours them: a cordoned member (Member.Cordon) keeps what
+// it holds and is given nothing new; a frozen fleet (P/freeze) starts no
+// hand-off, only placements of free shards; a worker stopped with
+// Config.RejoinGrace (Member.RejoinUntil) keeps its assignment, its shards
+// idle, until the grace ends, and gets exactly those shards back if it
+// joins again within it. A worker keeps an operator's cordon, as it keeps a
+// drain, when it writes its member key again, and carries it over when it
+// joins under an ID whose key has one.
+//
 // # What is guaranteed
 //
 // No two workers run one shard's handler at the same instant, whichever way

@@ -192,6 +192,39 @@ func TestLifecycle(t *testing.T) {
 		}
 	})
 
+	// A dead member key whose worker said it will be back by RejoinUntil,
+	// later than the grace, stays until then.
+	t.Run("ReturningMemberKeptUntilRejoinUntil", func(t *testing.T) {
+		t.Parallel()
+		const grace, rejoin = 500 * time.Millisecond, 3 * time.Second
+		c := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.MemberGrace = grace })
+		ctx := t.Context()
+		a := newSession(t, c, "a", time.Minute, 0)
+		until := time.Now().Add(rejoin)
+		if err := c.Join(ctx, a, shard.Member{ID: "returning", RejoinUntil: until}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.DestroySession(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, rejoin+5*time.Second)
+		defer cancel()
+		idx := snapshot(t, c).Index
+		for {
+			s, err := c.Watch(wctx, idx)
+			if err != nil {
+				t.Fatalf("returning member not collected within %v of its RejoinUntil: %v", 5*time.Second, err)
+			}
+			if _, ok := s.Member("returning"); !ok {
+				if time.Now().Before(until) {
+					t.Fatalf("returning member collected %v before its RejoinUntil (grace %v)", time.Until(until), grace)
+				}
+				break
+			}
+			idx = shard.NextIndex(idx, s.Index)
+		}
+	})
+
 	// Consul puts member keys under lock-delay too: a worker restarting at
 	// once after a crash is told to retry (ErrUnavailable), not that its ID
 	// is taken.

@@ -173,3 +173,33 @@ func TestConfigure(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadMemberKeptUntilRejoinUntil: a dead member key whose worker said
+// it will be back by RejoinUntil, later than the member grace, is deleted
+// at RejoinUntil, not at the grace, so the assignor still sees it.
+func TestDeadMemberKeptUntilRejoinUntil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		const grace, rejoin = 5 * time.Second, 20 * time.Second
+		c := memory.New(memory.WithMemberGrace(grace))
+		sid := newSession(t, c, "back", time.Hour, 0)
+		until := time.Now().Add(rejoin)
+		if err := c.Join(ctx, sid, shard.Member{ID: "back", RejoinUntil: until}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.DestroySession(ctx, sid); err != nil {
+			t.Fatal(err)
+		}
+		snap := snapshot(t, c)
+		res := <-watchAsync(ctx, c, snap.Index)
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		if !res.at.Equal(until) {
+			t.Fatalf("returning member deleted at %v, want at its RejoinUntil %v (grace %v)", res.at, until, grace)
+		}
+		if _, ok := res.snap.Member("back"); ok {
+			t.Fatal("returning member still present after its RejoinUntil")
+		}
+	})
+}
