@@ -22,6 +22,7 @@ func TestWorkerAndRunGiveAFlagOneMeaning(t *testing.T) {
 		{[]string{"--ttl", "1s"}, "2 × renew 2s + pause 5s = 9s exceeds ttl 1s by 8s"},
 		{[]string{"--drain-timeout", "-1s"}, "drain timeout -1s must not be negative (zero means the default, 10s)"},
 		{[]string{"--rejoin-grace", "-1s"}, "rejoin grace -1s must not be negative (zero means none"},
+		{[]string{"--max-moves-in-flight", "-1"}, "max moves in flight -1 must not be negative"},
 		{[]string{"--id", "a b"}, `worker id "a b" must not contain '/' or spaces`},
 		{[]string{"--shard-name", "/x"}, `shard name "/x" must not contain spaces or start or end with '/'`},
 		{[]string{"--shards", "-1"}, "shard count -1 is out of range"},

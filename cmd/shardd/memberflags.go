@@ -22,6 +22,7 @@ type memberFlags struct {
 	policy   shard.LeasePolicy
 	drain    time.Duration
 	rejoin   time.Duration // --rejoin-grace; 0: none
+	moves    int           // --max-moves-in-flight; 0: the library's default
 	httpAddr string
 	level    string
 }
@@ -44,6 +45,8 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 	fs.DurationVar(&f.drain, "drain-timeout", worker.DefaultDrainTimeout, drainHelp+" (0: the default, "+worker.DefaultDrainTimeout.String()+")")
 	fs.DurationVar(&f.rejoin, "rejoin-grace", 0, "on SIGTERM, ask the assignor to keep this member's shards, idle, for its return under the same --id within this long, "+
 		"instead of handing them off at once (a restart without moves; default 0: hand off)")
+	fs.IntVar(&f.moves, "max-moves-in-flight", 0, "when this member is the assignor, the most hand-offs in flight across the fleet; give every member the same "+
+		"(default 0: rebalance.DefaultMaxMovesInFlight, max(16, ⌈shards/members⌉))")
 	fs.StringVar(&f.httpAddr, "http", "", "serve Prometheus /metrics and /status on this address, e.g. :9100 (default: off)")
 	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn, error")
 }
@@ -51,7 +54,8 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 // settings is the worker.Config the flags describe, without what is
 // opened at start (coordinator, offset store, handler, metrics, logger).
 func (f memberFlags) settings() worker.Config {
-	return worker.Config{ID: f.id, Weight: f.weight, Fleet: f.fleet, Policy: f.policy, DrainTimeout: f.drain, RejoinGrace: f.rejoin}
+	return worker.Config{ID: f.id, Weight: f.weight, Fleet: f.fleet, Policy: f.policy, DrainTimeout: f.drain, RejoinGrace: f.rejoin,
+		MaxMovesInFlight: f.moves}
 }
 
 // check reports every problem with the command line at once. First the
