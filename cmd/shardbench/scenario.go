@@ -72,6 +72,8 @@ var scenarios = []benchScenario{
 		summary: "one of 12 worker processes over 128 shards gets SIGTERM, the same systems and policies (≥ 20 trials; shardlease also one of 100 over 10,000): time until all its shards have new handlers running"},
 	{name: "scale-out", run: scaleOut,
 		summary: "a 13th worker joins 12 over 128 shards, shardlease and the tuned baseline on both policies and api.Lock's defaults (shardlease also a 101st, 100 over 10,000): shards moved, time until max−min ≤ 1, bytes read"},
+	{name: "rolling-restart", run: rollingRestart,
+		summary: "each of 12 `shardd worker` processes over 128 shards is restarted in turn (SIGTERM, 3 s down, the same --id), with --rejoin-grace 10s and without (≥ 3 trials): shard moves, the longest time a shard has no handler, max−min"},
 	{name: "coordinator-load", run: coordinatorLoad,
 		summary: "Consul HTTP requests per worker per second in steady state, 12 workers at 128 and 4096 shards and 100 at 10,000 (baseline: 12 at 128 and 512); the assignor's worker's own rate"},
 	{name: "cold-start", run: coldStartScenario,

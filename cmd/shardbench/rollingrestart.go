@@ -1,0 +1,321 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/offsetlog"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// The rolling-restart scenario (issue 16): every `shardd worker` process
+// of a fleet is restarted in turn, as a deploy does (SIGTERM, wait for the
+// exit, a down time, start again with the same --id, wait until the fleet
+// is ready again), once with a rejoin grace and once without. The figures
+// come from the workers' histories (internal/offsetlog: every handler run
+// with its worker, start and end) and from the observer's views.
+
+// rejoinGrace is the --rejoin-grace of the variant with one: above the
+// down time, so that every worker returns within it.
+const rejoinGrace = 10 * time.Second
+
+// restartShape is the rolling restart's fleet and down time: 12 workers
+// over 128 shards and 3 s down, or with --small 3 over 16 and 1 s down.
+func restartShape(env *benchEnv) (coldSize, time.Duration) {
+	if env.small {
+		return coldSize{3, 16}, time.Second
+	}
+	return coldSize{12, 128}, 3 * time.Second
+}
+
+// restartTrials is how many rolling restarts each variant runs: --trials
+// with --small, else at least 3 (one takes a minute or two).
+func restartTrials(env *benchEnv) int {
+	if env.small {
+		return env.trials
+	}
+	return max(env.trials, 3)
+}
+
+// restartFigures are one variant's samples, one per rolling restart.
+type restartFigures struct {
+	moves     []float64 // handler runs of a shard followed by one on another worker
+	kvMoves   []float64 // owner changes to another worker the observer saw
+	longest   []float64 // the longest time a shard had no running handler, s
+	spread    []float64 // max − min over live workers at rest (restSpread)
+	spreadAll []float64 // max − min over live workers at every view
+	seconds   []float64 // the whole rolling restart, s
+}
+
+func rollingRestart(ctx context.Context, env *benchEnv) ([]result, error) {
+	size, down := restartShape(env)
+	trials := restartTrials(env)
+	var rows []result
+	for _, grace := range []time.Duration{rejoinGrace, 0} {
+		fig, err := restartVariant(ctx, env, size, down, grace, trials)
+		if len(fig.moves) > 0 {
+			rows = append(rows, restartRows(env, size, down, grace, trials, fig, err)...)
+		}
+		if err != nil {
+			return rows, fmt.Errorf("rejoin grace %v: %w", grace, err)
+		}
+	}
+	return rows, nil
+}
+
+// restartRows makes a variant's rows, each with the goal issue 16 sets.
+func restartRows(env *benchEnv, size coldSize, down, grace time.Duration, trials int, fig restartFigures, err error) []result {
+	const scenario = "rolling-restart"
+	with := "rejoin grace " + grace.String()
+	if grace == 0 {
+		with = "no rejoin grace"
+	}
+	common := func(r result) result {
+		r = withPolicy(r, policyDefault, shard.DefaultPolicy).
+			with("restart_s_p50", percentile(fig.seconds, 50)).with("down_s", down.Seconds()).with("rejoin_grace_s", grace.Seconds())
+		r = r.withNote(fmt.Sprintf("%d `shardd worker` processes × %d shards, each in turn: SIGTERM, its exit, %v down, started again with the same --id, the fleet ready again before the next",
+			size.workers, size.shards, down))
+		if err != nil {
+			r = r.withNote(fmt.Sprintf("only %d of %d trials: %v", len(fig.moves), trials, err))
+		}
+		return r
+	}
+	moves := common(measured(scenario, systemShardlease, "shard moves over the rolling restart, "+with, "moves", fig.moves)).
+		with("kv_moves_max", slices.Max(fig.kvMoves)).
+		withNote("a move: a shard's handler run followed by one on another worker ID (the workers' histories); free and back to the same ID is none; kv_moves: owner changes to another ID in the observer's views")
+	gap := common(measured(scenario, systemShardlease, "longest time a shard has no running handler, "+with, "s", fig.longest)).
+		withNote("over every shard, from a handler's end line to the shard's next start line in the workers' histories, across processes (wall clocks)")
+	if grace > 0 {
+		goal := down + time.Second
+		return []result{
+			moves.withGoal("max = 0", moves.Max == 0),
+			gap.withGoal(fmt.Sprintf("max <= %v", goal), gap.Max <= goal.Seconds()),
+		}
+	}
+	spread := common(measured(scenario, systemShardlease, "max − min of shards per live worker during the rolling restart, "+with, "shards", fig.spread)).
+		with("every_view_max", slices.Max(fig.spreadAll)).
+		withNote("over the live workers, at every observer view from the first SIGTERM until the fleet is ready after the last start in which the fleet is at rest: " +
+			"every shard owned by a live worker and every live worker owning one (no hand-off, failover or join under way); every_view_max counts every view")
+	return []result{
+		moves.withGoal(fmt.Sprintf("max <= %d", 2*size.shards), moves.Max <= float64(2*size.shards)),
+		gap.withGoal("max <= 1s", gap.Max <= 1),
+		spread.withGoal("max <= 2", spread.Max <= 2),
+	}
+}
+
+// restartVariant starts a fleet of `shardd worker` processes with the
+// given rejoin grace and runs trials rolling restarts on it.
+func restartVariant(ctx context.Context, env *benchEnv, size coldSize, down, grace time.Duration, trials int) (restartFigures, error) {
+	var fig restartFigures
+	pf, err := newProcFleet(env, systemShardlease, "rolling-restart", size.shards, shard.DefaultPolicy)
+	if err != nil {
+		return fig, err
+	}
+	pf.args = append(pf.args, "--rejoin-grace", grace.String())
+	r := &fleetRun{env: env, f: pf, workers: size.workers, shards: size.shards, next: 1}
+	defer pf.close()
+	for range size.workers {
+		if err := r.addWorker(ctx); err != nil {
+			return fig, err
+		}
+	}
+	if err := r.settle(ctx); err != nil {
+		return fig, err
+	}
+	for i := range trials {
+		if err := restartOnce(ctx, r, pf, down, &fig); err != nil {
+			return fig, err
+		}
+		n := len(fig.moves) - 1
+		env.logf("shardbench: rolling-restart, rejoin grace %v, trial %d: %v, %v moves (%v seen in Consul), longest without a handler %.3fs, max−min at rest %v (at any view %v)",
+			grace, i+1, time.Duration(fig.seconds[n]*float64(time.Second)).Round(time.Millisecond), fig.moves[n], fig.kvMoves[n], fig.longest[n], fig.spread[n], fig.spreadAll[n])
+	}
+	return fig, nil
+}
+
+// restartOnce restarts every worker of r in turn, in the order of their
+// IDs, and appends the figures of that rolling restart to fig.
+func restartOnce(ctx context.Context, r *fleetRun, pf *procFleet, down time.Duration, fig *restartFigures) error {
+	obs := newRestartObserver(r.shards)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		// Ends when stopWatch is called; its "not reached" error is that.
+		_, _, _ = waitFor(watchCtx, r.f, time.Hour, "the end of the rolling restart", func(v view) bool { obs.see(v); return false })
+	}()
+	defer func() { stopWatch(); <-watched }()
+	t0 := time.Now()
+	for i := 1; i <= r.workers; i++ {
+		id := workerID(i)
+		<-r.f.stop(id)
+		select {
+		case <-time.After(down):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if err := r.f.add(ctx, id); err != nil {
+			return err
+		}
+		if err := r.settle(ctx); err != nil {
+			return fmt.Errorf("after restarting %s: %w", id, err)
+		}
+	}
+	took := time.Since(t0)
+	stopWatch()
+	<-watched
+	ivs, err := runningEverywhere(ctx, pf, r.shards)
+	if err != nil {
+		return err
+	}
+	rf := restartRuns(ivs, t0.UnixNano())
+	if rf.shard != "" {
+		r.env.logf("shardbench: rolling-restart: the longest time without a handler, %v, was %s's", rf.longest.Round(time.Millisecond), rf.shard)
+	}
+	spread, spreadAll, kvMoves := obs.figures()
+	fig.moves = append(fig.moves, float64(rf.moves))
+	fig.kvMoves = append(fig.kvMoves, float64(kvMoves))
+	fig.longest = append(fig.longest, rf.longest.Seconds())
+	fig.spread = append(fig.spread, float64(spread))
+	fig.spreadAll = append(fig.spreadAll, float64(spreadAll))
+	fig.seconds = append(fig.seconds, took.Seconds())
+	return nil
+}
+
+// runningEverywhere reads the fleet's histories until every one of its
+// shards has a handler running (the observer saw each owned, so their
+// handlers are starting or have started), and returns its handler runs.
+func runningEverywhere(ctx context.Context, pf *procFleet, shards int) ([]offsetlog.Interval, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		paths, err := filepath.Glob(filepath.Join(pf.dir, "*.jsonl"))
+		if err != nil {
+			return nil, err
+		}
+		_, ivs, err := offsetlog.ReadAll(paths...)
+		if err != nil {
+			return nil, err
+		}
+		running := map[shard.ID]bool{}
+		for _, iv := range ivs {
+			if iv.End == math.MaxInt64 {
+				running[iv.Shard] = true
+			}
+		}
+		if len(running) >= shards {
+			return ivs, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the fleet is ready, but only %d of %d shards have a handler running after 10 s", len(running), shards)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// runFigures are what the handler runs say of one rolling restart.
+type runFigures struct {
+	moves   int           // a shard's run followed by one on another worker
+	longest time.Duration // the longest time between a run's end and its shard's next start
+	shard   shard.ID      // the shard of longest
+}
+
+// restartRuns reads ivs, the handler runs of every worker process (each
+// ended, or still running with End math.MaxInt64), for what happened after
+// since (ns): each shard's runs in order of their start, a pair of
+// consecutive runs whose second started after since counts as a move when
+// the two ran on different worker IDs (a worker that stopped and came back
+// under its ID moved nothing), and the time between the first's end and
+// the second's start is a gap with no handler running (0 when they
+// overlap by the clocks). A run that never ended followed by another is
+// taken to end when the next began: the process died, which a SIGTERM
+// does not do.
+func restartRuns(ivs []offsetlog.Interval, since int64) runFigures {
+	byShard := map[shard.ID][]offsetlog.Interval{}
+	for _, iv := range ivs {
+		byShard[iv.Shard] = append(byShard[iv.Shard], iv)
+	}
+	var f runFigures
+	for _, s := range slices.Sorted(maps.Keys(byShard)) {
+		runs := byShard[s]
+		slices.SortStableFunc(runs, func(a, b offsetlog.Interval) int { return cmp.Compare(a.Start, b.Start) })
+		for i := 1; i < len(runs); i++ {
+			prev, next := runs[i-1], runs[i]
+			if next.Start <= since {
+				continue
+			}
+			if prev.Worker != next.Worker {
+				f.moves++
+			}
+			if gap := time.Duration(max(0, next.Start-min(prev.End, next.Start))); gap > f.longest {
+				f.longest, f.shard = gap, s
+			}
+		}
+	}
+	return f
+}
+
+// restartObserver follows the observer's views during a rolling restart:
+// the spread at rest, at every view, and the owner changes it saw.
+type restartObserver struct {
+	shards    int // the fleet's
+	mu        sync.Mutex
+	spread    int // the largest restSpread
+	spreadAll int // the largest spread over live workers at any view
+	owner     map[string]string
+	moves     int
+}
+
+func newRestartObserver(shards int) *restartObserver {
+	return &restartObserver{shards: shards, owner: map[string]string{}}
+}
+
+// see takes one view: a shard held by another worker than the one last
+// seen holding it is a move (a free shard keeps its last owner).
+func (o *restartObserver) see(v view) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for s, w := range v.owners {
+		if last, ok := o.owner[s]; ok && last != w {
+			o.moves++
+		}
+		o.owner[s] = w
+	}
+	o.spreadAll = max(o.spreadAll, v.spread())
+	if n, ok := restSpread(v, o.shards); ok {
+		o.spread = max(o.spread, n)
+	}
+}
+
+// figures returns the largest spread at rest, at any view, and the moves.
+func (o *restartObserver) figures() (spread, spreadAll, moves int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.spread, o.spreadAll, o.moves
+}
+
+// restSpread is a view's max − min of shards per live worker when the
+// fleet of shards shards is at rest: every shard owned by a live worker,
+// every live worker owning at least one (no hand-off, failover or join
+// under way); false otherwise.
+func restSpread(v view, shards int) (int, bool) {
+	if len(v.members) == 0 || v.ownedByMembers() != shards {
+		return 0, false
+	}
+	for _, n := range v.counts() {
+		if n == 0 {
+			return 0, false
+		}
+	}
+	return v.spread(), true
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/offsetlog"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// TestRestartRunsCountsMovesAndGaps: a move is a shard's run followed by
+// one on another worker ID, whatever process ran it; a worker that comes
+// back under its ID moved nothing; the gap is from a run's end to the
+// next start, not less than zero; runs that started before the restart
+// count for nothing.
+func TestRestartRunsCountsMovesAndGaps(t *testing.T) {
+	const s = int64(time.Second)
+	run := func(shardID, process string, start, end int64) offsetlog.Interval {
+		return offsetlog.Interval{ID: process + "/1", Worker: process[:3], Shard: shard.ID(shardID), Start: start, End: end}
+	}
+	for _, tc := range []struct {
+		name    string
+		ivs     []offsetlog.Interval
+		moves   int
+		longest time.Duration
+	}{
+		{"nothing after since", []offsetlog.Interval{run("a", "w01/10", 1*s, 2*s), run("a", "w02/11", 3*s, 4*s), run("a", "w01/10", 5*s, math.MaxInt64)}, 0, 0},
+		{"back to the same ID, another process", []offsetlog.Interval{run("a", "w01/10", 1*s, 11*s), run("a", "w01/12", 15*s, math.MaxInt64)}, 0, 4 * time.Second},
+		{"away and back", []offsetlog.Interval{
+			run("a", "w01/10", 1*s, 11*s), run("a", "w02/11", 11*s+s/10, 20*s), run("a", "w01/12", 20*s+s/5, math.MaxInt64),
+			run("b", "w03/13", 1*s, math.MaxInt64),
+		}, 2, 200 * time.Millisecond},
+		{"overlap by the clocks", []offsetlog.Interval{run("a", "w01/10", 1*s, 12*s), run("a", "w02/11", 11*s, math.MaxInt64)}, 1, 0},
+		{"never ended, then another", []offsetlog.Interval{run("a", "w01/10", 1*s, math.MaxInt64), run("a", "w02/11", 13*s, math.MaxInt64)}, 1, 0},
+		{"out of order, several shards", []offsetlog.Interval{
+			run("b", "w02/11", 14*s, math.MaxInt64), run("a", "w01/10", 1*s, 12*s), run("b", "w01/10", 1*s, 12*s), run("a", "w01/12", 13*s, math.MaxInt64),
+		}, 1, 2 * time.Second},
+	} {
+		f := restartRuns(tc.ivs, 10*s)
+		if f.moves != tc.moves || f.longest != tc.longest {
+			t.Errorf("%s: %d moves, longest gap %v (%s); want %d, %v", tc.name, f.moves, f.longest, f.shard, tc.moves, tc.longest)
+		}
+	}
+}
+
+// TestRestSpreadOnlyAtRest: the spread counts only views in which every
+// shard is owned by a live worker and every live worker owns one.
+func TestRestSpreadOnlyAtRest(t *testing.T) {
+	owners := func(ws ...string) map[string]string {
+		m := map[string]string{}
+		for i, w := range ws {
+			m[string(rune('a'+i))] = w
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name   string
+		v      view
+		spread int
+		ok     bool
+	}{
+		{"balanced", view{owners: owners("w1", "w2", "w1", "w2", "w3", "w3"), members: []string{"w1", "w2", "w3"}}, 0, true},
+		{"uneven", view{owners: owners("w1", "w1", "w1", "w1", "w2", "w3"), members: []string{"w1", "w2", "w3"}}, 3, true},
+		{"a shard free", view{owners: owners("w1", "w1", "w2", "w2", "w3"), members: []string{"w1", "w2", "w3"}}, 0, false},
+		{"held by a worker gone", view{owners: owners("w1", "w1", "w2", "w2", "w3", "w4"), members: []string{"w1", "w2", "w3"}}, 0, false},
+		{"a joiner with none", view{owners: owners("w1", "w1", "w2", "w2", "w3", "w3"), members: []string{"w1", "w2", "w3", "w4"}}, 0, false},
+		{"no members", view{}, 0, false},
+	} {
+		n, ok := restSpread(tc.v, 6)
+		if n != tc.spread || ok != tc.ok {
+			t.Errorf("%s: %d, %v; want %d, %v", tc.name, n, ok, tc.spread, tc.ok)
+		}
+	}
+}
+
+// TestRestartObserverCountsOwnerChanges: a shard seen held by another
+// worker than the one last seen holding it is a move; free in between and
+// back to the same worker is none.
+func TestRestartObserverCountsOwnerChanges(t *testing.T) {
+	o := newRestartObserver(2)
+	for _, v := range []view{
+		{owners: map[string]string{"a": "w1", "b": "w2"}, members: []string{"w1", "w2"}},
+		{owners: map[string]string{"b": "w2"}, members: []string{"w2"}},                  // a free
+		{owners: map[string]string{"a": "w1", "b": "w2"}, members: []string{"w1", "w2"}}, // back to w1
+		{owners: map[string]string{"a": "w2", "b": "w2"}, members: []string{"w1", "w2"}}, // a moved
+	} {
+		o.see(v)
+	}
+	spread, all, moves := o.figures()
+	if moves != 1 || spread != 0 || all != 2 {
+		t.Errorf("moves %d, spread at rest %d, at any view %d; want 1, 0, 2", moves, spread, all)
+	}
+}
