@@ -18,17 +18,16 @@ func gracefulHandoff(ctx context.Context, env *benchEnv) ([]result, error) {
 	return takeAwayRows(ctx, env, "graceful-handoff", false)
 }
 
-// minOwnershipTrials is the least number of trials of an ownership row on
-// the common fleet, whatever --trials says (unless --small): p99 over 5
-// trials would be the slowest of them.
+// minOwnershipTrials is the least number of trials of a take-away row,
+// whatever --trials says (unless --small): p99 over 5 trials would be the
+// slowest of them. No trial takes minutes: the slowest, the default
+// baseline's crash, takes about 45 s.
 const minOwnershipTrials = 20
 
 // takeAwayTrials is how many trials a take-away row runs: --trials with
-// --small; at least minOwnershipTrials on the common fleet; --trials on
-// the large fleet, where each trial, with the fleet's settling after it,
-// takes about a minute.
-func takeAwayTrials(env *benchEnv, shape fleetShape) int {
-	if env.small || shape.atScale {
+// --small, else at least minOwnershipTrials.
+func takeAwayTrials(env *benchEnv) int {
+	if env.small {
 		return env.trials
 	}
 	return max(env.trials, minOwnershipTrials)
@@ -96,7 +95,7 @@ func takeAwayWithin(v takeAwayVariant) time.Duration {
 func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash bool) ([]result, error) {
 	var rows []result
 	for _, v := range takeAwayVariants(env, crash) {
-		trials := takeAwayTrials(env, v.shape)
+		trials := takeAwayTrials(env)
 		fig, err := takeAway(ctx, env, v.system, scenario, crash, v.pick, v.shape, trials, takeAwayWithin(v))
 		if len(fig.secs) == 0 {
 			return rows, fmt.Errorf("%s, %s, %s: %w", v.system, v.shape.policyName, v.shape.metric(v.metric), err)
@@ -115,9 +114,6 @@ func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash boo
 			row = row.withNote("each worker an OS process (crash: SIGKILL; stop: SIGTERM); the time ends at the new handlers' start lines, by the workers' wall clocks")
 		} else {
 			row = row.withNote("in-process workers (crash: their Consul connection cut)")
-		}
-		if v.shape.atScale && !env.small && trials < minOwnershipTrials {
-			row = row.withNote(fmt.Sprintf("%d trials: one at this size takes about a minute with the fleet's settling", trials))
 		}
 		switch v.system {
 		case systemShardlease:
