@@ -34,7 +34,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("shardbench", flag.ContinueOnError)
 	spec := fs.String("scenario", "", "scenarios to run: all, or comma-separated names (see below)")
 	addr := fs.String("consul", "", "HTTP address of a Consul agent to use (default: start a dev agent from bin/consul)")
-	trials := fs.Int("trials", 5, "repetitions of each measurement; p50/p99 are taken over them")
+	trials := fs.Int("trials", 5, "repetitions of each measurement; p50/p99/max are taken over them (the crash and stop rows run at least 20 unless --small)")
 	small := fs.Bool("small", false, "CI smoke sizes: a few workers and shards, short windows (its figures are not results)")
 	fs.StringVar(&postgresDSN, "postgres", "", "PostgreSQL DSN for commit-throughput's postgres rows (default: start a throwaway cluster from the installed binaries)")
 	asJSON := fs.Bool("json", false, "print one JSON document (every row, the machine, Go and Consul) instead of a table")

@@ -1,7 +1,7 @@
 // Command shardbench measures shardlease on a real Consul against
 // baselines measured in the same run: api.Lock from
 // github.com/hashicorp/consul/api, as a Consul user writes it without this
-// framework, with its defaults and tuned (see baseline.go).
+// framework, with its defaults and tuned (internal/harness/apilock).
 //
 //	shardbench --scenario NAME[,NAME…]|all [--consul ADDR] [--trials N] [--small] [--json] [--check] [--docs FILE]
 //	shardbench consul-steady [flags]
