@@ -83,9 +83,6 @@ func deleteShardKey(t *testing.T, e *env) {
 // deleteKeyOutsideConfig: a key a hand edit put under P/shards/ outside
 // the fleet's shards is listed as a problem until DeleteShard removes it.
 func deleteKeyOutsideConfig(t *testing.T, e *env) {
-	if e.put == nil {
-		t.Skip("the embedded coordinator has no keys outside its config")
-	}
 	e.configure(4)
 	e.put("shards/stream/shard-0004", `{"worker":"typo"}`)
 	d, err := e.op.DeleteShard(t.Context(), e.keys, "stream/shard-0004")
@@ -103,9 +100,6 @@ func deleteKeyOutsideConfig(t *testing.T, e *env) {
 // under a worker that holds the shards beyond it, those keys are its
 // locks: neither they nor a stray key are deleted.
 func deleteRefusedWhileOutsideKeysHeld(t *testing.T, e *env) {
-	if e.put == nil {
-		t.Skip("the embedded coordinator has no keys outside its config")
-	}
 	ids := e.configure(4)
 	e.join("w1", ids...)
 	e.put("shards/stray", `{}`)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -36,17 +37,23 @@ type env struct {
 
 // rules is every case, each run on a fresh fleet of every coordinator.
 var rules = map[string]func(t *testing.T, e *env){
-	"DrainRefusals":                     drainRefusals,
-	"DrainAndUndrain":                   drainAndUndrain,
-	"FollowDrain":                       followDrain,
-	"FollowDrainEnds":                   followDrainEnds,
-	"CordonRefusals":                    cordonRefusals,
-	"CordonAndUncordon":                 cordonAndUncordon,
-	"FreezeAndUnfreeze":                 freezeAndUnfreeze,
-	"ResolveShard":                      resolveShard,
-	"Release":                           release,
-	"ReleaseRefusals":                   releaseRefusals,
-	"DeleteShardKey":                    deleteShardKey,
+	"DrainRefusals":     drainRefusals,
+	"DrainAndUndrain":   drainAndUndrain,
+	"FollowDrain":       followDrain,
+	"FollowDrainEnds":   followDrainEnds,
+	"CordonRefusals":    cordonRefusals,
+	"CordonAndUncordon": cordonAndUncordon,
+	"FreezeAndUnfreeze": freezeAndUnfreeze,
+	"ResolveShard":      resolveShard,
+	"Release":           release,
+	"ReleaseRefusals":   releaseRefusals,
+	"DeleteShardKey":    deleteShardKey,
+}
+
+// rawKeyRules need keys written by hand outside the fleet's config, which
+// only Consul has (the embedded coordinator stores no raw keys): they run
+// on Consul alone.
+var rawKeyRules = map[string]func(t *testing.T, e *env){
 	"DeleteKeyOutsideConfig":            deleteKeyOutsideConfig,
 	"DeleteRefusedWhileOutsideKeysHeld": deleteRefusedWhileOutsideKeysHeld,
 }
@@ -61,12 +68,12 @@ func TestRulesMemory(t *testing.T) {
 	}
 }
 
-// TestRulesConsul runs the same rules on a real Consul agent, a fresh
-// prefix per case.
+// TestRulesConsul runs the same rules, and those needing raw keys, on a
+// real Consul agent, a fresh prefix per case.
 func TestRulesConsul(t *testing.T) {
 	agent := consultest.StartDev(t)
 	kv := agent.Client(t).KV()
-	for name, rule := range rules {
+	for name, rule := range merged(rules, rawKeyRules) {
 		t.Run(name, func(t *testing.T) {
 			cfg := consul.DefaultConfig()
 			cfg.Address, cfg.Scheme, cfg.Token, cfg.TokenFile = agent.HTTPAddr, "http", agent.Token, ""
@@ -200,4 +207,13 @@ func randomName() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// merged is the union of the rule sets.
+func merged(sets ...map[string]func(t *testing.T, e *env)) map[string]func(t *testing.T, e *env) {
+	out := map[string]func(t *testing.T, e *env){}
+	for _, set := range sets {
+		maps.Copy(out, set)
+	}
+	return out
 }
