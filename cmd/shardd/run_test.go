@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,25 +19,9 @@ import (
 	"github.com/shardlease/shardlease/internal/harness/shardproc"
 )
 
-// runOutput is a writer the supervisor and the test share.
-type runOutput struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// runOutput is what the supervisor wrote, shared with the test.
+type runOutput struct{ shardproc.Output }
 
-func (o *runOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *runOutput) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
-
-// matches returns the submatches of every line of o that matches re.
 func (o *runOutput) matches(re *regexp.Regexp) [][]string {
 	var all [][]string
 	for _, l := range strings.Split(o.String(), "\n") {

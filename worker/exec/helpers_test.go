@@ -1,12 +1,10 @@
 package exec
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,23 +16,8 @@ import (
 	"github.com/shardlease/shardlease/worker"
 )
 
-// output is a writer the children and the test share.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
+// output is what the children wrote, shared with the test.
+type output = shardproc.Output
 
 // waitUntil polls cond every 10 ms until it holds, or fails the test once
 // within has passed: the children are real processes on the real clock.
