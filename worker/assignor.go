@@ -217,7 +217,7 @@ func stepState(snap shard.Snapshot, shards []shard.ID, now time.Time) rebalance.
 		Frozen: snap.Freeze != nil}
 	bySession := map[shard.SessionID]string{}
 	for _, m := range snap.Members {
-		if m.Returning(now) {
+		if m.Returning(now) && m.RejoinUntil.Sub(now) <= MaxRejoinGrace+time.Minute {
 			if st.Returning == nil {
 				st.Returning = map[string]time.Time{}
 			}

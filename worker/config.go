@@ -92,6 +92,11 @@ type Config struct {
 const (
 	DefaultDrainTimeout    = 10 * time.Second
 	DefaultColdStartGather = 3 * time.Second
+	// MaxRejoinGrace is the longest rejoin grace a worker may ask for. The
+	// assignor ignores a RejoinUntil further ahead than this (plus a minute
+	// for clocks that differ), so a member key edited by hand cannot keep a
+	// worker's shards idle for ever.
+	MaxRejoinGrace = 10 * time.Minute
 	DefaultWatchCoalesce   = 25 * time.Millisecond
 	// NoColdStartGather as Config.ColdStartGather places a cold fleet's
 	// shards at once: for a fleet with nothing to balance (one shard) or
@@ -203,6 +208,8 @@ func (c Config) settingsProblems() []string {
 	}
 	if c.RejoinGrace < 0 {
 		add("rejoin grace %v must not be negative (zero means none: shards are handed off at a stop)", c.RejoinGrace)
+	} else if c.RejoinGrace > MaxRejoinGrace {
+		add("rejoin grace %v is longer than %v, the longest the assignor honours (its shards would sit idle)", c.RejoinGrace, MaxRejoinGrace)
 	}
 	if c.MaxMovesInFlight < 0 {
 		add("max moves in flight %d must not be negative", c.MaxMovesInFlight)
