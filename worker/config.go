@@ -96,8 +96,8 @@ const (
 	// assignor ignores a RejoinUntil further ahead than this (plus a minute
 	// for clocks that differ), so a member key edited by hand cannot keep a
 	// worker's shards idle for ever.
-	MaxRejoinGrace = 10 * time.Minute
-	DefaultWatchCoalesce   = 25 * time.Millisecond
+	MaxRejoinGrace       = 10 * time.Minute
+	DefaultWatchCoalesce = 25 * time.Millisecond
 	// NoColdStartGather as Config.ColdStartGather places a cold fleet's
 	// shards at once: for a fleet with nothing to balance (one shard) or
 	// whose workers never start together. Zero is the default, not none.
