@@ -44,6 +44,12 @@ type State struct {
 	// its key unchanged. Past the grace the worker counts as gone, as
 	// without one; Decision.Wake is at most the earliest end of a grace.
 	Returning map[string]time.Time
+	// Loads, when not nil, makes Step balance load instead of shard
+	// counts: each shard's load (measured, or its static weight), balanced
+	// against each member's capacity (Member.Weight) within Policy.Load's
+	// tolerance band. A shard missing from Loads counts as the mean of the
+	// others. Nil: count balance, exactly as without load awareness.
+	Loads map[shard.ID]float64
 }
 
 // Assignment is one worker's assignment key: the shards it should own, and
@@ -102,6 +108,21 @@ type Policy struct {
 	// worker's retry interval and one acquire round trip. The worker package
 	// passes Config.EffectiveStuckAfter. ≤ 0 means DefaultStuckAfter.
 	StuckAfter time.Duration
+	// Load tunes load balancing (used only when State.Loads is not nil).
+	Load LoadPolicy
+}
+
+// LoadPolicy tunes load-aware balancing; zero fields take their defaults.
+type LoadPolicy struct {
+	// Tolerance is the band around the mean load per unit of capacity
+	// that every member is kept inside, as a fraction (0.10: ±10 %).
+	Tolerance float64
+	// MinResidence is how long a shard stays on the member it moved to
+	// before a load move may take it away again.
+	MinResidence time.Duration
+	// MinGain is how much a load move must narrow the spread (max − min
+	// of load per capacity), as a fraction of the mean, to be made.
+	MinGain float64
 }
 
 // DefaultStuckAfter is Policy.StuckAfter's default: twice shard.FastPolicy's

@@ -170,10 +170,11 @@ func (w *Worker) lead(term context.Context, l *lease, epoch shard.Token) {
 func (w *Worker) assign(term context.Context, l *lease, epoch shard.Token, snap shard.Snapshot, gather *gathering, log *zap.Logger) (time.Time, error) {
 	began := time.Now()
 	state := stepState(snap, w.shards, began)
+	state.Loads = w.stepLoads(snap)
 	if until := gather.wait(state); !until.IsZero() {
 		return until, nil // a cold fleet whose members are still joining
 	}
-	d, err := rebalance.Step(state, rebalance.Policy{MaxMovesInFlight: w.cfg.MaxMovesInFlight, StuckAfter: w.cfg.EffectiveStuckAfter()})
+	d, err := rebalance.Step(state, rebalance.Policy{MaxMovesInFlight: w.cfg.MaxMovesInFlight, StuckAfter: w.cfg.EffectiveStuckAfter(), Load: w.cfg.loadPolicy()})
 	w.m.assignorSteps.Inc()
 	w.m.assignorStepSeconds.Observe(time.Since(began).Seconds())
 	if err != nil {
