@@ -52,6 +52,11 @@ type Config struct {
 	// without it. Zero: none, the shards are handed off at once (see
 	// docs/operations.md, "Rolling restarts").
 	RejoinGrace time.Duration
+	// LoadBalance, when not nil, makes this worker, as the assignor,
+	// balance load rather than shard counts, with these tunables (zero
+	// fields take their defaults). Every worker of a fleet should have the
+	// same, since any of them may become the assignor. Nil: count balance.
+	LoadBalance *rebalance.LoadPolicy
 	// MaxMovesInFlight caps the hand-offs in flight across the fleet when
 	// this worker is the assignor (rebalance.Policy). Zero: the default,
 	// rebalance.DefaultMaxMovesInFlight. Every worker of a fleet should
