@@ -51,6 +51,7 @@ type restartFigures struct {
 	longest   []float64 // the longest time a shard had no running handler, s
 	spread    []float64 // max − min over live workers at rest (restSpread)
 	spreadAll []float64 // max − min over live workers at every view
+	overTwo   []float64 // the longest stretch of views with max − min > 2, s
 	seconds   []float64 // the whole rolling restart, s
 }
 
@@ -100,9 +101,11 @@ func restartRows(env *benchEnv, size coldSize, down, grace time.Duration, trials
 		}
 	}
 	spread := common(measured(scenario, systemShardlease, "max − min of shards per live worker during the rolling restart, "+with, "shards", fig.spread)).
-		with("every_view_max", slices.Max(fig.spreadAll)).
+		with("every_view_max", slices.Max(fig.spreadAll)).with("over_2_s_max", slices.Max(fig.overTwo)).
 		withNote("over the live workers, at every observer view from the first SIGTERM until the fleet is ready after the last start in which the fleet is at rest: " +
-			"every shard owned by a live worker and every live worker owning one (no hand-off, failover or join under way); every_view_max counts every view")
+			"every shard owned by a live worker and every live worker owning one (no hand-off, failover or join under way); every_view_max counts every view. " +
+			"A worker that starts again owns nothing until the hand-offs to it finish, so at some view the spread is a whole share; " +
+			"over_2_s is the longest stretch of views in which max − min was above 2")
 	return []result{
 		moves.withGoal(fmt.Sprintf("max <= %d", 2*size.shards), moves.Max <= float64(2*size.shards)),
 		gap.withGoal("max <= 1s", gap.Max <= 1),
@@ -179,12 +182,13 @@ func restartOnce(ctx context.Context, r *fleetRun, pf *procFleet, down time.Dura
 	if rf.shard != "" {
 		r.env.logf("shardbench: rolling-restart: the longest time without a handler, %v, was %s's", rf.longest.Round(time.Millisecond), rf.shard)
 	}
-	spread, spreadAll, kvMoves := obs.figures()
+	spread, spreadAll, kvMoves, overTwo := obs.figures()
 	fig.moves = append(fig.moves, float64(rf.moves))
 	fig.kvMoves = append(fig.kvMoves, float64(kvMoves))
 	fig.longest = append(fig.longest, rf.longest.Seconds())
 	fig.spread = append(fig.spread, float64(spread))
 	fig.spreadAll = append(fig.spreadAll, float64(spreadAll))
+	fig.overTwo = append(fig.overTwo, overTwo.Seconds())
 	fig.seconds = append(fig.seconds, took.Seconds())
 	return nil
 }
@@ -274,6 +278,8 @@ type restartObserver struct {
 	spreadAll int // the largest spread over live workers at any view
 	owner     map[string]string
 	moves     int
+	overSince time.Time     // the first view of the current stretch with a spread above 2
+	overTwo   time.Duration // the longest such stretch ended so far
 }
 
 func newRestartObserver(shards int) *restartObserver {
@@ -283,6 +289,10 @@ func newRestartObserver(shards int) *restartObserver {
 // see takes one view: a shard held by another worker than the one last
 // seen holding it is a move (a free shard keeps its last owner).
 func (o *restartObserver) see(v view) {
+	o.seeAt(v, time.Now())
+}
+
+func (o *restartObserver) seeAt(v view, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for s, w := range v.owners {
@@ -291,17 +301,31 @@ func (o *restartObserver) see(v view) {
 		}
 		o.owner[s] = w
 	}
-	o.spreadAll = max(o.spreadAll, v.spread())
+	n := v.spread()
+	o.spreadAll = max(o.spreadAll, n)
+	switch {
+	case n > 2 && o.overSince.IsZero():
+		o.overSince = now
+	case n <= 2 && !o.overSince.IsZero():
+		o.overTwo = max(o.overTwo, now.Sub(o.overSince))
+		o.overSince = time.Time{}
+	}
 	if n, ok := restSpread(v, o.shards); ok {
 		o.spread = max(o.spread, n)
 	}
 }
 
-// figures returns the largest spread at rest, at any view, and the moves.
-func (o *restartObserver) figures() (spread, spreadAll, moves int) {
+// figures returns the largest spread at rest, at any view, the moves, and
+// the longest stretch with a spread above 2 (one still open counts until
+// now).
+func (o *restartObserver) figures() (spread, spreadAll, moves int, overTwo time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.spread, o.spreadAll, o.moves
+	overTwo = o.overTwo
+	if !o.overSince.IsZero() {
+		overTwo = max(overTwo, time.Since(o.overSince))
+	}
+	return o.spread, o.spreadAll, o.moves, overTwo
 }
 
 // restSpread is a view's max − min of shards per live worker when the

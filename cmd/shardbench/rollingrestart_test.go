@@ -44,16 +44,18 @@ func TestRestartRunsCountsMovesAndGaps(t *testing.T) {
 	}
 }
 
+// owners maps shards "a", "b", … to the workers ws, in order.
+func owners(ws ...string) map[string]string {
+	m := map[string]string{}
+	for i, w := range ws {
+		m[string(rune('a'+i))] = w
+	}
+	return m
+}
+
 // TestRestSpreadOnlyAtRest: the spread counts only views in which every
 // shard is owned by a live worker and every live worker owns one.
 func TestRestSpreadOnlyAtRest(t *testing.T) {
-	owners := func(ws ...string) map[string]string {
-		m := map[string]string{}
-		for i, w := range ws {
-			m[string(rune('a'+i))] = w
-		}
-		return m
-	}
 	for _, tc := range []struct {
 		name   string
 		v      view
@@ -87,8 +89,30 @@ func TestRestartObserverCountsOwnerChanges(t *testing.T) {
 	} {
 		o.see(v)
 	}
-	spread, all, moves := o.figures()
+	spread, all, moves, _ := o.figures()
 	if moves != 1 || spread != 0 || all != 2 {
 		t.Errorf("moves %d, spread at rest %d, at any view %d; want 1, 0, 2", moves, spread, all)
+	}
+}
+
+// TestRestartObserverTimesTheImbalance: the longest stretch of views with
+// max − min above 2 runs from its first such view to the first view back
+// within 2, and one still open at the end counts too.
+func TestRestartObserverTimesTheImbalance(t *testing.T) {
+	members := []string{"w1", "w2"}
+	even := view{owners: owners("w1", "w2", "w1", "w2"), members: members}
+	uneven := view{owners: owners("w1", "w1", "w1", "w1"), members: members} // 4 − 0
+	o := newRestartObserver(4)
+	t0 := time.Unix(1000, 0)
+	for i, v := range []view{even, uneven, uneven, even, uneven, even} {
+		o.seeAt(v, t0.Add(time.Duration(i)*time.Second))
+	}
+	// Stretches: views 1–3 (2 s) and 4–5 (1 s).
+	if _, _, _, over := o.figures(); over != 2*time.Second {
+		t.Errorf("longest stretch above 2: %v, want 2s", over)
+	}
+	o.seeAt(uneven, time.Now().Add(-time.Hour)) // open, an hour ago
+	if _, _, _, over := o.figures(); over < time.Hour {
+		t.Errorf("an open stretch of an hour counted as %v", over)
 	}
 }
