@@ -6,9 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/shardlease/shardlease/internal/harness/tb"
+	"github.com/shardlease/shardlease/internal/pgserver"
 )
 
 // The package's shared cluster: started by the first Shared, stopped by
@@ -38,7 +37,7 @@ func Shared(t tb.T) *Server {
 func Main(m tb.Runner) int {
 	code := m.Run()
 	if shared.srv != nil {
-		if err := shared.srv.shutdown(); err != nil {
+		if err := shared.srv.Close(); err != nil {
 			fmt.Printf("pgtest: stopping the shared cluster: %v\n", err)
 			if code == 0 {
 				code = 1
@@ -52,7 +51,7 @@ func Main(m tb.Runner) int {
 // drops it on t.Cleanup (connections still open to it are terminated).
 func (s *Server) NewDatabase(t tb.T) string {
 	t.Helper()
-	name := "t_" + randomHex(6)
+	name := "t_" + pgserver.RandomHex(6)
 	s.Exec(t, "postgres", "CREATE DATABASE "+name)
 	t.Cleanup(func() {
 		if !s.Running() {
@@ -60,7 +59,7 @@ func (s *Server) NewDatabase(t tb.T) string {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := s.exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		if err := s.Server.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
 			t.Errorf("pgtest: dropping database %s: %v", name, err)
 		}
 	})
@@ -72,17 +71,7 @@ func (s *Server) Exec(t tb.T, db, sql string, args ...any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.exec(ctx, db, sql, args...); err != nil {
+	if err := s.Server.Exec(ctx, db, sql, args...); err != nil {
 		t.Fatalf("pgtest: %s: %v", sql, err)
 	}
-}
-
-func (s *Server) exec(ctx context.Context, db, sql string, args ...any) error {
-	conn, err := pgx.Connect(ctx, s.DSN(db))
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, sql, args...)
-	return err
 }

@@ -1,4 +1,4 @@
-package pgtest
+package pgserver
 
 import (
 	"errors"
@@ -17,9 +17,9 @@ import (
 // holding initdb and postgres.
 const EnvBinDir = "SHARDLEASE_PG_BIN"
 
-// fix is what a failure message tells the reader to do.
-const fix = "install PostgreSQL with `bash scripts/postgres.sh` (Debian's postgresql package), or set $" + EnvBinDir +
-	" to the directory holding initdb and postgres; integration tests require PostgreSQL and never skip"
+// Fix is what a failure to find or run PostgreSQL tells the reader to do.
+const Fix = "install PostgreSQL with `bash scripts/postgres.sh` (Debian's postgresql package), or set $" + EnvBinDir +
+	" to the directory holding initdb and postgres"
 
 // binDir finds the directory holding initdb and postgres.
 func binDir() (string, error) {
