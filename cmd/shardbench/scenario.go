@@ -44,6 +44,8 @@ type result struct {
 	// Note explains a figure the numbers alone would mislead about, e.g.
 	// "never converged: the figure is the observation window".
 	Note string `json:"note,omitempty"`
+	// Trace is a fleet's worker load over time (skewed-load), for its plot.
+	Trace *loadTrace `json:"trace,omitempty"`
 }
 
 // The systems compared side by side. The two baselines are api.Lock from

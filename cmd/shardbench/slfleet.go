@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	offmem "github.com/shardlease/shardlease/offsets/memory"
+	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 	"github.com/shardlease/shardlease/worker"
@@ -19,6 +20,12 @@ type slOptions struct {
 	// coordinator, if set, wraps worker id's coordinator (stuck-worker
 	// makes one that never acquires); nil runs every worker on its own.
 	coordinator func(id string, c shard.Coordinator) shard.Coordinator
+	// loadBalance is every worker's Config.LoadBalance (nil: count balance).
+	loadBalance *rebalance.LoadPolicy
+	// hold, if set, is what a handler does with its claim once started
+	// (skewed-load reports its shard's load), until ctx ends; nil: it only
+	// waits for the end.
+	hold func(ctx context.Context, c *worker.Claim)
 }
 
 // fastFailover is the policy of the fast-failover liveness mode measured
@@ -91,11 +98,14 @@ func (f *slFleet) add(ctx context.Context, id string) error {
 	}
 	w, err := worker.New(worker.Config{
 		ID: id, Fleet: shard.Config{Shards: f.o.shards}, Coordinator: coord, Offsets: f.store,
-		Policy: f.o.policy,
+		Policy: f.o.policy, LoadBalance: f.o.loadBalance,
 		// The handler notes its start, holds its shard and does nothing
 		// else: the figures are the coordination's own.
 		Handler: worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
 			f.started.record(string(c.Shard))
+			if f.o.hold != nil {
+				f.o.hold(ctx, c)
+			}
 			<-ctx.Done()
 			return nil
 		}),

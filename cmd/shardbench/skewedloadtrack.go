@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/consul"
+)
+
+// What skewed-load measures of a fleet: the observer's view of who owns
+// what, the moves it saw, and from those and the true loads the samples of
+// worker load ÷ mean that its figures come from.
+
+// loadTrack follows one fleet's prefix with blocking queries: its latest
+// view and every move (a shard whose owner became another worker).
+type loadTrack struct {
+	mu    sync.Mutex
+	cur   view
+	last  map[string]string // the last owner seen of each shard
+	moves []time.Time
+}
+
+func newLoadTrack() *loadTrack { return &loadTrack{last: map[string]string{}} }
+
+// follow watches observer's prefix until ctx ends.
+func (t *loadTrack) follow(ctx context.Context, observer *consul.Coordinator) {
+	var after uint64
+	for {
+		v, err := shardleaseView(ctx, observer, after)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			select { // a failed blocking query: retry after a moment
+			case <-time.After(50 * time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		t.see(v, time.Now())
+		after = shard.NextIndex(after, v.index)
+	}
+}
+
+// see records view v, seen at at.
+func (t *loadTrack) see(v view, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for s, w := range v.owners {
+		if prev, ok := t.last[s]; ok && prev != w {
+			t.moves = append(t.moves, at)
+		}
+		t.last[s] = w
+	}
+	t.cur = v
+}
+
+// view is the latest view.
+func (t *loadTrack) view() view {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cur
+}
+
+// seenMoves are the times of every move seen so far.
+func (t *loadTrack) seenMoves() []time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.moves)
+}
+
+// loadSample is one observation of a fleet: its highest and lowest worker
+// load ÷ the mean, and the floor, the heaviest shard's load ÷ the mean,
+// which no placement can bring max below.
+type loadSample struct {
+	at              time.Time
+	max, min, floor float64
+}
+
+// sampleLoads computes a sample from view v and the shards' true loads.
+// The mean is the fleet's whole load over its live workers, so that a
+// shard in hand-off still counts; ok is false without live workers.
+func sampleLoads(v view, loads map[shard.ID]float64, at time.Time) (loadSample, bool) {
+	if len(v.members) == 0 {
+		return loadSample{}, false
+	}
+	per := make(map[string]float64, len(v.members))
+	for _, m := range v.members {
+		per[m] = 0
+	}
+	var total, heaviest float64
+	for id, l := range loads {
+		total += l
+		heaviest = math.Max(heaviest, l)
+		if w, ok := v.owners[string(id)]; ok {
+			if _, live := per[w]; live {
+				per[w] += l
+			}
+		}
+	}
+	mean := total / float64(len(v.members))
+	if !(mean > 0) {
+		return loadSample{}, false
+	}
+	s := loadSample{at: at, max: math.Inf(-1), min: math.Inf(1), floor: heaviest / mean}
+	for _, l := range per {
+		s.max, s.min = math.Max(s.max, l/mean), math.Min(s.min, l/mean)
+	}
+	return s, true
+}
+
+// inBand reports whether no worker is above the band: max ÷ mean at most
+// 1 + tol, or at most the floor when the heaviest shard alone puts its
+// worker above the band, as far as the band is reachable.
+func (s loadSample) inBand(tol float64) bool {
+	return s.max <= math.Max(1+tol, s.floor)+1e-9
+}
+
+// skewedTimeline is when the scenario's phases began.
+type skewedTimeline struct {
+	skewed  time.Time // the Zipf loads: the count-balanced start
+	noise   time.Time // the first noise
+	tripled time.Time // the hot shard's load tripled
+	end     time.Time
+}
+
+// loadFigures are a fleet's figures.
+type loadFigures struct {
+	ratios       []float64 // max ÷ mean under noise, but while answering the tripling
+	floor        float64   // the floor's median over the same samples
+	converge     float64   // s from the count-balanced start into the band for good (NaN: not in it at the noise)
+	back         float64   // s from the tripling back into the band (NaN: never)
+	leftBand     bool      // the tripling took the fleet out of the band
+	noiseMoves   int       // moves under noise, but those answering the tripling
+	hotMoves     int       // moves answering the tripling
+	noiseMinutes float64   // the time noiseMoves were counted over
+}
+
+func (f loadFigures) String() string {
+	return fmt.Sprintf("max ÷ mean under noise p50 %.3f p99 %.3f (floor %.3f); converged after %.1fs; back in the band %.1fs after the tripling (left it: %v); %d moves in %.1f min of noise, %d answering the tripling",
+		percentile(f.ratios, 50), percentile(f.ratios, 99), f.floor, f.converge, f.back, f.leftBand, f.noiseMoves, f.noiseMinutes, f.hotMoves)
+}
+
+// figuresOf computes a fleet's figures from its samples and moves. The
+// moves answering the tripling are those from the tripling until the
+// fleet is back in the band, or at most hotWindow.
+func figuresOf(samples []loadSample, moves []time.Time, tl skewedTimeline, tol float64, hotWindow time.Duration) loadFigures {
+	f := loadFigures{converge: math.NaN(), back: math.NaN()}
+	var since time.Time // the start of the current stretch in the band
+	for _, s := range samples {
+		if s.at.Before(tl.skewed) || !s.at.Before(tl.noise) {
+			continue
+		}
+		switch {
+		case !s.inBand(tol):
+			since = time.Time{}
+		case since.IsZero():
+			since = s.at
+		}
+	}
+	if !since.IsZero() {
+		f.converge = since.Sub(tl.skewed).Seconds()
+	}
+	first := true
+	for _, s := range samples {
+		if s.at.Before(tl.tripled) {
+			continue
+		}
+		if first {
+			f.leftBand, first = !s.inBand(tol), false
+		}
+		if s.inBand(tol) {
+			f.back = s.at.Sub(tl.tripled).Seconds()
+			break
+		}
+	}
+	hotEnd := tl.tripled.Add(hotWindow)
+	if !math.IsNaN(f.back) {
+		hotEnd = tl.tripled.Add(min(hotWindow, time.Duration(f.back*float64(time.Second))))
+	}
+	answering := func(at time.Time) bool { return !at.Before(tl.tripled) && at.Before(hotEnd) }
+	var floors []float64
+	for _, s := range samples {
+		if !s.at.Before(tl.noise) && s.at.Before(tl.end) && !answering(s.at) {
+			f.ratios = append(f.ratios, s.max)
+			floors = append(floors, s.floor)
+		}
+	}
+	f.floor = percentile(floors, 50)
+	for _, at := range moves {
+		switch {
+		case answering(at):
+			f.hotMoves++
+		case !at.Before(tl.noise) && at.Before(tl.end):
+			f.noiseMoves++
+		}
+	}
+	f.noiseMinutes = (tl.end.Sub(tl.noise) - hotEnd.Sub(tl.tripled)).Minutes()
+	return f
+}
+
+// loadTrace is a fleet's worker load over the scenario as the plot draws
+// it: seconds since the loads became skewed, and per sample max and min
+// worker load ÷ mean and the floor.
+type loadTrace struct {
+	Tolerance float64   `json:"tolerance"`
+	NoiseS    float64   `json:"noise_s"`   // when the noise began
+	TripledS  float64   `json:"tripled_s"` // when the hot shard's load tripled
+	T         []float64 `json:"t"`
+	Max       []float64 `json:"max"`
+	Min       []float64 `json:"min"`
+	Floor     []float64 `json:"floor"`
+}
+
+// add appends sample s, rounded to what a plot shows.
+func (tr *loadTrace) add(s loadSample, skewed time.Time) {
+	round := func(v float64, unit float64) float64 { return math.Round(v/unit) * unit }
+	tr.T = append(tr.T, round(s.at.Sub(skewed).Seconds(), 0.01))
+	tr.Max, tr.Min, tr.Floor = append(tr.Max, round(s.max, 0.001)), append(tr.Min, round(s.min, 0.001)), append(tr.Floor, round(s.floor, 0.001))
+}
+
+// runSkewed plays the loads' timeline from the count-balanced start and
+// samples both fleets until its end, then computes their figures.
+func runSkewed(ctx context.Context, fleets []*skewedFleet, model *loadModel, table *loadTable, shape skewedShape) error {
+	tick := time.NewTicker(shape.sampleEvery)
+	defer tick.Stop()
+	tl := skewedTimeline{skewed: time.Now()}
+	table.set(model.loads())
+	nextNoise := tl.skewed.Add(shape.converge)
+	hotAt, endAt := nextNoise.Add(shape.hotAfter), nextNoise.Add(shape.noise)
+	samples := make([][]loadSample, len(fleets))
+	for n := 0; ; n++ {
+		now := time.Now()
+		if !now.Before(endAt) {
+			tl.end = now
+			break
+		}
+		changed := false
+		if !now.Before(nextNoise) {
+			if tl.noise.IsZero() {
+				tl.noise = now
+			}
+			model.renoise()
+			nextNoise, changed = nextNoise.Add(shape.noiseEvery), true
+		}
+		if !model.hotOn && !now.Before(hotAt) {
+			model.hotOn, tl.tripled, changed = true, now, true
+		}
+		if changed {
+			table.set(model.loads())
+		}
+		loads := table.current()
+		for i, sf := range fleets {
+			s, ok := sampleLoads(sf.track.view(), loads, now)
+			if !ok {
+				continue
+			}
+			samples[i] = append(samples[i], s)
+			if n%shape.traceEvery == 0 || changed {
+				sf.trace.add(s, tl.skewed)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	for i, sf := range fleets {
+		sf.trace.NoiseS, sf.trace.TripledS = tl.noise.Sub(tl.skewed).Seconds(), tl.tripled.Sub(tl.skewed).Seconds()
+		sf.fig = figuresOf(samples[i], sf.track.seenMoves(), tl, skewedTolerance, shape.hotWindow)
+	}
+	return nil
+}
