@@ -2,7 +2,9 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -134,4 +136,62 @@ func startsOf(evs []event) []event {
 		}
 	}
 	return out
+}
+
+// failFirstMarks fails the first n Joins that carry a RejoinUntil with
+// shard.ErrUnavailable, as a coordinator under load or a short network
+// fault would.
+type failFirstMarks struct {
+	shard.Coordinator
+	mu sync.Mutex
+	n  int
+}
+
+func (c *failFirstMarks) Join(ctx context.Context, s shard.SessionID, m shard.Member) error {
+	c.mu.Lock()
+	fail := !m.RejoinUntil.IsZero() && c.n > 0
+	if fail {
+		c.n--
+	}
+	c.mu.Unlock()
+	if fail {
+		return fmt.Errorf("%w: refused by the test", shard.ErrUnavailable)
+	}
+	return c.Coordinator.Join(ctx, s, m)
+}
+
+// TestRejoinMarkRetried: when the write that says "I will be back" fails
+// at a stop, the worker retries it while its handlers drain, before it
+// releases anything, so its shards are still kept for it. Without the
+// retry the release lands unmarked and the others take the shards (two
+// moves each: away, and back at the return).
+func TestRejoinMarkRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 12)
+		for _, id := range []string{"a", "b"} {
+			c := f.config(id, f.events.waiting(id))
+			c.RejoinGrace = 30 * time.Second
+			f.startWith(c)
+		}
+		c := f.config("c", f.events.waiting("c"))
+		c.RejoinGrace = 30 * time.Second
+		f.startWrapped(c, func(co shard.Coordinator) shard.Coordinator { return &failFirstMarks{Coordinator: co, n: 3} })
+		settle(10 * time.Second)
+		before := f.owners()
+		if n := counts(before)["c"]; n != 4 {
+			t.Fatalf("before the stop c owns %d, want 4", n)
+		}
+		if err := f.stop("c"); err != nil {
+			t.Fatalf("stopping c: %v", err)
+		}
+		settle(5 * time.Second)
+		for s, w := range f.owners() {
+			if before[s] == "c" {
+				t.Fatalf("c's shard %s went to %s while c is inside its grace", s, w)
+			}
+		}
+		if m, _ := f.snapshot().Member("c"); !m.Returning(time.Now()) {
+			t.Fatalf("c's member key after its stop: %+v, want returning", m)
+		}
+	})
 }

@@ -253,26 +253,57 @@ func (lp *loop) stepDown(ctx context.Context) error {
 // released. With a rejoin grace the mark is RejoinUntil, now + grace: the
 // assignor keeps the worker's assignment, shards and all, for its return.
 // Without one it is draining, so that the assignor's first listing after
-// the release gives them to the others. A live member that is not draining keeps the
-// free shards of its assignment (it is expected to take them), so without
-// the mark the assignor would wait for the session's end: a second write and
-// a second listing, each a large read at 10,000 shards (docs/design.md,
-// "One assignor"). If the write fails
-// the stop goes on; the session's end frees the member anyway.
+// the release gives them to the others. A live member that is not draining
+// keeps the free shards of its assignment (it is expected to take them), so
+// without the mark the assignor would wait for the session's end: a second
+// write and a second listing, each a large read at 10,000 shards
+// (docs/design.md, "One assignor").
+//
+// The shards are released only after this returns, so the assignor sees
+// the mark no later than the releases. Without a grace one attempt is
+// enough: if it fails the session's end frees the member anyway. With a
+// grace a failed mark costs every shard two moves (away at the release,
+// back at the return), so it is retried, with backoff, while the handlers
+// drain, for up to the drain timeout (at least one renewal interval), as
+// long as the failure is one that may pass (shard.ErrUnavailable); only
+// then does the stop go on without it.
 func (lp *loop) announceLeave(ctx context.Context, now time.Time) {
 	m := lp.member
 	m.Cordon = lp.w.cordon.Load()
-	if grace := lp.w.cfg.RejoinGrace; grace > 0 {
+	grace := lp.w.cfg.RejoinGrace
+	if grace > 0 {
 		m.RejoinUntil = now.Add(grace)
 		lp.w.log.Info("stopping for a restart: the assignor keeps this worker's shards for its return", zap.Time("rejoin_until", m.RejoinUntil))
 	} else {
 		m.Draining = true
 		lp.w.draining.Store(true) // this worker's own mark, not an operator's: nothing to log
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
-	defer cancel()
-	if err := lp.w.cfg.Coordinator.Join(ctx, lp.lease.session, m); err != nil {
-		lp.w.log.Warn("marking the member key draining before the shards are released failed; the assignor places them once the session ends", zap.Error(err))
+	ctx = context.WithoutCancel(ctx)
+	budget := lp.w.cfg.Policy.RenewEvery
+	if grace > 0 {
+		budget = max(budget, lp.w.cfg.DrainTimeout)
+	}
+	giveUp := now.Add(budget)
+	retry := backoff{base: 50 * time.Millisecond, max: time.Second, j: lp.w.jitter}
+	for {
+		deadline := time.Now().Add(lp.w.cfg.Policy.RenewEvery)
+		if giveUp.Before(deadline) {
+			deadline = giveUp
+		}
+		attempt, cancel := context.WithDeadline(ctx, deadline)
+		err := lp.w.cfg.Coordinator.Join(attempt, lp.lease.session, m)
+		cancel()
+		if err == nil {
+			return
+		}
+		wait := retry.next()
+		if grace == 0 || !errors.Is(err, shard.ErrUnavailable) || time.Now().Add(wait).After(giveUp) {
+			lp.w.log.Warn("marking the member key before the shards are released failed; they are placed as after a stop without a rejoin grace",
+				zap.Duration("rejoin_grace", grace), zap.Error(err))
+			return
+		}
+		lp.w.log.Warn("marking the member key before the shards are released failed; retrying while the handlers drain", zap.Error(err))
+		time.Sleep(wait)
 	}
 }
 
