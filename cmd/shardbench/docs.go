@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 )
 
 // One run, one document: --docs FILE writes the run's JSON beside FILE
-// (bench/run.json), its plot (img/ownership.svg) and, between FILE's
+// (bench/run.json), its plots (img/ownership.svg, and img/load.svg when
+// the run has skewed-load's traces) and, between FILE's
 // markers, the section generated from that JSON: the table, its notes and
 // a paragraph of figures per scenario. Everything in the section is
 // rendered from the JSON as committed, so `shardbench docs` regenerates
@@ -26,12 +28,14 @@ const (
 // docsPaths are the files one run's documents go to.
 type docsPaths struct {
 	doc, json, plot string
+	loadPlot        string // drawn only from a run with skewed-load's traces
 }
 
 // docsFor places a run's JSON and plot relative to the document doc.
 func docsFor(doc string) docsPaths {
 	dir := filepath.Dir(doc)
-	return docsPaths{doc: doc, json: filepath.Join(dir, "bench", "run.json"), plot: filepath.Join(dir, "img", "ownership.svg")}
+	return docsPaths{doc: doc, json: filepath.Join(dir, "bench", "run.json"), plot: filepath.Join(dir, "img", "ownership.svg"),
+		loadPlot: filepath.Join(dir, "img", loadPlotName)}
 }
 
 // writeDocs writes rep as the JSON of p and regenerates p's plot and
@@ -73,6 +77,12 @@ func renderDocs(p docsPaths) error {
 	}
 	if err := writeOwnershipPlot(rep, p.plot); err != nil {
 		return fmt.Errorf("plot %s: %w", p.plot, err)
+	}
+	// A run without skewed-load leaves the load plot of an earlier one.
+	if len(loadTraces(rep.Results)) > 0 {
+		if err := writeLoadPlot(rep, p.loadPlot); err != nil {
+			return fmt.Errorf("plot %s: %w", p.loadPlot, err)
+		}
 	}
 	doc, err := os.ReadFile(p.doc)
 	if err != nil {
@@ -146,6 +156,10 @@ func (r report) docSection(jsonPath, plotPath string) string {
 	b.WriteString("\n\n")
 	r.writeGoals(&b)
 	fmt.Fprintf(&b, "![Time until every shard is owned again, per scenario and system: p50 (dot), p99 (bar) and max (whisker's end), log scale](%s)\n\n", plotPath)
+	if len(loadTraces(r.Results)) > 0 {
+		fmt.Fprintf(&b, "![skewed-load: the highest and lowest worker load ÷ mean over time, load-aware and count-based fleets, with the tolerance band, the noise's start and the hot shard's tripling](%s)\n\n",
+			path.Join(path.Dir(plotPath), loadPlotName))
+	}
 	b.WriteString("Ratio columns: shardlease ÷ the baseline of the same scenario, metric and policy, for p50 / p99 / max " +
 		"(under one: shardlease is faster or cheaper). Each baseline row follows the first shardlease row compared with it; " +
 		"the default baseline runs on api.Lock's own settings and serves every policy's row. " +

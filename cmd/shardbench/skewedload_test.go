@@ -1,0 +1,240 @@
+package main
+
+import (
+	"encoding/xml"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// TestLoadModel: the loads are Zipf with exponent 1.1 over the shards at a
+// mean of 1, the same for the same seed and in another order for another;
+// the hot shard tripled stays under one worker's mean load; the noise
+// keeps every load within ±20 % of its base.
+func TestLoadModel(t *testing.T) {
+	ids := shard.Config{Shards: 128}.IDs()
+	m := newLoadModel(ids, 12, skewedSeed)
+	sorted := slices.Sorted(func(yield func(float64) bool) {
+		for _, b := range m.base {
+			yield(b)
+		}
+	})
+	slices.Reverse(sorted)
+	var sum float64
+	for k, b := range sorted {
+		sum += b
+		if want := sorted[0] * math.Pow(float64(k+1), -1.1); math.Abs(b-want) > 1e-9 {
+			t.Fatalf("the %d-th heaviest load is %v, want %v (Zipf 1.1)", k+1, b, want)
+		}
+	}
+	if math.Abs(sum/128-1) > 1e-9 {
+		t.Errorf("mean load %v, want 1", sum/128)
+	}
+	if other := newLoadModel(ids, 12, skewedSeed+1); slices.Equal(other.base, m.base) {
+		t.Error("another seed gave the same order")
+	}
+	if again := newLoadModel(ids, 12, skewedSeed); !slices.Equal(again.base, m.base) || again.hot != m.hot {
+		t.Error("the same seed gave other loads")
+	}
+	if m.hot < 0 || 3*m.base[m.hot] >= 128.0/12 {
+		t.Errorf("hot shard %d with load %v: tripled it does not fit one worker's mean load", m.hot, m.base[m.hot])
+	}
+	for range 5 {
+		m.renoise()
+		for i, id := range ids {
+			if r := m.loads()[id] / m.base[i]; r < 0.8 || r > 1.2 {
+				t.Fatalf("shard %s at %v × its base, want within ±20 %%", id, r)
+			}
+		}
+	}
+	m.hotOn = true
+	if r := m.loads()[ids[m.hot]] / (m.base[m.hot] * m.noise[m.hot]); math.Abs(r-3) > 1e-9 {
+		t.Errorf("the hot shard is %v × its noisy load, want 3", r)
+	}
+}
+
+// TestSampleLoads: worker load is the true loads of the shards it owns;
+// the mean counts a shard nobody holds, and a worker that is no member
+// counts for nothing.
+func TestSampleLoads(t *testing.T) {
+	loads := map[shard.ID]float64{"a": 4, "b": 2, "c": 1, "d": 1, "e": 4}
+	v := view{owners: map[string]string{"a": "w1", "b": "w2", "c": "w2", "d": "gone"}, members: []string{"w1", "w2", "w3", "w4"}}
+	s, ok := sampleLoads(v, loads, time.Unix(0, 0))
+	// total 12 over 4 members: mean 3; w1 4, w2 3, w3 and w4 nothing.
+	if !ok || math.Abs(s.max-4.0/3) > 1e-9 || s.min != 0 || math.Abs(s.floor-4.0/3) > 1e-9 {
+		t.Errorf("sample %+v, %v; want max 1.333, min 0, floor 1.333", s, ok)
+	}
+	if !s.inBand(0.10) || (loadSample{max: 1.2, floor: 1.1}).inBand(0.10) || !(loadSample{max: 1.1}).inBand(0.10) {
+		t.Error("inBand: want in at the floor and at 1 + tol, out above both")
+	}
+	if _, ok := sampleLoads(view{owners: v.owners}, loads, time.Unix(0, 0)); ok {
+		t.Error("a sample without members: want none")
+	}
+}
+
+// TestFiguresOf: convergence is the start of the last stretch in the band
+// before the noise; back is the first sample in the band after the
+// tripling; the moves until then are counted apart from the noise's.
+func TestFiguresOf(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	tl := skewedTimeline{skewed: at(0), noise: at(10), tripled: at(20), end: at(40)}
+	maxes := []float64{
+		1.5, 1.05, 1.3, 1.08, 1.09, 1.1, 1.02, 1.04, 1.06, 1.05, // convergence: in the band from 3 s on
+		1.05, 1.06, 1.07, 1.08, 1.09, 1.05, 1.04, 1.03, 1.02, 1.01, // noise
+		1.6, 1.4, 1.2, 1.09, 1.05, 1.04, 1.03, 1.05, 1.06, 1.07, // tripled at 20 s, back at 23 s
+		1.08, 1.09, 1.1, 1.05, 1.04, 1.03, 1.02, 1.01, 1.0, 1.05,
+	}
+	var samples []loadSample
+	for i, m := range maxes {
+		samples = append(samples, loadSample{at: at(float64(i)), max: m, min: 0.95, floor: 0.5})
+	}
+	moves := []time.Time{at(1), at(2), at(12), at(20.5), at(22), at(25), at(39), at(41)}
+	f := figuresOf(samples, moves, tl, 0.10, 10*time.Second)
+	if f.converge != 3 || f.back != 3 || !f.leftBand || f.hotMoves != 2 || f.noiseMoves != 3 || math.Abs(f.noiseMinutes-27.0/60) > 1e-9 {
+		t.Errorf("figures %+v; want converged after 3 s, back after 3 s having left the band, 2 hot moves, 3 noise moves over 27 s", f)
+	}
+	if len(f.ratios) != 27 || slices.Max(f.ratios) != 1.1 {
+		t.Errorf("ratios %v: want the 27 noise samples but the 3 answering the tripling", f.ratios)
+	}
+
+	// Out of the band at the noise and never back: no figure, and every
+	// move within the hot window answers the tripling.
+	for i := range samples {
+		samples[i].max = 1.5
+	}
+	f = figuresOf(samples, moves, tl, 0.10, 10*time.Second)
+	if !math.IsNaN(f.converge) || !math.IsNaN(f.back) || f.hotMoves != 3 || f.noiseMoves != 2 {
+		t.Errorf("figures %+v; want no convergence, never back, 3 hot moves and 2 noise moves", f)
+	}
+}
+
+// TestSkewedRows: the load-aware fleet's rows carry the goals and the
+// count-based fleet's none; a fleet that never reached the band misses
+// its goal with the window as its figure and a note saying so.
+func TestSkewedRows(t *testing.T) {
+	env := &benchEnv{trials: 1}
+	shape := skewedShapeFor(&benchEnv{small: true})
+	model := newLoadModel(shard.Config{Shards: shape.shards}.IDs(), shape.workers, skewedSeed)
+	fig := loadFigures{ratios: []float64{1.05, 1.08}, floor: 0.6, converge: math.NaN(), back: 4, noiseMoves: 3, hotMoves: 2, noiseMinutes: 0.25}
+	aware := skewedRows(env, shape, &skewedFleet{system: systemShardlease, fig: fig, trace: &loadTrace{}}, &model)
+	counted := skewedRows(env, shape, &skewedFleet{system: systemCountBased, fig: fig, trace: &loadTrace{}}, &model)
+	if len(aware) != 4 || len(counted) != 4 {
+		t.Fatalf("%d and %d rows, want 4 each", len(aware), len(counted))
+	}
+	wantMet := []bool{true, false, false, true} // 12 moves a minute miss the goal of 2
+	for i, r := range aware {
+		if r.Met == nil || *r.Met != wantMet[i] || r.Trials != 1 {
+			t.Errorf("load-aware %s: met %v, %d trials; want met %v, 1 trial", r.Metric, r.Met, r.Trials, wantMet[i])
+		}
+		if counted[i].Met != nil || counted[i].System != systemCountBased || counted[i].Metric != r.Metric {
+			t.Errorf("count-based %s: want the same metric without a goal, got %+v", r.Metric, counted[i])
+		}
+	}
+	if aware[1].P50 != shape.converge.Seconds() || !strings.Contains(aware[1].Note, "the figure is the window") {
+		t.Errorf("never converged: figure %v, note %q", aware[1].P50, aware[1].Note)
+	}
+	if aware[2].P50 != 12 || aware[2].Extra["hot_moves"] != 2 || aware[0].Trace == nil {
+		t.Errorf("moves row %+v, ratio row's trace %v", aware[2], aware[0].Trace)
+	}
+}
+
+// TestLoadPlot: --docs draws img/load.svg beside the ownership plot from a
+// run with skewed-load's traces, as SVG naming both fleets, and the
+// section links it with no number that is not the run's; a run without
+// them draws none.
+func TestLoadPlot(t *testing.T) {
+	rep := sampleReport()
+	for _, sys := range []string{systemShardlease, systemCountBased} {
+		tr := &loadTrace{Tolerance: 0.1, NoiseS: 3, TripledS: 6}
+		for i := range 10 {
+			tr.add(loadSample{at: time.Unix(int64(i), 0), max: 1 + float64(i%3)/10, min: 0.9, floor: 0.7}, time.Unix(0, 0))
+		}
+		r := measured("skewed-load", sys, "max worker load ÷ mean", "ratio", []float64{1.05, 1.2})
+		r.Trace = tr
+		rep.Results = append(rep.Results, r)
+	}
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "benchmarks.md")
+	if err := os.WriteFile(doc, []byte(docsBegin+"\n"+docsEnd+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := docsFor(doc)
+	if err := writeDocs(rep, p); err != nil {
+		t.Fatal(err)
+	}
+	texts, err := svgTexts(p.loadPlot)
+	if err != nil {
+		t.Fatalf("%s: %v", p.loadPlot, err)
+	}
+	for _, want := range []string{"load-aware", "count-based"} {
+		if !strings.Contains(texts, want) {
+			t.Errorf("%s names no %q; its texts: %s", p.loadPlot, want, texts)
+		}
+	}
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, err := extractSection(string(b))
+	if err != nil || !strings.Contains(section, "](img/load.svg)") {
+		t.Errorf("the section does not show img/load.svg (%v):\n%s", err, section)
+	}
+	if stray := strayNumbers(section, rep); len(stray) > 0 {
+		t.Errorf("numbers in the section that are no figure of the run: %v", stray)
+	}
+
+	other := filepath.Join(t.TempDir(), "benchmarks.md")
+	if err := os.WriteFile(other, []byte(docsBegin+"\n"+docsEnd+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeDocs(sampleReport(), docsFor(other)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(docsFor(other).loadPlot); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a run without skewed-load drew a load plot: %v", err)
+	}
+}
+
+// svgTexts parses path as XML with an <svg> root and returns its text.
+func svgTexts(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	dec := xml.NewDecoder(f)
+	var texts []string
+	root := ""
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			if root == "" {
+				root = tok.Name.Local
+			}
+		case xml.CharData:
+			if s := strings.TrimSpace(string(tok)); s != "" {
+				texts = append(texts, s)
+			}
+		}
+	}
+	if root != "svg" {
+		return "", errors.New("the root element is " + root + ", not svg")
+	}
+	return strings.Join(texts, " | "), nil
+}

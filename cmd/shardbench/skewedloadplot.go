@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"image/color"
+	"math"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// The load plot (img/load.svg beside ownership.svg): skewed-load's worker
+// load ÷ mean over time for both fleets, the highest worker as a solid
+// line and the lowest as a dashed one in the fleet's colour, with the
+// tolerance band, the floor the heaviest shard sets, and the moments the
+// noise began and the hot shard's load tripled. It is drawn from the
+// traces in the run's JSON, so `shardbench docs` redraws it.
+
+// loadPlotName is the load plot's file, beside the ownership plot.
+const loadPlotName = "load.svg"
+
+// loadPlotFleets are the fleets plotted, in legend order, with colours.
+var loadPlotFleets = []struct {
+	system, label string
+	color         color.RGBA
+}{
+	{systemShardlease, "load-aware", color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}},
+	{systemCountBased, systemCountBased, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}},
+}
+
+// loadTraces are the run's skewed-load traces by system.
+func loadTraces(rs []result) map[string]*loadTrace {
+	out := map[string]*loadTrace{}
+	for _, r := range rs {
+		if r.Scenario == "skewed-load" && r.Trace != nil && len(r.Trace.T) > 0 {
+			out[r.System] = r.Trace
+		}
+	}
+	return out
+}
+
+// writeLoadPlot draws rep's skewed-load traces to path, whose extension
+// chooses the format.
+func writeLoadPlot(rep report, path string) error {
+	traces := loadTraces(rep.Results)
+	if len(traces) == 0 {
+		return errors.New("no skewed-load trace to plot")
+	}
+	p := plot.New()
+	p.Title.Text = "skewed-load: worker load ÷ mean, highest (solid) and lowest (dashed) worker per fleet"
+	if rep.Small {
+		p.Title.Text += "; --small: not results"
+	}
+	p.X.Label.Text = "seconds since the loads became skewed (count-balanced start)"
+	p.Y.Label.Text = "worker load ÷ mean"
+	p.Legend.Top = true
+	var any *loadTrace
+	hi, end := 1.0, 0.0
+	for _, f := range loadPlotFleets {
+		tr, ok := traces[f.system]
+		if !ok {
+			continue
+		}
+		any = tr
+		hi, end = math.Max(hi, slices.Max(tr.Max)), math.Max(end, slices.Max(tr.T))
+		for _, s := range []struct {
+			ys     []float64
+			dashed bool
+			what   string
+		}{{tr.Max, false, " highest"}, {tr.Min, true, " lowest"}} {
+			l, err := plotter.NewLine(traceXYs(tr.T, s.ys))
+			if err != nil {
+				return err
+			}
+			l.LineStyle.Color, l.LineStyle.Width = f.color, vg.Points(1.2)
+			if s.dashed {
+				l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			}
+			p.Add(l)
+			p.Legend.Add(f.label+s.what, l)
+		}
+	}
+	grey := color.RGBA{R: 0x80, G: 0x80, B: 0x80, A: 0xff}
+	floor, err := plotter.NewLine(traceXYs(any.T, any.Floor))
+	if err != nil {
+		return err
+	}
+	floor.LineStyle.Color, floor.LineStyle.Dashes = grey, []vg.Length{vg.Points(1), vg.Points(2)}
+	p.Add(floor)
+	p.Legend.Add("floor: heaviest shard ÷ mean", floor)
+	hi = math.Max(hi, slices.Max(any.Floor))
+	marks := []struct {
+		xys   plotter.XYs
+		label string
+	}{
+		{plotter.XYs{{X: 0, Y: 1 + any.Tolerance}, {X: end, Y: 1 + any.Tolerance}}, "tolerance band"},
+		{plotter.XYs{{X: 0, Y: 1 - any.Tolerance}, {X: end, Y: 1 - any.Tolerance}}, ""},
+		{plotter.XYs{{X: any.NoiseS, Y: 0}, {X: any.NoiseS, Y: hi}}, "noise begins"},
+		{plotter.XYs{{X: any.TripledS, Y: 0}, {X: any.TripledS, Y: hi}}, "hot shard tripled"},
+	}
+	for i, m := range marks {
+		l, err := plotter.NewLine(m.xys)
+		if err != nil {
+			return err
+		}
+		l.LineStyle.Color, l.LineStyle.Width = grey, vg.Points(0.8)
+		if i >= 2 {
+			l.LineStyle.Color = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
+			l.LineStyle.Dashes = []vg.Length{vg.Points(6), vg.Points(2)}
+		}
+		p.Add(l)
+		if m.label != "" {
+			p.Legend.Add(m.label, l)
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, hi*1.05
+	p.X.Min, p.X.Max = 0, end
+	return p.Save(10*vg.Inch, 5*vg.Inch, path)
+}
+
+// traceXYs pairs a trace's times with one of its series.
+func traceXYs(ts, ys []float64) plotter.XYs {
+	n := min(len(ts), len(ys))
+	xys := make(plotter.XYs, n)
+	for i := range n {
+		xys[i] = plotter.XY{X: ts[i], Y: ys[i]}
+	}
+	return xys
+}
