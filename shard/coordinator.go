@@ -48,6 +48,15 @@ type Member struct {
 	// keeps its dead member key at least that long. Zero: none (a crash,
 	// or a stop without grace). A worker clears it when it joins.
 	RejoinUntil time.Time `json:"rejoin_until,omitzero"`
+	// Load is the smoothed load of each shard the worker owns, as its
+	// handlers report it (worker.Claim.ReportLoad) or as derived from their
+	// commit rate, rounded to three significant digits. The worker rewrites
+	// it at a bounded rate (worker.Config.LoadReportEvery) and only when a
+	// load changed noticeably; the assignor of a load-balancing fleet reads
+	// it. Nil: nothing measured yet, or a worker from before load
+	// balancing. A shard listed here that the worker no longer holds is
+	// ignored: only the holder's figure counts.
+	Load map[ID]float64 `json:"load,omitempty"`
 }
 
 // Mark records who set an operator's state (a cordon, a freeze), when,

@@ -57,6 +57,25 @@ type Config struct {
 	// fields take their defaults). Every worker of a fleet should have the
 	// same, since any of them may become the assignor. Nil: count balance.
 	LoadBalance *rebalance.LoadPolicy
+	// ShardWeight, when not nil, is each shard's static weight for load
+	// balancing: the assignor multiplies the shard's measured load by it,
+	// and while nothing is measured balances the weights alone. It must
+	// return a finite number ≥ 0 for every shard of the fleet (New calls it
+	// for each) and the same on every worker. Nil: every shard weighs 1.
+	ShardWeight func(shard.ID) float64
+	// LoadReportEvery is how often the worker samples its shards' smoothed
+	// loads and, when one changed by more than 5 %, rewrites its member
+	// record with them (shard.Member.Load): at most one write per
+	// interval, and none while nothing changed, so the assignor, woken by
+	// every such write, is not kept busy by a large fleet. At least a
+	// second. Zero: DefaultLoadReportEvery when LoadBalance is set, and no
+	// writes when it is not (a count-balanced fleet's coordinator traffic
+	// stays as it was); NoLoadReport (any negative value): no writes.
+	LoadReportEvery time.Duration
+	// LoadHalfLife is the half-life of the smoothing of each shard's load
+	// (Claim.ReportLoad, or the commit rate): a step change is half seen
+	// after one half-life and 7/8 after three. Zero: DefaultLoadHalfLife.
+	LoadHalfLife time.Duration
 	// MaxMovesInFlight caps the hand-offs in flight across the fleet when
 	// this worker is the assignor (rebalance.Policy). Zero: the default,
 	// rebalance.DefaultMaxMovesInFlight. Every worker of a fleet should
@@ -107,7 +126,35 @@ const (
 	// shards at once: for a fleet with nothing to balance (one shard) or
 	// whose workers never start together. Zero is the default, not none.
 	NoColdStartGather time.Duration = -1
+	// DefaultLoadReportEvery is LoadReportEvery's default while the fleet
+	// balances load: 100 workers then write at most 10 member records a
+	// second between them (docs/operations.md, "Balancing load").
+	DefaultLoadReportEvery = 10 * time.Second
+	// MinLoadReportEvery is the shortest LoadReportEvery accepted.
+	MinLoadReportEvery = time.Second
+	// NoLoadReport as Config.LoadReportEvery keeps the loads out of the
+	// member record even while the fleet balances load (the assignor then
+	// balances the static weights alone).
+	NoLoadReport time.Duration = -1
+	// DefaultLoadHalfLife is LoadHalfLife's default: one report interval,
+	// so a changed load is mostly carried within two reports while
+	// noise that flips every few seconds is damped.
+	DefaultLoadHalfLife = 10 * time.Second
 )
+
+// carriesLoad reports whether the worker writes its shards' loads to its
+// member record.
+func (c Config) carriesLoad() bool {
+	return c.LoadReportEvery > 0 || (c.LoadReportEvery == 0 && c.LoadBalance != nil)
+}
+
+// loadEvery is the interval of the worker's load sampling.
+func (c Config) loadEvery() time.Duration {
+	if c.LoadReportEvery > 0 {
+		return c.LoadReportEvery
+	}
+	return DefaultLoadReportEvery
+}
 
 // EffectiveStuckAfter is the StuckAfter the assignor judges by: the
 // configured value (or rebalance.DefaultStuckAfter), or the longest a
@@ -148,6 +195,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ColdStartGather == 0 {
 		c.ColdStartGather = DefaultColdStartGather
+	}
+	if c.LoadHalfLife == 0 {
+		c.LoadHalfLife = DefaultLoadHalfLife
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -219,5 +269,5 @@ func (c Config) settingsProblems() []string {
 	if c.MaxMovesInFlight < 0 {
 		add("max moves in flight %d must not be negative", c.MaxMovesInFlight)
 	}
-	return problems
+	return append(problems, c.loadProblems()...)
 }

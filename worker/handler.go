@@ -35,6 +35,7 @@ type Claim struct {
 
 	w    *Worker
 	auth *authority
+	load *meter // nil in a Claim made by hand
 }
 
 // Lost is closed when the claim's authority ends: at the worker's local
@@ -95,6 +96,7 @@ func (c *Claim) Commit(ctx context.Context, offset int64) error {
 	switch {
 	case err == nil:
 		c.w.m.commits.WithLabelValues("accepted").Inc()
+		c.load.commit()
 	case errors.Is(err, offsets.ErrStaleToken):
 		c.w.m.commits.WithLabelValues("stale").Inc()
 		c.w.log.Warn("commit rejected: a newer owner fenced the shard",
@@ -135,7 +137,11 @@ func (w *Worker) runShard(ctx context.Context, auth *authority, claim shard.Clai
 		}
 	}
 	retry.reset()
-	c := &Claim{Claim: claim, Worker: w.cfg.ID, Start: start, w: w, auth: auth}
+	// One meter for the claim's whole run: a restarted handler's reports
+	// continue its predecessor's.
+	load := w.load.meters.open(claim.Shard, w.cfg.LoadHalfLife)
+	defer w.load.meters.close(claim.Shard, load)
+	c := &Claim{Claim: claim, Worker: w.cfg.ID, Start: start, w: w, auth: auth, load: load}
 	for {
 		if auth.err() != nil {
 			return nil // the fence and load outlasted the authority
@@ -156,7 +162,7 @@ func (w *Worker) runShard(ctx context.Context, auth *authority, claim shard.Clai
 		}
 		// A restarted handler resumes from what is committed now.
 		if cp, err := w.cfg.Offsets.Load(ctx, claim.Shard); err == nil {
-			c = &Claim{Claim: claim, Worker: w.cfg.ID, Start: cp, w: w, auth: auth}
+			c = &Claim{Claim: claim, Worker: w.cfg.ID, Start: cp, w: w, auth: auth, load: load}
 		}
 	}
 }

@@ -1,14 +1,190 @@
 package worker
 
 import (
+	"math"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
 	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 )
 
-// stepLoads is the assignor's per-shard load for rebalance.State.Loads,
-// from the member records in snap; nil while the fleet balances shard
-// counts (Config.LoadBalance nil).
-func (w *Worker) stepLoads(snap shard.Snapshot) map[shard.ID]float64 { return nil }
+// ReportLoad tells the worker the current load of the claim's shard (any
+// non-negative unit, the same for every shard of the fleet: events per
+// second, CPU seconds per second). The worker smooths it (an exponentially
+// weighted mean with half-life Config.LoadHalfLife, the reported value
+// holding until the next report) and carries it to the assignor in its
+// member record at a bounded rate (Config.LoadReportEvery). A handler may
+// call it as often as it likes; it takes a lock and does no I/O.
+//
+// A negative, NaN or infinite load is bad input: it is ignored, counted
+// (shardlease_load_reports_rejected_total) and logged once per claim. A
+// handler that never reports has its load derived from its commit rate
+// (accepted Commits per second), smoothed the same way. A Claim made by
+// hand (not issued by a Worker) ignores reports.
+func (c *Claim) ReportLoad(load float64) {
+	if c.load == nil {
+		return
+	}
+	if math.IsNaN(load) || math.IsInf(load, 0) || load < 0 {
+		if c.load.reject() {
+			c.w.log.Warn("a handler reported a load that is not a finite number ≥ 0; ignoring it (logged once per claim)",
+				zap.String("shard", string(c.Shard)), zap.Float64("load", load))
+		}
+		c.w.m.load.rejected.Inc()
+		return
+	}
+	c.load.report(time.Now(), load)
+}
+
+// meter is one owned shard's smoothed load. Reports and commits come from
+// the shard's handler; samples from the worker's loop.
+type meter struct {
+	halfLife time.Duration
+
+	mu       sync.Mutex
+	known    bool      // smoothed holds a value
+	reported bool      // a handler reported: the commit rate is not used
+	smoothed float64   // as of at
+	raw      float64   // the value in force since at
+	at       time.Time // time smoothed was last brought up to date
+	commits  int       // accepted commits since windowFrom
+	from     time.Time // start of the commit-counting window
+	rejected bool      // a bad report was logged
+}
+
+func newMeter(halfLife time.Duration, now time.Time) *meter {
+	return &meter{halfLife: halfLife, from: now, at: now}
+}
+
+// advance brings smoothed up to now, raw having held since m.at. The mean
+// of a step function decays by 2^(-dt/halfLife) however often it is
+// sampled, so irregular reports weigh by the time they were in force.
+func (m *meter) advance(now time.Time) {
+	dt := now.Sub(m.at)
+	if dt <= 0 {
+		return
+	}
+	decay := math.Exp2(-dt.Seconds() / m.halfLife.Seconds())
+	m.smoothed = m.smoothed*decay + m.raw*(1-decay)
+	m.at = now
+}
+
+// report records a handler's load at now.
+func (m *meter) report(now time.Time, v float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.reported {
+		// The first report replaces anything derived from commits: the
+		// handler's own unit wins and is not mixed with commits per second.
+		m.reported, m.known, m.smoothed, m.raw, m.at = true, true, v, v, now
+		return
+	}
+	m.advance(now)
+	m.raw = v
+}
+
+// commit counts one accepted commit, for a handler that does not report.
+func (m *meter) commit() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.commits++
+	m.mu.Unlock()
+}
+
+// reject notes a bad report and says whether it is the claim's first.
+func (m *meter) reject() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	first := !m.rejected
+	m.rejected = true
+	return first
+}
+
+// sample returns the smoothed load at now and whether there is one. For
+// a handler that never reported it first folds in the commit rate of the
+// window since the previous sample (only the loop samples, once per
+// report interval, so the window is that long).
+func (m *meter) sample(now time.Time) (float64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.reported {
+		window := now.Sub(m.from)
+		if window <= 0 {
+			return m.smoothed, m.known
+		}
+		rate := float64(m.commits) / window.Seconds()
+		if !m.known {
+			m.known, m.smoothed, m.at = true, rate, now
+		} else {
+			m.advance(now) // with the previous window's rate
+		}
+		m.raw, m.commits, m.from = rate, 0, now
+		return m.smoothed, true
+	}
+	m.advance(now)
+	return m.smoothed, m.known
+}
+
+// meters is the worker's meter per shard whose handler runs now.
+type meters struct {
+	mu  sync.Mutex
+	all map[shard.ID]*meter
+}
+
+// open starts a fresh meter for a shard whose runner starts.
+func (ms *meters) open(id shard.ID, halfLife time.Duration) *meter {
+	m := newMeter(halfLife, time.Now())
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.all == nil {
+		ms.all = map[shard.ID]*meter{}
+	}
+	ms.all[id] = m
+	return m
+}
+
+// close drops the shard's meter when its runner ends, unless a newer
+// runner of the same shard has opened another meanwhile.
+func (ms *meters) close(id shard.ID, m *meter) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.all[id] == m {
+		delete(ms.all, id)
+	}
+}
+
+// sample returns every running shard's smoothed load at now, rounded
+// (roundLoad); shards without a measurement yet are left out.
+func (ms *meters) sample(now time.Time) map[shard.ID]float64 {
+	ms.mu.Lock()
+	list := make(map[shard.ID]*meter, len(ms.all))
+	for id, m := range ms.all {
+		list[id] = m
+	}
+	ms.mu.Unlock()
+	out := make(map[shard.ID]float64, len(list))
+	for id, m := range list {
+		if v, ok := m.sample(now); ok {
+			out[id] = roundLoad(v)
+		}
+	}
+	return out
+}
+
+// roundLoad keeps three significant digits: the member record stays short
+// and a change below 0.5 % (well under loadChange) is no change.
+func roundLoad(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	scale := math.Pow(10, 2-math.Floor(math.Log10(math.Abs(v))))
+	return math.Round(v*scale) / scale
+}
 
 // loadPolicy is the rebalance.LoadPolicy this worker's Config asks for.
 func (c *Config) loadPolicy() rebalance.LoadPolicy {
@@ -17,9 +193,3 @@ func (c *Config) loadPolicy() rebalance.LoadPolicy {
 	}
 	return *c.LoadBalance
 }
-
-// ReportLoad tells the worker the current load of the claim's shard (any
-// non-negative unit, the same for every shard of the fleet: events per
-// second, CPU seconds per second). The worker smooths it and carries it to
-// the assignor in its member record at a bounded rate.
-func (c *Claim) ReportLoad(load float64) {}

@@ -71,6 +71,8 @@ func (lp *loop) run(ctx context.Context) error {
 	defer lp.retryTimer.Stop()
 	overdue := time.NewTicker(overdueEvery)
 	defer overdue.Stop()
+	loadTick := lp.loadTimer()
+	defer loadTick.Stop()
 	lp.publish()
 	for {
 		select {
@@ -88,6 +90,8 @@ func (lp *loop) run(ctx context.Context) error {
 			lp.reconcile()
 		case <-overdue.C:
 			lp.endOverdue()
+		case now := <-loadTick.C:
+			lp.onLoadTick(ctx, now, loadTick)
 		case e := <-lp.exits:
 			lp.onExit(e)
 			lp.reconcile()

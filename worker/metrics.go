@@ -32,6 +32,7 @@ type metrics struct {
 	assignmentsWritten  prometheus.Counter
 	movesByReason       *prometheus.CounterVec
 	ops                 opsMetrics
+	load                loadMetrics
 }
 
 func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
@@ -76,14 +77,15 @@ func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
 		movesByReason:      counterVec("assignor_moves_total", "Shards the assignor moved, by reason (free, orphaned, stuck, rebalance, drain).", "reason"),
 		problems: gauge("coordinator_problems", "Problems the coordinator reports under the fleet prefix in the latest snapshot "+
 			"(foreign or malformed keys, a stored config that differs from the one the fleet runs)."),
-		ops: newOpsMetrics(gauge),
+		ops:  newOpsMetrics(gauge),
+		load: newLoadMetrics(gauge, counter),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.shardsOwned, m.acquisitions, m.releases, m.losses, m.renewSeconds,
 		m.renewFailures, m.stepDowns, m.commits, m.watchWakeups, m.moves, m.imbalance, m.pauseSeconds, m.handlerRestarts, m.problems,
-		m.assignor, m.assignorEpoch, m.assignorSteps, m.assignorStepSeconds, m.assignmentsWritten, m.movesByReason}, m.ops.collectors()...) {
+		m.assignor, m.assignorEpoch, m.assignorSteps, m.assignorStepSeconds, m.assignmentsWritten, m.movesByReason}, append(m.ops.collectors(), m.load.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {

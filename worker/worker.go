@@ -33,6 +33,8 @@ type Worker struct {
 	// leading is the assignor epoch while this worker is the fleet's
 	// assignor, 0 otherwise.
 	leading atomic.Uint64
+	// load is the worker's part in load balancing (load_step.go).
+	load loadState
 }
 
 // New validates cfg (every problem at once) and returns a Worker. It does not

@@ -1,0 +1,285 @@
+package worker
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/shard"
+)
+
+func near(got, want float64) bool { return math.Abs(got-want) <= 1e-9*max(1, math.Abs(want)) }
+
+// TestMeterHalfLife: a step from 10 to 20 is half seen after one
+// half-life and 7/8 after three, however often the handler reports.
+func TestMeterHalfLife(t *testing.T) {
+	for _, every := range []time.Duration{0, 100 * time.Millisecond, 3 * time.Second} {
+		synctest.Test(t, func(t *testing.T) {
+			m := newMeter(10*time.Second, time.Now())
+			if _, ok := m.sample(time.Now()); ok {
+				// Nothing reported, no commits, a zero-length window: no figure.
+				t.Fatalf("a fresh meter has a figure")
+			}
+			m.report(time.Now(), 10)
+			if v, ok := m.sample(time.Now()); !ok || v != 10 {
+				t.Fatalf("first report: %v %v, want 10 at once", v, ok)
+			}
+			start := time.Now()
+			m.report(start, 20)
+			for _, c := range []struct {
+				at   time.Duration
+				want float64
+			}{{10 * time.Second, 15}, {30 * time.Second, 18.75}} {
+				for every > 0 && time.Since(start)+every <= c.at {
+					time.Sleep(every)
+					m.report(time.Now(), 20)
+				}
+				time.Sleep(c.at - time.Since(start))
+				if v, _ := m.sample(time.Now()); !near(v, c.want) {
+					t.Fatalf("reports every %v: %v after the step: %v, want %v", every, c.at, v, c.want)
+				}
+			}
+		})
+	}
+}
+
+// TestMeterCommitRate: a handler that never reports has its commit rate
+// as its load, smoothed like a report; its first report replaces it.
+func TestMeterCommitRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMeter(10*time.Second, time.Now())
+		for range 50 {
+			m.commit()
+		}
+		time.Sleep(10 * time.Second)
+		if v, ok := m.sample(time.Now()); !ok || !near(v, 5) {
+			t.Fatalf("50 commits in 10 s: %v %v, want 5/s", v, ok)
+		}
+		for range 150 {
+			m.commit()
+		}
+		time.Sleep(10 * time.Second)
+		// The first window's 5/s held for the half-life just sampled; the
+		// new 15/s is folded in at the next sample.
+		if v, _ := m.sample(time.Now()); !near(v, 5) {
+			t.Fatalf("second window: %v, want 5 until the 15/s has been in force", v)
+		}
+		time.Sleep(10 * time.Second)
+		if v, _ := m.sample(time.Now()); !near(v, 10) {
+			t.Fatalf("a half-life of 15/s after 5/s: %v, want 10", v)
+		}
+		m.report(time.Now(), 0.5)
+		if v, _ := m.sample(time.Now()); v != 0.5 {
+			t.Fatalf("after the first report: %v, want the report, 0.5, not mixed with commits", v)
+		}
+	})
+}
+
+// TestReportLoadRejectsBadInput: a negative, NaN or infinite load is
+// counted and ignored; a hand-made claim ignores reports.
+func TestReportLoadRejectsBadInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		met, err := newMetrics("w", reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &Worker{log: zap.NewNop(), m: met}
+		c := &Claim{Claim: shard.Claim{Shard: "s-000"}, w: w, load: newMeter(time.Second, time.Now())}
+		c.ReportLoad(4)
+		for _, bad := range []float64{-1, math.NaN(), math.Inf(1), math.Inf(-1)} {
+			c.ReportLoad(bad)
+		}
+		time.Sleep(5 * time.Second)
+		if v, _ := c.load.sample(time.Now()); v != 4 {
+			t.Fatalf("load after bad reports: %v, want 4", v)
+		}
+		if n := metricValue(t, reg, "shardlease_load_reports_rejected_total"); n != 4 {
+			t.Fatalf("rejected reports counted %v, want 4", n)
+		}
+		(&Claim{}).ReportLoad(3) // no meter, no worker: must not panic
+	})
+}
+
+func TestRoundLoad(t *testing.T) {
+	for _, c := range []struct{ in, want float64 }{
+		{0, 0}, {1, 1}, {123.456, 123}, {0.012345, 0.0123}, {98765, 98800}, {math.NaN(), 0}, {math.Inf(1), 0},
+	} {
+		if got := roundLoad(c.in); !near(got, c.want) {
+			t.Errorf("roundLoad(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestLoadChanged(t *testing.T) {
+	base := map[shard.ID]float64{"a": 10, "b": 10, "c": 0.1}
+	with := func(id shard.ID, v float64) map[shard.ID]float64 {
+		m := map[shard.ID]float64{}
+		for k, x := range base {
+			m[k] = x
+		}
+		if v < 0 {
+			delete(m, id)
+		} else {
+			m[id] = v
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name      string
+		last, cur map[shard.ID]float64
+		want      bool
+	}{
+		{"nothing ever", nil, map[shard.ID]float64{}, false},
+		{"first figures", nil, base, true},
+		{"same", base, with("a", 10), false},
+		{"4 % on a", base, with("a", 10.4), false},
+		{"6 % on a", base, with("a", 10.6), true},
+		{"tiny shard tripled (below 5 % of the mean)", base, with("c", 0.3), false},
+		{"tiny shard grew to matter", base, with("c", 1), true},
+		{"shard gone", base, with("c", -1), true},
+		{"shard swapped", base, map[shard.ID]float64{"a": 10, "b": 10, "d": 0.1}, true},
+	} {
+		if got := loadChanged(c.last, c.cur); got != c.want {
+			t.Errorf("%s: loadChanged = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// snapWith is a snapshot of live members a and b, a holding s-000 and
+// s-001, b holding s-002, with the given member loads.
+func snapWith(aLoad, bLoad map[shard.ID]float64) shard.Snapshot {
+	return shard.Snapshot{
+		Members: []shard.MemberState{
+			{Member: shard.Member{ID: "a", Weight: 1, Load: aLoad}, Session: "sa"},
+			{Member: shard.Member{ID: "b", Weight: 1, Load: bLoad}, Session: "sb"},
+		},
+		Shards: []shard.ShardState{{Shard: "s-000", Session: "sa"}, {Shard: "s-001", Session: "sa"}, {Shard: "s-002", Session: "sb"}},
+	}
+}
+
+func loadWorker(t *testing.T, lb *rebalance.LoadPolicy, weight func(shard.ID) float64) *Worker {
+	t.Helper()
+	met, err := newMetrics("w", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Worker{cfg: Config{LoadBalance: lb, ShardWeight: weight}, m: met, log: zap.NewNop(),
+		shards: []shard.ID{"s-000", "s-001", "s-002", "s-003"}}
+}
+
+func TestStepLoads(t *testing.T) {
+	t.Run("count balance without LoadBalance", func(t *testing.T) {
+		w := loadWorker(t, nil, nil)
+		if got := w.stepLoads(snapWith(map[shard.ID]float64{"s-000": 5}, nil)); got != nil {
+			t.Fatalf("stepLoads = %v, want nil", got)
+		}
+	})
+	t.Run("nothing measured: equal loads", func(t *testing.T) {
+		w := loadWorker(t, &rebalance.LoadPolicy{}, nil)
+		got := w.stepLoads(snapWith(nil, nil))
+		if len(got) != 4 || got["s-000"] != 1 || got["s-003"] != 1 {
+			t.Fatalf("stepLoads = %v, want 1 for each of the 4 shards", got)
+		}
+	})
+	t.Run("nothing measured: the weights", func(t *testing.T) {
+		w := loadWorker(t, &rebalance.LoadPolicy{}, func(id shard.ID) float64 { return map[shard.ID]float64{"s-001": 3}[id] + 1 })
+		got := w.stepLoads(snapWith(nil, nil))
+		if got["s-000"] != 1 || got["s-001"] != 4 || len(got) != 4 {
+			t.Fatalf("stepLoads = %v, want the weights", got)
+		}
+	})
+	t.Run("holder's figure times weight; unknown left out", func(t *testing.T) {
+		w := loadWorker(t, &rebalance.LoadPolicy{}, func(shard.ID) float64 { return 2 })
+		// a lists s-002, which b holds: not a's to say.
+		got := w.stepLoads(snapWith(map[shard.ID]float64{"s-000": 5, "s-002": 100}, map[shard.ID]float64{"s-002": 1, "s-003": -4}))
+		want := map[shard.ID]float64{"s-000": 10, "s-002": 2}
+		if len(got) != len(want) || got["s-000"] != 10 || got["s-002"] != 2 {
+			t.Fatalf("stepLoads = %v, want %v", got, want)
+		}
+	})
+	t.Run("a moved shard keeps its last figure", func(t *testing.T) {
+		w := loadWorker(t, &rebalance.LoadPolicy{}, nil)
+		w.stepLoads(snapWith(map[shard.ID]float64{"s-000": 50, "s-001": 1}, map[shard.ID]float64{"s-002": 1}))
+		moved := snapWith(map[shard.ID]float64{"s-001": 1}, map[shard.ID]float64{"s-002": 1})
+		moved.Shards[0].Session = "sb" // s-000 now on b, not yet measured there
+		if got := w.stepLoads(moved); got["s-000"] != 50 {
+			t.Fatalf("s-000 right after its move: %v, want its last figure 50", got["s-000"])
+		}
+	})
+}
+
+func TestLoadConfigProblems(t *testing.T) {
+	ok := Config{ID: "w", Fleet: shard.Config{Shards: 4}}
+	for _, c := range []struct {
+		name string
+		edit func(*Config)
+		want string // "" : valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"report every 1 s", func(c *Config) { c.LoadReportEvery = time.Second }, ""},
+		{"report every 100 ms", func(c *Config) { c.LoadReportEvery = 100 * time.Millisecond }, "load report interval 100ms"},
+		{"no reports", func(c *Config) { c.LoadReportEvery = NoLoadReport }, ""},
+		{"negative half-life", func(c *Config) { c.LoadHalfLife = -time.Second }, "load half-life -1s"},
+		{"NaN tolerance", func(c *Config) { c.LoadBalance = &rebalance.LoadPolicy{Tolerance: math.NaN()} }, "tolerance NaN"},
+		{"negative gain", func(c *Config) { c.LoadBalance = &rebalance.LoadPolicy{MinGain: -1} }, "minimum gain -1"},
+		{"negative residence", func(c *Config) { c.LoadBalance = &rebalance.LoadPolicy{MinResidence: -time.Second} }, "minimum residence -1s"},
+		{"weights", func(c *Config) { c.ShardWeight = func(shard.ID) float64 { return 0.5 } }, ""},
+		{"bad weights", func(c *Config) {
+			c.ShardWeight = func(id shard.ID) float64 {
+				return map[shard.ID]float64{"stream/shard-001": -2, "stream/shard-003": math.Inf(1)}[id]
+			}
+		}, "2 are not (stream/shard-001: -2, stream/shard-003: +Inf)"},
+	} {
+		cfg := ok
+		c.edit(&cfg)
+		err := cfg.ValidateSettings()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v, want valid", c.name, err)
+		case c.want != "" && (err == nil || !contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.want)
+		}
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestCarriesLoad(t *testing.T) {
+	lb := &rebalance.LoadPolicy{}
+	for _, c := range []struct {
+		cfg  Config
+		want bool
+	}{
+		{Config{}, false},
+		{Config{LoadBalance: lb}, true},
+		{Config{LoadReportEvery: 5 * time.Second}, true},
+		{Config{LoadBalance: lb, LoadReportEvery: NoLoadReport}, false},
+	} {
+		if got := c.cfg.carriesLoad(); got != c.want {
+			t.Errorf("%+v: carriesLoad = %v, want %v", c.cfg, got, c.want)
+		}
+	}
+}
+
+// metricValue reads the counter or gauge name from reg (0 when absent).
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range families {
+		if fam.GetName() == name && len(fam.GetMetric()) > 0 {
+			m := fam.GetMetric()[0]
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}

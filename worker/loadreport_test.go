@@ -1,0 +1,146 @@
+package worker_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/worker"
+)
+
+// loadWrites counts the member-key writes that carry loads.
+type loadWrites struct {
+	shard.Coordinator
+	mu sync.Mutex
+	n  int
+}
+
+func (c *loadWrites) Join(ctx context.Context, id shard.SessionID, m shard.Member) error {
+	if m.Load != nil {
+		c.mu.Lock()
+		c.n++
+		c.mu.Unlock()
+	}
+	return c.Coordinator.Join(ctx, id, m)
+}
+
+func (c *loadWrites) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// reporting is a handler that reports *load (per shard: load × (1 + the
+// shard's number)) every 500 ms until its claim ends.
+func reporting(load *atomic.Int64) worker.Handler {
+	return worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
+		n := float64(c.Shard[len(c.Shard)-1] - '0')
+		for {
+			c.ReportLoad(float64(load.Load()) * (1 + n))
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// TestLoadWritesBounded: a worker carries its shards' loads in its member
+// record, writes nothing while they hold still, at most once per report
+// interval while they change, and keeps an operator's cordon.
+func TestLoadWritesBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 4)
+		var load atomic.Int64
+		load.Store(10)
+		cfg := f.config("a", reporting(&load))
+		cfg.LoadBalance = &rebalance.LoadPolicy{}
+		writes := &loadWrites{}
+		f.startWrapped(cfg, func(c shard.Coordinator) shard.Coordinator { writes.Coordinator = c; return writes })
+		settle(30 * time.Second)
+		ms, _ := f.snapshot().Member("a")
+		if len(ms.Load) != 4 || ms.Load["stream/shard-002"] != 30 {
+			t.Fatalf("member record's loads after 30 s: %v, want 4 shards, stream/shard-002 at 10·3", ms.Load)
+		}
+		settled := writes.count()
+		if settled < 1 || settled > 2 {
+			t.Fatalf("%d load writes while the shards started, want 1 or 2", settled)
+		}
+
+		settle(60 * time.Second)
+		if n := writes.count() - settled; n != 0 {
+			t.Fatalf("%d load writes in a minute of unchanged loads, want none", n)
+		}
+
+		m := ms.Member
+		m.Cordon = &shard.Mark{By: "ops", At: time.Now(), Reason: "disk"}
+		if err := f.coord.Join(context.Background(), ms.Session, m); err != nil {
+			t.Fatalf("cordoning a: %v", err)
+		}
+		before := writes.count()
+		for i := range 60 {
+			load.Store(int64(10 + 2*i)) // a ramp: every 10 s sample differs
+			settle(time.Second)
+		}
+		n := writes.count() - before
+		if n < 5 || n > 7 {
+			t.Fatalf("%d load writes in a minute of changing loads, want one per 10 s report interval (5 to 7)", n)
+		}
+		ms, _ = f.snapshot().Member("a")
+		if ms.Cordon == nil || ms.Cordon.By != "ops" {
+			t.Fatalf("the operator's cordon after load writes: %+v, want it kept", ms.Cordon)
+		}
+		if v := ms.Load["stream/shard-000"]; v <= 80 || v >= 128 {
+			t.Fatalf("stream/shard-000's load after a ramp from 10 to 128: %v, want it lagging the ramp by about a half-life", v)
+		}
+	})
+}
+
+// TestLoadFromCommits: a handler that never reports has its commit rate
+// carried as its load.
+func TestLoadFromCommits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 1)
+		cfg := f.config("a", worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
+			for off := int64(1); ; off++ {
+				if err := c.Commit(ctx, off); err != nil {
+					return err
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(250 * time.Millisecond):
+				}
+			}
+		}))
+		cfg.LoadBalance = &rebalance.LoadPolicy{}
+		f.startWith(cfg)
+		settle(60 * time.Second)
+		ms, _ := f.snapshot().Member("a")
+		if v := ms.Load["stream/shard-000"]; v < 3.8 || v > 4.2 {
+			t.Fatalf("load of a handler committing 4 times a second: %v (record %v), want about 4", v, ms.Load)
+		}
+	})
+}
+
+// TestNoLoadWritesInCountMode: a fleet that balances counts writes no
+// loads, so its coordinator traffic is what it was.
+func TestNoLoadWritesInCountMode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 4)
+		var load atomic.Int64
+		load.Store(10)
+		writes := &loadWrites{}
+		f.startWrapped(f.config("a", reporting(&load)), func(c shard.Coordinator) shard.Coordinator { writes.Coordinator = c; return writes })
+		settle(60 * time.Second)
+		if n := writes.count(); n != 0 {
+			t.Fatalf("%d load writes without LoadBalance, want none", n)
+		}
+	})
+}
