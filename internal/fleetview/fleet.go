@@ -44,7 +44,10 @@ type Fleet struct {
 	Summary Summary     `json:"summary"`
 	// Queue is the move queue: hand-offs in flight against the budget,
 	// and those waiting.
-	Queue   Queue    `json:"queue"`
+	Queue Queue `json:"queue"`
+	// Load is the fleet's load as its members carry it; nil when none
+	// carries any (a fleet that balances shard counts).
+	Load    *Load    `json:"load,omitempty"`
 	Workers []Worker `json:"workers"`
 	Shards  []Shard  `json:"shards"`
 	// Events are the recent ownership and membership changes, newest first.
@@ -140,6 +143,12 @@ type Worker struct {
 	// (idle) until RejoinUntil.
 	RejoinUntil time.Time `json:"rejoin_until,omitzero"`
 	Returning   bool      `json:"returning,omitempty"`
+	// Load is the sum of the loads of the shards it owns (an owned shard
+	// without a figure counts as the mean), and LoadRatio its load per
+	// unit of capacity over the fleet's mean (1: exactly its share; nil
+	// without capacity). Both nil when the fleet carries no loads.
+	Load      *float64 `json:"load,omitempty"`
+	LoadRatio *float64 `json:"load_ratio,omitempty"`
 }
 
 // Live reports whether the worker's member key is held by a session.
@@ -171,6 +180,9 @@ type Shard struct {
 	Offset *int64       `json:"offset,omitempty"`
 	Floor  *shard.Token `json:"floor,omitempty"`
 	Lag    *int64       `json:"lag,omitempty"`
+	// Load is the owned shard's smoothed load as its owner last carried
+	// it in its member record; nil when not known.
+	Load *float64 `json:"load,omitempty"`
 }
 
 // Input is everything Build needs.
@@ -191,7 +203,10 @@ type Input struct {
 	// it (a worker's own configuration); 0: unknown. It is shown as
 	// Queue.Budget.
 	MaxMovesInFlight int
-	Now              time.Time
+	// Tolerance is the workers' imbalance tolerance when the viewer knows
+	// it; 0: rebalance.DefaultTolerance. It is shown as Load.Tolerance.
+	Tolerance float64
+	Now       time.Time
 }
 
 // Build returns the fleet view of in. It is pure and never fails.
@@ -288,6 +303,7 @@ func Build(in Input) Fleet {
 		f.Shards = append(f.Shards, sh)
 	}
 
+	f.Load = buildLoad(&f, s, in.Tolerance)
 	f.Summary = summarize(f)
 	f.Queue = Queue{InFlight: f.Summary.HandOffs, Budget: in.MaxMovesInFlight, Queued: queued(f, s)}
 	return f
