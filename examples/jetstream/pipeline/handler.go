@@ -1,0 +1,302 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shardlease/shardlease/offsets"
+	"github.com/shardlease/shardlease/offsets/postgres"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/worker"
+)
+
+// Defaults of Handler's zero values.
+const (
+	DefaultBatch  = 64
+	DefaultLinger = 2 * time.Millisecond
+	// txTimeout bounds one batch's transaction. The transaction is not
+	// cancelled with the claim: a batch begun is committed or refused
+	// whole, and the fence (not the handler's context) decides which.
+	txTimeout = 30 * time.Second
+)
+
+// Hooks let a story stop a handler where a real process may stop: Before
+// runs after a batch is read and before its transaction begins, InTx
+// inside the transaction after the fence was taken. Each returns once the
+// process runs again, saying whether it was paused meanwhile, or that it
+// died: the handler then returns without writing.
+type Hooks struct {
+	Before func(c *worker.Claim) Resumed
+	InTx   func(c *worker.Claim) Resumed
+}
+
+// Resumed is how a process came back from a hook.
+type Resumed int
+
+// The ways back from a hook.
+const (
+	Ran    Resumed = iota // never stopped
+	Thawed                // was paused, runs again
+	Died                  // will never run again
+)
+
+// Stats counts what the handlers of one process (or one run) did; safe for
+// concurrent use.
+type Stats struct {
+	Batches, Events atomic.Int64 // committed
+	// Stale counts transactions refused by the fence: a newer owner had
+	// fenced the shard before this one's fence ran (offsets.ErrStaleToken).
+	Stale atomic.Int64
+	// Ended counts transactions of a paused owner that the server ended
+	// (Config.MaxHold) while they held the shard's row, so the newer owner
+	// could fence: they never commit.
+	Ended atomic.Int64
+	// Failed counts other failed transactions (retried by a new handler).
+	Failed atomic.Int64
+
+	mu      sync.Mutex
+	refused map[shard.ID]int64 // Stale + Ended, by shard
+}
+
+// Refused returns the transactions of superseded owners that did not
+// commit (refused by the fence, or ended by the server), by shard.
+func (s *Stats) Refused() map[shard.ID]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.refused)
+}
+
+func (s *Stats) refuse(id shard.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refused == nil {
+		s.refused = map[shard.ID]int64{}
+	}
+	s.refused[id]++
+}
+
+// Handler applies a partition's events to PostgreSQL: a worker.Handler.
+type Handler struct {
+	JS     jetstream.JetStream
+	Store  *postgres.Store // Fenced: the offsets, and FencedTx
+	Pool   *pgxpool.Pool   // the unfenced pipeline's transactions
+	Tables Tables
+	// Partition maps each shard to its partition.
+	Partition map[shard.ID]int
+	// Unfenced applies each batch in a plain transaction, with the offset
+	// upserted without its token: the same work minus the fence, for
+	// shardbench to measure what the fence costs. Never in production: a
+	// paused owner's batch would commit over a newer owner's.
+	Unfenced bool
+	// Batch is the most events applied in one transaction (DefaultBatch);
+	// Linger how long a batch waits for one more event (DefaultLinger).
+	Batch  int
+	Linger time.Duration
+	Hooks  Hooks
+	Stats  *Stats
+	// Committed, if set, is called after each committed batch with its
+	// events and the time the commit returned.
+	Committed func(events []Event, at time.Time)
+}
+
+// message is one event as read, with its stream sequence.
+type message struct {
+	Event
+	seq uint64
+}
+
+// Process consumes the claimed partition from the committed offset + 1 and
+// applies it batch by batch until the claim ends.
+func (h *Handler) Process(ctx context.Context, c *worker.Claim) error {
+	p, ok := h.Partition[c.Shard]
+	if !ok {
+		return fmt.Errorf("pipeline: shard %q has no partition", c.Shard)
+	}
+	// The committed offset now, not c.Start: a handler restarted on the
+	// same claim after a failed batch resumes after its own last commit.
+	from, err := h.position(ctx, c.Shard)
+	if err != nil {
+		return err
+	}
+	cons, err := h.JS.OrderedConsumer(ctx, Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{Subject(p)},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy, OptStartSeq: uint64(from) + 1,
+	})
+	if err != nil {
+		return fmt.Errorf("pipeline: consumer of %s from sequence %d: %w", Subject(p), from+1, err)
+	}
+	batch := h.Batch
+	if batch <= 0 {
+		batch = DefaultBatch
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(2 * batch))
+	if err != nil {
+		return fmt.Errorf("pipeline: reading %s: %w", Subject(p), err)
+	}
+	defer it.Stop()
+	for {
+		msgs, err := h.collect(ctx, it, batch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // revoked or lost: the next owner resumes from the committed offset
+			}
+			return fmt.Errorf("pipeline: reading %s: %w", Subject(p), err)
+		}
+		if h.Hooks.Before != nil && h.Hooks.Before(c) == Died {
+			return nil
+		}
+		if err := h.apply(ctx, c, msgs); err != nil {
+			return err
+		}
+	}
+}
+
+// position is the shard's committed offset: the stream sequence of the
+// last event applied (0: none).
+func (h *Handler) position(ctx context.Context, s shard.ID) (int64, error) {
+	if !h.Unfenced {
+		cp, err := h.Store.Load(ctx, s)
+		if err != nil {
+			return 0, fmt.Errorf("pipeline: loading the offset of %s: %w", s, err)
+		}
+		return cp.Offset, nil
+	}
+	var off int64
+	err := h.Pool.QueryRow(ctx, `SELECT "offset" FROM `+h.Tables.plainOffsets()+` WHERE shard = $1`, string(s)).Scan(&off)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return off, err
+}
+
+// collect waits for one message, then takes what else arrives within the
+// linger, up to max.
+func (h *Handler) collect(ctx context.Context, it jetstream.MessagesContext, max int) ([]message, error) {
+	linger := h.Linger
+	if linger <= 0 {
+		linger = DefaultLinger
+	}
+	var out []message
+	for len(out) < max {
+		var m jetstream.Msg
+		var err error
+		if len(out) == 0 {
+			m, err = it.Next(jetstream.NextContext(ctx))
+		} else {
+			m, err = it.Next(jetstream.NextMaxWait(linger))
+		}
+		if err != nil {
+			if len(out) > 0 && ctx.Err() == nil {
+				return out, nil // the linger ran out: apply what there is
+			}
+			return nil, err
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return nil, err
+		}
+		ev, err := decode(m.Data())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, message{Event: ev, seq: md.Sequence.Stream})
+	}
+	return out, nil
+}
+
+// apply writes the batch's effects and its last sequence as the shard's
+// offset in one transaction.
+func (h *Handler) apply(ctx context.Context, c *worker.Claim, msgs []message) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), txTimeout)
+	defer cancel()
+	last := int64(msgs[len(msgs)-1].seq)
+	rows := make([][]any, len(msgs))
+	for i, m := range msgs {
+		rows[i] = []any{m.Partition, m.N, int64(m.seq), int64(c.Token), c.Worker, time.Unix(0, m.PublishedNs)}
+	}
+	write := func(tx pgx.Tx) error {
+		_, err := tx.CopyFrom(ctx, h.Tables.effects(), []string{"partition", "n", "stream_seq", "token", "worker", "published_at"}, pgx.CopyFromRows(rows))
+		return err
+	}
+	var err error
+	if h.Unfenced {
+		err = pgx.BeginFunc(ctx, h.Pool, func(tx pgx.Tx) error {
+			if err := write(tx); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO `+h.Tables.plainOffsets()+` (shard, "offset") VALUES ($1, $2)
+ON CONFLICT (shard) DO UPDATE SET "offset" = EXCLUDED."offset"`, string(c.Shard), last)
+			return err
+		})
+	} else {
+		paused := false
+		err = h.Store.FencedTx(ctx, c.Shard, c.Token, func(tx pgx.Tx) error {
+			if h.Hooks.InTx != nil {
+				switch h.Hooks.InTx(c) {
+				case Died:
+					return errDead
+				case Thawed:
+					paused = true
+				}
+			}
+			if err := write(tx); err != nil {
+				return err
+			}
+			return h.Store.CommitTx(ctx, tx, c.Shard, c.Token, last)
+		})
+		if err != nil && !errors.Is(err, errDead) && !errors.Is(err, offsets.ErrStaleToken) && paused && endedByServer(err) {
+			h.count(func(s *Stats) { s.Ended.Add(1); s.refuse(c.Shard) })
+			return fmt.Errorf("pipeline: the transaction of %s (token %d) was ended by the server while its owner was paused: %w", c.Shard, c.Token, err)
+		}
+	}
+	at := time.Now()
+	switch {
+	case errors.Is(err, errDead):
+		return nil
+	case errors.Is(err, offsets.ErrStaleToken):
+		h.count(func(s *Stats) { s.Stale.Add(1); s.refuse(c.Shard) })
+		return err // a newer owner has the shard: stop acting for it
+	case err != nil:
+		h.count(func(s *Stats) { s.Failed.Add(1) })
+		return fmt.Errorf("pipeline: applying %d events of %s: %w", len(msgs), c.Shard, err)
+	}
+	h.count(func(s *Stats) { s.Batches.Add(1); s.Events.Add(int64(len(msgs))) })
+	if h.Committed != nil {
+		evs := make([]Event, len(msgs))
+		for i, m := range msgs {
+			evs[i] = m.Event
+		}
+		h.Committed(evs, at)
+	}
+	return nil
+}
+
+// endedByServer reports whether err is the server having ended the
+// session (idle_in_transaction_session_timeout, SQLSTATE 25P03) or the
+// connection it closed.
+func endedByServer(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "25P03"
+	}
+	return errors.Is(err, offsets.ErrUnavailable) || errors.Is(err, offsets.ErrOutcomeUnknown)
+}
+
+// errDead: the process died inside the transaction; nothing is written.
+var errDead = errors.New("pipeline: the process died")
+
+func (h *Handler) count(f func(*Stats)) {
+	if h.Stats != nil {
+		f(h.Stats)
+	}
+}
