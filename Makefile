@@ -3,13 +3,13 @@
 #   make test                     everything below, against real servers
 GO ?= go
 
-.PHONY: test vet consul postgres chromium demo dashboard-screenshot bench shardbench sim chaos fuzz
+.PHONY: test vet consul nats postgres chromium demo dashboard-screenshot bench shardbench sim chaos fuzz
 
-# test builds the real Consul the integration tests start (seconds when
-# bin/consul is already there), installs Debian's PostgreSQL and Chromium when
+# test builds the real Consul and nats-server the integration tests start
+# (seconds when bin/ has them already), installs Debian's PostgreSQL and Chromium when
 # missing (the tests start their own throwaway servers and browser), vets, and
 # runs every test with the race detector.
-test: consul postgres chromium vet
+test: consul nats postgres chromium vet
 	$(GO) test -race -count=1 -timeout 25m ./...
 
 vet:
@@ -18,6 +18,9 @@ vet:
 
 consul:
 	bash scripts/consul.sh
+
+nats:
+	bash scripts/nats-server.sh
 
 postgres:
 	bash scripts/postgres.sh
