@@ -23,6 +23,7 @@ type memberFlags struct {
 	drain    time.Duration
 	rejoin   time.Duration // --rejoin-grace; 0: none
 	moves    int           // --max-moves-in-flight; 0: the library's default
+	load     loadFlags
 	httpAddr string
 	level    string
 }
@@ -47,6 +48,7 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 		"instead of handing them off at once (a restart without moves; default 0: hand off)")
 	fs.IntVar(&f.moves, "max-moves-in-flight", 0, "when this member is the assignor, the most hand-offs in flight across the fleet; give every member the same "+
 		"(default 0: rebalance.DefaultMaxMovesInFlight, max(16, ⌈shards/members⌉))")
+	f.load.register(fs)
 	fs.StringVar(&f.httpAddr, "http", "", "serve Prometheus /metrics and /status on this address, e.g. :9100 (default: off)")
 	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn, error")
 }
@@ -54,8 +56,10 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 // settings is the worker.Config the flags describe, without what is
 // opened at start (coordinator, offset store, handler, metrics, logger).
 func (f memberFlags) settings() worker.Config {
-	return worker.Config{ID: f.id, Weight: f.weight, Fleet: f.fleet, Policy: f.policy, DrainTimeout: f.drain, RejoinGrace: f.rejoin,
+	c := worker.Config{ID: f.id, Weight: f.weight, Fleet: f.fleet, Policy: f.policy, DrainTimeout: f.drain, RejoinGrace: f.rejoin,
 		MaxMovesInFlight: f.moves}
+	f.load.apply(&c)
+	return c
 }
 
 // check reports every problem with the command line at once. First the
@@ -80,7 +84,7 @@ func (f memberFlags) check(onConsul bool, required, own []error, libs ...func() 
 		return errors.Join(append(missing, own...)...)
 	}
 	settings := f.settings().ValidateSettings()
-	problems := append(own, settings)
+	problems := append(append(own, f.load.problems(f.fleet)...), settings)
 	if onConsul {
 		problems = append(problems, f.consul.Validate())
 	}
