@@ -116,12 +116,12 @@ func (fc *fleetConn) snapshot(ctx context.Context) (shard.Snapshot, error) {
 
 // viewWithOffsets reads the fleet and builds its view, with every shard's
 // checkpoint when the offsets are shown.
-func (a *app) viewWithOffsets(ctx context.Context, fc *fleetConn, budget int) (fleetview.Fleet, error) {
+func (a *app) viewWithOffsets(ctx context.Context, fc *fleetConn, budget int, tolerance float64) (fleetview.Fleet, error) {
 	s, err := fc.snapshot(ctx)
 	if err != nil {
 		return fleetview.Fleet{}, err
 	}
-	in := fleetview.Input{Name: fc.name, Snapshot: s, MaxMovesInFlight: budget, Now: a.now()}
+	in := fleetview.Input{Name: fc.name, Snapshot: s, MaxMovesInFlight: budget, Tolerance: tolerance, Now: a.now()}
 	if fc.offsets != nil {
 		if in.Offsets, err = fleetview.LoadOffsets(ctx, fc.offsets, s.Config.IDs()); err != nil {
 			return fleetview.Fleet{}, fc.explain(err, "read")

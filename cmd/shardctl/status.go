@@ -21,6 +21,7 @@ func (a *app) status(ctx context.Context, args []string) error {
 	noShards := fs.Bool("no-shards", false, "leave out the table of shards")
 	moves := fs.Int("moves", 10, "how many of the latest acquisitions to list")
 	budget := budgetFlag(fs)
+	tolerance := toleranceFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: shardctl status -prefix P [-json] [flags]
 
@@ -35,6 +36,10 @@ frozen (who, when, why), the imbalance, the moves pending (hand-offs in
 flight and free shards assigned but not yet taken, as the assignment keys
 say), the move queue (hand-offs in flight against the budget when known,
 and those waiting), and the latest acquisitions recorded in the shard keys.
+When the workers carry loads (load balancing), each worker's load and its
+load per unit of capacity over the fleet's mean (1.00: exactly its share;
+"high" or "low" outside the tolerance band), each shard's load, and the
+fleet's spread against the band.
 Dead members (a member key with no session) are shown as dead.
 
 `)
@@ -45,7 +50,7 @@ Dead members (a member key with no session) are shown as dead.
 		return err
 	}
 	defer fc.close()
-	f, err := a.viewWithOffsets(ctx, fc, *budget)
+	f, err := a.viewWithOffsets(ctx, fc, *budget, *tolerance)
 	if err != nil {
 		return err
 	}
@@ -78,16 +83,28 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 	if line := queueLine(f); line != "" {
 		fmt.Fprintln(w, line)
 	}
+	if line := loadLine(f); line != "" {
+		fmt.Fprintln(w, line)
+	}
 
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKER\tSTATE\tOWNED\tASSIGNED\tVERSION\tSESSION\tSTARTED\tADDRESS")
+	loads := f.Load != nil
+	header := "WORKER\tSTATE\tOWNED\tASSIGNED\t"
+	if loads {
+		header += "LOAD\tLOAD/SHARE\t"
+	}
+	fmt.Fprintln(tw, header+"VERSION\tSESSION\tSTARTED\tADDRESS")
 	for _, wk := range f.Workers {
 		assigned := fmt.Sprint(wk.Assigned)
 		if wk.Stuck {
 			assigned += " stuck"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", wk.ID, workerState(wk), wk.Shards, assigned, orDash(wk.Version),
+		loadCols := ""
+		if loads {
+			loadCols = loadCells(f, wk)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s%s\t%s\t%s\t%s\n", wk.ID, workerState(wk), wk.Shards, assigned, loadCols, orDash(wk.Version),
 			short(string(wk.Session)), stamp(wk.Started, now), orDash(wk.Address))
 	}
 	if len(f.Workers) == 0 {
@@ -115,6 +132,9 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 			lags = lags || s.Lag != nil
 		}
 		header := "SHARD\tOWNER\tASSIGNED\tTOKEN\tSINCE\t"
+		if loads {
+			header += "LOAD\t"
+		}
 		if f.HasOffsets {
 			header += "OFFSET\tFLOOR\t"
 			if lags {
@@ -135,6 +155,9 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 				token = fmt.Sprint(s.Token)
 			}
 			row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t", s.ID, owner, orDash(s.Assigned), token, since)
+			if loads {
+				row += shardLoadCell(s)
+			}
 			if f.HasOffsets {
 				row += fmt.Sprintf("%d\t%d\t", deref(s.Offset), derefToken(s.Floor))
 				if lags {
