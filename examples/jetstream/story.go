@@ -325,6 +325,9 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	}
 	s.say("\n%d kills, %d pause, %d join; %d batches committed; transactions of superseded owners: %d refused by the fence, %d ended by PostgreSQL while paused; %d other failures retried",
 		res.kills, res.pauses, res.joins, res.batches, res.stale, res.ended, res.failedTx)
+	if err := s.stats.FirstFailure(); err != nil {
+		s.say("the first other failure: %v", err)
+	}
 	s.say("%d events published, %d applied, %d duplicates, %d gaps: %s", res.proof.Published, res.proof.Applied, res.proof.Duplicates, res.proof.Gaps, verdict)
 	return res, nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -66,6 +65,14 @@ type Stats struct {
 
 	mu      sync.Mutex
 	refused map[shard.ID]int64 // Stale + Ended, by shard
+	failure error              // the first of Failed
+}
+
+// FirstFailure is the first transaction counted in Failed, or nil.
+func (s *Stats) FirstFailure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failure
 }
 
 // Refused returns the transactions of superseded owners that did not
@@ -254,7 +261,10 @@ ON CONFLICT (shard) DO UPDATE SET "offset" = EXCLUDED."offset"`, string(c.Shard)
 			}
 			return h.Store.CommitTx(ctx, tx, c.Shard, c.Token, last)
 		})
-		if err != nil && !errors.Is(err, errDead) && !errors.Is(err, offsets.ErrStaleToken) && paused && endedByServer(err) {
+		if err != nil && !errors.Is(err, errDead) && !errors.Is(err, offsets.ErrStaleToken) && paused {
+			// Paused with its fence taken for longer than MaxHold: the
+			// server ended the session (25P03) and closed the connection,
+			// which the next statement finds one way or the other.
 			h.count(func(s *Stats) { s.Ended.Add(1); s.refuse(c.Shard) })
 			return fmt.Errorf("pipeline: the transaction of %s (token %d) was ended by the server while its owner was paused: %w", c.Shard, c.Token, err)
 		}
@@ -267,8 +277,16 @@ ON CONFLICT (shard) DO UPDATE SET "offset" = EXCLUDED."offset"`, string(c.Shard)
 		h.count(func(s *Stats) { s.Stale.Add(1); s.refuse(c.Shard) })
 		return err // a newer owner has the shard: stop acting for it
 	case err != nil:
-		h.count(func(s *Stats) { s.Failed.Add(1) })
-		return fmt.Errorf("pipeline: applying %d events of %s: %w", len(msgs), c.Shard, err)
+		err = fmt.Errorf("pipeline: applying %d events of %s (token %d): %w", len(msgs), c.Shard, c.Token, err)
+		h.count(func(s *Stats) {
+			s.Failed.Add(1)
+			s.mu.Lock()
+			if s.failure == nil {
+				s.failure = err
+			}
+			s.mu.Unlock()
+		})
+		return err
 	}
 	h.count(func(s *Stats) { s.Batches.Add(1); s.Events.Add(int64(len(msgs))) })
 	if h.Committed != nil {
@@ -279,17 +297,6 @@ ON CONFLICT (shard) DO UPDATE SET "offset" = EXCLUDED."offset"`, string(c.Shard)
 		h.Committed(evs, at)
 	}
 	return nil
-}
-
-// endedByServer reports whether err is the server having ended the
-// session (idle_in_transaction_session_timeout, SQLSTATE 25P03) or the
-// connection it closed.
-func endedByServer(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code == "25P03"
-	}
-	return errors.Is(err, offsets.ErrUnavailable) || errors.Is(err, offsets.ErrOutcomeUnknown)
 }
 
 // errDead: the process died inside the transaction; nothing is written.

@@ -1,11 +1,9 @@
 package consultest
 
 import (
-	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 
+	"github.com/shardlease/shardlease/internal/harness/shardproc"
 	"github.com/shardlease/shardlease/internal/harness/tb"
 )
 
@@ -27,53 +25,12 @@ func Binary(t tb.T) string {
 // FindBinary returns the path of the consul binary: $SHARDLEASE_CONSUL, else
 // <module root>/bin/consul. The error says how to build it.
 func FindBinary() (string, error) {
-	if p := os.Getenv(EnvBinary); p != "" {
-		if err := executable(p); err != nil {
-			return "", fmt.Errorf("$%s=%s: %w", EnvBinary, p, err)
-		}
-		return p, nil
-	}
-	root, err := ModuleRoot()
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(root, "bin", "consul")
-	if err := executable(p); err != nil {
-		return "", fmt.Errorf("consul binary %s: %w; build it with `bash scripts/consul.sh` (or `make consul`), or set $%s",
-			p, err, EnvBinary)
-	}
-	return p, nil
-}
-
-func executable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return errors.New("not an executable file")
-	}
-	return nil
+	return shardproc.LocateBinary(EnvBinary, "consul", "`bash scripts/consul.sh` (or `make consul`)")
 }
 
 // ModuleRoot walks up from the working directory (a test's package
 // directory) to the directory holding go.mod.
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory: cannot locate bin/consul")
-		}
-		dir = parent
-	}
-}
+func ModuleRoot() (string, error) { return shardproc.ModuleRoot() }
 
 // requiredNote explains, in a failure message, why the test fails instead of
 // skipping.

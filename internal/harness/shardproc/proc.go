@@ -57,7 +57,8 @@ func Start(bin string, args []string, logPath string, env ...string) (*Proc, err
 // attributes), with its stdout and stderr appended to logPath, and waits
 // for it on one goroutine. It is how every child process of the tests is
 // started: shardd here, the Consul agents of internal/harness/consultest, the
-// PostgreSQL servers of internal/harness/pgtest. The caller must not call
+// nats-servers of internal/harness/natstest (PostgreSQL is started by
+// internal/pgserver, which the product links, so it has its own). The caller must not call
 // cmd.Wait itself.
 func Launch(cmd *exec.Cmd, logPath string) (*Proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
