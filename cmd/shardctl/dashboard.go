@@ -17,6 +17,7 @@ func (a *app) dashboard(ctx context.Context, args []string) error {
 	addr := fs.String("http", "127.0.0.1:8080", "address to serve the dashboard on")
 	level := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	budget := budgetFlag(fs)
+	tolerance := toleranceFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: shardctl dashboard -prefix P [-http ADDR] [flags]
 
@@ -45,7 +46,7 @@ changes; the same data as JSON at /api/v1/fleet. Read-only. Ctrl-C stops.
 	if _, err := fc.snapshot(ctx); err != nil {
 		return err
 	}
-	o := dashboard.Options{Name: fc.name, Coordinator: fc.coord, Logger: log, MaxMovesInFlight: *budget}
+	o := dashboard.Options{Name: fc.name, Coordinator: fc.coord, Logger: log, MaxMovesInFlight: *budget, Tolerance: *tolerance}
 	if fc.offsets != nil {
 		// One consistent read per shard: every 5 s is plenty for people.
 		o.Offsets, o.Refresh = fc.offsets, 5*time.Second

@@ -47,6 +47,10 @@ type Options struct {
 	// worker.Config.MaxMovesInFlight), shown with the move queue; 0:
 	// unknown, and the queue is shown without it.
 	MaxMovesInFlight int
+	// Tolerance, if set, is the workers' imbalance tolerance (their
+	// worker.Config.LoadBalance.Tolerance), drawn as the band of the load
+	// bars; 0: rebalance.DefaultTolerance.
+	Tolerance float64
 	// Refresh is how often offsets are re-read when the coordinator has
 	// not changed. Default 1 s.
 	Refresh time.Duration
@@ -200,7 +204,8 @@ func (s *Server) Run(ctx context.Context) {
 
 // publish builds the view and hands it to every client.
 func (s *Server) publish(ctx context.Context, snap *shard.Snapshot, lastErr error) {
-	in := fleetview.Input{Name: s.o.Name, Events: s.tracker.Recent(s.o.Events), MaxMovesInFlight: s.o.MaxMovesInFlight, Now: time.Now()}
+	in := fleetview.Input{Name: s.o.Name, Events: s.tracker.Recent(s.o.Events), MaxMovesInFlight: s.o.MaxMovesInFlight,
+		Tolerance: s.o.Tolerance, Now: time.Now()}
 	if snap != nil {
 		in.Snapshot = *snap
 	}

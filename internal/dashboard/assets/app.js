@@ -114,6 +114,7 @@ function render(f) {
   renderWorkers(f);
   renderMoves(f);
   renderShards(f);
+  if (typeof renderLoad === "function") renderLoad(f);
   document.getElementById("footer").textContent =
     `coordinator index ${f.index} · view built ${clock(f.at)} · ${f.problems ? f.problems.length : 0} problems`;
 }
