@@ -64,7 +64,7 @@ type Config struct {
 	// for each) and the same on every worker. Nil: every shard weighs 1.
 	ShardWeight func(shard.ID) float64
 	// LoadReportEvery is how often the worker samples its shards' smoothed
-	// loads and, when one changed by more than 5 %, rewrites its member
+	// loads and, when they changed by more than 5 % of its total, rewrites its member
 	// record with them (shard.Member.Load): at most one write per
 	// interval, and none while nothing changed, so the assignor, woken by
 	// every such write, is not kept busy by a large fleet. At least a

@@ -28,7 +28,7 @@ func newLoadMetrics(gauge func(name, help string) prometheus.Gauge, counter func
 		measured:    gauge("load_shards_measured", "Shards this worker runs that have a load figure (reported, or derived from commits)."),
 		writes:      counter("load_writes_total", "Writes of this worker's member record carrying its shards' loads."),
 		writesSkipped: counter("load_writes_skipped_total",
-			"Load report ticks that wrote nothing because no shard's load changed by more than 5 %."),
+			"Load report ticks that wrote nothing because neither the worker's total load nor any shard's changed by more than 5 % of the total."),
 		rejected: counter("load_reports_rejected_total", "Claim.ReportLoad calls ignored because the load was negative, NaN or infinite."),
 		fleetMax: gauge("fleet_load_max_ratio",
 			"Highest load per unit of capacity among live workers, divided by the fleet's mean, as the load-balancing assignor last saw it (0 on other workers)."),

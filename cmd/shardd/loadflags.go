@@ -30,7 +30,7 @@ func (f *loadFlags) register(fs *flag.FlagSet) {
 		"as a fraction (default 0: %.2f, ±%.0f %%)", rebalance.DefaultTolerance, 100*rebalance.DefaultTolerance))
 	fs.Func("shard-weights", "with --load-balance, static shard weights as SHARD=WEIGHT,… (e.g. stream/shard-003=4,stream/shard-009=0.5); "+
 		"a shard not listed weighs 1; give every member the same", f.parseWeights)
-	fs.DurationVar(&f.every, "load-report-every", 0, "how often this member carries its shards' smoothed loads to the assignor, when one changed by more than 5 % "+
+	fs.DurationVar(&f.every, "load-report-every", 0, "how often this member carries its shards' smoothed loads to the assignor, when they changed by more than 5 % of its total "+
 		"(default 0: "+worker.DefaultLoadReportEvery.String()+" with --load-balance, never without; at least "+worker.MinLoadReportEvery.String()+"; negative: never)")
 }
 
