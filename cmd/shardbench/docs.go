@@ -75,10 +75,14 @@ func renderDocs(p docsPaths) error {
 	if err := os.MkdirAll(filepath.Dir(p.plot), 0o755); err != nil {
 		return err
 	}
-	if err := writeOwnershipPlot(rep, p.plot); err != nil {
-		return fmt.Errorf("plot %s: %w", p.plot, err)
+	// Each plot is drawn only from a run with its rows (a run of
+	// skewed-load alone has no ownership comparison); a run without them
+	// leaves the plot of an earlier one, and the section does not show it.
+	if len(ownershipGroups(rep.Results)) > 0 {
+		if err := writeOwnershipPlot(rep, p.plot); err != nil {
+			return fmt.Errorf("plot %s: %w", p.plot, err)
+		}
 	}
-	// A run without skewed-load leaves the load plot of an earlier one.
 	if len(loadTraces(rep.Results)) > 0 {
 		if err := writeLoadPlot(rep, p.loadPlot); err != nil {
 			return fmt.Errorf("plot %s: %w", p.loadPlot, err)
@@ -155,7 +159,9 @@ func (r report) docSection(jsonPath, plotPath string) string {
 	}
 	b.WriteString("\n\n")
 	r.writeGoals(&b)
-	fmt.Fprintf(&b, "![Time until every shard is owned again, per scenario and system: p50 (dot), p99 (bar) and max (whisker's end), log scale](%s)\n\n", plotPath)
+	if len(ownershipGroups(r.Results)) > 0 {
+		fmt.Fprintf(&b, "![Time until every shard is owned again, per scenario and system: p50 (dot), p99 (bar) and max (whisker's end), log scale](%s)\n\n", plotPath)
+	}
 	if len(loadTraces(r.Results)) > 0 {
 		fmt.Fprintf(&b, "![skewed-load: the highest and lowest worker load ÷ mean over time, load-aware and count-based fleets, with the tolerance band, the noise's start and the hot shard's tripling](%s)\n\n",
 			path.Join(path.Dir(plotPath), loadPlotName))

@@ -149,8 +149,8 @@ func TestSkewedRows(t *testing.T) {
 
 // TestLoadPlot: --docs draws img/load.svg beside the ownership plot from a
 // run with skewed-load's traces, as SVG naming both fleets, and the
-// section links it with no number that is not the run's; a run without
-// them draws none.
+// section links it with no number that is not the run's; a run of
+// skewed-load alone draws no ownership plot, a run without it no load plot.
 func TestLoadPlot(t *testing.T) {
 	rep := sampleReport()
 	for _, sys := range []string{systemShardlease, systemCountBased} {
@@ -190,6 +190,18 @@ func TestLoadPlot(t *testing.T) {
 	}
 	if stray := strayNumbers(section, rep); len(stray) > 0 {
 		t.Errorf("numbers in the section that are no figure of the run: %v", stray)
+	}
+
+	// A run of skewed-load alone has no ownership plot to draw or show.
+	alone := filepath.Join(t.TempDir(), "benchmarks.md")
+	if err := os.WriteFile(alone, []byte(docsBegin+"\n"+docsEnd+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeDocs(report{Results: rep.Results[len(rep.Results)-2:]}, docsFor(alone)); err != nil {
+		t.Fatalf("a run of skewed-load alone: %v", err)
+	}
+	if b, err := os.ReadFile(alone); err != nil || strings.Contains(string(b), "ownership.svg") || !strings.Contains(string(b), "load.svg") {
+		t.Errorf("a run of skewed-load alone (%v): want the load plot and no ownership plot in\n%s", err, b)
 	}
 
 	other := filepath.Join(t.TempDir(), "benchmarks.md")

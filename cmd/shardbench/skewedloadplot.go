@@ -106,16 +106,19 @@ func writeLoadPlot(rep report, path string) error {
 			return err
 		}
 		l.LineStyle.Color, l.LineStyle.Width = grey, vg.Points(0.8)
-		if i >= 2 {
+		switch i {
+		case 2:
 			l.LineStyle.Color = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
 			l.LineStyle.Dashes = []vg.Length{vg.Points(6), vg.Points(2)}
+		case 3:
+			l.LineStyle.Color, l.LineStyle.Width = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, vg.Points(1.5)
 		}
 		p.Add(l)
 		if m.label != "" {
 			p.Legend.Add(m.label, l)
 		}
 	}
-	p.Y.Min, p.Y.Max = 0, hi*1.05
+	p.Y.Min, p.Y.Max = 0, hi*1.45 // room above the lines for the legend
 	p.X.Min, p.X.Max = 0, end
 	return p.Save(10*vg.Inch, 5*vg.Inch, path)
 }
