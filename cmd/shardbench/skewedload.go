@@ -267,7 +267,7 @@ func awaitCountBalance(ctx context.Context, fleets []*skewedFleet, shape skewedS
 	}
 }
 
-// skewedRows are a fleet's four rows; the load-aware fleet's carry issue
+// skewedRows are a fleet's five rows; the load-aware fleet's carry issue
 // 17's goals, the count-based fleet's are the comparison. The scenario
 // runs once (about 12 minutes): p50, p99 and max of the ratio row are over
 // its samples, the other rows are one figure each.
@@ -280,10 +280,15 @@ func skewedRows(env *benchEnv, shape skewedShape, sf *skewedFleet, model *loadMo
 	ratio := measured(scenario, sf.system, "max worker load ÷ mean after convergence, "+noise+", "+size, "ratio", fig.ratios).
 		with("samples", float64(len(fig.ratios))).with("floor_p50", fig.floor).with("seed", skewedSeed)
 	ratio.Trials, ratio.Trace = 1, sf.trace
-	ratio = ratio.withNote(fmt.Sprintf("over one run's samples, one every %v, but while the fleet answers the tripling", shape.sampleEvery))
+	samplesNote := fmt.Sprintf("over one run's samples, one every %v, but while the fleet answers the tripling", shape.sampleEvery)
+	ratio = ratio.withNote(samplesNote)
 	if fig.floor > 1+skewedTolerance {
-		ratio = ratio.withNote(fmt.Sprintf("the band is out of reach: the heaviest shard alone is floor_p50 × the mean worker load; the other rows count a fleet in the band when max ÷ mean is at most %.2f or that floor", 1+skewedTolerance))
+		ratio = ratio.withNote("out of reach for any placement: the heaviest shard alone is floor_p50 × the mean worker load; the next row reads the band as issue 17 does")
 	}
+	band := measured(scenario, sf.system, "max worker load ÷ mean, pinned workers as issue 17's band reads them, after convergence, "+noise+", "+size, "ratio", fig.bandRatios).
+		with("pinned_p50", fig.pinned)
+	band.Trials = 1
+	band = band.withNote(samplesNote + "; a worker whose heaviest shard alone is above the band around the others' mean is pinned: left out of the mean, it reads 1 + its other shards' load ÷ that mean; the times below count a fleet in the band when every worker so read is within it")
 
 	convergeS, convergeNote := fig.converge, ""
 	if math.IsNaN(convergeS) {
@@ -311,11 +316,12 @@ func skewedRows(env *benchEnv, shape skewedShape, sf *skewedFleet, model *loadMo
 
 	if sf.system == systemShardlease {
 		ratio = ratio.withGoal(fmt.Sprintf("p99 <= %.2f", skewedGoalRatio), ratio.P99 <= skewedGoalRatio)
+		band = band.withGoal(fmt.Sprintf("p99 <= %.2f", skewedGoalRatio), band.P99 <= skewedGoalRatio)
 		converge = converge.withGoal(fmt.Sprintf("<= %.0fs", skewedGoalConverge), convergeNote == "" && convergeS <= skewedGoalConverge)
 		moves = moves.withGoal(fmt.Sprintf("<= %.0f", skewedGoalMoves), perMin <= skewedGoalMoves)
 		back = back.withGoal(fmt.Sprintf("<= %.0fs", skewedGoalBack), backNote == "" && backS <= skewedGoalBack)
 	}
-	rows := []result{ratio, converge, moves, back}
+	rows := []result{ratio, band, converge, moves, back}
 	if env.trials > 1 {
 		for i := range rows {
 			rows[i] = rows[i].withNote(fmt.Sprintf("one run, not %d trials", env.trials))

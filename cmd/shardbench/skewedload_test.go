@@ -67,16 +67,46 @@ func TestLoadModel(t *testing.T) {
 func TestSampleLoads(t *testing.T) {
 	loads := map[shard.ID]float64{"a": 4, "b": 2, "c": 1, "d": 1, "e": 4}
 	v := view{owners: map[string]string{"a": "w1", "b": "w2", "c": "w2", "d": "gone"}, members: []string{"w1", "w2", "w3", "w4"}}
-	s, ok := sampleLoads(v, loads, time.Unix(0, 0))
+	s, ok := sampleLoads(v, loads, time.Unix(0, 0), 0.10)
 	// total 12 over 4 members: mean 3; w1 4, w2 3, w3 and w4 nothing.
-	if !ok || math.Abs(s.max-4.0/3) > 1e-9 || s.min != 0 || math.Abs(s.floor-4.0/3) > 1e-9 {
-		t.Errorf("sample %+v, %v; want max 1.333, min 0, floor 1.333", s, ok)
+	// As the band reads it, w1's shard a (4) is above the band around the
+	// mean of the others, (12 − 4) ÷ 3: w1 is pinned and reads 1 + 0.
+	if !ok || math.Abs(s.max-4.0/3) > 1e-9 || s.min != 0 || math.Abs(s.floor-4.0/3) > 1e-9 ||
+		s.pinned != 1 || math.Abs(s.bandMax-9.0/8) > 1e-9 || s.bandMin != 0 {
+		t.Errorf("sample %+v, %v; want max 1.333, min 0, floor 1.333; pinned 1, band max 1.125, band min 0", s, ok)
 	}
-	if !s.inBand(0.10) || (loadSample{max: 1.2, floor: 1.1}).inBand(0.10) || !(loadSample{max: 1.1}).inBand(0.10) {
-		t.Error("inBand: want in at the floor and at 1 + tol, out above both")
-	}
-	if _, ok := sampleLoads(view{owners: v.owners}, loads, time.Unix(0, 0)); ok {
+	if _, ok := sampleLoads(view{owners: v.owners}, loads, time.Unix(0, 0), 0.10); ok {
 		t.Error("a sample without members: want none")
+	}
+}
+
+// TestBandRatios: pinning repeats as the mean falls; with no shard above
+// the band the ratios are plain; the band holds on both sides.
+func TestBandRatios(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		per, heaviest map[string]float64
+		total         float64
+		hi, lo        float64
+		pinned        int
+	}{
+		{"none heavy", map[string]float64{"a": 11, "b": 10, "c": 9}, map[string]float64{"a": 3, "b": 2, "c": 2}, 30, 1.1, 0.9, 0},
+		// a's 20 is above 1.1 × 50 ÷ 4; then b's 11.5 is above 1.1 × 30 ÷ 3;
+		// the mean of c and d is 9.25, a reads 1 + 1 ÷ 9.25 and b 1 + 0.
+		{"pinned twice", map[string]float64{"a": 21, "b": 11.5, "c": 9, "d": 8.5}, map[string]float64{"a": 20, "b": 11.5, "c": 5, "d": 5}, 50, 1 + 1/9.25, 8.5 / 9.25, 2},
+	} {
+		hi, lo, pinned := bandRatios(tc.per, tc.heaviest, tc.total, 0.10)
+		if math.Abs(hi-tc.hi) > 1e-9 || math.Abs(lo-tc.lo) > 1e-9 || pinned != tc.pinned {
+			t.Errorf("%s: hi %v lo %v pinned %d; want %v %v %d", tc.name, hi, lo, pinned, tc.hi, tc.lo, tc.pinned)
+		}
+	}
+	for _, tc := range []struct {
+		s    loadSample
+		want bool
+	}{{loadSample{bandMax: 1.1, bandMin: 0.9}, true}, {loadSample{bandMax: 1.11, bandMin: 1}, false}, {loadSample{bandMax: 1, bandMin: 0.89}, false}} {
+		if tc.s.inBand(0.10) != tc.want {
+			t.Errorf("%+v in the band: want %v", tc.s, tc.want)
+		}
 	}
 }
 
@@ -95,21 +125,21 @@ func TestFiguresOf(t *testing.T) {
 	}
 	var samples []loadSample
 	for i, m := range maxes {
-		samples = append(samples, loadSample{at: at(float64(i)), max: m, min: 0.95, floor: 0.5})
+		samples = append(samples, loadSample{at: at(float64(i)), max: m + 1, bandMax: m, bandMin: 0.95, floor: 0.5})
 	}
 	moves := []time.Time{at(1), at(2), at(12), at(20.5), at(22), at(25), at(39), at(41)}
 	f := figuresOf(samples, moves, tl, 0.10, 10*time.Second)
 	if f.converge != 3 || f.back != 3 || !f.leftBand || f.hotMoves != 2 || f.noiseMoves != 3 || math.Abs(f.noiseMinutes-27.0/60) > 1e-9 {
 		t.Errorf("figures %+v; want converged after 3 s, back after 3 s having left the band, 2 hot moves, 3 noise moves over 27 s", f)
 	}
-	if len(f.ratios) != 27 || slices.Max(f.ratios) != 1.1 {
+	if len(f.ratios) != 27 || slices.Max(f.bandRatios) != 1.1 || slices.Max(f.ratios) != 2.1 {
 		t.Errorf("ratios %v: want the 27 noise samples but the 3 answering the tripling", f.ratios)
 	}
 
 	// Out of the band at the noise and never back: no figure, and every
 	// move within the hot window answers the tripling.
 	for i := range samples {
-		samples[i].max = 1.5
+		samples[i].bandMax = 1.5
 	}
 	f = figuresOf(samples, moves, tl, 0.10, 10*time.Second)
 	if !math.IsNaN(f.converge) || !math.IsNaN(f.back) || f.hotMoves != 3 || f.noiseMoves != 2 {
@@ -124,13 +154,13 @@ func TestSkewedRows(t *testing.T) {
 	env := &benchEnv{trials: 1}
 	shape := skewedShapeFor(&benchEnv{small: true})
 	model := newLoadModel(shard.Config{Shards: shape.shards}.IDs(), shape.workers, skewedSeed)
-	fig := loadFigures{ratios: []float64{1.05, 1.08}, floor: 0.6, converge: math.NaN(), back: 4, noiseMoves: 3, hotMoves: 2, noiseMinutes: 0.25}
+	fig := loadFigures{ratios: []float64{1.05, 1.08}, bandRatios: []float64{1.05, 1.08}, floor: 0.6, converge: math.NaN(), back: 4, noiseMoves: 3, hotMoves: 2, noiseMinutes: 0.25}
 	aware := skewedRows(env, shape, &skewedFleet{system: systemShardlease, fig: fig, trace: &loadTrace{}}, &model)
 	counted := skewedRows(env, shape, &skewedFleet{system: systemCountBased, fig: fig, trace: &loadTrace{}}, &model)
-	if len(aware) != 4 || len(counted) != 4 {
-		t.Fatalf("%d and %d rows, want 4 each", len(aware), len(counted))
+	if len(aware) != 5 || len(counted) != 5 {
+		t.Fatalf("%d and %d rows, want 5 each", len(aware), len(counted))
 	}
-	wantMet := []bool{true, false, false, true} // 12 moves a minute miss the goal of 2
+	wantMet := []bool{true, true, false, false, true} // 12 moves a minute miss the goal of 2
 	for i, r := range aware {
 		if r.Met == nil || *r.Met != wantMet[i] || r.Trials != 1 {
 			t.Errorf("load-aware %s: met %v, %d trials; want met %v, 1 trial", r.Metric, r.Met, r.Trials, wantMet[i])
@@ -139,11 +169,11 @@ func TestSkewedRows(t *testing.T) {
 			t.Errorf("count-based %s: want the same metric without a goal, got %+v", r.Metric, counted[i])
 		}
 	}
-	if aware[1].P50 != shape.converge.Seconds() || !strings.Contains(aware[1].Note, "the figure is the window") {
-		t.Errorf("never converged: figure %v, note %q", aware[1].P50, aware[1].Note)
+	if aware[2].P50 != shape.converge.Seconds() || !strings.Contains(aware[2].Note, "the figure is the window") {
+		t.Errorf("never converged: figure %v, note %q", aware[2].P50, aware[2].Note)
 	}
-	if aware[2].P50 != 12 || aware[2].Extra["hot_moves"] != 2 || aware[0].Trace == nil {
-		t.Errorf("moves row %+v, ratio row's trace %v", aware[2], aware[0].Trace)
+	if aware[3].P50 != 12 || aware[3].Extra["hot_moves"] != 2 || aware[0].Trace == nil {
+		t.Errorf("moves row %+v, ratio row's trace %v", aware[3], aware[0].Trace)
 	}
 }
 
@@ -156,7 +186,7 @@ func TestLoadPlot(t *testing.T) {
 	for _, sys := range []string{systemShardlease, systemCountBased} {
 		tr := &loadTrace{Tolerance: 0.1, NoiseS: 3, TripledS: 6}
 		for i := range 10 {
-			tr.add(loadSample{at: time.Unix(int64(i), 0), max: 1 + float64(i%3)/10, min: 0.9, floor: 0.7}, time.Unix(0, 0))
+			tr.add(loadSample{at: time.Unix(int64(i), 0), max: 1.5, bandMax: 1 + float64(i%3)/10, bandMin: 0.9, floor: 0.7}, time.Unix(0, 0))
 		}
 		r := measured("skewed-load", sys, "max worker load ÷ mean", "ratio", []float64{1.05, 1.2})
 		r.Trace = tr

@@ -12,8 +12,9 @@ import (
 )
 
 // The load plot (img/load.svg beside ownership.svg): skewed-load's worker
-// load ÷ mean over time for both fleets, the highest worker as a solid
-// line and the lowest as a dashed one in the fleet's colour, with the
+// load ÷ mean over time for both fleets, as issue 17's band reads it
+// (bandRatios), the highest worker as a solid line and the lowest as a
+// dashed one in the fleet's colour, the plain highest as a thin one, with the
 // tolerance band, the floor the heaviest shard sets, and the moments the
 // noise began and the hot shard's load tripled. It is drawn from the
 // traces in the run's JSON, so `shardbench docs` redraws it.
@@ -49,7 +50,8 @@ func writeLoadPlot(rep report, path string) error {
 		return errors.New("no skewed-load trace to plot")
 	}
 	p := plot.New()
-	p.Title.Text = "skewed-load: worker load ÷ mean, highest (solid) and lowest (dashed) worker per fleet"
+	p.Title.Text = "skewed-load: worker load ÷ mean, highest (solid) and lowest (dashed) worker per fleet, as the band reads it\n" +
+		"(a worker pinned by one shard heavier than the band counts without it); thin: plain highest"
 	if rep.Small {
 		p.Title.Text += "; --small: not results"
 	}
@@ -64,17 +66,18 @@ func writeLoadPlot(rep report, path string) error {
 			continue
 		}
 		any = tr
-		hi, end = math.Max(hi, slices.Max(tr.Max)), math.Max(end, slices.Max(tr.T))
+		hi, end = math.Max(hi, math.Max(slices.Max(tr.Max), slices.Max(tr.BandMax))), math.Max(end, slices.Max(tr.T))
 		for _, s := range []struct {
 			ys     []float64
 			dashed bool
 			what   string
-		}{{tr.Max, false, " highest"}, {tr.Min, true, " lowest"}} {
+			width  float64
+		}{{tr.BandMax, false, " highest", 1.2}, {tr.BandMin, true, " lowest", 1.2}, {tr.Max, false, " highest, plain", 0.5}} {
 			l, err := plotter.NewLine(traceXYs(tr.T, s.ys))
 			if err != nil {
 				return err
 			}
-			l.LineStyle.Color, l.LineStyle.Width = f.color, vg.Points(1.2)
+			l.LineStyle.Color, l.LineStyle.Width = f.color, vg.Points(s.width)
 			if s.dashed {
 				l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			}

@@ -76,31 +76,37 @@ func (t *loadTrack) seenMoves() []time.Time {
 }
 
 // loadSample is one observation of a fleet: its highest and lowest worker
-// load ÷ the mean, and the floor, the heaviest shard's load ÷ the mean,
-// which no placement can bring max below.
+// load ÷ the mean; the floor, the heaviest shard's load ÷ the mean, which
+// no placement can bring max below; and the same highest and lowest as
+// issue 17's band reads them where it cannot hold for every worker (see
+// bandRatios).
 type loadSample struct {
-	at              time.Time
-	max, min, floor float64
+	at               time.Time
+	max, min, floor  float64
+	bandMax, bandMin float64
+	pinned           int
 }
 
 // sampleLoads computes a sample from view v and the shards' true loads.
 // The mean is the fleet's whole load over its live workers, so that a
 // shard in hand-off still counts; ok is false without live workers.
-func sampleLoads(v view, loads map[shard.ID]float64, at time.Time) (loadSample, bool) {
+func sampleLoads(v view, loads map[shard.ID]float64, at time.Time, tol float64) (loadSample, bool) {
 	if len(v.members) == 0 {
 		return loadSample{}, false
 	}
 	per := make(map[string]float64, len(v.members))
+	heaviest := make(map[string]float64, len(v.members)) // each worker's heaviest shard
 	for _, m := range v.members {
 		per[m] = 0
 	}
-	var total, heaviest float64
+	var total, top float64
 	for id, l := range loads {
 		total += l
-		heaviest = math.Max(heaviest, l)
+		top = math.Max(top, l)
 		if w, ok := v.owners[string(id)]; ok {
 			if _, live := per[w]; live {
 				per[w] += l
+				heaviest[w] = math.Max(heaviest[w], l)
 			}
 		}
 	}
@@ -108,18 +114,62 @@ func sampleLoads(v view, loads map[shard.ID]float64, at time.Time) (loadSample, 
 	if !(mean > 0) {
 		return loadSample{}, false
 	}
-	s := loadSample{at: at, max: math.Inf(-1), min: math.Inf(1), floor: heaviest / mean}
+	s := loadSample{at: at, max: math.Inf(-1), min: math.Inf(1), floor: top / mean}
 	for _, l := range per {
 		s.max, s.min = math.Max(s.max, l/mean), math.Min(s.min, l/mean)
 	}
+	s.bandMax, s.bandMin, s.pinned = bandRatios(per, heaviest, total, tol)
 	return s, true
 }
 
-// inBand reports whether no worker is above the band: max ÷ mean at most
-// 1 + tol, or at most the floor when the heaviest shard alone puts its
-// worker above the band, as far as the band is reachable.
+// bandRatios reads worker loads as issue 17's band does where it cannot
+// hold for everyone: a worker whose heaviest shard alone is above the band
+// around the mean of the others is pinned; its heaviest shard and the
+// worker are left out of the mean (again, as the mean falls), and its
+// ratio is 1 plus its other shards' load ÷ that mean. It returns the
+// highest and lowest ratio so read and how many workers were pinned. With
+// no shard that heavy it is max and min ÷ the mean.
+func bandRatios(per, heaviest map[string]float64, total, tol float64) (hi, lo float64, pinned int) {
+	pin := map[string]bool{}
+	mean := math.NaN()
+	for {
+		load, n := total, 0
+		for w := range per {
+			if pin[w] {
+				load -= heaviest[w]
+			} else {
+				n++
+			}
+		}
+		if n == 0 {
+			break // everyone pinned: there is no band
+		}
+		mean = load / float64(n)
+		more := false
+		for w := range per {
+			if !pin[w] && heaviest[w] > mean*(1+tol) {
+				pin[w], more = true, true
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	hi, lo = math.Inf(-1), math.Inf(1)
+	for w, l := range per {
+		r := l / mean
+		if pin[w] {
+			r = 1 + (l-heaviest[w])/mean
+		}
+		hi, lo = math.Max(hi, r), math.Min(lo, r)
+	}
+	return hi, lo, len(pin)
+}
+
+// inBand reports whether every worker is within the band, read as
+// bandRatios reads it.
 func (s loadSample) inBand(tol float64) bool {
-	return s.max <= math.Max(1+tol, s.floor)+1e-9
+	return s.bandMax <= 1+tol+1e-9 && s.bandMin >= 1-tol-1e-9
 }
 
 // skewedTimeline is when the scenario's phases began.
@@ -133,7 +183,9 @@ type skewedTimeline struct {
 // loadFigures are a fleet's figures.
 type loadFigures struct {
 	ratios       []float64 // max ÷ mean under noise, but while answering the tripling
+	bandRatios   []float64 // bandMax over the same samples
 	floor        float64   // the floor's median over the same samples
+	pinned       float64   // the median of the workers pinned, the same samples
 	converge     float64   // s from the count-balanced start into the band for good (NaN: not in it at the noise)
 	back         float64   // s from the tripling back into the band (NaN: never)
 	leftBand     bool      // the tripling took the fleet out of the band
@@ -143,8 +195,8 @@ type loadFigures struct {
 }
 
 func (f loadFigures) String() string {
-	return fmt.Sprintf("max ÷ mean under noise p50 %.3f p99 %.3f (floor %.3f); converged after %.1fs; back in the band %.1fs after the tripling (left it: %v); %d moves in %.1f min of noise, %d answering the tripling",
-		percentile(f.ratios, 50), percentile(f.ratios, 99), f.floor, f.converge, f.back, f.leftBand, f.noiseMoves, f.noiseMinutes, f.hotMoves)
+	return fmt.Sprintf("max ÷ mean under noise p50 %.3f p99 %.3f (floor %.3f), as the band reads it p50 %.3f p99 %.3f; converged after %.1fs; back in the band %.1fs after the tripling (left it: %v); %d moves in %.1f min of noise, %d answering the tripling",
+		percentile(f.ratios, 50), percentile(f.ratios, 99), f.floor, percentile(f.bandRatios, 50), percentile(f.bandRatios, 99), f.converge, f.back, f.leftBand, f.noiseMoves, f.noiseMinutes, f.hotMoves)
 }
 
 // figuresOf computes a fleet's figures from its samples and moves. The
@@ -185,14 +237,14 @@ func figuresOf(samples []loadSample, moves []time.Time, tl skewedTimeline, tol f
 		hotEnd = tl.tripled.Add(min(hotWindow, time.Duration(f.back*float64(time.Second))))
 	}
 	answering := func(at time.Time) bool { return !at.Before(tl.tripled) && at.Before(hotEnd) }
-	var floors []float64
+	var floors, pinned []float64
 	for _, s := range samples {
 		if !s.at.Before(tl.noise) && s.at.Before(tl.end) && !answering(s.at) {
-			f.ratios = append(f.ratios, s.max)
-			floors = append(floors, s.floor)
+			f.ratios, f.bandRatios = append(f.ratios, s.max), append(f.bandRatios, s.bandMax)
+			floors, pinned = append(floors, s.floor), append(pinned, float64(s.pinned))
 		}
 	}
-	f.floor = percentile(floors, 50)
+	f.floor, f.pinned = percentile(floors, 50), percentile(pinned, 50)
 	for _, at := range moves {
 		switch {
 		case answering(at):
@@ -207,14 +259,16 @@ func figuresOf(samples []loadSample, moves []time.Time, tl skewedTimeline, tol f
 
 // loadTrace is a fleet's worker load over the scenario as the plot draws
 // it: seconds since the loads became skewed, and per sample max and min
-// worker load ÷ mean and the floor.
+// worker load ÷ mean as the band reads them (BandMax, BandMin), plain
+// max ÷ mean and the floor.
 type loadTrace struct {
 	Tolerance float64   `json:"tolerance"`
 	NoiseS    float64   `json:"noise_s"`   // when the noise began
 	TripledS  float64   `json:"tripled_s"` // when the hot shard's load tripled
 	T         []float64 `json:"t"`
+	BandMax   []float64 `json:"band_max"`
+	BandMin   []float64 `json:"band_min"`
 	Max       []float64 `json:"max"`
-	Min       []float64 `json:"min"`
 	Floor     []float64 `json:"floor"`
 }
 
@@ -222,7 +276,8 @@ type loadTrace struct {
 func (tr *loadTrace) add(s loadSample, skewed time.Time) {
 	round := func(v float64, unit float64) float64 { return math.Round(v/unit) * unit }
 	tr.T = append(tr.T, round(s.at.Sub(skewed).Seconds(), 0.01))
-	tr.Max, tr.Min, tr.Floor = append(tr.Max, round(s.max, 0.001)), append(tr.Min, round(s.min, 0.001)), append(tr.Floor, round(s.floor, 0.001))
+	tr.BandMax, tr.BandMin = append(tr.BandMax, round(s.bandMax, 0.001)), append(tr.BandMin, round(s.bandMin, 0.001))
+	tr.Max, tr.Floor = append(tr.Max, round(s.max, 0.001)), append(tr.Floor, round(s.floor, 0.001))
 }
 
 // runSkewed plays the loads' timeline from the count-balanced start and
@@ -257,7 +312,7 @@ func runSkewed(ctx context.Context, fleets []*skewedFleet, model *loadModel, tab
 		}
 		loads := table.current()
 		for i, sf := range fleets {
-			s, ok := sampleLoads(sf.track.view(), loads, now)
+			s, ok := sampleLoads(sf.track.view(), loads, now, skewedTolerance)
 			if !ok {
 				continue
 			}
