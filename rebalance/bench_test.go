@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/shardlease/shardlease/shard"
 )
@@ -39,4 +40,65 @@ func BenchmarkCompute(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkStepLoad steps a fleet of 10,000 shards × 100 members with
+// Zipf(1.1) loads (rand.Zipf draws, as zipfDraws), in two states: skewed
+// (count-balanced, every member marked out of band long enough: the first
+// wave is planned, up to MaxMovesInFlight load moves) and steady (the
+// same fleet once the waves converged: the band is checked, nothing
+// moves). BenchmarkStepCount is the same fleet in count balance
+// (State.Loads nil), for comparison.
+func BenchmarkStepLoad(b *testing.B) {
+	skewed, steady := loadBenchStates(b)
+	for _, c := range []struct {
+		name string
+		s    State
+	}{{"skewed", skewed}, {"steady", steady}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Step(c.s, Policy{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkStepCount(b *testing.B) {
+	_, steady := loadBenchStates(b)
+	steady.Loads = nil
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Step(steady, Policy{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// loadBenchStates builds BenchmarkStepLoad's two states.
+func loadBenchStates(b *testing.B) (skewed, steady State) {
+	r := rand.New(rand.NewPCG(17, 1))
+	f := newFleet(r, 100, 10_000)
+	if _, _, err := f.settle(Policy{}, time.Second, 50, nil); err != nil {
+		b.Fatal(err)
+	}
+	f.s.Loads = zipfDraws(r, f.s.Shards, 1.1)
+	for _, m := range f.s.Members {
+		a := f.s.Assigned[m.ID]
+		a.OutOfBand = f.s.Now.Add(-time.Minute)
+		f.s.Assigned[m.ID] = a
+	}
+	skewed = f.snapshot()
+	for range 60 {
+		d, err := f.step(Policy{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.apply(d)
+		f.act()
+		f.s.Now = f.s.Now.Add(time.Second)
+	}
+	return skewed, f.snapshot()
 }

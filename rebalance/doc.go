@@ -123,17 +123,66 @@
 // was marked stuck. Step does not schedule itself: the caller steps on
 // every change of members, locks or keys, and at Decision.Wake.
 //
+// # Load balancing
+//
+// With State.Loads (not nil, and not the same for every shard) Step
+// balances load per capacity instead of counts. A member's capacity is its
+// weight (≤ 0 counts as 1); its ratio is the load of its shards (held, or
+// assigned and not yet taken) ÷ its capacity; the band is the mean ratio
+// × (1 ± LoadPolicy.Tolerance) over the members that take part: neither
+// draining (unless all of those left drain), cordoned nor stuck. Those
+// others keep what count balance lets them keep. A Decision then also
+// guarantees:
+//
+//   - Placement by load: free shards, heaviest first, go to the member
+//     with the lowest ratio after placing them (ties: fewer shards per
+//     capacity, then the lower ID). A hand-off in flight goes elsewhere
+//     than its holder unless no other member may take it.
+//   - Calm: no load move while every member is inside the band; a member
+//     outside is corrected only after LoadPolicy.Patience outside
+//     (Assignment.OutOfBand), and then to the inner band (half the
+//     tolerance). A load move never lifts its receiver above the band's
+//     top or above the giver's old ratio, never drops the giver below the
+//     band's bottom or the receiver's old ratio (so the spread of the
+//     ratios never widens), and narrows the gap between the two by more
+//     than LoadPolicy.MinGain × the mean. Among the giver's shards, the
+//     lightest that covers the need moves, else the heaviest that
+//     qualifies: the fewest moves, then the lightest.
+//   - Residence: a shard added to a key less than LoadPolicy.MinResidence
+//     ago (Assignment.Arrived) is not moved for load; a drain, a stuck
+//     worker or a failover still moves it.
+//   - Waves and pacing: load moves are hand-offs (two steps, reason
+//     ReasonLoad) under MaxMovesInFlight, after drains and quota
+//     hand-offs; none is planned while any hand-off is in flight, or while
+//     the fleet is frozen. So a written decision is a fixed point: read
+//     back, its hand-offs are in flight.
+//   - Unreachable bands: a member whose heaviest shard alone is above the
+//     band is pinned: that shard and its capacity leave the mean
+//     (repeatedly, as the mean falls), the shard is never moved for load,
+//     and its ratio counts as the mean plus its other shards' load.
+//   - Count balance is exact: Loads nil, or one load for every shard (a
+//     shard missing from Loads counts as the mean of the others), decides
+//     exactly as without loads.
+//
+// What load balancing does not guarantee: the band when shards are too
+// lumpy for single moves to reach it (a bin-packing problem); the step
+// then stops where no move pays rather than reshuffle. Loads are as
+// current as the workers' reports; the step does not smooth them.
+//
 // # How it fails
 //
 // Compute and Step return an error wrapping ErrInvalidInput, naming the
 // offending values, for an empty or duplicate member ID and an empty or
-// duplicate shard ID; Step also for a key of an empty worker ID and a key
-// naming a shard outside the set or a shard twice. They never panic.
+// duplicate shard ID; Step also for a key of an empty worker ID, a key
+// naming a shard outside the set or a shard twice, and a negative, NaN or
+// infinite load. They never panic.
 // Compute costs O(N log N + F·W) for N shards, F of them to be placed, and
 // W members. Step costs O(N + K + W log W + H log H + F log W) for K keyed
 // shards, H shards some over-quota member holds and F placements. At
 // 100,000 shards a step is bound by memory: reading Holders costs a cache
-// miss a shard. A shard set that is a Config's IDs in order is indexed from
+// miss a shard. Load balancing adds O(N + F·W + M·(W log W + N)) for M
+// load moves planned (at most MaxMovesInFlight); BenchmarkStepLoad
+// measures it. A shard set that is a Config's IDs in order is indexed from
 // the IDs' digits; any other is sorted and indexed by a map, which costs
 // more. shardbench's assignor-step measures it (docs/benchmarks.md,
 // "Assignor step").

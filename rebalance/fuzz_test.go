@@ -86,80 +86,125 @@ func FuzzStep(f *testing.F) {
 	f.Add("x,y", []byte{3, 1, 3, 0, 0, 0}, "stream/shard-000,stream/shard-001", []byte{0, 0}, []byte{1, 1}, int64(1<<40))
 	f.Add("", []byte{}, "", []byte{}, []byte{}, int64(0))
 	f.Fuzz(func(t *testing.T, memberSpec string, memberBytes []byte, shardSpec string, holders, keys []byte, clock int64) {
-		s := State{Now: epoch.Add(time.Duration(clock) * time.Millisecond), Holders: map[shard.ID]string{}, Assigned: map[string]Assignment{}}
-		var stuckBits []byte
-		if memberSpec != "" {
-			for i, id := range strings.Split(memberSpec, ",") {
-				m := Member{ID: id, Session: "1"}
-				b := append(slices.Clone(memberBytes[min(3*i, len(memberBytes)):]), 0, 0, 0)
-				m.Weight, m.Draining, m.Session = int(int8(b[0])), b[1]&1 != 0, shard.SessionID(fmt.Sprint(b[1]>>1&3))
-				s.Members = append(s.Members, m)
-				stuckBits = append(stuckBits, b[2])
-			}
-		}
-		s.Shards = fuzzShards(shardSpec)
-		for i, id := range s.Shards {
-			if i < len(holders) {
-				if h, ok := fuzzHolder(holders[i], s.Members); ok {
-					s.Holders[id] = h
-				}
-			}
-			if i < len(keys) {
-				add := func(w string) {
-					a := s.Assigned[w]
-					a.Shards = append(a.Shards, id)
-					s.Assigned[w] = a
-				}
-				switch k := int(keys[i] & 0x7f); {
-				case k < len(s.Members):
-					add(s.Members[k].ID)
-				case k == 0x7e:
-					add("gone")
-				}
-				if keys[i]&0x80 != 0 && len(s.Members) > 0 {
-					add(s.Members[0].ID)
-				}
-			}
-		}
-		for i, m := range s.Members {
-			a, ok := s.Assigned[m.ID]
-			if !ok {
-				continue
-			}
-			bits := stuckBits[i]
-			a.Stuck = bits&1 != 0
-			if a.Stuck {
-				a.StuckSession = m.Session
-				if bits&2 != 0 {
-					a.StuckSession = "other"
-				}
-			}
-			if a.Waiting = int(bits >> 2 & 7); a.Waiting > 0 {
-				a.WaitingSince = s.Now.Add(-time.Duration(bits>>5) * 500 * time.Millisecond)
-			}
-			s.Assigned[m.ID] = a
-		}
-		p := Policy{MaxMovesInFlight: int(clock & 3), StuckAfter: time.Duration(clock&7) * 300 * time.Millisecond}
-
-		d, err := Step(s, p)
-		if err != nil {
-			if !errors.Is(err, ErrInvalidInput) {
-				t.Fatalf("error %v does not wrap ErrInvalidInput", err)
-			}
-			return
-		}
-		if err := checkDecision(s, p, d); err != nil {
-			t.Fatal(err)
-		}
-		rev := s
-		rev.Members, rev.Shards = reversed(s.Members), reversed(s.Shards)
-		if d2, err := Step(rev, p); err != nil || !sameDecision(d, d2) {
-			t.Fatalf("reversed state gave another decision (err %v)", err)
-		}
-		if d3, err := Step(applied(s, d), p); err != nil || len(d3.Assign) != 0 || len(d3.Moves) != 0 || len(d3.Delete) != 0 {
-			t.Fatalf("the written decision is not a fixed point: %+v (err %v)", d3, err)
-		}
+		s, p := fuzzState(memberSpec, memberBytes, shardSpec, holders, keys, clock)
+		checkFuzzStep(t, s, p)
 	})
+}
+
+// FuzzStepLoad is FuzzStep with loads: loads gives each shard a byte (255:
+// missing; 254: negative, an invalid input; else the byte, squared, so
+// that a few shards dominate) and each key a residence mark (arrivals and
+// an out-of-band mark at the clock's past or future).
+func FuzzStepLoad(f *testing.F) {
+	f.Add("a,b,c", []byte{1, 0, 0, 1, 2, 5, 1, 0, 0}, "s1,s2,s3,s4", []byte{0, 1, 2, 3}, []byte{0, 1, 0x82, 254}, []byte{9, 1, 1, 1}, int64(5000))
+	f.Add("a,b", []byte{2, 0, 0, 1, 0, 0}, "x-0,x-1,x-2,x-3,x-4,x-5", []byte{0, 0, 0, 0, 0, 1}, []byte{0, 0, 0, 0, 0, 1}, []byte{200, 3, 2, 2, 1, 255}, int64(90_000))
+	f.Add("a", []byte{}, "s1", []byte{}, []byte{}, []byte{254}, int64(0))
+	f.Fuzz(func(t *testing.T, memberSpec string, memberBytes []byte, shardSpec string, holders, keys, loads []byte, clock int64) {
+		s, p := fuzzState(memberSpec, memberBytes, shardSpec, holders, keys, clock)
+		s.Loads = map[shard.ID]float64{}
+		for i, id := range s.Shards {
+			if i < len(loads) && loads[i] != 255 {
+				l := float64(loads[i]) * float64(loads[i])
+				if loads[i] == 254 {
+					l = -1
+				}
+				s.Loads[id] = l
+			}
+		}
+		for w, a := range s.Assigned {
+			if len(a.Shards) > 0 && clock&8 != 0 {
+				a.Arrived = map[shard.ID]time.Time{a.Shards[0]: s.Now.Add(-time.Duration(clock&0x70) * time.Second)}
+				a.OutOfBand = s.Now.Add(time.Duration(clock&0x3f0-0x200) * 100 * time.Millisecond)
+				s.Assigned[w] = a
+			}
+		}
+		p.Load = LoadPolicy{Patience: time.Duration(clock&0x30) * 100 * time.Millisecond}
+		checkFuzzStep(t, s, p)
+	})
+}
+
+// fuzzState builds FuzzStep's state and policy from its inputs (see
+// FuzzStep).
+func fuzzState(memberSpec string, memberBytes []byte, shardSpec string, holders, keys []byte, clock int64) (State, Policy) {
+	s := State{Now: epoch.Add(time.Duration(clock) * time.Millisecond), Holders: map[shard.ID]string{}, Assigned: map[string]Assignment{}}
+	var stuckBits []byte
+	if memberSpec != "" {
+		for i, id := range strings.Split(memberSpec, ",") {
+			m := Member{ID: id, Session: "1"}
+			b := append(slices.Clone(memberBytes[min(3*i, len(memberBytes)):]), 0, 0, 0)
+			m.Weight, m.Draining, m.Session = int(int8(b[0])), b[1]&1 != 0, shard.SessionID(fmt.Sprint(b[1]>>1&3))
+			s.Members = append(s.Members, m)
+			stuckBits = append(stuckBits, b[2])
+		}
+	}
+	s.Shards = fuzzShards(shardSpec)
+	for i, id := range s.Shards {
+		if i < len(holders) {
+			if h, ok := fuzzHolder(holders[i], s.Members); ok {
+				s.Holders[id] = h
+			}
+		}
+		if i < len(keys) {
+			add := func(w string) {
+				a := s.Assigned[w]
+				a.Shards = append(a.Shards, id)
+				s.Assigned[w] = a
+			}
+			switch k := int(keys[i] & 0x7f); {
+			case k < len(s.Members):
+				add(s.Members[k].ID)
+			case k == 0x7e:
+				add("gone")
+			}
+			if keys[i]&0x80 != 0 && len(s.Members) > 0 {
+				add(s.Members[0].ID)
+			}
+		}
+	}
+	for i, m := range s.Members {
+		a, ok := s.Assigned[m.ID]
+		if !ok {
+			continue
+		}
+		bits := stuckBits[i]
+		a.Stuck = bits&1 != 0
+		if a.Stuck {
+			a.StuckSession = m.Session
+			if bits&2 != 0 {
+				a.StuckSession = "other"
+			}
+		}
+		if a.Waiting = int(bits >> 2 & 7); a.Waiting > 0 {
+			a.WaitingSince = s.Now.Add(-time.Duration(bits>>5) * 500 * time.Millisecond)
+		}
+		s.Assigned[m.ID] = a
+	}
+	p := Policy{MaxMovesInFlight: int(clock & 3), StuckAfter: time.Duration(clock&7) * 300 * time.Millisecond}
+	return s, p
+}
+
+// checkFuzzStep: Step either fails with ErrInvalidInput or returns a
+// decision that passes every invariant, the same for the state in reverse
+// order, and a fixed point once written.
+func checkFuzzStep(t *testing.T, s State, p Policy) {
+	d, err := Step(s, p)
+	if err != nil {
+		if !errors.Is(err, ErrInvalidInput) {
+			t.Fatalf("error %v does not wrap ErrInvalidInput", err)
+		}
+		return
+	}
+	if err := checkDecision(s, p, d); err != nil {
+		t.Fatal(err)
+	}
+	rev := s
+	rev.Members, rev.Shards = reversed(s.Members), reversed(s.Shards)
+	if d2, err := Step(rev, p); err != nil || !sameDecision(d, d2) {
+		t.Fatalf("reversed state gave another decision (err %v)", err)
+	}
+	if d3, err := Step(applied(s, d), p); err != nil || len(d3.Assign) != 0 || len(d3.Moves) != 0 || len(d3.Delete) != 0 {
+		t.Fatalf("the written decision is not a fixed point: %+v (err %v)", d3, err)
+	}
 }
 
 // fuzzShards splits a comma-separated list of shard IDs; "" has none.

@@ -88,6 +88,17 @@ type Assignment struct {
 	// another session is not stuck, and Step clears the mark.
 	Stuck        bool
 	StuckSession shard.SessionID
+	// Arrived maps shards of Shards to when Step added them to this key,
+	// for the minimum residence of load balancing (LoadPolicy.MinResidence):
+	// a shard that arrived less than that ago is not moved for load. Step
+	// records it only while it balances load, and drops an entry, when it
+	// writes the key anyway, once the residence is over; a shard without an
+	// entry is free to move. Nil in count balance.
+	Arrived map[shard.ID]time.Time
+	// OutOfBand is since when Step has seen the worker's load per capacity
+	// outside the band (zero while it is inside, and in count balance):
+	// load moves correct it once that is LoadPolicy.Patience ago.
+	OutOfBand time.Time
 }
 
 // Policy paces Step. Its zero value is the default.
@@ -112,17 +123,56 @@ type Policy struct {
 	Load LoadPolicy
 }
 
-// LoadPolicy tunes load-aware balancing; zero fields take their defaults.
+// LoadPolicy tunes load-aware balancing; zero fields (and negative or
+// NaN ones) take their defaults. See the package doc, "Load balancing".
 type LoadPolicy struct {
 	// Tolerance is the band around the mean load per unit of capacity
 	// that every member is kept inside, as a fraction (0.10: ±10 %).
+	// DefaultTolerance when ≤ 0.
 	Tolerance float64
 	// MinResidence is how long a shard stays on the member it moved to
-	// before a load move may take it away again.
+	// before a load move may take it away again (a drain or a failover
+	// still moves it). DefaultMinResidence when ≤ 0.
 	MinResidence time.Duration
-	// MinGain is how much a load move must narrow the spread (max − min
-	// of load per capacity), as a fraction of the mean, to be made.
+	// MinGain is how much a load move must narrow the gap between the
+	// load per capacity of the member it leaves and the member it joins,
+	// as a fraction of the mean, to be made. DefaultMinGain when ≤ 0.
 	MinGain float64
+	// Patience is how long a member must stay outside the band before
+	// load moves correct it, so that a fluctuation that passes by itself
+	// moves nothing. DefaultPatience when ≤ 0.
+	Patience time.Duration
+}
+
+// LoadPolicy's defaults. A band of ±10 % is issue 17's; a residence of a
+// minute outlasts the smoothing of a measured load, so a shard is not
+// moved again on the noise its own move caused; a gain of 2 % of the mean
+// keeps moves that only shuffle the noise from being made; a patience of
+// 15 s lets a fluctuation of a few seconds pass and still corrects a lasting
+// imbalance within issue 17's 30 s.
+const (
+	DefaultTolerance    = 0.10
+	DefaultMinResidence = time.Minute
+	DefaultMinGain      = 0.02
+	DefaultPatience     = 15 * time.Second
+)
+
+// withDefaults returns p with its zero, negative and NaN fields set to
+// their defaults.
+func (p LoadPolicy) withDefaults() LoadPolicy {
+	if !(p.Tolerance > 0) {
+		p.Tolerance = DefaultTolerance
+	}
+	if p.MinResidence <= 0 {
+		p.MinResidence = DefaultMinResidence
+	}
+	if !(p.MinGain > 0) {
+		p.MinGain = DefaultMinGain
+	}
+	if p.Patience <= 0 {
+		p.Patience = DefaultPatience
+	}
+	return p
 }
 
 // DefaultStuckAfter is Policy.StuckAfter's default: twice shard.FastPolicy's
@@ -159,6 +209,11 @@ type Decision struct {
 	// placements (From is "": the free shard was added to To's assignment),
 	// sorted by shard. It is for logs and metrics: Assign is the decision.
 	Moves []Transfer
+	// ByLoad: Step balanced load (State.Loads was not nil, and not the
+	// same for every shard). The hand-offs it starts from members that do
+	// not drain are then load moves (ReasonLoad), which a worker may say
+	// when it releases them.
+	ByLoad bool
 }
 
 // Transfer is one shard Step moved.
@@ -187,9 +242,13 @@ const (
 	// ReasonDrain: the shard's holder, or the worker it was assigned to,
 	// drains.
 	ReasonDrain
+	// ReasonLoad: the shard's holder is outside the load band (or another
+	// member is below it) and the shard moves to a member with less load
+	// per capacity (State.Loads).
+	ReasonLoad
 )
 
-var reasons = [...]string{ReasonFree: "free", ReasonOrphaned: "orphaned", ReasonStuck: "stuck", ReasonRebalance: "rebalance", ReasonDrain: "drain"}
+var reasons = [...]string{ReasonFree: "free", ReasonOrphaned: "orphaned", ReasonStuck: "stuck", ReasonRebalance: "rebalance", ReasonDrain: "drain", ReasonLoad: "load"}
 
 func (r Reason) String() string {
 	if r >= ReasonFree && int(r) < len(reasons) {
@@ -215,6 +274,7 @@ func Step(s State, p Policy) (Decision, error) {
 	if p.StuckAfter <= 0 {
 		p.StuckAfter = DefaultStuckAfter
 	}
+	p.Load = p.Load.withDefaults()
 	st := newStep(in, p)
 	st.judge()
 	st.plan()

@@ -313,10 +313,10 @@ func TestShardIndex(t *testing.T) {
 
 func TestReasonString(t *testing.T) {
 	var got []string
-	for r := range ReasonDrain + 2 {
+	for r := range ReasonLoad + 2 {
 		got = append(got, r.String())
 	}
-	want := []string{"Reason(0)", "free", "orphaned", "stuck", "rebalance", "drain", "Reason(6)"}
+	want := []string{"Reason(0)", "free", "orphaned", "stuck", "rebalance", "drain", "load", "Reason(7)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("reasons %v, want %v", got, want)
 	}

@@ -150,6 +150,14 @@ func checkDecision(s State, p Policy, d Decision) error {
 	if started > 0 && started+flying > p.MaxMovesInFlight {
 		return fmt.Errorf("%d hand-offs started with %d in flight, cap %d", started, flying, p.MaxMovesInFlight)
 	}
+	// Load moves leave members that drain only when every member that is
+	// neither cordoned nor stuck drains, and cordoned ones only when every
+	// member is cordoned.
+	working, allCordoned := false, true
+	for id, m := range live {
+		allCordoned = allCordoned && m.Cordoned
+		working = working || (!m.Draining && !m.Cordoned && !isStuck(outKey[id], m))
+	}
 	if len(d.Moves) != len(want) {
 		return fmt.Errorf("%d moves, want %d:\n got %v\nwant %v", len(d.Moves), len(want), d.Moves, want)
 	}
@@ -159,9 +167,11 @@ func checkDecision(s State, p Policy, d Decision) error {
 			return fmt.Errorf("move %d is %+v, want %+v", k, mv, w)
 		}
 		switch {
-		case mv.Reason < ReasonFree || mv.Reason > ReasonDrain:
+		case mv.Reason < ReasonFree || mv.Reason > ReasonLoad:
 			return fmt.Errorf("move %+v has no reason", mv)
-		case mv.From != "" && mv.Reason != ReasonDrain && mv.Reason != ReasonRebalance:
+		case mv.Reason == ReasonLoad && (mv.From == "" || s.Loads == nil || (live[mv.From].Draining && working) || (live[mv.From].Cordoned && !allCordoned)):
+			return fmt.Errorf("load move %+v without loads or from a member that drains or is cordoned", mv)
+		case mv.From != "" && mv.Reason != ReasonDrain && mv.Reason != ReasonRebalance && mv.Reason != ReasonLoad:
 			return fmt.Errorf("hand-off %+v for reason %v", mv, mv.Reason)
 		case mv.From != "" && (mv.To == mv.From || live[mv.To].ID == "" || isStuck(outKey[mv.To], live[mv.To])):
 			return fmt.Errorf("hand-off %+v meant for a member that cannot take it", mv)
@@ -192,7 +202,10 @@ func checkDecision(s State, p Policy, d Decision) error {
 			}
 		}
 	}
-	if !wake.Equal(d.Wake) {
+	// In load balance a step may also wake when a load move held back by
+	// the minimum residence becomes possible: after now, before the waits.
+	residence := s.Loads != nil && d.Wake.After(s.Now) && (wake.IsZero() || d.Wake.Before(wake))
+	if !wake.Equal(d.Wake) && !residence {
 		return fmt.Errorf("Wake = %v, want %v", d.Wake, wake)
 	}
 	return nil
@@ -208,13 +221,14 @@ func setOf(ids []shard.ID) map[shard.ID]bool {
 
 // sameDecision compares two decisions, times by instant.
 func sameDecision(a, b Decision) bool {
-	if !slices.Equal(a.Delete, b.Delete) || !slices.Equal(a.Moves, b.Moves) || !a.Wake.Equal(b.Wake) || len(a.Assign) != len(b.Assign) {
+	if a.ByLoad != b.ByLoad || !slices.Equal(a.Delete, b.Delete) || !slices.Equal(a.Moves, b.Moves) || !a.Wake.Equal(b.Wake) || len(a.Assign) != len(b.Assign) {
 		return false
 	}
 	for w, x := range a.Assign {
 		y, ok := b.Assign[w]
 		if !ok || !slices.Equal(x.Shards, y.Shards) || !x.Since.Equal(y.Since) || x.Waiting != y.Waiting ||
-			!x.WaitingSince.Equal(y.WaitingSince) || x.Stuck != y.Stuck || x.StuckSession != y.StuckSession {
+			!x.WaitingSince.Equal(y.WaitingSince) || x.Stuck != y.Stuck || x.StuckSession != y.StuckSession ||
+			!maps.EqualFunc(x.Arrived, y.Arrived, time.Time.Equal) {
 			return false
 		}
 	}

@@ -3,6 +3,7 @@ package rebalance
 import (
 	"math/bits"
 	"slices"
+	"time"
 
 	"github.com/shardlease/shardlease/shard"
 )
@@ -14,6 +15,7 @@ const (
 	inManyKeys                    // more than one live member's key lists it
 	inStuckKey                    // a stuck member's key lists it
 	handedOff                     // this step starts its hand-off
+	loadMoved                     // planned as a load move (planLoad)
 )
 
 // step is the working state of one Step. Per-shard slices are indexed like
@@ -32,6 +34,11 @@ type step struct {
 	pending  []int32 // the first member not stuck whose key lists the shard, or -1
 	target   []int32 // where the shard belongs, or -1 (no member has room)
 	next     []int32 // whose key lists it after this step, or -1
+
+	loadMoves []int32     // load moves planned, in the order to start them
+	loadWake  time.Time   // when a load move held back by patience or residence may become possible
+	band      []time.Time // each member's OutOfBand mark, when the load moves were planned (else nil: marks stay)
+	started   int         // hand-offs this step starts
 }
 
 func newStep(in *stepInput, p Policy) *step {
@@ -98,6 +105,10 @@ func (st *step) plan() {
 		}
 	}
 	caps := st.capacities(owned, held)
+	if st.load != nil {
+		st.planLoad(caps, owned)
+		return
+	}
 	target, room := keep(st.shards, st.ids, st.next, func(i int) bool { return st.holder[i] >= 0 }, caps)
 	placeFree(st.shards, st.ids, target, room)
 	st.target = target
@@ -179,9 +190,10 @@ func (st *step) decide() {
 			inFlight++
 		default:
 			st.next[i] = h
-			if st.draining[h] {
+			switch {
+			case st.draining[h]:
 				drains = append(drains, int32(i))
-			} else {
+			case st.flags[i]&loadMoved == 0:
 				others = append(others, int32(i))
 			}
 		}
@@ -190,7 +202,9 @@ func (st *step) decide() {
 	if st.frozen {
 		budget = 0
 	}
-	for _, i := range slices.Concat(drains, others)[:max(0, min(budget, len(drains)+len(others)))] {
+	wanted := slices.Concat(drains, others, st.loadMoves) // load moves last, most useful first
+	st.started = max(0, min(budget, len(wanted)))
+	for _, i := range wanted[:st.started] {
 		st.next[i] = -1
 		st.flags[i] |= handedOff
 	}
@@ -208,7 +222,7 @@ func (st *step) inKey(i int, m int32) bool {
 // decision collects the keys that change, the moves, and the wake-up.
 func (st *step) decision() Decision {
 	w := len(st.members)
-	d := Decision{Delete: st.dead}
+	d := Decision{Delete: st.dead, ByLoad: st.load != nil}
 	count, same := make([]int, w), make([]int, w)
 	for i, m := range st.next {
 		if m >= 0 {
@@ -234,9 +248,13 @@ func (st *step) decision() Decision {
 			lists[m] = make([]shard.ID, 0, count[m])
 		}
 	}
+	arrived := make([]map[shard.ID]time.Time, w)
 	for i, m := range st.next {
 		if m >= 0 && changed[m] {
 			lists[m] = append(lists[m], st.shards[i])
+			if st.load != nil {
+				arrived[m] = st.arrival(arrived[m], i, m)
+			}
 		}
 		if m >= 0 && st.holder[i] < 0 {
 			frees[m] = append(frees[m], st.shards[i])
@@ -249,6 +267,9 @@ func (st *step) decision() Decision {
 	}
 	for m := range w {
 		key, write := st.nextKey(m, lists[m], frees[m], changed[m], same[m] == len(st.sets[m]))
+		if changed[m] {
+			key.Arrived = arrived[m]
+		}
 		if write {
 			if d.Assign == nil {
 				d.Assign = map[string]Assignment{}
@@ -261,6 +282,14 @@ func (st *step) decision() Decision {
 			}
 		}
 	}
+	// A load move held back by residence: step again when it may be made,
+	// unless a hand-off starts (its release wakes the assignor anyway, and
+	// a decision read back, with the hand-off in flight, plans no load
+	// move and so sets no such wake: the written decision stays a fixed
+	// point).
+	if at := st.loadWake; !at.IsZero() && st.started == 0 && (d.Wake.IsZero() || at.Before(d.Wake)) {
+		d.Wake = at
+	}
 	return d
 }
 
@@ -270,7 +299,11 @@ func (st *step) move(i int) (Transfer, bool) {
 	s := st.shards[i]
 	if st.flags[i]&handedOff != 0 {
 		h := st.holder[i]
-		return Transfer{Shard: s, From: st.ids[h], To: st.ids[st.target[i]], Reason: st.reasonOf(h)}, true
+		why := st.reasonOf(h)
+		if st.flags[i]&loadMoved != 0 {
+			why = ReasonLoad
+		}
+		return Transfer{Shard: s, From: st.ids[h], To: st.ids[st.target[i]], Reason: why}, true
 	}
 	to := st.next[i]
 	if st.holder[i] >= 0 || to < 0 || st.inKey(i, to) {
@@ -286,6 +319,26 @@ func (st *step) move(i int) (Transfer, bool) {
 		mv.Reason = ReasonOrphaned
 	}
 	return mv, true
+}
+
+// arrival records in arrived, member m's new key's arrivals, when shard i
+// (listed in it) arrived: now if the key as read does not list it, else
+// when the key as read says, while that is less than MinResidence ago.
+func (st *step) arrival(arrived map[shard.ID]time.Time, i int, m int32) map[shard.ID]time.Time {
+	id := st.shards[i]
+	at, ok := st.now, !st.inKey(i, m)
+	if !ok {
+		at, ok = st.keys[m].Arrived[id]
+		ok = ok && st.now.Sub(at) < st.p.Load.MinResidence
+	}
+	if !ok {
+		return arrived
+	}
+	if arrived == nil {
+		arrived = map[shard.ID]time.Time{}
+	}
+	arrived[id] = at
+	return arrived
 }
 
 // reasonOf is why a shard leaves member m's key while m is live and not

@@ -33,6 +33,9 @@ type stepInput struct {
 	took []bool
 	// dead are the workers with a key that are not live, sorted.
 	dead []string
+	// load[i] is shard i's load when Step balances load; nil in count
+	// balance (no Loads, or the same load for every shard).
+	load []float64
 }
 
 // readState validates s and indexes it, or returns an error wrapping
@@ -125,6 +128,7 @@ func readState(s State) (*stepInput, error) {
 			}
 		}
 	}
+	in.load, problems = readLoads(s.Loads, index, len(shards), problems)
 	if len(problems) > 0 {
 		return nil, invalid(problems)
 	}

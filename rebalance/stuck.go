@@ -88,7 +88,13 @@ func (st *step) nextKey(m int, list, free []shard.ID, changed, grew bool) (Assig
 	if key.Stuck || key.Waiting > 0 { // the wait and the mark are about the member's current session
 		key.StuckSession = st.members[m].Session
 	}
-	write := changed || key.Stuck != old.Stuck || key.StuckSession != old.StuckSession ||
+	switch {
+	case st.band != nil:
+		key.OutOfBand = st.band[m]
+	case st.load == nil:
+		key.OutOfBand = time.Time{}
+	}
+	write := changed || key.Stuck != old.Stuck || key.StuckSession != old.StuckSession || !key.OutOfBand.Equal(old.OutOfBand) ||
 		key.Waiting != old.Waiting || !key.WaitingSince.Equal(old.WaitingSince) || !slices.Equal(key.Free, old.Free)
 	if write && !changed { // the same shards, sorted, in a slice of its own
 		key.Shards = make([]shard.ID, len(st.sets[m]))
