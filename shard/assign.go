@@ -3,6 +3,7 @@ package shard
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -45,6 +46,16 @@ type Assignment struct {
 	// is not about it.
 	Stuck        bool      `json:"stuck,omitempty"`
 	StuckSession SessionID `json:"stuck_session,omitempty"`
+	// ByLoad is set when the assignor balanced load (not counts) when it
+	// wrote the key: a shard taken out of it, unless the worker drains, is
+	// a load move, and the worker says "load" when it releases it.
+	ByLoad bool `json:"by_load,omitempty"`
+	// Arrived and OutOfBand are the assignor's memory for load balancing
+	// (see rebalance.Assignment): when recently placed shards arrived, for
+	// their minimum residence, and since when the worker's load has been
+	// outside the band. Kept in the key so a new assignor carries on.
+	Arrived   map[ID]time.Time `json:"arrived,omitempty"`
+	OutOfBand time.Time        `json:"out_of_band,omitzero"`
 }
 
 // AssignorKey is P/assignor: the assignor lock, held with a worker's own
@@ -104,6 +115,17 @@ type assignmentValue struct {
 	WaitingSince time.Time         `json:"waiting_since,omitzero"`
 	Stuck        bool              `json:"stuck,omitempty"`
 	StuckSession SessionID         `json:"stuck_session,omitempty"`
+	ByLoad       bool              `json:"by_load,omitempty"`
+	Arrived      []arrivalValue    `json:"arrived,omitempty"`
+	OutOfBand    time.Time         `json:"out_of_band,omitzero"`
+}
+
+// arrivalValue is the stored form of the shards that arrived at one time,
+// as index ranges: a step places many shards at once, so grouping by time
+// keeps the key small.
+type arrivalValue struct {
+	At     time.Time `json:"at"`
+	Shards string    `json:"shards"`
 }
 
 // reasonValue is the stored form of one MoveReason and its shards as
@@ -117,7 +139,8 @@ type reasonValue struct {
 
 // EncodeAssignment returns the value of an assignment key for a: JSON
 // {"epoch", "since", "shards", "free", "as_of", "reasons", "draining",
-// "waiting", "waiting_since", "stuck", "stuck_session"} with the shard sets as EncodeSet writes them,
+// "waiting", "waiting_since", "stuck", "stuck_session", "by_load",
+// "arrived", "out_of_band"} with the shard sets as EncodeSet writes them,
 // sorted index ranges ("0-99,150"). A shard outside c wraps
 // ErrUnknownShard, a shard listed twice ErrInvalidArgument.
 func (c Config) EncodeAssignment(a Assignment) ([]byte, error) {
@@ -145,8 +168,37 @@ func (c Config) EncodeAssignment(a Assignment) ([]byte, error) {
 		// Sorted by shard ranges, so that equal assignments encode equally.
 		slices.SortFunc(reasons, func(x, y reasonValue) int { return strings.Compare(x.Shards, y.Shards) })
 	}
+	arrived, err := c.encodeArrivals(a.Arrived)
+	if err != nil {
+		return nil, err
+	}
 	return json.Marshal(assignmentValue{Epoch: a.Epoch, Since: a.Since, Shards: set, Free: free, AsOf: a.AsOf, Reasons: reasons, Draining: a.Draining,
-		Waiting: a.Waiting, WaitingSince: a.WaitingSince, Stuck: a.Stuck, StuckSession: a.StuckSession})
+		Waiting: a.Waiting, WaitingSince: a.WaitingSince, Stuck: a.Stuck, StuckSession: a.StuckSession,
+		ByLoad: a.ByLoad, Arrived: arrived, OutOfBand: a.OutOfBand})
+}
+
+// encodeArrivals groups arrival times by instant, each group's shards as
+// index ranges, sorted by time.
+func (c Config) encodeArrivals(arrived map[ID]time.Time) ([]arrivalValue, error) {
+	if len(arrived) == 0 {
+		return nil, nil
+	}
+	byTime := map[int64][]ID{}
+	at := map[int64]time.Time{}
+	for id, t := range arrived {
+		k := t.UnixNano()
+		byTime[k] = append(byTime[k], id)
+		at[k] = t
+	}
+	out := make([]arrivalValue, 0, len(byTime))
+	for _, k := range slices.Sorted(maps.Keys(byTime)) {
+		set, err := c.EncodeSet(byTime[k])
+		if err != nil {
+			return nil, fmt.Errorf("arrivals at %v: %w", at[k], err)
+		}
+		out = append(out, arrivalValue{At: at[k], Shards: set})
+	}
+	return out, nil
 }
 
 // DecodeAssignment reads an assignment key's value written by
@@ -156,7 +208,7 @@ func (c Config) EncodeAssignment(a Assignment) ([]byte, error) {
 func (c Config) DecodeAssignment(value []byte) (Assignment, error) {
 	var v assignmentValue
 	if err := json.Unmarshal(value, &v); err != nil {
-		return Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, since, shards, free, as_of, reasons, draining, waiting, waiting_since, stuck, stuck_session}): %w", err)
+		return Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, since, shards, free, as_of, reasons, draining, waiting, waiting_since, stuck, stuck_session, by_load, arrived, out_of_band}): %w", err)
 	}
 	if v.Epoch == 0 {
 		return Assignment{}, fmt.Errorf("assignment value names no epoch: no assignor wrote it")
@@ -202,6 +254,20 @@ func (c Config) DecodeAssignment(value []byte) (Assignment, error) {
 			return Assignment{}, err
 		}
 	}
+	var arrived map[ID]time.Time
+	for _, av := range v.Arrived {
+		ids, err := c.DecodeSet(av.Shards)
+		if err != nil {
+			return Assignment{}, fmt.Errorf("assignment value's shards arrived at %v: %w", av.At, err)
+		}
+		if arrived == nil {
+			arrived = map[ID]time.Time{}
+		}
+		for _, id := range ids {
+			arrived[id] = av.At
+		}
+	}
 	return Assignment{Epoch: v.Epoch, Since: v.Since, Shards: ids, Free: free, AsOf: v.AsOf, Why: why, Draining: v.Draining,
-		Waiting: v.Waiting, WaitingSince: v.WaitingSince, Stuck: v.Stuck, StuckSession: v.StuckSession}, nil
+		Waiting: v.Waiting, WaitingSince: v.WaitingSince, Stuck: v.Stuck, StuckSession: v.StuckSession,
+		ByLoad: v.ByLoad, Arrived: arrived, OutOfBand: v.OutOfBand}, nil
 }

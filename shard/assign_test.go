@@ -2,6 +2,7 @@ package shard
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -84,12 +85,13 @@ func TestAssignmentReasons(t *testing.T) {
 		ids[2]: {Kind: MoveInitial},
 		ids[3]: {Kind: MoveRebalanced, From: "w2", Note: "drain"},
 		ids[4]: {Kind: MoveOrphaned, From: "w7"},
+		ids[5]: {Kind: MoveLoad, From: "w3"},
 	}
-	value, err := cfg.EncodeAssignment(Assignment{Epoch: 5, Shards: ids[1:5], Free: ids[1:5], Why: why})
+	value, err := cfg.EncodeAssignment(Assignment{Epoch: 5, Shards: ids[1:6], Free: ids[1:6], Why: why})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := cfg.EncodeAssignment(Assignment{Epoch: 5, Shards: ids[1:5], Free: ids[1:5], Why: why})
+	again, _ := cfg.EncodeAssignment(Assignment{Epoch: 5, Shards: ids[1:6], Free: ids[1:6], Why: why})
 	if string(again) != string(value) {
 		t.Errorf("one assignment encoded two ways:\n%s\n%s", value, again)
 	}
@@ -106,13 +108,14 @@ func TestAssignmentReasons(t *testing.T) {
 		why[ids[1]]:                "initial: never owned",
 		why[ids[3]]:                "rebalanced from w2 (drain)",
 		why[ids[4]]:                "orphaned: w7's session invalidated",
+		why[ids[5]]:                "load: from w3",
 		{Note: "assignor epoch 5"}: "assigned (assignor epoch 5)",
 	} {
 		if r.String() != text {
 			t.Errorf("%+v reads %q, want %q", r, r.String(), text)
 		}
 	}
-	if got := []string{MoveAssigned.String(), MoveInitial.String(), MoveRebalanced.String(), MoveOrphaned.String()}; strings.Join(got, ",") != "assigned,initial,rebalanced,orphaned" {
+	if got := []string{MoveAssigned.String(), MoveInitial.String(), MoveRebalanced.String(), MoveOrphaned.String(), MoveLoad.String()}; strings.Join(got, ",") != "assigned,initial,rebalanced,orphaned,load" {
 		t.Errorf("metric labels %v", got)
 	}
 
@@ -128,5 +131,35 @@ func TestAssignmentReasons(t *testing.T) {
 	}
 	if _, err := cfg.DecodeAssignment([]byte(`{"epoch":3,"shards":"1","reasons":[{"kind":"initial","shards":"99"}]}`)); err == nil || !strings.Contains(err.Error(), `"99"`) {
 		t.Errorf("a reason for a shard outside the fleet: %v", err)
+	}
+}
+
+// TestAssignmentLoadMemory: the assignor's memory for load balancing (the
+// mode, when shards arrived, since when the worker is out of band)
+// round-trips, arrivals grouped by time; a shard outside the config among
+// the arrivals is refused.
+func TestAssignmentLoadMemory(t *testing.T) {
+	cfg := Config{Shards: 16}
+	ids := cfg.IDs()
+	t0 := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
+	a := Assignment{Epoch: 7, Shards: ids[:6], ByLoad: true, OutOfBand: t0.Add(-time.Minute),
+		Arrived: map[ID]time.Time{ids[0]: t0, ids[1]: t0, ids[4]: t0.Add(time.Second)}}
+	value, err := cfg.EncodeAssignment(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(value), `"shards":"0-1"`) {
+		t.Errorf("arrivals not grouped by time: %s", value)
+	}
+	back, err := cfg.DecodeAssignment(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.ByLoad || !back.OutOfBand.Equal(a.OutOfBand) || !maps.EqualFunc(back.Arrived, a.Arrived, time.Time.Equal) {
+		t.Errorf("round trip gave by_load %v, out_of_band %v, arrived %v; want %+v", back.ByLoad, back.OutOfBand, back.Arrived, a)
+	}
+	a.Arrived["nope"] = t0
+	if _, err := cfg.EncodeAssignment(a); !errors.Is(err, ErrUnknownShard) {
+		t.Errorf("an unknown shard among the arrivals: %v, want ErrUnknownShard", err)
 	}
 }

@@ -17,12 +17,20 @@ const (
 	MoveRebalanced
 	// MoveOrphaned: its previous owner's session ended without a release.
 	MoveOrphaned
+	// MoveLoad: its previous owner released it for load balancing (the
+	// assignor moved it to a worker with less load per capacity).
+	MoveLoad
 )
 
-var moveKindNames = [...]string{MoveAssigned: "assigned", MoveInitial: "initial", MoveRebalanced: "rebalanced", MoveOrphaned: "orphaned"}
+var moveKindNames = [...]string{MoveAssigned: "assigned", MoveInitial: "initial", MoveRebalanced: "rebalanced", MoveOrphaned: "orphaned", MoveLoad: "load"}
 
-// String is the kind's metric label: "assigned", "initial", "rebalanced"
-// or "orphaned".
+// ReleasedForLoad is the release reason (Owner.Released) of a shard its
+// worker gave up for load balancing; a shard released so is placed as
+// MoveLoad.
+const ReleasedForLoad = "load"
+
+// String is the kind's metric label: "assigned", "initial", "rebalanced",
+// "orphaned" or "load".
 func (k MoveKind) String() string {
 	if int(k) < len(moveKindNames) {
 		return moveKindNames[k]
@@ -45,7 +53,8 @@ func parseMoveKind(s string) (MoveKind, bool) {
 // it takes the shard, for operators, and counts the acquisition under Kind.
 type MoveReason struct {
 	Kind MoveKind
-	// From is the previous owner's worker ID (MoveRebalanced, MoveOrphaned).
+	// From is the previous owner's worker ID (MoveRebalanced, MoveOrphaned,
+	// MoveLoad).
 	From string
 	// Note is the release's reason for MoveRebalanced ("drain",
 	// "shutdown"), free text for MoveAssigned.
@@ -53,8 +62,8 @@ type MoveReason struct {
 }
 
 // String is the reason in one phrase: "initial: never owned", "rebalanced
-// from w2 (drain)", "orphaned: w7's session invalidated", "assigned
-// (assignor epoch 12)".
+// from w2 (drain)", "orphaned: w7's session invalidated", "load: from w3",
+// "assigned (assignor epoch 12)".
 func (r MoveReason) String() string {
 	switch r.Kind {
 	case MoveInitial:
@@ -63,6 +72,8 @@ func (r MoveReason) String() string {
 		return fmt.Sprintf("rebalanced from %s (%s)", r.From, r.Note)
 	case MoveOrphaned:
 		return fmt.Sprintf("orphaned: %s's session invalidated", r.From)
+	case MoveLoad:
+		return fmt.Sprintf("load: from %s", r.From)
 	}
 	if r.Note == "" {
 		return "assigned"

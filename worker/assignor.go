@@ -189,7 +189,8 @@ func (w *Worker) assign(term context.Context, l *lease, epoch shard.Token, snap 
 	for id, a := range d.Assign {
 		m, _ := snap.Member(id)
 		set[id] = &shard.Assignment{Since: a.Since, Shards: a.Shards, Free: a.Free, AsOf: snap.Index, Why: whyFree(snap, a.Free), Draining: m.Draining,
-			Waiting: a.Waiting, WaitingSince: a.WaitingSince, Stuck: a.Stuck, StuckSession: a.StuckSession}
+			Waiting: a.Waiting, WaitingSince: a.WaitingSince, Stuck: a.Stuck, StuckSession: a.StuckSession,
+			ByLoad: d.ByLoad, Arrived: a.Arrived, OutOfBand: a.OutOfBand}
 	}
 	for _, id := range d.Delete {
 		set[id] = nil
@@ -236,7 +237,8 @@ func stepState(snap shard.Snapshot, shards []shard.ID, now time.Time) rebalance.
 	}
 	for id, a := range snap.Assignments {
 		st.Assigned[id] = rebalance.Assignment{Shards: a.Shards, Since: a.Since, Free: a.Free,
-			Waiting: a.Waiting, WaitingSince: a.WaitingSince, Stuck: a.Stuck, StuckSession: a.StuckSession}
+			Waiting: a.Waiting, WaitingSince: a.WaitingSince, Stuck: a.Stuck, StuckSession: a.StuckSession,
+			Arrived: a.Arrived, OutOfBand: a.OutOfBand}
 	}
 	return st
 }
@@ -253,6 +255,8 @@ func whyFree(snap shard.Snapshot, free []shard.ID) map[shard.ID]shard.MoveReason
 		switch {
 		case st.Token == 0:
 			why[id] = shard.MoveReason{Kind: shard.MoveInitial}
+		case st.Owner.Released == shard.ReleasedForLoad:
+			why[id] = shard.MoveReason{Kind: shard.MoveLoad, From: st.Owner.Worker}
 		case st.Owner.Released != "":
 			why[id] = shard.MoveReason{Kind: shard.MoveRebalanced, From: st.Owner.Worker, Note: st.Owner.Released}
 		default:

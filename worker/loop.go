@@ -194,6 +194,9 @@ func (lp *loop) reconcile() {
 	}
 
 	why := "rebalance"
+	if a.ByLoad {
+		why = shard.ReleasedForLoad
+	}
 	if lp.w.draining.Load() || a.Draining {
 		why = "drain"
 	}
