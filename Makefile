@@ -37,7 +37,7 @@ bench: consul postgres
 # Consul agent it starts itself, about an hour. It writes the run's JSON
 # (docs/bench/run.json), its plot (docs/img/ownership.svg) and the generated
 # section of docs/benchmarks.md, and fails when a row misses its goal.
-shardbench: consul postgres
+shardbench: consul nats postgres
 	$(GO) run ./cmd/shardbench --scenario all --check --docs docs/benchmarks.md
 
 # Refresh the README's screenshot from the browser test.

@@ -88,6 +88,8 @@ var scenarios = []benchScenario{
 		summary: "rebalance.Step in-process at 1,000 workers × 100,000 shards: cold, steady and one join (no Consul; system rebalance)"},
 	{name: "stuck-worker", run: stuckWorker,
 		summary: "one of 12 workers over 128 shards is live but never acquires, for 3 minutes a trial: unowned shard-time, owner changes per shard"},
+	{name: "stream-e2e", run: streamE2E,
+		summary: "examples/jetstream's pipeline, a nats-server process → ordered consumers → PostgreSQL, 12 workers × 128 partitions: events/s with FencedTx against the same transaction unfenced, and the latency from publish to committed effect"},
 	{name: "skewed-load", run: skewedLoad,
 		summary: "a load-aware fleet (10 % band) and a count-based one, 12 workers × 128 shards each, side by side: Zipf(1.1) loads, then ±20 % noise every 10 s for 10 minutes, one shard tripled at minute 5: max worker load ÷ mean, time to converge, moves per minute, time back in the band"},
 }
