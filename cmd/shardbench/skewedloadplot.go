@@ -70,9 +70,9 @@ func writeLoadPlot(rep report, path string) error {
 		for _, s := range []struct {
 			ys     []float64
 			dashed bool
-			what   string
+			legend bool // the title says which line is which
 			width  float64
-		}{{tr.BandMax, false, " highest", 1.2}, {tr.BandMin, true, " lowest", 1.2}, {tr.Max, false, " highest, plain", 0.5}} {
+		}{{tr.BandMax, false, true, 1.2}, {tr.BandMin, true, false, 1.2}, {tr.Max, false, false, 0.5}} {
 			l, err := plotter.NewLine(traceXYs(tr.T, s.ys))
 			if err != nil {
 				return err
@@ -82,7 +82,9 @@ func writeLoadPlot(rep report, path string) error {
 				l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			}
 			p.Add(l)
-			p.Legend.Add(f.label+s.what, l)
+			if s.legend {
+				p.Legend.Add(f.label, l)
+			}
 		}
 	}
 	grey := color.RGBA{R: 0x80, G: 0x80, B: 0x80, A: 0xff}
@@ -121,7 +123,7 @@ func writeLoadPlot(rep report, path string) error {
 			p.Legend.Add(m.label, l)
 		}
 	}
-	p.Y.Min, p.Y.Max = 0, hi*1.45 // room above the lines for the legend
+	p.Y.Min, p.Y.Max = 0, hi*1.5 // room above the lines for the legend
 	p.X.Min, p.X.Max = 0, end
 	return p.Save(10*vg.Inch, 5*vg.Inch, path)
 }
