@@ -230,7 +230,7 @@ func skewedLoad(ctx context.Context, env *benchEnv) ([]result, error) {
 	}
 	env.logf("shardbench: skewed-load: both fleets count-balanced; loads Zipf(1.1) seed %d, hot shard %s (%.2f × the mean shard)",
 		skewedSeed, ids[model.hot], model.base[model.hot])
-	if err := runSkewed(ctx, fleets, &model, table, shape); err != nil {
+	if err := runSkewed(ctx, env, fleets, &model, table, shape); err != nil {
 		return nil, err
 	}
 	var rows []result

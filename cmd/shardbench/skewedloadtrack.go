@@ -282,7 +282,7 @@ func (tr *loadTrace) add(s loadSample, skewed time.Time) {
 
 // runSkewed plays the loads' timeline from the count-balanced start and
 // samples both fleets until its end, then computes their figures.
-func runSkewed(ctx context.Context, fleets []*skewedFleet, model *loadModel, table *loadTable, shape skewedShape) error {
+func runSkewed(ctx context.Context, env *benchEnv, fleets []*skewedFleet, model *loadModel, table *loadTable, shape skewedShape) error {
 	tick := time.NewTicker(shape.sampleEvery)
 	defer tick.Stop()
 	tl := skewedTimeline{skewed: time.Now()}
@@ -300,12 +300,14 @@ func runSkewed(ctx context.Context, fleets []*skewedFleet, model *loadModel, tab
 		if !now.Before(nextNoise) {
 			if tl.noise.IsZero() {
 				tl.noise = now
+				env.logf("shardbench: skewed-load: noise begins, %v after the skew", now.Sub(tl.skewed).Round(time.Millisecond))
 			}
 			model.renoise()
 			nextNoise, changed = nextNoise.Add(shape.noiseEvery), true
 		}
 		if !model.hotOn && !now.Before(hotAt) {
 			model.hotOn, tl.tripled, changed = true, now, true
+			env.logf("shardbench: skewed-load: shard %s's load tripled, %v into the noise", model.ids[model.hot], now.Sub(tl.noise).Round(time.Millisecond))
 		}
 		if changed {
 			table.set(model.loads())
