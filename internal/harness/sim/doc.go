@@ -52,6 +52,15 @@
 // or past it; half of them crash another worker inside the grace. A
 // worker back inside its grace must find its assignment key kept.
 //
+// A fifth stream, drawn apart so that no fault moves, makes about one seed
+// in three balance load (LoadSetup): every worker has
+// worker.Config.LoadBalance, with a band of ±20–50 % and short residence,
+// patience, report interval and half-life, and the handlers report their
+// shard's load at each step — Zipf-like or flat base loads, noise of up to
+// ±50 % redrawn every few seconds, one shard tripled at a random moment,
+// one report in fifty NaN, negative or infinite — until the faults end,
+// when the loads hold still.
+//
 // Faults may now overlap on one worker (the assignor's victim is not known
 // when the schedule is made): each holds the process under its own key,
 // and its heal ends only itself. Run(seed) plays the schedule and returns
@@ -100,6 +109,15 @@
 //     one, exactly one running worker leads, at the epoch its current
 //     session holds P/assignor at, within Bound(setup) — and the fleet,
 //     assignor included, then stays put for three rounds.
+//   - A load-balancing seed is settled without the count rule but with no
+//     move pending, within Bound plus LoadSetup.settleBound; it may move
+//     shards again for load after settling (each counted as a re-settle),
+//     but must stop on its frozen loads within that bound (no oscillation)
+//     and then stay put for longer than a patience plus a residence.
+//     Settled, every live member's record carries a load for each shard it
+//     holds, and where the band is surely reachable (every shard at most
+//     the tolerance times a worker's mean load) every running worker's
+//     true load is inside it.
 //   - Every worker's Run returns nil, and only when told to stop.
 //
 // # Replay, honestly

@@ -59,6 +59,9 @@ func (r *run) spawn(id string) *member {
 		Policy:           su.Policy,
 		DrainTimeout:     su.DrainTimeout,
 		MaxMovesInFlight: su.MaxMovesInFlight,
+		LoadBalance:      su.Load.policy(),
+		LoadReportEvery:  su.Load.ReportEvery,
+		LoadHalfLife:     su.Load.HalfLife,
 		RejoinGrace:      r.sched.rejoinGrace(id, r.c.elapsed()),
 		Logger:           r.opts.Logger,
 		JitterSeed:       r.sched.Seed*1000003 + uint64(m.N),
@@ -118,6 +121,7 @@ func (r *run) handler(m *member) worker.Handler {
 				return nil
 			}
 			r.handlers.acting(m.ID, c.Claim)
+			r.reportLoad(rng, c, c.Shard)
 			offset += 1 + rng.Int64N(5)
 			r.runs.halt(run, r.c.elapsed())
 			m.WaitThawed(context.Background()) // a frozen process does not see ctx end

@@ -65,6 +65,8 @@ type Result struct {
 	// were no longer the key's current value: a replayed older one, or one
 	// the assignor rewrote while it was held.
 	StaleServed int64
+	// Load is what a load-balancing seed's settling found.
+	Load LoadResult
 	// Violations lists every broken invariant; empty when the run passed.
 	Violations []string
 }
@@ -101,8 +103,9 @@ const stableFor = 3 * time.Second
 
 // run is one seed's fleet and its checkers.
 type run struct {
-	opts  Options
-	sched Schedule
+	opts    Options
+	sched   Schedule
+	loadRes LoadResult
 
 	clock    *jumpClock
 	coord    *memory.Coordinator
@@ -194,6 +197,7 @@ func Run(seed uint64, opts Options) Result {
 	res.AssignorFaults = r.assignorFaults
 	res.Elections, res.Contested = r.elect.contested()
 	res.StaleServed = r.staleServed.Load()
+	res.Load = r.loadRes
 	res.AssignsAccepted, res.AssignsRefused, res.HeldSent, res.HeldRefused = r.elect.counts()
 	res.Violations = c.list()
 	return res

@@ -23,12 +23,14 @@ type Setup struct {
 	// rebalance's default).
 	MaxMovesInFlight int
 	DrainTimeout     time.Duration
+	// Load is the seed's load balancing (count balance when off).
+	Load LoadSetup
 }
 
 func (s Setup) String() string {
-	return fmt.Sprintf("%d workers (up to %d), %d shards, ttl %v renew %v pause budget %v, lock-delay %v, %d moves in flight, drain %v",
+	return fmt.Sprintf("%d workers (up to %d), %d shards, ttl %v renew %v pause budget %v, lock-delay %v, %d moves in flight, drain %v; %v",
 		s.Workers, s.MaxWorkers, s.Shards, s.Policy.TTL, s.Policy.RenewEvery, s.Policy.PauseBudget,
-		s.Policy.EffectiveLockDelay(), s.MaxMovesInFlight, s.DrainTimeout)
+		s.Policy.EffectiveLockDelay(), s.MaxMovesInFlight, s.DrainTimeout, s.Load)
 }
 
 // policies are the lease policies seeds pick from. All satisfy the rule; the
@@ -274,6 +276,7 @@ func NewSchedule(seed uint64) Schedule {
 	s.addDestroys(steps, t)
 	s.addAssignorFaults(steps, t)
 	s.addRejoins(steps, t)
+	s.Setup.Load = newLoadSetup(seed, su.Shards, s.FaultsEnd)
 	slices.SortStableFunc(s.Events, func(a, b Event) int {
 		switch {
 		case a.At < b.At:

@@ -18,6 +18,9 @@ import (
 // and exactly one of them is the assignor; and then checks that the fleet stays that way for a few rounds. It
 // returns how long settling took; taking longer than bound is a violation.
 func (r *run) settle(from, bound time.Duration) time.Duration {
+	if l := r.sched.Setup.Load; l.On {
+		return r.settleLoad(from, bound+l.settleBound(r.sched.Setup))
+	}
 	var why string
 	for {
 		if why = r.unsettled(); why == "" {
@@ -95,7 +98,11 @@ func (r *run) unsettled() string {
 		}
 		hi = max(hi, n)
 	}
-	if hi-lo > 1 {
+	if r.sched.Setup.Load.On {
+		if why := r.pendingMoves(snap); why != "" {
+			return why
+		}
+	} else if hi-lo > 1 {
 		return fmt.Sprintf("owned counts %v differ by %d", counts, hi-lo)
 	}
 	for _, m := range r.running() {
