@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -53,8 +54,9 @@ func streamSizeFor(env *benchEnv) streamSize {
 
 // streamRun is one variant's trial.
 type streamRun struct {
-	eventsPerSec float64
-	latencies    []float64 // seconds, one per event of the paced load
+	eventsPerSec   float64
+	eventsPerBatch float64   // over the backlog
+	latencies      []float64 // seconds, one per event of the paced load
 }
 
 func streamE2E(ctx context.Context, env *benchEnv) ([]result, error) {
@@ -96,25 +98,33 @@ func streamE2E(ctx context.Context, env *benchEnv) ([]result, error) {
 			}
 			runs[unfenced] = append(runs[unfenced], r)
 			rates[map[bool]int{false: 0, true: 1}[unfenced]] = r.eventsPerSec
-			env.logf("shardbench: stream-e2e trial %d, %s: %.0f events/s, latency p50 %.1f ms p99 %.1f ms",
-				trial+1, map[bool]string{false: "fenced", true: "unfenced"}[unfenced], r.eventsPerSec,
+			env.logf("shardbench: stream-e2e trial %d, %s: %.0f events/s (%.1f events a transaction), latency p50 %.1f ms p99 %.1f ms",
+				trial+1, map[bool]string{false: "fenced", true: "unfenced"}[unfenced], r.eventsPerSec, r.eventsPerBatch,
 				1000*percentile(r.latencies, 50), 1000*percentile(r.latencies, 99))
 		}
 		ratios = append(ratios, rates[0]/rates[1])
 		cost = append(cost, 100*(1-rates[0]/rates[1]))
 	}
 	where := fmt.Sprintf("%d workers × %d partitions", size.workers, size.partitions)
-	rate := func(unfenced bool) []float64 {
+	each := func(unfenced bool, f func(streamRun) float64) []float64 {
 		var out []float64
 		for _, r := range runs[unfenced] {
-			out = append(out, r.eventsPerSec)
+			out = append(out, f(r))
 		}
 		return out
+	}
+	rate := func(unfenced bool) []float64 {
+		return each(unfenced, func(r streamRun) float64 { return r.eventsPerSec })
+	}
+	perBatch := func(unfenced bool) []float64 {
+		return each(unfenced, func(r streamRun) float64 { return r.eventsPerBatch })
 	}
 	ratio := measured("stream-e2e", streamSystem, "fenced ÷ unfenced events/s, JetStream → handler → PostgreSQL, "+where, "ratio", ratios).
 		with("fenced_events_per_s_p50", percentile(rate(false), 50)).
 		with("unfenced_events_per_s_p50", percentile(rate(true), 50)).
 		with("fence_cost_percent_p50", percentile(cost, 50)).
+		with("fenced_events_per_batch_p50", percentile(perBatch(false), 50)).
+		with("unfenced_events_per_batch_p50", percentile(perBatch(true), 50)).
 		withNote(fmt.Sprintf("a backlog of %d events per partition, published while the handlers are held; events ÷ (last effect committed − release)", size.backlog))
 	ratio = ratio.withGoal(fmt.Sprintf("p50 >= %.1f", streamGoal), ratio.P50 >= streamGoal)
 	rows := []result{ratio}
@@ -210,7 +220,7 @@ func runStream(ctx context.Context, js jetstream.JetStream, pool *pgxpool.Pool, 
 	if err := waitEvents(ctx, &stats, backlog); err != nil {
 		return streamRun{}, fmt.Errorf("draining the backlog: %w", err)
 	}
-	r := streamRun{eventsPerSec: float64(backlog) / time.Since(began).Seconds()}
+	r := streamRun{eventsPerSec: float64(backlog) / time.Since(began).Seconds(), eventsPerBatch: float64(backlog) / float64(stats.Batches.Load())}
 	if err := pipeline.ProduceFrom(ctx, js, size.partitions, size.backlog+1, size.backlog+size.paced, size.pace, nil); err != nil {
 		return streamRun{}, err
 	}
@@ -218,7 +228,8 @@ func runStream(ctx context.Context, js jetstream.JetStream, pool *pgxpool.Pool, 
 		return streamRun{}, fmt.Errorf("the paced load: %w", err)
 	}
 	if n := stats.Stale.Load() + stats.Failed.Load(); n != 0 {
-		return streamRun{}, fmt.Errorf("%d transactions failed or were refused in a run without faults (first: %v)", n, stats.FirstFailure())
+		return streamRun{}, fmt.Errorf("%d transactions refused by the fence and %d failed in a run without faults (first failure: %v)",
+			stats.Stale.Load(), stats.Failed.Load(), stats.FirstFailure())
 	}
 	mu.Lock()
 	r.latencies = latencies
@@ -226,20 +237,39 @@ func runStream(ctx context.Context, js jetstream.JetStream, pool *pgxpool.Pool, 
 	return r, nil
 }
 
-// waitAllOwned waits until every shard is owned, by every worker.
+// waitAllOwned waits until every shard is owned, every worker owns some,
+// max − min ≤ 1, and no shard has changed hands for a second: a hand-off
+// while the handlers are held would wait out the drain timeout and fail
+// the run.
 func waitAllOwned(ctx context.Context, coord *memory.Coordinator, shards, workers int) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	var last map[shard.ID]string
+	var since time.Time
 	for {
 		snap, err := coord.Watch(ctx, 0)
 		if err != nil {
 			return err
 		}
-		if len(snap.Owners()) == shards && len(snap.Counts()) == workers {
+		owners, counts := snap.Owners(), snap.Counts()
+		spread := 0
+		if len(counts) > 0 {
+			lo, hi := shards, 0
+			for _, n := range counts {
+				lo, hi = min(lo, n), max(hi, n)
+			}
+			spread = hi - lo
+		}
+		switch {
+		case len(owners) != shards || len(counts) != workers || spread > 1:
+			last = nil
+		case !maps.Equal(owners, last):
+			last, since = owners, time.Now()
+		case time.Since(since) >= time.Second:
 			return nil
 		}
 		if !pipeline.Sleep(ctx, 20*time.Millisecond) {
-			return errors.New("the fleet did not own every shard within a minute")
+			return errors.New("the fleet did not settle (every shard owned, max − min ≤ 1, nothing moving for 1 s) within a minute")
 		}
 	}
 }
