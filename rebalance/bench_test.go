@@ -47,8 +47,8 @@ func BenchmarkCompute(b *testing.B) {
 // (count-balanced, every member marked out of band long enough: the first
 // wave is planned, up to MaxMovesInFlight load moves) and steady (the
 // same fleet once the waves converged: the band is checked, nothing
-// moves). BenchmarkStepCount is the same fleet in count balance
-// (State.Loads nil), for comparison.
+// moves). BenchmarkStepCount is the same fleet count-balanced, stepped
+// without loads (at rest: nothing moves), for comparison.
 func BenchmarkStepLoad(b *testing.B) {
 	skewed, steady := loadBenchStates(b)
 	for _, c := range []struct {
@@ -67,11 +67,11 @@ func BenchmarkStepLoad(b *testing.B) {
 }
 
 func BenchmarkStepCount(b *testing.B) {
-	_, steady := loadBenchStates(b)
-	steady.Loads = nil
+	rest, _ := loadBenchStates(b)
+	rest.Loads = nil
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Step(steady, Policy{}); err != nil {
+		if _, err := Step(rest, Policy{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -15,10 +15,11 @@ import (
 //
 // The band is around the mean load per capacity of the eligible members.
 // A member whose heaviest shard alone puts it above the band is pinned:
-// the band cannot hold for it, so its heaviest shard and its capacity are
-// left out of the mean (repeatedly, as the mean falls), and its ratio
-// counts as the mean plus the load of its other shards per capacity; the
-// heaviest shard is never moved for load (that would only pin another).
+// the band cannot hold for it, so its load and capacity are left out of
+// the mean (see pin), and its ratio counts as the mean plus the load of
+// its other shards per capacity, so those are moved off where they fit;
+// the heaviest shard is never moved for load (that would only pin
+// another).
 //
 // A member outside the band is marked (Assignment.OutOfBand keeps since
 // when); it is corrected only once it has been outside for Patience, so a
@@ -108,92 +109,168 @@ func (lp *loadPlan) moves(budget int) ([]int32, time.Time) {
 		return nil, wake
 	}
 
-	order := make([]int, 0, w) // eligible members, lowest ratio first
+	mv := &mover{lp: lp, byMember: byMember, pinned: pinned, heavy: heavy, rs: rs, ratios: ratios,
+		innerHi: innerHi, innerLo: innerLo, hi: hi, lo: lo, later: later}
 	for m, ok := range lp.el {
 		if ok {
-			order = append(order, m)
+			mv.order = append(mv.order, m)
 		}
 	}
-	var planned []int32
-	for len(planned) < budget {
-		ratios()
-		slices.SortFunc(order, func(x, y int) int {
-			if c := cmp.Compare(rs[x], rs[y]); c != 0 {
-				return c
-			}
-			return cmp.Compare(x, y)
-		})
-		dev := func(m int) float64 { return max(rs[m]-innerHi, innerLo-rs[m]) }
-		slices.SortFunc(fix, func(x, y int) int {
-			if c := cmp.Compare(dev(y), dev(x)); c != 0 {
-				return c
-			}
-			return cmp.Compare(x, y)
-		})
-		best, from, to := int32(-1), -1, -1
-	search:
-		for _, x := range fix {
-			up := rs[x] > innerHi // x gives; else it takes, if below the inner band
-			if !up && rs[x] >= innerLo {
-				continue
-			}
-			need := (innerLo - rs[x]) * lp.cap[x]
-			if up {
-				need = (rs[x] - innerHi) * lp.cap[x]
-			}
-			for k := range order { // the partners: lowest first when x gives, highest first when it takes
-				a, b := x, order[k]
-				if !up {
-					a, b = order[len(order)-1-k], x
-				}
-				if rs[b] >= rs[a] {
-					break
-				}
-				i, held := lp.pick(byMember[a], a, b, rs[a], rs[b], need, pinned[a], heavy[a])
-				if !held.IsZero() {
-					later(held)
-				}
-				if i >= 0 {
-					best, from, to = i, a, b
-					break search
-				}
-			}
+	for len(mv.planned) < budget {
+		i, from, to, lump := mv.find(fix)
+		if i >= 0 {
+			mv.apply(i, from, to)
+			continue
 		}
-		if best < 0 {
+		if lump.i < 0 || !mv.lump(lump, budget) {
 			break
 		}
-		l := st.load[best]
-		lp.sum[from] -= l
-		lp.sum[to] += l
-		st.target[best] = int32(to)
-		st.flags[best] |= loadMoved
-		planned = append(planned, best)
 	}
-	if len(planned) > 0 {
+	if len(mv.planned) > 0 {
 		wake = time.Time{}
 	}
-	return planned, wake
+	return mv.planned, wake
+}
+
+// mover is one step's planning of load moves (see moves).
+type mover struct {
+	lp       *loadPlan
+	byMember [][]int32
+	pinned   []bool
+	heavy    []int32
+	rs       []float64 // ratios, as of the last ratios()
+	ratios   func()
+	order    []int // eligible members, lowest ratio first after find sorts them
+	planned  []int32
+
+	innerHi, innerLo, hi, lo float64
+	later                    func(time.Time)
+}
+
+// candidate is a move that find or pick found: shard i from a member to
+// another, or i < 0 for none.
+type candidate struct{ i, from, to int32 }
+
+// find returns the move that serves the corrected member of fix furthest
+// outside the inner band (its partners tried in order, lowest ratio first
+// when it gives, highest first when it takes), or i < 0 and the first
+// lump found (see pick) when no shard qualifies for any.
+func (mv *mover) find(fix []int) (i int32, from, to int, lump candidate) {
+	rs := mv.rs
+	mv.ratios()
+	slices.SortFunc(mv.order, func(x, y int) int {
+		if c := cmp.Compare(rs[x], rs[y]); c != 0 {
+			return c
+		}
+		return cmp.Compare(x, y)
+	})
+	dev := func(m int) float64 { return max(rs[m]-mv.innerHi, mv.innerLo-rs[m]) }
+	slices.SortFunc(fix, func(x, y int) int {
+		if c := cmp.Compare(dev(y), dev(x)); c != 0 {
+			return c
+		}
+		return cmp.Compare(x, y)
+	})
+	lump = candidate{-1, -1, -1}
+	for _, x := range fix {
+		up := rs[x] > mv.innerHi // x gives; else it takes, if below the inner band
+		if !up && rs[x] >= mv.innerLo {
+			continue
+		}
+		need := (mv.innerLo - rs[x]) * mv.lp.cap[x]
+		if up {
+			need = (rs[x] - mv.innerHi) * mv.lp.cap[x]
+		}
+		for k := range mv.order { // the partners: lowest first when x gives, highest first when it takes
+			a, b := x, mv.order[k]
+			if !up {
+				a, b = mv.order[len(mv.order)-1-k], x
+			}
+			if rs[b] >= rs[a] {
+				break
+			}
+			i, l, held := mv.lp.pick(mv.byMember[a], a, b, rs[a], rs[b], need, mv.pinned[a], mv.heavy[a])
+			if !held.IsZero() {
+				mv.later(held)
+			}
+			if i >= 0 {
+				return i, a, b, lump
+			}
+			if l >= 0 && lump.i < 0 {
+				lump = candidate{l, int32(a), int32(b)}
+			}
+		}
+	}
+	return -1, -1, -1, lump
+}
+
+// apply plans shard i's move from one member to another.
+func (mv *mover) apply(i int32, from, to int) {
+	st, l := mv.lp.st, mv.lp.st.load[i]
+	mv.lp.sum[from] -= l
+	mv.lp.sum[to] += l
+	st.target[i] = int32(to)
+	st.flags[i] |= loadMoved
+	mv.planned = append(mv.planned, i)
+}
+
+// lump tries a move that takes a lump (a shard too heavy to move without
+// pushing its receiver above the band, or its giver below) and then the
+// moves that bring the member it pushed out back inside, within budget.
+// It keeps them all if that member ends inside the band, and undoes them
+// otherwise: a lump is moved only when the moves that follow it are
+// planned in the same step, so the fleet never waits, or churns, with a
+// member the step itself pushed out.
+func (mv *mover) lump(c candidate, budget int) bool {
+	mark := len(mv.planned)
+	mv.apply(c.i, int(c.from), int(c.to))
+	mv.ratios()
+	out := int(c.to)
+	if mv.rs[c.from] < mv.lo {
+		out = int(c.from)
+	}
+	for len(mv.planned) < budget && (mv.rs[out] > mv.innerHi || mv.rs[out] < mv.innerLo) {
+		i, from, to, _ := mv.find([]int{out})
+		if i < 0 {
+			break
+		}
+		mv.apply(i, from, to)
+		mv.ratios()
+	}
+	if mv.rs[out] <= mv.hi && mv.rs[out] >= mv.lo {
+		return true
+	}
+	st := mv.lp.st
+	for _, i := range mv.planned[mark:] { // undo, last first
+		l := st.load[i]
+		mv.lp.sum[st.target[i]] -= l
+		mv.lp.sum[st.holder[i]] += l
+		st.target[i] = st.holder[i]
+		st.flags[i] &^= loadMoved
+	}
+	mv.planned = mv.planned[:mark]
+	return false
 }
 
 // pick returns the shard of shards (member a's, with ratio ra) to move to
 // member b (ratio rb) as moves says, or -1 and the earliest end of a
 // residence that held a qualifying shard back (zero when none did).
 // pinned says that a is pinned by its shard heavy, which never moves.
-func (lp *loadPlan) pick(shards []int32, a, b int, ra, rb, need float64, pinned bool, heavy int32) (int32, time.Time) {
+func (lp *loadPlan) pick(shards []int32, a, b int, ra, rb, need float64, pinned bool, heavy int32) (best, lump int32, wake time.Time) {
 	st, pol := lp.st, lp.st.p.Load
 	mean := lp.mean
 	hi, lo, gain := mean*(1+pol.Tolerance), mean*(1-pol.Tolerance), pol.MinGain*mean
-	best := int32(-1)
-	var bestLoad float64
-	var wake time.Time
+	best, lump = -1, -1
+	var bestLoad, lumpGap float64
 	for _, i := range shards {
 		l := st.load[i]
 		if st.flags[i]&loadMoved != 0 || (pinned && i == heavy) {
 			continue
 		}
 		ra2, rb2 := ra-l/lp.cap[a], rb+l/lp.cap[b]
-		if rb2 > hi || ra2 < lo || rb2 > ra || ra2 < rb || (ra-rb)-math.Abs(ra2-rb2) <= gain {
-			continue
+		narrows := (ra - rb) - math.Abs(ra2-rb2)
+		if rb2 > ra || ra2 < rb || narrows <= 0 {
+			continue // it would widen the spread, or not narrow the gap
 		}
 		if at, ok := st.keys[a].Arrived[st.shards[i]]; ok {
 			if at.After(st.now) {
@@ -206,6 +283,15 @@ func (lp *loadPlan) pick(shards []int32, a, b int, ra, rb, need float64, pinned 
 				continue
 			}
 		}
+		if rb2 > hi || ra2 < lo {
+			if gap := math.Abs(ra2 - rb2); lump < 0 || gap < lumpGap {
+				lump, lumpGap = i, gap
+			}
+			continue
+		}
+		if narrows <= gain {
+			continue
+		}
 		covers, bestCovers := l >= need, best >= 0 && bestLoad >= need
 		switch {
 		case best < 0,
@@ -215,7 +301,7 @@ func (lp *loadPlan) pick(shards []int32, a, b int, ra, rb, need float64, pinned 
 			best, bestLoad = i, l
 		}
 	}
-	return best, wake
+	return best, lump, wake
 }
 
 // pin returns which eligible members are pinned by their heaviest shard
@@ -223,19 +309,18 @@ func (lp *loadPlan) pick(shards []int32, a, b int, ra, rb, need float64, pinned 
 // member is pinned or there is no capacity). A member is pinned when its
 // heaviest shard alone puts it above the band around the mean of the
 // members not pinned; pinning one lowers that mean, so it repeats until
-// nobody more is pinned (at most once per member).
+// nobody more is pinned (at most once per member). A pinned member's load
+// is left out of the mean whole: what it holds besides its heaviest shard
+// is moved off when it fits elsewhere, and until it does the others are
+// balanced around what they actually carry (counting it as theirs would
+// keep them all below the band, chasing a load no move can give them).
 func (lp *loadPlan) pin(heavy []int32, tol float64) ([]bool, float64) {
 	pinned := make([]bool, len(lp.el))
 	for {
 		var load, capacity float64
 		for m, ok := range lp.el {
-			if !ok {
-				continue
-			}
-			load += lp.sum[m]
-			if pinned[m] {
-				load -= lp.st.load[heavy[m]]
-			} else {
+			if ok && !pinned[m] {
+				load += lp.sum[m]
 				capacity += lp.cap[m]
 			}
 		}

@@ -11,7 +11,7 @@ import (
 // (the k-th heaviest carries 1/k^s, in a random order), scaled to a mean
 // of 1: shardbench's skewed-load scenario. Over 128 shards and 12 members
 // the heaviest shard alone carries 2.8 times a member's mean, so the band
-// cannot hold for every member (see pinned).
+// cannot hold for every member (see loadView.pinned).
 func zipfRanks(r *rand.Rand, ids []shard.ID, s float64) map[shard.ID]float64 {
 	loads := make(map[shard.ID]float64, len(ids))
 	var sum float64
@@ -43,7 +43,7 @@ func zipfDraws(r *rand.Rand, ids []shard.ID, s float64) map[shard.ID]float64 {
 type loadView struct {
 	ratio  map[string]float64
 	mean   float64 // over every eligible member
-	adj    float64 // over the members not pinned (see pinnedMembers)
+	adj    float64 // over the members not pinned, as the step pins them: their own loads
 	pinned map[string]bool
 }
 
@@ -75,9 +75,7 @@ func viewLoads(s State) loadView {
 	for {
 		var t, c float64
 		for m := range capOf {
-			if v.pinned[m] {
-				t += v.ratio[m]*capOf[m] - heavy[m]
-			} else {
+			if !v.pinned[m] {
 				t += v.ratio[m] * capOf[m]
 				c += capOf[m]
 			}
@@ -107,4 +105,3 @@ func (v loadView) worst() (maxRaw, hiAdj, loAdj float64) {
 	}
 	return
 }
-
