@@ -29,9 +29,6 @@ func (lp *loop) reportLoad(ctx context.Context, now time.Time) {
 	w := lp.w
 	loads := w.load.meters.sample(now)
 	w.m.load.observeOwn(loads, w.cfg.Weight)
-	if !w.cfg.carriesLoad() {
-		return
-	}
 	ls := &w.load
 	ls.mu.Lock()
 	var last map[shard.ID]float64
@@ -110,9 +107,15 @@ func loadChanged(last, cur map[shard.ID]float64) bool {
 // loadTimer is the loop's report tick: the first at a random point of
 // the first interval, so that workers started together do not write
 // together, then every LoadReportEvery (onLoadTick resets it). A worker
-// that does not carry loads still ticks, every DefaultLoadReportEvery, to
-// keep its gauges and its commit-rate windows current.
+// that does not carry loads never ticks (its load gauges stay 0): its
+// loop, its timers and the draws from its jitter are what they were
+// before load balancing.
 func (lp *loop) loadTimer() *time.Timer {
+	if !lp.w.cfg.carriesLoad() {
+		t := time.NewTimer(time.Hour)
+		t.Stop()
+		return t
+	}
 	return time.NewTimer(lp.w.jitter.between(0, lp.w.cfg.loadEvery()))
 }
 

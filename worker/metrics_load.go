@@ -23,7 +23,8 @@ type loadMetrics struct {
 
 func newLoadMetrics(gauge func(name, help string) prometheus.Gauge, counter func(name, help string) prometheus.Counter) loadMetrics {
 	return loadMetrics{
-		load:        gauge("load", "Sum of the smoothed loads of the shards this worker runs (as reported by their handlers, or their commit rate)."),
+		load: gauge("load", "Sum of the smoothed loads of the shards this worker runs (as reported by their handlers, or their commit rate), "+
+			"sampled every load report interval; 0 on a worker that does not carry loads."),
 		perCapacity: gauge("load_per_capacity", "This worker's load divided by its capacity (its member weight)."),
 		measured:    gauge("load_shards_measured", "Shards this worker runs that have a load figure (reported, or derived from commits)."),
 		writes:      counter("load_writes_total", "Writes of this worker's member record carrying its shards' loads."),
