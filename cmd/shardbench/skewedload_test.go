@@ -65,15 +65,16 @@ func TestLoadModel(t *testing.T) {
 // the mean counts a shard nobody holds, and a worker that is no member
 // counts for nothing.
 func TestSampleLoads(t *testing.T) {
-	loads := map[shard.ID]float64{"a": 4, "b": 2, "c": 1, "d": 1, "e": 4}
-	v := view{owners: map[string]string{"a": "w1", "b": "w2", "c": "w2", "d": "gone"}, members: []string{"w1", "w2", "w3", "w4"}}
+	loads := map[shard.ID]float64{"a": 6, "b": 2, "c": 1, "d": 1, "e": 2, "f": 1, "g": 1}
+	v := view{owners: map[string]string{"a": "w1", "b": "w2", "c": "w2", "d": "gone", "e": "w3", "f": "w3", "g": "w4"}, members: []string{"w1", "w2", "w3", "w4"}}
 	s, ok := sampleLoads(v, loads, time.Unix(0, 0), 0.10)
-	// total 12 over 4 members: mean 3; w1 4, w2 3, w3 and w4 nothing.
-	// As the band reads it, w1's shard a (4) is above the band around the
-	// mean of the others, (12 − 4) ÷ 3: w1 is pinned and reads 1 + 0.
-	if !ok || math.Abs(s.max-4.0/3) > 1e-9 || s.min != 0 || math.Abs(s.floor-4.0/3) > 1e-9 ||
-		s.pinned != 1 || math.Abs(s.bandMax-9.0/8) > 1e-9 || s.bandMin != 0 {
-		t.Errorf("sample %+v, %v; want max 1.333, min 0, floor 1.333; pinned 1, band max 1.125, band min 0", s, ok)
+	// total 14 over 4 members: mean 3.5; w1 6, w2 and w3 3, w4 1. As the
+	// band reads it, w1's shard a (6) is above the band around the mean of
+	// what the workers hold, 13 ÷ 4: w1 is pinned, the others' mean is 7/3,
+	// w1 reads 1 + 0, w2 and w3 9/7, w4 3/7.
+	if !ok || math.Abs(s.max-6/3.5) > 1e-9 || math.Abs(s.min-1/3.5) > 1e-9 || math.Abs(s.floor-6/3.5) > 1e-9 ||
+		s.pinned != 1 || math.Abs(s.bandMax-9.0/7) > 1e-9 || math.Abs(s.bandMin-3.0/7) > 1e-9 {
+		t.Errorf("sample %+v, %v; want max 1.714, min 0.286, floor 1.714; pinned 1, band max 1.286, band min 0.429", s, ok)
 	}
 	if _, ok := sampleLoads(view{owners: v.owners}, loads, time.Unix(0, 0), 0.10); ok {
 		t.Error("a sample without members: want none")
@@ -86,18 +87,19 @@ func TestBandRatios(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		per, heaviest map[string]float64
-		total         float64
 		hi, lo        float64
 		pinned        int
+		ok            bool
 	}{
-		{"none heavy", map[string]float64{"a": 11, "b": 10, "c": 9}, map[string]float64{"a": 3, "b": 2, "c": 2}, 30, 1.1, 0.9, 0},
-		// a's 20 is above 1.1 × 50 ÷ 4; then b's 11.5 is above 1.1 × 30 ÷ 3;
-		// the mean of c and d is 9.25, a reads 1 + 1 ÷ 9.25 and b 1 + 0.
-		{"pinned twice", map[string]float64{"a": 21, "b": 11.5, "c": 9, "d": 8.5}, map[string]float64{"a": 20, "b": 11.5, "c": 5, "d": 5}, 50, 1 + 1/9.25, 8.5 / 9.25, 2},
+		{"none heavy", map[string]float64{"a": 11, "b": 10, "c": 9}, map[string]float64{"a": 3, "b": 2, "c": 2}, 1.1, 0.9, 0, true},
+		// a's 20 is above 1.1 × 50 ÷ 4; then b's 11.5 is above 1.1 × 29 ÷ 3;
+		// the mean of c and d is 8.75, a reads 1 + 1 ÷ 8.75 and b 1 + 0.
+		{"pinned twice", map[string]float64{"a": 21, "b": 11.5, "c": 9, "d": 8.5}, map[string]float64{"a": 20, "b": 11.5, "c": 5, "d": 5}, 1 + 1/8.75, 8.5 / 8.75, 2, true},
+		{"nobody left", map[string]float64{"a": 5, "b": 0}, map[string]float64{"a": 5}, 0, 0, 1, false},
 	} {
-		hi, lo, pinned := bandRatios(tc.per, tc.heaviest, tc.total, 0.10)
-		if math.Abs(hi-tc.hi) > 1e-9 || math.Abs(lo-tc.lo) > 1e-9 || pinned != tc.pinned {
-			t.Errorf("%s: hi %v lo %v pinned %d; want %v %v %d", tc.name, hi, lo, pinned, tc.hi, tc.lo, tc.pinned)
+		hi, lo, pinned, ok := bandRatios(tc.per, tc.heaviest, 0.10)
+		if math.Abs(hi-tc.hi) > 1e-9 || math.Abs(lo-tc.lo) > 1e-9 || pinned != tc.pinned || ok != tc.ok {
+			t.Errorf("%s: hi %v lo %v pinned %d ok %v; want %v %v %d %v", tc.name, hi, lo, pinned, ok, tc.hi, tc.lo, tc.pinned, tc.ok)
 		}
 	}
 	for _, tc := range []struct {

@@ -118,31 +118,35 @@ func sampleLoads(v view, loads map[shard.ID]float64, at time.Time, tol float64) 
 	for _, l := range per {
 		s.max, s.min = math.Max(s.max, l/mean), math.Min(s.min, l/mean)
 	}
-	s.bandMax, s.bandMin, s.pinned = bandRatios(per, heaviest, total, tol)
+	var ok bool
+	if s.bandMax, s.bandMin, s.pinned, ok = bandRatios(per, heaviest, tol); !ok {
+		s.bandMax, s.bandMin = s.max, s.min // nothing to pin against: read it plain
+	}
 	return s, true
 }
 
 // bandRatios reads worker loads as issue 17's band does where it cannot
-// hold for everyone: a worker whose heaviest shard alone is above the band
-// around the mean of the others is pinned; its heaviest shard and the
-// worker are left out of the mean (again, as the mean falls), and its
-// ratio is 1 plus its other shards' load ÷ that mean. It returns the
-// highest and lowest ratio so read and how many workers were pinned. With
-// no shard that heavy it is max and min ÷ the mean.
-func bandRatios(per, heaviest map[string]float64, total, tol float64) (hi, lo float64, pinned int) {
+// hold for everyone (rebalance's pin): a worker whose heaviest shard alone
+// is above the band around the mean of the others is pinned and left out
+// of the mean whole (again, as the mean falls), and its ratio is 1 plus
+// its other shards' load ÷ that mean. It returns the highest and lowest
+// ratio so read and how many workers were pinned; ok is false when no
+// worker is left to make a mean of (every one pinned or empty). With no
+// shard that heavy the ratios are plain max and min ÷ the mean of what
+// the workers hold.
+func bandRatios(per, heaviest map[string]float64, tol float64) (hi, lo float64, pinned int, ok bool) {
 	pin := map[string]bool{}
-	mean := math.NaN()
+	var mean float64
 	for {
-		load, n := total, 0
-		for w := range per {
-			if pin[w] {
-				load -= heaviest[w]
-			} else {
-				n++
+		var load float64
+		n := 0
+		for w, l := range per {
+			if !pin[w] {
+				load, n = load+l, n+1
 			}
 		}
-		if n == 0 {
-			break // everyone pinned: there is no band
+		if n == 0 || !(load > 0) {
+			return 0, 0, len(pin), false
 		}
 		mean = load / float64(n)
 		more := false
@@ -163,7 +167,7 @@ func bandRatios(per, heaviest map[string]float64, total, tol float64) (hi, lo fl
 		}
 		hi, lo = math.Max(hi, r), math.Min(lo, r)
 	}
-	return hi, lo, len(pin)
+	return hi, lo, len(pin), true
 }
 
 // inBand reports whether every worker is within the band, read as
