@@ -152,6 +152,8 @@ func (s *story) say(format string, args ...any) {
 
 // run plays the story once and prints its transcript to out.
 func run(ctx context.Context, o options, out io.Writer) (result, error) {
+	ctx, cancel := context.WithCancel(ctx) // an early return stops the producer too
+	defer cancel()
 	var res result
 	s := &story{o: o, out: out, paused: make(chan *inproc.Member[*proc], 1)}
 	fleetCfg := shard.Config{Shards: o.partitions}
@@ -253,6 +255,8 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	var m *inproc.Member[*proc]
 	select {
 	case m = <-s.paused:
+	case <-time.After(30 * time.Second):
+		return res, fmt.Errorf("no transaction of %s began within 30 s of arming its pause (is the producer done? --events %d)", target.ID, o.events)
 	case <-ctx.Done():
 		return res, context.Cause(ctx)
 	}
@@ -287,17 +291,18 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	defer reader.Close()
 	h := s.handler(nil)
 	h.Pool, h.Store = pool, reader
-	settleCtx, cancel := context.WithTimeout(ctx, o.settle)
-	defer cancel()
+	settleCtx, cancelSettle := context.WithTimeout(ctx, o.settle)
+	defer cancelSettle()
 	for {
-		if res.proof, err = h.Prove(settleCtx, s.ids); err != nil {
+		p, err := h.Prove(settleCtx, s.ids)
+		if err != nil && (settleCtx.Err() == nil || ctx.Err() != nil) {
 			return res, err
 		}
-		if res.proof.Behind == 0 {
+		if err == nil && p.Behind == 0 {
 			break
 		}
 		if !pipeline.Sleep(settleCtx, 250*time.Millisecond) {
-			s.say("!!! %d partitions still behind after %v", res.proof.Behind, o.settle)
+			s.say("!!! partitions still behind after %v", o.settle)
 			break
 		}
 	}
@@ -310,7 +315,12 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 			res.ownedByTheDead++
 		}
 	}
+	// The proof proper, once every worker has stopped and thawed: nothing
+	// can write after it.
 	s.stopFleet()
+	if res.proof, err = h.Prove(ctx, s.ids); err != nil {
+		return res, err
+	}
 	res.stale, res.ended = s.stats.Stale.Load(), s.stats.Ended.Load()
 	res.batches, res.failedTx = s.stats.Batches.Load(), s.stats.Failed.Load()
 	res.proof.SetRefused(s.stats.Refused())
