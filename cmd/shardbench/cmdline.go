@@ -36,7 +36,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("consul", "", "HTTP address of a Consul agent to use (default: start a dev agent from bin/consul)")
 	trials := fs.Int("trials", 5, "repetitions of each measurement; p50/p99/max are taken over them (the crash and stop rows run at least 20 unless --small)")
 	small := fs.Bool("small", false, "CI smoke sizes: a few workers and shards, short windows (its figures are not results)")
-	fs.StringVar(&postgresDSN, "postgres", "", "PostgreSQL DSN for commit-throughput's postgres rows (default: start a throwaway cluster from the installed binaries)")
+	fs.StringVar(&postgresDSN, "postgres", "", "PostgreSQL DSN for commit-throughput's postgres rows and stream-e2e (default: start a throwaway cluster from the installed binaries)")
 	asJSON := fs.Bool("json", false, "print one JSON document (every row, the machine, Go and Consul) instead of a table")
 	markdown := fs.String("markdown", "", "also write the table as Markdown to `FILE` (for docs/benchmarks.md)")
 	docs := fs.String("docs", "", "write the run's JSON to bench/run.json and its plot to img/ownership.svg beside `FILE`, and its table and figures between FILE's shardbench markers (make shardbench: docs/benchmarks.md)")
