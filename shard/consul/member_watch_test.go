@@ -2,6 +2,7 @@ package consul_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestWatchMember(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !k.Exists || k.Member != (shard.MemberState{}) {
+			if !k.Exists || !reflect.DeepEqual(k.Member, shard.MemberState{}) {
 				t.Fatalf("WatchMember of %q = %+v, want an existing key and no member", tt.value, k)
 			}
 			for _, w := range tt.want {
