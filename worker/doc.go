@@ -70,6 +70,23 @@
 // drain, when it writes its member key again, and carries it over when it
 // joins under an ID whose key has one.
 //
+// # Load
+//
+// With Config.LoadBalance the assignor balances load rather than shard
+// counts (rebalance.LoadPolicy; docs/operations.md, "Balancing load"). A
+// handler reports its shard's load with Claim.ReportLoad, or the worker
+// derives it from the claim's accepted commits per second; each figure is
+// smoothed (Config.LoadHalfLife) and carried in the worker's member record
+// (shard.Member.Load), sampled every Config.LoadReportEvery and written
+// only when the worker's total, or one shard as a part of it, moved by more
+// than 5 %. The loop itself makes that write, so it never races the mark a
+// stopping worker leaves on the key. The assignor takes each shard's figure
+// from its holder's record, keeps the last one seen for a shard that just
+// moved, multiplies by Config.ShardWeight, and counts a shard with no
+// figure as the mean. A worker without LoadBalance (and without a report
+// interval) writes no loads and runs no load timer: a count-balanced fleet
+// is exactly as before.
+//
 // # What is guaranteed
 //
 // No two workers run one shard's handler at the same instant, whichever way

@@ -33,6 +33,9 @@ func (c Config) loadProblems() []string {
 		if lb.MinResidence < 0 {
 			add("load balance minimum residence %v must not be negative (zero means the default)", lb.MinResidence)
 		}
+		if lb.Patience < 0 {
+			add("load balance patience %v must not be negative (zero means the default)", lb.Patience)
+		}
 	}
 	if c.ShardWeight != nil && c.Fleet.Validate() == nil {
 		var bad []string

@@ -234,6 +234,7 @@ func TestLoadConfigProblems(t *testing.T) {
 		{"NaN tolerance", func(c *Config) { c.LoadBalance = &rebalance.LoadPolicy{Tolerance: math.NaN()} }, "tolerance NaN"},
 		{"negative gain", func(c *Config) { c.LoadBalance = &rebalance.LoadPolicy{MinGain: -1} }, "minimum gain -1"},
 		{"negative residence", func(c *Config) { c.LoadBalance = &rebalance.LoadPolicy{MinResidence: -time.Second} }, "minimum residence -1s"},
+		{"negative patience", func(c *Config) { c.LoadBalance = &rebalance.LoadPolicy{Patience: -time.Second} }, "patience -1s"},
 		{"weights", func(c *Config) { c.ShardWeight = func(shard.ID) float64 { return 0.5 } }, ""},
 		{"bad weights", func(c *Config) {
 			c.ShardWeight = func(id shard.ID) float64 {
