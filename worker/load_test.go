@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -287,4 +288,31 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestFleetLoadGauges: the assignor exports the fleet's spread of load
+// per capacity; a worker that is not the assignor zeroes it at its next
+// report.
+func TestFleetLoadGauges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		met, err := newMetrics("w", reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &Worker{cfg: Config{LoadBalance: &rebalance.LoadPolicy{}, Weight: 1, LoadReportEvery: NoLoadReport}, m: met, log: zap.NewNop(),
+			shards: []shard.ID{"s-000", "s-001", "s-002"}}
+		w.leading.Store(7)
+		w.stepLoads(snapWith(map[shard.ID]float64{"s-000": 30, "s-001": 10}, map[shard.ID]float64{"s-002": 20}))
+		// 60 over 2: a 40 → 4/3, b 20 → 2/3.
+		if hi, lo := metricValue(t, reg, "shardlease_fleet_load_max_ratio"), metricValue(t, reg, "shardlease_fleet_load_min_ratio"); !near(hi, 4.0/3) || !near(lo, 2.0/3) {
+			t.Fatalf("fleet load ratios %v and %v, want 4/3 and 2/3", hi, lo)
+		}
+		w.leading.Store(0)
+		lp := &loop{w: w, lease: &lease{}}
+		lp.reportLoad(context.Background(), time.Now())
+		if hi := metricValue(t, reg, "shardlease_fleet_load_max_ratio"); hi != 0 {
+			t.Fatalf("a worker that no longer leads exports a fleet ratio of %v, want 0", hi)
+		}
+	})
 }

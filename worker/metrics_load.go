@@ -66,7 +66,8 @@ func (l loadMetrics) observeFleet(snap shard.Snapshot, loads map[shard.ID]float6
 	l.fleetMin.Set(lo)
 }
 
-// reset zeroes the fleet gauges when the worker stops being the assignor.
+// reset zeroes the fleet gauges on a worker that is not the assignor (at
+// its next load report after it stopped being the assignor).
 func (l loadMetrics) reset() {
 	l.fleetMax.Set(0)
 	l.fleetMin.Set(0)
