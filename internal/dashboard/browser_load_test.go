@@ -20,6 +20,7 @@ type loadPage struct {
 	Heat   map[string]string `json:"heat"`   // shard → its cell's load ("" unknown)
 	Band   string            `json:"band"`   // the first bar's band, left and width
 	Sum    string            `json:"sum"`
+	Tile   string            `json:"tile"` // the imbalance tile's label and value
 }
 
 const readLoad = `
@@ -34,6 +35,7 @@ return {
   heat: Object.fromEntries([...document.querySelectorAll('#heat .heat')].map(c => [c.dataset.shard, c.dataset.load])),
   band: band ? band.style.left + ' ' + band.style.width : '',
   sum: document.getElementById('load-summary').textContent,
+  tile: document.querySelector('#tile-imbalance .label').textContent + ': ' + document.querySelector('#tile-imbalance .value').textContent,
 };`
 
 // TestLoadInChromium: the load panel is hidden while no worker carries
@@ -50,6 +52,9 @@ func TestLoadInChromium(t *testing.T) {
 	waitLoad(t, wd, "no loads", func(p loadPage) string {
 		if !p.Hidden {
 			return "the load panel is shown for a fleet that carries no loads"
+		}
+		if p.Tile != "imbalance (max − min): 1" {
+			return fmt.Sprintf("imbalance tile %q, want the count imbalance, 1", p.Tile)
 		}
 		return ""
 	})
@@ -74,6 +79,8 @@ func TestLoadInChromium(t *testing.T) {
 			return fmt.Sprintf("bars outside the band %v, want both", p.Out)
 		case p.Heat["stream/shard-000"] != "30" || p.Heat["stream/shard-002"] != "10" || p.Heat["stream/shard-003"] != "":
 			return fmt.Sprintf("heat cells %v, want 000 at 30, 002 at 10, the free 003 unknown", p.Heat)
+		case p.Tile != "load spread (÷ share): 0.40–1.60×":
+			return fmt.Sprintf("imbalance tile %q, want the load spread 0.40–1.60×", p.Tile)
 		case p.Band != "40% 20%":
 			// The scale runs to twice the share: the band 0.8–1.2 sits at 40 %, 20 % wide.
 			return fmt.Sprintf("band drawn at %q, want 40%% 20%% for a tolerance of 0.2", p.Band)

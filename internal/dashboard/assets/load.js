@@ -9,6 +9,7 @@ function renderLoad(f) {
   const panel = document.getElementById("load-panel");
   const l = f.load;
   panel.hidden = !l;
+  loadTile(f);
   if (!l) return;
   const tol = l.tolerance;
   document.getElementById("load-summary").textContent =
@@ -68,4 +69,21 @@ function heatColour(x) {
 function fmtLoad(v) {
   if (v === undefined || v === null) return "–";
   return Number(v.toPrecision(3)).toString();
+}
+
+// loadTile: while the fleet balances load, uneven counts are expected, so
+// the imbalance tile shows the load spread against the band instead.
+function loadTile(f) {
+  const t = document.getElementById("tile-imbalance");
+  const label = t.querySelector(".label");
+  t.dataset.load = f.load ? "true" : "";
+  if (!f.load) {
+    label.textContent = "imbalance (max − min)";
+    return;
+  }
+  const l = f.load;
+  label.textContent = "load spread (÷ share)";
+  tile("tile-imbalance", `${l.min_ratio.toFixed(2)}–${l.max_ratio.toFixed(2)}×`,
+    (l.in_band ? "in" : "outside") + ` the band ±${Math.round(l.tolerance * 100)} % · shard counts differ by ${f.summary.imbalance}`,
+    l.in_band ? "ok" : "warn");
 }
