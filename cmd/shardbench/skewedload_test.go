@@ -127,12 +127,15 @@ func TestFiguresOf(t *testing.T) {
 	}
 	var samples []loadSample
 	for i, m := range maxes {
-		samples = append(samples, loadSample{at: at(float64(i)), max: m + 1, bandMax: m, bandMin: 0.95, floor: 0.5})
+		samples = append(samples, loadSample{at: at(float64(i)), max: m + 1, bandMax: m, bandMin: 0.95, floor: 0.5, members: 3 - i/39})
 	}
 	moves := []time.Time{at(1), at(2), at(12), at(20.5), at(22), at(25), at(39), at(41)}
 	f := figuresOf(samples, moves, tl, 0.10, 10*time.Second)
 	if f.converge != 3 || f.back != 3 || !f.leftBand || f.hotMoves != 2 || f.noiseMoves != 3 || math.Abs(f.noiseMinutes-27.0/60) > 1e-9 {
 		t.Errorf("figures %+v; want converged after 3 s, back after 3 s having left the band, 2 hot moves, 3 noise moves over 27 s", f)
+	}
+	if f.leastMembers != 2 {
+		t.Errorf("least live workers %d, want 2", f.leastMembers)
 	}
 	if len(f.ratios) != 27 || slices.Max(f.bandRatios) != 1.1 || slices.Max(f.ratios) != 2.1 {
 		t.Errorf("ratios %v: want the 27 noise samples but the 3 answering the tripling", f.ratios)
@@ -156,7 +159,7 @@ func TestSkewedRows(t *testing.T) {
 	env := &benchEnv{trials: 1}
 	shape := skewedShapeFor(&benchEnv{small: true})
 	model := newLoadModel(shard.Config{Shards: shape.shards}.IDs(), shape.workers, skewedSeed)
-	fig := loadFigures{ratios: []float64{1.05, 1.08}, bandRatios: []float64{1.05, 1.08}, floor: 0.6, converge: math.NaN(), back: 4, noiseMoves: 3, hotMoves: 2, noiseMinutes: 0.25}
+	fig := loadFigures{ratios: []float64{1.05, 1.08}, bandRatios: []float64{1.05, 1.08}, floor: 0.6, converge: math.NaN(), back: 4, noiseMoves: 3, hotMoves: 2, noiseMinutes: 0.25, leastMembers: shape.workers}
 	aware := skewedRows(env, shape, &skewedFleet{system: systemShardlease, fig: fig, trace: &loadTrace{}}, &model)
 	counted := skewedRows(env, shape, &skewedFleet{system: systemCountBased, fig: fig, trace: &loadTrace{}}, &model)
 	if len(aware) != 5 || len(counted) != 5 {
@@ -173,6 +176,13 @@ func TestSkewedRows(t *testing.T) {
 	}
 	if aware[2].P50 != shape.converge.Seconds() || !strings.Contains(aware[2].Note, "the figure is the window") {
 		t.Errorf("never converged: figure %v, note %q", aware[2].P50, aware[2].Note)
+	}
+	if strings.Contains(aware[0].Note, "lapsed") {
+		t.Errorf("no worker lapsed, yet the note says so: %q", aware[0].Note)
+	}
+	fig.leastMembers = shape.workers - 1
+	if r := skewedRows(env, shape, &skewedFleet{system: systemShardlease, fig: fig, trace: &loadTrace{}}, &model); !strings.Contains(r[3].Note, "lapsed") {
+		t.Errorf("a worker lapsed, and the moves row does not say so: %q", r[3].Note)
 	}
 	if aware[3].P50 != 12 || aware[3].Extra["hot_moves"] != 2 || aware[0].Trace == nil {
 		t.Errorf("moves row %+v, ratio row's trace %v", aware[3], aware[0].Trace)

@@ -85,6 +85,7 @@ type loadSample struct {
 	max, min, floor  float64
 	bandMax, bandMin float64
 	pinned           int
+	members          int // live workers
 }
 
 // sampleLoads computes a sample from view v and the shards' true loads.
@@ -114,7 +115,7 @@ func sampleLoads(v view, loads map[shard.ID]float64, at time.Time, tol float64) 
 	if !(mean > 0) {
 		return loadSample{}, false
 	}
-	s := loadSample{at: at, max: math.Inf(-1), min: math.Inf(1), floor: top / mean}
+	s := loadSample{at: at, max: math.Inf(-1), min: math.Inf(1), floor: top / mean, members: len(v.members)}
 	for _, l := range per {
 		s.max, s.min = math.Max(s.max, l/mean), math.Min(s.min, l/mean)
 	}
@@ -196,11 +197,15 @@ type loadFigures struct {
 	noiseMoves   int       // moves under noise, but those answering the tripling
 	hotMoves     int       // moves answering the tripling
 	noiseMinutes float64   // the time noiseMoves were counted over
+	// leastMembers is the fewest live workers seen from the skew on: fewer
+	// than the fleet's means a session lapsed (a starved machine) and the
+	// figures measure failover as well as balance.
+	leastMembers int
 }
 
 func (f loadFigures) String() string {
-	return fmt.Sprintf("max ÷ mean under noise p50 %.3f p99 %.3f (floor %.3f), as the band reads it p50 %.3f p99 %.3f; converged after %.1fs; back in the band %.1fs after the tripling (left it: %v); %d moves in %.1f min of noise, %d answering the tripling",
-		percentile(f.ratios, 50), percentile(f.ratios, 99), f.floor, percentile(f.bandRatios, 50), percentile(f.bandRatios, 99), f.converge, f.back, f.leftBand, f.noiseMoves, f.noiseMinutes, f.hotMoves)
+	return fmt.Sprintf("max ÷ mean under noise p50 %.3f p99 %.3f (floor %.3f), as the band reads it p50 %.3f p99 %.3f; converged after %.1fs; back in the band %.1fs after the tripling (left it: %v); %d moves in %.1f min of noise, %d answering the tripling; at least %d live workers",
+		percentile(f.ratios, 50), percentile(f.ratios, 99), f.floor, percentile(f.bandRatios, 50), percentile(f.bandRatios, 99), f.converge, f.back, f.leftBand, f.noiseMoves, f.noiseMinutes, f.hotMoves, f.leastMembers)
 }
 
 // figuresOf computes a fleet's figures from its samples and moves. The
@@ -249,6 +254,11 @@ func figuresOf(samples []loadSample, moves []time.Time, tl skewedTimeline, tol f
 		}
 	}
 	f.floor, f.pinned = percentile(floors, 50), percentile(pinned, 50)
+	for i, s := range samples {
+		if i == 0 || s.members < f.leastMembers {
+			f.leastMembers = s.members
+		}
+	}
 	for _, at := range moves {
 		switch {
 		case answering(at):
