@@ -157,17 +157,26 @@
 //     the fleet is frozen. So a written decision is a fixed point: read
 //     back, its hand-offs are in flight.
 //   - Unreachable bands: a member whose heaviest shard alone is above the
-//     band is pinned: that shard and its capacity leave the mean
-//     (repeatedly, as the mean falls), the shard is never moved for load,
-//     and its ratio counts as the mean plus its other shards' load.
+//     band is pinned: its load and capacity leave the mean (repeatedly, as
+//     the mean falls), its heaviest shard is never moved for load, and its
+//     ratio counts as the mean plus its other shards' load, so those move
+//     off where they fit.
+//   - Lumps: a shard too heavy to move without pushing its receiver out of
+//     the band (or its giver) moves only together with the moves, planned
+//     in the same step and within the budget, that bring that member back
+//     inside; otherwise it stays.
 //   - Count balance is exact: Loads nil, or one load for every shard (a
 //     shard missing from Loads counts as the mean of the others), decides
 //     exactly as without loads.
 //
 // What load balancing does not guarantee: the band when shards are too
-// lumpy for single moves to reach it (a bin-packing problem); the step
-// then stops where no move pays rather than reshuffle. Loads are as
-// current as the workers' reports; the step does not smooth them.
+// lumpy for single moves (and a lump with its follow-ups) to reach it, a
+// bin-packing problem; the step then stops where no move pays rather than
+// reshuffle, and a member left outside the band may see a move when noise
+// opens one. Loads are as current as the workers' reports; the step does
+// not smooth them, and noise the reports carry beyond the band for longer
+// than Patience moves shards. Every load move lowers Σ load²/capacity
+// over the members, so with loads that do not change the moves end.
 //
 // # How it fails
 //

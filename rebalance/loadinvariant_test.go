@@ -1,10 +1,12 @@
 package rebalance
 
 import (
+	"errors"
 	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -215,4 +217,25 @@ func spread(v loadView) float64 {
 		lo, hi = min(lo, r), max(hi, r)
 	}
 	return hi - lo
+}
+
+// TestStepInvalidLoads: a negative, NaN or infinite load is refused with
+// ErrInvalidInput naming the shard and the value; a load for a shard
+// outside the set is ignored.
+func TestStepInvalidLoads(t *testing.T) {
+	ids := shard.Config{Shards: 4}.IDs()
+	for _, c := range []struct {
+		load float64
+		want string
+	}{{-1, "-1"}, {math.NaN(), "NaN"}, {math.Inf(1), "+Inf"}} {
+		s := State{Now: epoch, Shards: ids, Members: live("a", "b"), Loads: map[shard.ID]float64{ids[0]: 1, ids[2]: c.load}}
+		_, err := Step(s, Policy{})
+		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), string(ids[2])) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("load %v: %v, want ErrInvalidInput naming %s and %s", c.load, err, ids[2], c.want)
+		}
+	}
+	s := State{Now: epoch, Shards: ids, Members: live("a", "b"), Loads: map[shard.ID]float64{ids[0]: 1, "elsewhere": -1}}
+	if _, err := Step(s, Policy{}); err != nil {
+		t.Errorf("a load outside the shard set: %v", err)
+	}
 }

@@ -73,13 +73,12 @@ func (lp *loadPlan) moves(budget int) ([]int32, time.Time) {
 			if ok {
 				rs[m] = lp.sum[m] / lp.cap[m]
 				if pinned[m] {
-					rs[m] = (lp.sum[m]-st.load[heavy[m]])/lp.cap[m] + mean
+					rs[m] = (lp.sum[m]-st.load[heavy[m]])/lp.cap[m] + lp.mean
 				}
 			}
 		}
 	}
 	hi, lo := mean*(1+pol.Tolerance), mean*(1-pol.Tolerance)
-	innerHi, innerLo := mean*(1+pol.Tolerance/2), mean*(1-pol.Tolerance/2)
 
 	// The marks, and who is corrected.
 	var wake time.Time
@@ -109,8 +108,8 @@ func (lp *loadPlan) moves(budget int) ([]int32, time.Time) {
 		return nil, wake
 	}
 
-	mv := &mover{lp: lp, byMember: byMember, pinned: pinned, heavy: heavy, rs: rs, ratios: ratios,
-		innerHi: innerHi, innerLo: innerLo, hi: hi, lo: lo, later: later}
+	mv := &mover{lp: lp, byMember: byMember, pinned: pinned, heavy: heavy, rs: rs, ratios: ratios, later: later}
+	mv.center(mean)
 	for m, ok := range lp.el {
 		if ok {
 			mv.order = append(mv.order, m)
@@ -145,6 +144,14 @@ type mover struct {
 
 	innerHi, innerLo, hi, lo float64
 	later                    func(time.Time)
+}
+
+// center sets the band around mean.
+func (mv *mover) center(mean float64) {
+	tol := mv.lp.st.p.Load.Tolerance
+	mv.lp.mean = mean
+	mv.hi, mv.lo = mean*(1+tol), mean*(1-tol)
+	mv.innerHi, mv.innerLo = mean*(1+tol/2), mean*(1-tol/2)
 }
 
 // candidate is a move that find or pick found: shard i from a member to
@@ -189,6 +196,9 @@ func (mv *mover) find(fix []int) (i int32, from, to int, lump candidate) {
 			if rs[b] >= rs[a] {
 				break
 			}
+			if mv.pinned[b] {
+				continue // a pinned member is given nothing: it has its lump
+			}
 			i, l, held := mv.lp.pick(mv.byMember[a], a, b, rs[a], rs[b], need, mv.pinned[a], mv.heavy[a])
 			if !held.IsZero() {
 				mv.later(held)
@@ -224,6 +234,16 @@ func (mv *mover) apply(i int32, from, to int) {
 func (mv *mover) lump(c candidate, budget int) bool {
 	mark := len(mv.planned)
 	mv.apply(c.i, int(c.from), int(c.to))
+	// A lump that alone puts its receiver above the band pins it (see pin):
+	// then the receiver's other shards are what must move off.
+	pins := !mv.pinned[c.to] && mv.lp.st.load[c.i]/mv.lp.cap[c.to] > mv.hi
+	mean, heavy := mv.lp.mean, mv.heavy[c.to]
+	if pins {
+		mv.pinned[c.to], mv.heavy[c.to] = true, c.i
+		if m := mv.lp.meanOf(mv.pinned, mv.heavy); m > 0 {
+			mv.center(m)
+		}
+	}
 	mv.ratios()
 	out := int(c.to)
 	if mv.rs[c.from] < mv.lo {
@@ -239,6 +259,10 @@ func (mv *mover) lump(c candidate, budget int) bool {
 	}
 	if mv.rs[out] <= mv.hi && mv.rs[out] >= mv.lo {
 		return true
+	}
+	if pins {
+		mv.pinned[c.to], mv.heavy[c.to] = false, heavy
+		mv.center(mean)
 	}
 	st := mv.lp.st
 	for _, i := range mv.planned[mark:] { // undo, last first
@@ -304,30 +328,45 @@ func (lp *loadPlan) pick(shards []int32, a, b int, ra, rb, need float64, pinned 
 	return best, lump, wake
 }
 
+// meanOf is the band's centre: the eligible members' load but the pinned
+// members' heaviest shards, per capacity of the members not pinned (NaN
+// when there is none). A pinned member's other shards count: they are to
+// move off to the others.
+func (lp *loadPlan) meanOf(pinned []bool, heavy []int32) float64 {
+	var load, capacity float64
+	for m, ok := range lp.el {
+		if !ok {
+			continue
+		}
+		load += lp.sum[m]
+		if pinned[m] {
+			load -= lp.st.load[heavy[m]]
+		} else {
+			capacity += lp.cap[m]
+		}
+	}
+	if capacity == 0 {
+		return math.NaN()
+	}
+	return load / capacity
+}
+
 // pin returns which eligible members are pinned by their heaviest shard
 // and the mean load per capacity of the others (NaN when every eligible
 // member is pinned or there is no capacity). A member is pinned when its
 // heaviest shard alone puts it above the band around the mean of the
 // members not pinned; pinning one lowers that mean, so it repeats until
-// nobody more is pinned (at most once per member). A pinned member's load
-// is left out of the mean whole: what it holds besides its heaviest shard
-// is moved off when it fits elsewhere, and until it does the others are
-// balanced around what they actually carry (counting it as theirs would
-// keep them all below the band, chasing a load no move can give them).
+// nobody more is pinned (at most once per member). What a pinned member
+// holds besides its heaviest shard counts in the mean (see meanOf): it is
+// to move off, as single moves where it fits and as a lump (which may pin
+// its receiver in turn) where it does not.
 func (lp *loadPlan) pin(heavy []int32, tol float64) ([]bool, float64) {
 	pinned := make([]bool, len(lp.el))
 	for {
-		var load, capacity float64
-		for m, ok := range lp.el {
-			if ok && !pinned[m] {
-				load += lp.sum[m]
-				capacity += lp.cap[m]
-			}
+		mean := lp.meanOf(pinned, heavy)
+		if math.IsNaN(mean) {
+			return pinned, mean
 		}
-		if capacity == 0 {
-			return pinned, math.NaN()
-		}
-		mean := load / capacity
 		more := false
 		for m, ok := range lp.el {
 			if ok && !pinned[m] && heavy[m] >= 0 && lp.st.load[heavy[m]]/lp.cap[m] > mean*(1+tol) {

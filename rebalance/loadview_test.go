@@ -43,8 +43,9 @@ func zipfDraws(r *rand.Rand, ids []shard.ID, s float64) map[shard.ID]float64 {
 type loadView struct {
 	ratio  map[string]float64
 	mean   float64 // over every eligible member
-	adj    float64 // over the members not pinned, as the step pins them: their own loads
+	adj    float64 // as the step's band: the load but pinned members' heaviest shards, per capacity of those not pinned
 	pinned map[string]bool
+	extra  map[string]float64 // a pinned member's load besides its heaviest shard, per capacity
 }
 
 func viewLoads(s State) loadView {
@@ -75,8 +76,10 @@ func viewLoads(s State) loadView {
 	for {
 		var t, c float64
 		for m := range capOf {
-			if !v.pinned[m] {
-				t += v.ratio[m] * capOf[m]
+			t += v.ratio[m] * capOf[m]
+			if v.pinned[m] {
+				t -= heavy[m]
+			} else {
 				c += capOf[m]
 			}
 		}
@@ -88,18 +91,26 @@ func viewLoads(s State) loadView {
 			}
 		}
 		if !more {
+			v.extra = map[string]float64{}
+			for m := range v.pinned {
+				v.extra[m] = v.ratio[m] - heavy[m]/capOf[m]
+			}
 			return v
 		}
 	}
 }
 
 // worst is the highest ratio ÷ mean, and the highest and lowest ratio ÷
-// adjusted mean of the members not pinned.
+// adjusted mean of the members not pinned; a pinned member counts in the
+// highest as the step sees it, at the mean plus what it holds besides its
+// heaviest shard (inside the band once that is moved off).
 func (v loadView) worst() (maxRaw, hiAdj, loAdj float64) {
 	loAdj = math.Inf(1)
 	for m, r := range v.ratio {
 		maxRaw = max(maxRaw, r/v.mean)
-		if !v.pinned[m] {
+		if v.pinned[m] {
+			hiAdj = max(hiAdj, 1+v.extra[m]/v.adj)
+		} else {
 			hiAdj, loAdj = max(hiAdj, r/v.adj), min(loAdj, r/v.adj)
 		}
 	}
