@@ -157,14 +157,15 @@
 //     the fleet is frozen. So a written decision is a fixed point: read
 //     back, its hand-offs are in flight.
 //   - Unreachable bands: a member whose heaviest shard alone is above the
-//     band is pinned: its load and capacity leave the mean (repeatedly, as
-//     the mean falls), its heaviest shard is never moved for load, and its
-//     ratio counts as the mean plus its other shards' load, so those move
-//     off where they fit.
+//     band is pinned: that shard and the member's capacity leave the mean
+//     (repeatedly, as the mean falls), the shard is never moved for load,
+//     and the member's ratio counts as the mean plus its other shards'
+//     load, so those move off.
 //   - Lumps: a shard too heavy to move without pushing its receiver out of
 //     the band (or its giver) moves only together with the moves, planned
 //     in the same step and within the budget, that bring that member back
-//     inside; otherwise it stays.
+//     inside (a lump that alone is above the band pins its receiver, whose
+//     other shards must then move off); otherwise it stays.
 //   - Count balance is exact: Loads nil, or one load for every shard (a
 //     shard missing from Loads counts as the mean of the others), decides
 //     exactly as without loads.
