@@ -248,7 +248,10 @@ func (st *step) decision() Decision {
 			lists[m] = make([]shard.ID, 0, count[m])
 		}
 	}
-	arrived := make([]map[shard.ID]time.Time, w)
+	var arrived []map[shard.ID]time.Time // only in load balance
+	if st.load != nil {
+		arrived = make([]map[shard.ID]time.Time, w)
+	}
 	for i, m := range st.next {
 		if m >= 0 && changed[m] {
 			lists[m] = append(lists[m], st.shards[i])
@@ -268,7 +271,10 @@ func (st *step) decision() Decision {
 	for m := range w {
 		key, write := st.nextKey(m, lists[m], frees[m], changed[m], same[m] == len(st.sets[m]))
 		if changed[m] {
-			key.Arrived = arrived[m]
+			key.Arrived = nil
+			if arrived != nil {
+				key.Arrived = arrived[m]
+			}
 		}
 		if write {
 			if d.Assign == nil {
