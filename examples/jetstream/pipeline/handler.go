@@ -93,10 +93,17 @@ func (s *Stats) refuse(id shard.ID) {
 }
 
 // Handler applies a partition's events to PostgreSQL: a worker.Handler.
+// One Handler serves every shard of a worker; its fields are read, never
+// written, once the worker runs (Stats and Committed must be safe for
+// concurrent use).
 type Handler struct {
-	JS     jetstream.JetStream
-	Store  *postgres.Store // Fenced: the offsets, and FencedTx
-	Pool   *pgxpool.Pool   // the unfenced pipeline's transactions
+	JS jetstream.JetStream
+	// Store holds the offsets and runs FencedTx; it must be the worker's
+	// Config.Offsets, so the fence the worker takes at each claim and the
+	// one each transaction takes are on the same rows.
+	Store *postgres.Store
+	// Pool runs the unfenced pipeline's transactions and Prove's reads.
+	Pool   *pgxpool.Pool
 	Tables Tables
 	// Partition maps each shard to its partition.
 	Partition map[shard.ID]int
