@@ -165,16 +165,18 @@
 //     the band (or its giver) moves only together with the moves, planned
 //     in the same step and within the budget, that bring that member back
 //     inside (a lump that alone is above the band pins its receiver, whose
-//     other shards must then move off); otherwise it stays.
+//     other shards must then move off); otherwise it stays. Last, two
+//     members may exchange a heavier shard for a lighter one, held to the
+//     rules of a single move of the difference (two hand-offs).
 //   - Count balance is exact: Loads nil, or one load for every shard (a
 //     shard missing from Loads counts as the mean of the others), decides
 //     exactly as without loads.
 //
 // What load balancing does not guarantee: the band when shards are too
-// lumpy for single moves (and a lump with its follow-ups) to reach it, a
-// bin-packing problem; the step then stops where no move pays rather than
-// reshuffle, and a member left outside the band may see a move when noise
-// opens one. Loads are as current as the workers' reports; the step does
+// lumpy for single moves, a lump with its follow-ups, or an exchange to
+// reach it (a bin-packing problem); the step then stops where no move
+// pays rather than reshuffle, and a member left outside the band may see
+// a move when noise opens one. Loads are as current as the workers' reports; the step does
 // not smooth them, and noise the reports carry beyond the band for longer
 // than Patience moves shards. Every load move lowers Σ load²/capacity
 // over the members, so with loads that do not change the moves end.

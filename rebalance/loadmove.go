@@ -121,7 +121,10 @@ func (lp *loadPlan) moves(budget int) ([]int32, time.Time) {
 			mv.apply(i, from, to)
 			continue
 		}
-		if lump.i < 0 || !mv.lump(lump, budget) {
+		if lump.i >= 0 && mv.lump(lump, budget) {
+			continue
+		}
+		if len(mv.planned)+2 > budget || !mv.swap(fix) {
 			break
 		}
 	}
@@ -273,7 +276,23 @@ func (mv *mover) lump(c candidate, budget int) bool {
 		st.flags[i] &^= loadMoved
 	}
 	mv.planned = mv.planned[:mark]
+	mv.ratios()
 	return false
+}
+
+// resident reports whether shard i, on member m, arrived less than
+// MinResidence ago, and when its residence ends.
+func (lp *loadPlan) resident(i int32, m int) (time.Time, bool) {
+	st := lp.st
+	at, ok := st.keys[m].Arrived[st.shards[i]]
+	if !ok {
+		return time.Time{}, false
+	}
+	if at.After(st.now) {
+		at = st.now
+	}
+	end := at.Add(st.p.Load.MinResidence)
+	return end, end.After(st.now)
 }
 
 // pick returns the shard of shards (member a's, with ratio ra) to move to
@@ -296,16 +315,11 @@ func (lp *loadPlan) pick(shards []int32, a, b int, ra, rb, need float64, pinned 
 		if rb2 > ra || ra2 < rb || narrows <= 0 {
 			continue // it would widen the spread, or not narrow the gap
 		}
-		if at, ok := st.keys[a].Arrived[st.shards[i]]; ok {
-			if at.After(st.now) {
-				at = st.now
+		if end, stays := lp.resident(i, a); stays {
+			if wake.IsZero() || end.Before(wake) {
+				wake = end
 			}
-			if end := at.Add(pol.MinResidence); end.After(st.now) {
-				if wake.IsZero() || end.Before(wake) {
-					wake = end
-				}
-				continue
-			}
+			continue
 		}
 		if rb2 > hi || ra2 < lo {
 			if gap := math.Abs(ra2 - rb2); lump < 0 || gap < lumpGap {
