@@ -295,7 +295,7 @@ func skewedRows(env *benchEnv, shape skewedShape, sf *skewedFleet, model *loadMo
 	band := measured(scenario, sf.system, "max worker load ÷ mean, pinned workers as issue 17's band reads them, after convergence, "+noise+", "+size, "ratio", fig.bandRatios).
 		with("pinned_p50", fig.pinned)
 	band.Trials = 1
-	band = band.withNote(samplesNote + "; a worker whose heaviest shard alone is above the band around the others' mean is pinned: left out of the mean, it reads 1 + its other shards' load ÷ that mean; the times below count a fleet in the band when every worker so read is within it")
+	band = band.withNote(samplesNote + "; a worker whose heaviest shard alone is above the band around the others' mean is pinned: that shard and the worker leave the mean, and it reads 1 + its other shards' load ÷ the mean; the times below count a fleet in the band when every worker so read is within it")
 
 	convergeS, convergeNote := fig.converge, ""
 	if math.IsNaN(convergeS) {

@@ -70,8 +70,8 @@ func TestSampleLoads(t *testing.T) {
 	s, ok := sampleLoads(v, loads, time.Unix(0, 0), 0.10)
 	// total 14 over 4 members: mean 3.5; w1 6, w2 and w3 3, w4 1. As the
 	// band reads it, w1's shard a (6) is above the band around the mean of
-	// what the workers hold, 13 ÷ 4: w1 is pinned, the others' mean is 7/3,
-	// w1 reads 1 + 0, w2 and w3 9/7, w4 3/7.
+	// what the workers hold, 13 ÷ 4: w1 is pinned, the mean is then 7/3
+	// (w1's only shard left out), w1 reads 1 + 0, w2 and w3 9/7, w4 3/7.
 	if !ok || math.Abs(s.max-6/3.5) > 1e-9 || math.Abs(s.min-1/3.5) > 1e-9 || math.Abs(s.floor-6/3.5) > 1e-9 ||
 		s.pinned != 1 || math.Abs(s.bandMax-9.0/7) > 1e-9 || math.Abs(s.bandMin-3.0/7) > 1e-9 {
 		t.Errorf("sample %+v, %v; want max 1.714, min 0.286, floor 1.714; pinned 1, band max 1.286, band min 0.429", s, ok)
@@ -92,9 +92,10 @@ func TestBandRatios(t *testing.T) {
 		ok            bool
 	}{
 		{"none heavy", map[string]float64{"a": 11, "b": 10, "c": 9}, map[string]float64{"a": 3, "b": 2, "c": 2}, 1.1, 0.9, 0, true},
-		// a's 20 is above 1.1 × 50 ÷ 4; then b's 11.5 is above 1.1 × 29 ÷ 3;
-		// the mean of c and d is 8.75, a reads 1 + 1 ÷ 8.75 and b 1 + 0.
-		{"pinned twice", map[string]float64{"a": 21, "b": 11.5, "c": 9, "d": 8.5}, map[string]float64{"a": 20, "b": 11.5, "c": 5, "d": 5}, 1 + 1/8.75, 8.5 / 8.75, 2, true},
+		// a's 20 is above 1.1 × 50 ÷ 4; then b's 11.5 is above 1.1 × 30 ÷ 3
+		// (a's other shard counts); the mean is then 18.5 ÷ 2 = 9.25, a
+		// reads 1 + 1 ÷ 9.25 and b 1 + 0.
+		{"pinned twice", map[string]float64{"a": 21, "b": 11.5, "c": 9, "d": 8.5}, map[string]float64{"a": 20, "b": 11.5, "c": 5, "d": 5}, 1 + 1/9.25, 8.5 / 9.25, 2, true},
 		{"nobody left", map[string]float64{"a": 5, "b": 0}, map[string]float64{"a": 5}, 0, 0, 1, false},
 	} {
 		hi, lo, pinned, ok := bandRatios(tc.per, tc.heaviest, 0.10)

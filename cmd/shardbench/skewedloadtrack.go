@@ -127,14 +127,15 @@ func sampleLoads(v view, loads map[shard.ID]float64, at time.Time, tol float64) 
 }
 
 // bandRatios reads worker loads as issue 17's band does where it cannot
-// hold for everyone (rebalance's pin): a worker whose heaviest shard alone
-// is above the band around the mean of the others is pinned and left out
-// of the mean whole (again, as the mean falls), and its ratio is 1 plus
-// its other shards' load ÷ that mean. It returns the highest and lowest
-// ratio so read and how many workers were pinned; ok is false when no
-// worker is left to make a mean of (every one pinned or empty). With no
-// shard that heavy the ratios are plain max and min ÷ the mean of what
-// the workers hold.
+// hold for everyone (rebalance's pin and meanOf): a worker whose heaviest
+// shard alone is above the band around the mean of the others is pinned;
+// the mean is the workers' load but the pinned workers' heaviest shards
+// over the workers not pinned (pinning repeats as it falls), and a pinned
+// worker's ratio is 1 plus its other shards' load ÷ that mean, since
+// those are to move off. It returns the highest and lowest ratio so read
+// and how many workers were pinned; ok is false when no worker is left to
+// make a mean of (every one pinned or empty). With no shard that heavy the
+// ratios are plain max and min ÷ the mean of what the workers hold.
 func bandRatios(per, heaviest map[string]float64, tol float64) (hi, lo float64, pinned int, ok bool) {
 	pin := map[string]bool{}
 	var mean float64
@@ -142,8 +143,11 @@ func bandRatios(per, heaviest map[string]float64, tol float64) (hi, lo float64, 
 		var load float64
 		n := 0
 		for w, l := range per {
-			if !pin[w] {
-				load, n = load+l, n+1
+			load += l
+			if pin[w] {
+				load -= heaviest[w]
+			} else {
+				n++
 			}
 		}
 		if n == 0 || !(load > 0) {
