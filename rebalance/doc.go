@@ -193,8 +193,9 @@
 // shards, H shards some over-quota member holds and F placements. At
 // 100,000 shards a step is bound by memory: reading Holders costs a cache
 // miss a shard. Load balancing adds O(N + F·W + M·(W log W + N)) for M
-// load moves planned (at most MaxMovesInFlight); BenchmarkStepLoad
-// measures it. A shard set that is a Config's IDs in order is indexed from
+// load moves planned (at most MaxMovesInFlight), and an exchange tried
+// O((N/W)²) per corrected member (4 partners); BenchmarkStepLoad measures
+// it. A shard set that is a Config's IDs in order is indexed from
 // the IDs' digits; any other is sorted and indexed by a map, which costs
 // more. shardbench's assignor-step measures it (docs/benchmarks.md,
 // "Assignor step").
