@@ -108,8 +108,11 @@ func (lp *loadPlan) moves(budget int) ([]int32, time.Time) {
 		return nil, wake
 	}
 
-	mv := &mover{lp: lp, byMember: byMember, pinned: pinned, heavy: heavy, rs: rs, ratios: ratios, later: later}
+	mv := &mover{lp: lp, byMember: byMember, pinned: pinned, heavy: heavy, rs: rs, ratios: ratios, later: later, above: make([]bool, w)}
 	mv.center(mean)
+	for _, m := range fix {
+		mv.above[m] = rs[m] > hi
+	}
 	for m, ok := range lp.el {
 		if ok {
 			mv.order = append(mv.order, m)
@@ -147,6 +150,19 @@ type mover struct {
 
 	innerHi, innerLo, hi, lo float64
 	later                    func(time.Time)
+	above                    []bool // a corrected member was above the band (else below)
+}
+
+// serves reports whether corrected member m still needs moves, and
+// whether it gives (it was above the band and is above the inner band) or
+// takes (below both). A member is corrected towards the inner band from
+// the side it left the band on, never past it: a member pushed from
+// below to inside the band is not then made to give back.
+func (mv *mover) serves(m int) (gives, ok bool) {
+	if mv.above[m] {
+		return true, mv.rs[m] > mv.innerHi
+	}
+	return false, mv.rs[m] < mv.innerLo
 }
 
 // center sets the band around mean.
@@ -183,8 +199,8 @@ func (mv *mover) find(fix []int) (i int32, from, to int, lump candidate) {
 	})
 	lump = candidate{-1, -1, -1}
 	for _, x := range fix {
-		up := rs[x] > mv.innerHi // x gives; else it takes, if below the inner band
-		if !up && rs[x] >= mv.innerLo {
+		up, ok := mv.serves(x)
+		if !ok {
 			continue
 		}
 		need := (mv.innerLo - rs[x]) * mv.lp.cap[x]
@@ -252,6 +268,13 @@ func (mv *mover) lump(c candidate, budget int) bool {
 	if mv.rs[c.from] < mv.lo {
 		out = int(c.from)
 	}
+	was := mv.above[out]
+	mv.above[out] = out == int(c.to)
+	defer func() {
+		if len(mv.planned) == mark { // undone
+			mv.above[out] = was
+		}
+	}()
 	for len(mv.planned) < budget && (mv.rs[out] > mv.innerHi || mv.rs[out] < mv.innerLo) {
 		i, from, to, _ := mv.find([]int{out})
 		if i < 0 {

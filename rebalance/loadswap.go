@@ -24,8 +24,8 @@ func (mv *mover) swap(fix []int) bool {
 	rs, lp := mv.rs, mv.lp
 	gain := lp.st.p.Load.MinGain * lp.mean
 	for _, x := range fix {
-		up := rs[x] > mv.innerHi
-		if !up && rs[x] >= mv.innerLo {
+		up, ok := mv.serves(x)
+		if !ok {
 			continue
 		}
 		best := struct {
