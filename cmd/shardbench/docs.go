@@ -41,6 +41,13 @@ func docsFor(doc string) docsPaths {
 // writeDocs writes rep as the JSON of p and regenerates p's plot and
 // section from that JSON.
 func writeDocs(rep report, p docsPaths) error {
+	old, ok, err := readOldRun(p.json)
+	if err != nil {
+		return err
+	}
+	if rep, err = mergeRun(old, ok, rep); err != nil {
+		return err
+	}
 	var b bytes.Buffer
 	rep.writeJSON(&b)
 	if err := os.MkdirAll(filepath.Dir(p.json), 0o755); err != nil {
@@ -148,6 +155,9 @@ func (r report) docSection(jsonPath, plotPath string) string {
 		fmt.Fprintf(&b, " at commit `%s`", r.Commit)
 	}
 	fmt.Fprintf(&b, "; %s.", r.Machine.summary(r.Trials, r.Small))
+	if since := r.rerunSince(); since != "" {
+		b.WriteString(" " + since)
+	}
 	if len(r.Scenarios) > 0 {
 		var total float64
 		parts := make([]string, len(r.Scenarios))

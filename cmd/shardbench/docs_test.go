@@ -189,7 +189,7 @@ func sampleReport() report {
 	return report{
 		Machine: machine{Cores: 2, CPU: "AMD EPYC", MemoryBytes: 23 << 30, OS: "linux/amd64", Kernel: "6.18.44", GoVersion: "go1.26.8", ConsulVersion: "1.14.8", ConsulMode: "dev agent"},
 		Trials:  3, Started: time.Date(2026, 12, 1, 17, 58, 33, 0, time.UTC), Commit: "25d6eec",
-		Scenarios: []scenarioRun{{"crash-failover", 255.2}, {"commit-throughput", 61.7}, {"lock-ops", 18.3}},
+		Scenarios: []scenarioRun{{Name: "crash-failover", Seconds: 255.2}, {Name: "commit-throughput", Seconds: 61.7}, {Name: "lock-ops", Seconds: 18.3}},
 		Results:   []result{bl, sl, tu, sd, td, mem, ops},
 	}
 }

@@ -28,10 +28,14 @@ type report struct {
 	Errors    []scenarioError `json:"errors,omitempty"`
 }
 
-// scenarioRun is how long one scenario of the run took.
+// scenarioRun is how long one scenario of the run took, and, in a
+// document's JSON updated by a later run of some scenarios (docsmerge.go),
+// which run measured it.
 type scenarioRun struct {
-	Name    string  `json:"name"`
-	Seconds float64 `json:"seconds"`
+	Name    string    `json:"name"`
+	Seconds float64   `json:"seconds"`
+	Commit  string    `json:"commit,omitempty"`
+	Started time.Time `json:"started,omitzero"`
 }
 
 type scenarioError struct {
