@@ -141,7 +141,7 @@
 //   - Calm: no load move while every member is inside the band; a member
 //     outside is corrected only after LoadPolicy.Patience outside
 //     (Assignment.OutOfBand), and then to the inner band (half the
-//     tolerance). A load move never lifts its receiver above the band's
+//     tolerance), from the side it left the band on. A load move never lifts its receiver above the band's
 //     top or above the giver's old ratio, never drops the giver below the
 //     band's bottom or the receiver's old ratio (so the spread of the
 //     ratios never widens), and narrows the gap between the two by more
