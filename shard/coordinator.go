@@ -50,12 +50,18 @@ type Member struct {
 	RejoinUntil time.Time `json:"rejoin_until,omitzero"`
 	// Load is the smoothed load of each shard the worker owns, as its
 	// handlers report it (worker.Claim.ReportLoad) or as derived from their
-	// commit rate, rounded to three significant digits. The worker rewrites
-	// it at a bounded rate (worker.Config.LoadReportEvery) and only when a
-	// load changed noticeably; the assignor of a load-balancing fleet reads
-	// it. Nil: nothing measured yet, or a worker from before load
-	// balancing. A shard listed here that the worker no longer holds is
-	// ignored: only the holder's figure counts.
+	// commit rate, rounded to three significant digits. It is not part of
+	// the member key: the worker writes it to a key of its own, P/loads/<id>
+	// (Coordinator.ReportLoad), so that a load report never rewrites the
+	// member key and can never overwrite an operator's drain or cordon.
+	// Snapshots fill it from that key while the member's live session
+	// holds it; Join never writes it, and WatchMember, which reads the
+	// member key alone, does not fill it. A member key written
+	// before loads had their own key may still carry a "load" field: it is
+	// read as the member's Load when no loads key of its session exists (the
+	// loads key is preferred). Nil: nothing measured yet, or a worker from
+	// before load balancing. A shard listed here that the worker no longer
+	// holds is ignored: only the holder's figure counts.
 	Load map[ID]float64 `json:"load,omitempty"`
 }
 
@@ -185,6 +191,20 @@ type Coordinator interface {
 	// Release unlocks the shards the session holds among shards and records
 	// why in their value. Shards it does not hold are ignored.
 	Release(ctx context.Context, id SessionID, shards []ID, why string) error
+
+	// ReportLoad writes the loads of the shards worker runs to
+	// P/loads/<worker>, a key of its own held by the session, so that the
+	// worker's member key, where operators set drains and cordons, is not
+	// rewritten: snapshots show the figures as the member's Load (see
+	// Member.Load). The session must be the live holder of worker's member
+	// key: a gone session wraps ErrSessionInvalid, any other session (or a
+	// member key that is missing or dead) ErrNotMember, and nothing is
+	// written. The key dies with the session (its figures stop counting) and
+	// is deleted with the dead member key. A bad figure, an empty worker or
+	// loads that would not fit in MaxLoadBytes wrap ErrInvalidArgument, a
+	// shard outside the fleet's config ErrUnknownShard, all before anything
+	// is written. It does not modify load.
+	ReportLoad(ctx context.Context, id SessionID, worker string, load map[ID]float64) error
 
 	// WatchMember returns worker id's member key as soon as the key's index
 	// is greater than after (at once when after is 0), or when the

@@ -34,6 +34,11 @@ var (
 	// later epoch). Nothing of the refused transaction was written. The
 	// caller is not the assignor: it stops assigning and campaigns again.
 	ErrNotAssignor = errors.New("shard: not the assignor")
+	// ErrNotMember: a ReportLoad was refused because the session does not
+	// hold the worker's member key (the key is missing, dead, or held by
+	// another session: the worker is not registered under it). Nothing was
+	// written. A worker that sees it registers again (or has lost its term).
+	ErrNotMember = errors.New("shard: session does not hold the worker's member key")
 	// ErrKeyHeld: a delete of a free shard key was refused because a
 	// session holds the key (it was acquired after the caller looked).
 	// Nothing was deleted.

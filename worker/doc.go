@@ -76,12 +76,13 @@
 // counts (rebalance.LoadPolicy; docs/operations.md, "Balancing load"). A
 // handler reports its shard's load with Claim.ReportLoad, or the worker
 // derives it from the claim's accepted commits per second; each figure is
-// smoothed (Config.LoadHalfLife) and carried in the worker's member record
-// (shard.Member.Load), sampled every Config.LoadReportEvery and written
+// smoothed (Config.LoadHalfLife) and written to the worker's loads key,
+// P/loads/<id> (shard.Coordinator.ReportLoad; snapshots show it as
+// shard.Member.Load), sampled every Config.LoadReportEvery and written
 // only when the worker's total, or one shard as a part of it, moved by more
-// than 5 %. The loop itself makes that write, so it never races the mark a
-// stopping worker leaves on the key. The assignor takes each shard's figure
-// from its holder's record, keeps the last one seen for a shard that just
+// than 5 %. The member key is never rewritten for loads, so a report cannot
+// overwrite an operator's drain or cordon. The assignor takes each shard's
+// figure from its holder's loads, keeps the last one seen for a shard that just
 // moved, multiplies by Config.ShardWeight, and counts a shard with no
 // figure as the mean. A worker without LoadBalance (and without a report
 // interval) writes no loads and runs no load timer: a count-balanced fleet

@@ -10,21 +10,16 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// loadChange is the smallest change worth a write of the member record,
-// as a fraction of the worker's total load (loadChanged).
+// loadChange is the smallest change worth a write of the loads key, as a
+// fraction of the worker's total load (loadChanged).
 const loadChange = 0.05
 
 // reportLoad is the loop's tick every Config.LoadReportEvery: it samples
 // the meters of the shards running now, sets the load gauges and, when a
-// figure changed noticeably (loadChanged), rewrites this worker's member
-// record m with them. The loop makes the write itself, between its other
-// events, so it never races the loop's own writes of the key (the mark a
-// stopping worker leaves): at most one write per interval, one key.
-//
-// An operator's drain or cordon is kept: the key is read just before the
-// write and its marks copied. (A mark set in the one round trip between
-// that read and the write would be overwritten; guardMember then sees the
-// key without it, as if the operator had lifted it.)
+// figure changed noticeably (loadChanged), writes them to this worker's
+// loads key (Coordinator.ReportLoad): one write, at most one per interval.
+// The member key, where operators set drains and cordons, is not written,
+// so a report can never overwrite an operator's mark.
 func (lp *loop) reportLoad(ctx context.Context, now time.Time) {
 	w := lp.w
 	loads := w.load.meters.sample(now)
@@ -46,33 +41,16 @@ func (lp *loop) reportLoad(ctx context.Context, now time.Time) {
 		w.m.load.writesSkipped.Inc()
 		return
 	}
-	m := lp.member
-	m.Draining, m.Cordon = w.draining.Load(), w.cordon.Load()
 	wctx, cancel := context.WithTimeout(ctx, w.cfg.Policy.RenewEvery)
 	defer cancel()
-	if k, err := w.cfg.Coordinator.WatchMember(wctx, w.cfg.ID, 0); err == nil && k.Exists && k.Problem == "" && k.Member.Session == lp.lease.session {
-		m.Draining, m.Cordon = k.Member.Draining, k.Member.Cordon
-	}
-	m.Load = loads
-	if err := w.cfg.Coordinator.Join(wctx, lp.lease.session, m); err != nil {
-		w.log.Warn("writing the shards' loads to the member key failed; trying again at the next report", zap.Error(err))
+	if err := w.cfg.Coordinator.ReportLoad(wctx, lp.lease.session, w.cfg.ID, loads); err != nil {
+		w.log.Warn("writing the shards' loads failed; trying again at the next report", zap.Error(err))
 		return
 	}
 	w.m.load.writes.Inc()
 	ls.mu.Lock()
 	ls.written, ls.writtenSession = loads, lp.lease.session
 	ls.mu.Unlock()
-}
-
-// writtenLoad is the Load this term last wrote, for a rewrite of the
-// member key (guardMember) to carry it on; nil when none.
-func (w *Worker) writtenLoad(session shard.SessionID) map[shard.ID]float64 {
-	w.load.mu.Lock()
-	defer w.load.mu.Unlock()
-	if w.load.writtenSession != session {
-		return nil
-	}
-	return w.load.written
 }
 
 // loadChanged reports whether cur differs from the last written loads

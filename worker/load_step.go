@@ -13,13 +13,13 @@ type loadState struct {
 	meters meters
 
 	mu sync.Mutex
-	// written is the Load of the member record this worker last wrote,
-	// and the session it was written with (another session's record is
-	// a new one, which holds no load).
+	// written is the loads this worker last wrote to its loads key, and
+	// the session it wrote them with (another session's key is not shown
+	// as this worker's Load, so it counts as nothing written).
 	written        map[shard.ID]float64
 	writtenSession shard.SessionID
 	// seen is, on the assignor, each shard's load as last read from its
-	// holder's member record: a shard that just moved keeps its figure
+	// holder's loads (Member.Load in a snapshot): a shard that just moved keeps its figure
 	// until the new holder has measured it, instead of counting as the
 	// mean (a hot shard would otherwise look average right after a move,
 	// inviting a move back).

@@ -13,17 +13,25 @@ import (
 	"github.com/shardlease/shardlease/worker"
 )
 
-// loadWrites counts the member-key writes that carry loads.
+// loadWrites counts the writes of loads (ReportLoad), and the member-key
+// writes that carry loads, which there must be none of.
 type loadWrites struct {
 	shard.Coordinator
-	mu sync.Mutex
-	n  int
+	mu        sync.Mutex
+	n, joined int
+}
+
+func (c *loadWrites) ReportLoad(ctx context.Context, id shard.SessionID, worker string, load map[shard.ID]float64) error {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	return c.Coordinator.ReportLoad(ctx, id, worker, load)
 }
 
 func (c *loadWrites) Join(ctx context.Context, id shard.SessionID, m shard.Member) error {
 	if m.Load != nil {
 		c.mu.Lock()
-		c.n++
+		c.joined++
 		c.mu.Unlock()
 	}
 	return c.Coordinator.Join(ctx, id, m)
@@ -33,6 +41,13 @@ func (c *loadWrites) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n
+}
+
+// memberWrites is how many member-key writes carried loads.
+func (c *loadWrites) memberWrites() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.joined
 }
 
 // reporting is a handler that reports *load (per shard: load × (1 + the
@@ -51,9 +66,10 @@ func reporting(load *atomic.Int64) worker.Handler {
 	})
 }
 
-// TestLoadWritesBounded: a worker carries its shards' loads in its member
-// record, writes nothing while they hold still, at most once per report
-// interval while they change, and keeps an operator's cordon.
+// TestLoadWritesBounded: a worker writes its shards' loads to its loads
+// key (never to its member key), writes nothing while they hold still, at
+// most once per report interval while they change, and keeps an
+// operator's cordon.
 func TestLoadWritesBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFleet(t, 4)
@@ -98,6 +114,9 @@ func TestLoadWritesBounded(t *testing.T) {
 		}
 		if v := ms.Load["stream/shard-000"]; v <= 80 || v >= 128 {
 			t.Fatalf("stream/shard-000's load after a ramp from 10 to 128: %v, want it lagging the ramp by about a half-life", v)
+		}
+		if n := writes.memberWrites(); n != 0 {
+			t.Fatalf("%d member-key writes carried loads, want none (loads have a key of their own)", n)
 		}
 	})
 }

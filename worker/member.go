@@ -54,7 +54,6 @@ func (w *Worker) guardMember(l *lease, m shard.Member) {
 			m.Draining = k.Member.Draining // an operator's drain request stays
 			m.Cordon = k.Member.Cordon     // and so does a cordon
 		}
-		m.Load = w.writtenLoad(l.session) // and the loads last carried
 		why := describeMemberKey(k, l.session)
 		ctx, cancel := context.WithTimeout(l.ctx, w.cfg.Policy.RenewEvery)
 		err = w.cfg.Coordinator.Join(ctx, l.session, m)

@@ -111,6 +111,13 @@ func (f *Coordinator) Join(ctx context.Context, id shard.SessionID, m shard.Memb
 	return f.inner.Join(ctx, id, m)
 }
 
+func (f *Coordinator) ReportLoad(ctx context.Context, id shard.SessionID, worker string, load map[shard.ID]float64) error {
+	if err := f.admit(ctx, "report load"); err != nil {
+		return err
+	}
+	return f.inner.ReportLoad(ctx, id, worker, load)
+}
+
 func (f *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acquisition) ([]shard.Claim, error) {
 	if err := f.admit(ctx, "acquire"); err != nil {
 		return nil, err

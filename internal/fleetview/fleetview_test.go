@@ -241,6 +241,9 @@ func (failing) WatchAssignment(context.Context, string, uint64) (shard.Assignmen
 	return shard.AssignmentKey{}, nil
 }
 func (failing) SetFreeze(context.Context, *shard.Mark) error { return nil }
+func (failing) ReportLoad(context.Context, shard.SessionID, string, map[shard.ID]float64) error {
+	return nil
+}
 
 func TestEventStrings(t *testing.T) {
 	e := Event{Kind: Acquired, Shard: "s-1", Worker: "a", From: "a", Token: 4, Reason: "adopted"}

@@ -238,19 +238,12 @@ func (c *Coordinator) Assign(ctx context.Context, id shard.SessionID, epoch shar
 // notAssignor is Assign's error when a transaction's check on P/assignor
 // failed: what Consul said, and who holds the key now.
 func (c *Coordinator) notAssignor(ctx context.Context, id shard.SessionID, epoch shard.Token, what string, written, total int) error {
-	holder := "its holder could not be read"
-	kv, _, err := c.kv.Get(ctx, c.assignorKey(), consulkv.Query{})
-	switch {
-	case err != nil && consulkv.CallerCause(ctx) != nil:
-		return consulkv.CallerCause(ctx)
-	case err != nil:
-	case kv == nil:
-		holder = "it is missing"
-	case kv.Session == "":
-		holder = "it is free"
-	default:
+	holder, err := c.holderOf(ctx, c.assignorKey(), "it is free", func(kv *api.KVPair) string {
 		k := decodeAssignor(kv)
-		holder = fmt.Sprintf("session %q (worker %q) holds it at epoch %d", k.Session, k.Worker, k.Epoch)
+		return fmt.Sprintf("session %q (worker %q) holds it at epoch %d", k.Session, k.Worker, k.Epoch)
+	})
+	if err != nil {
+		return err
 	}
 	return fmt.Errorf("%w: session %q does not hold %s at epoch %d (%s): %s; %d of %d assignment keys were written by earlier transactions",
 		shard.ErrNotAssignor, id, c.assignorKey(), epoch, what, holder, written, total)

@@ -8,7 +8,14 @@
 // Everything of one fleet lives under one prefix P (Config.Prefix):
 //
 //	P/config             JSON shard.Config, written once (CAS, index 0)
-//	P/members/<worker>   JSON shard.Member, locked by the worker's session
+//	P/members/<worker>   JSON shard.Member (without Load), locked by the
+//	                     worker's session; operators' drain and cordon
+//	                     are written here with that session
+//	P/loads/<worker>     JSON {shard: load} (shard.EncodeLoad, at most
+//	                     shard.MaxLoadBytes), locked by the worker's
+//	                     session, written only by ReportLoad after a
+//	                     check-session of P/members/<worker>; shown as
+//	                     the member's Load while that session holds both
 //	P/shards/<shard>     JSON shard.Owner, locked by the owner's session
 //	P/assignor           JSON {worker, since}, locked by the assignor's own
 //	                     worker session; its ModifyIndex is the epoch
@@ -70,7 +77,9 @@
 //     1.14.8 refuses a body over txn_max_req_len, 512 KiB by default).
 //   - Watch never returns an unchanged index, and deletes dead member keys
 //     after Config.MemberGrace (or at the member's RejoinUntil, if later)
-//     with a CAS on their ModifyIndex.
+//     with a CAS on their ModifyIndex, each in one transaction with its
+//     worker's loads key; a loads key held by no session whose member key
+//     is missing is deleted at once (CAS).
 //   - A coordinator runs the config its Configure settled for good. A
 //     P/config rewritten, broken or deleted under it is reported in
 //     Snapshot.Problems, naming both configs, and never adopted: its shard

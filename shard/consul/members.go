@@ -70,9 +70,10 @@ func (c *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Co
 		shard.ErrUnavailable, c.cfg.Address, c.configKey())
 }
 
-// Join acquires P/members/<m.ID> with the session, its value the JSON of m,
-// in one transaction (one lock operation); if the session already holds the
-// key, its value is updated. A key held by another session wraps
+// Join acquires P/members/<m.ID> with the session, its value the JSON of m
+// without its Load (loads have a key of their own: ReportLoad), in one
+// transaction (one lock operation); if the session already holds the key,
+// its value is updated. A key held by another session wraps
 // shard.ErrMemberExists and names it.
 //
 // Unlike the embedded coordinator, Consul puts member keys under lock-delay
@@ -86,6 +87,7 @@ func (c *Coordinator) Join(ctx context.Context, id shard.SessionID, m shard.Memb
 	if m.ID == "" {
 		return fmt.Errorf("%w: member id is empty", shard.ErrInvalidArgument)
 	}
+	m.Load = nil
 	value, err := json.Marshal(m)
 	if err != nil {
 		return err

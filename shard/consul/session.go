@@ -203,8 +203,9 @@ func (c *Coordinator) RenewSession(ctx context.Context, id shard.SessionID) erro
 // operator, a script), who cannot know whether that worker is still acting
 // on its shards, and shard.LeasePolicy's no-overlap rule counts on the
 // delay. A worker that stops on purpose releases its shards first (Release
-// sets no lock-delay). Its member keys are unlocked first, values kept, so
-// that a worker restarting under its ID joins at once, as on the embedded
+// sets no lock-delay). Its member keys, and their workers' loads keys, are
+// unlocked first, values kept, so that a worker restarting under its ID
+// joins (and reports its loads) at once, as on the embedded
 // coordinator, which never puts member keys in lock-delay. Then its service
 // instance and check are deregistered. A missing session is not an error.
 func (c *Coordinator) DestroySession(ctx context.Context, id shard.SessionID) error {
@@ -225,8 +226,19 @@ func (c *Coordinator) DestroySession(ctx context.Context, id shard.SessionID) er
 		return c.fail(octx, "destroy session (list member keys)", err)
 	}
 	var held []*api.KVPair
+	var loads []string
 	for _, p := range pairs {
 		if p.Session == string(id) {
+			held = append(held, p)
+			loads = append(loads, c.loadsKey(strings.TrimPrefix(p.Key, c.prefix+"members/")))
+		}
+	}
+	current, err := c.readKeys(octx, "destroy session (read loads keys)", loads)
+	if err != nil {
+		return err
+	}
+	for _, k := range loads {
+		if p := current[k]; p != nil && p.Session == string(id) {
 			held = append(held, p)
 		}
 	}

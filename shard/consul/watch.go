@@ -146,7 +146,8 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 		cfg := set.cfg
 		snap.Config = &cfg
 	}
-	var outside []shard.ID // held shard keys outside the stored config
+	var outside []shard.ID            // held shard keys outside the stored config
+	loads := map[string]*api.KVPair{} // loads keys, by worker
 	// Shard values decoded by an earlier listing are reused while their
 	// key's ModifyIndex is unchanged (a value is only ever rewritten with
 	// its index): most of a large fleet's listing repeats unchanged.
@@ -187,6 +188,13 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 			}
 			snap.Assignments[worker] = a
 		case strings.HasPrefix(rel, "offsets/"):
+		case strings.HasPrefix(rel, "loads/"):
+			worker := strings.TrimPrefix(rel, "loads/")
+			if worker == "" {
+				problem(kv.Key, "loads key without a worker id")
+				continue
+			}
+			loads[worker] = kv
 		case strings.HasPrefix(rel, "members/"):
 			id := strings.TrimPrefix(rel, "members/")
 			if id == "" {
@@ -234,6 +242,7 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 		// First, as the cause of the per-key problems.
 		snap.Problems = slices.Insert(snap.Problems, 0, c.heldOutside(set.cfg, outside))
 	}
+	c.fillLoads(&snap, loads)
 	slices.SortFunc(snap.Members, func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) })
 	slices.SortFunc(snap.Shards, func(a, b shard.ShardState) int { return cmp.Compare(a.Shard, b.Shard) })
 	return snap
@@ -262,12 +271,17 @@ const gcRetry = 10 * time.Second
 
 // collectDead updates the dead-member bookkeeping from a listing and deletes
 // the keys whose grace has passed, each with a CAS on the ModifyIndex it was
-// seen dead at. Grace counts from when this coordinator first saw the key
-// dead, so with several watchers the first to see it decides. Failures are
+// seen dead at, in one transaction with its worker's loads key (a worker
+// that joined again in between moved the index, and the transaction is
+// rolled back whole). Grace counts from when this coordinator first saw
+// the key dead, so with several watchers the first to see it decides.
+// Loads keys held by no session whose worker has no member key (an
+// operator deleted it) are deleted at once, with a CAS too. Failures are
 // ignored: the next watch tries again.
 func (c *Coordinator) collectDead(ctx context.Context, pairs api.KVPairs) {
 	t := now()
 	var due []*api.KVPair
+	c.collectOrphanLoads(ctx, pairs)
 	c.mu.Lock()
 	seen := make(map[string]bool)
 	for _, kv := range pairs {
@@ -296,7 +310,11 @@ func (c *Coordinator) collectDead(ctx context.Context, pairs api.KVPairs) {
 
 	for _, kv := range due {
 		octx, cancel := c.opCtx(ctx)
-		_, err := c.kv.DeleteCAS(octx, kv)
+		worker := strings.TrimPrefix(kv.Key, c.prefix+"members/")
+		_, _, err := c.kv.Txn(octx, api.TxnOps{
+			{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: kv.Key, Index: kv.ModifyIndex}},
+			{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.loadsKey(worker)}},
+		})
 		cancel()
 		c.mu.Lock()
 		if err == nil {
@@ -308,6 +326,27 @@ func (c *Coordinator) collectDead(ctx context.Context, pairs api.KVPairs) {
 			c.dead[kv.Key] = d
 		}
 		c.mu.Unlock()
+	}
+}
+
+// collectOrphanLoads deletes the loads keys of pairs that no session holds
+// and whose worker has no member key in pairs, each with a CAS on the
+// ModifyIndex listed: a worker that joined since locked its loads key
+// again and keeps it.
+func (c *Coordinator) collectOrphanLoads(ctx context.Context, pairs api.KVPairs) {
+	members := map[string]bool{}
+	for _, kv := range pairs {
+		if c.isMemberKey(kv.Key) {
+			members[strings.TrimPrefix(kv.Key, c.prefix+"members/")] = true
+		}
+	}
+	for _, kv := range pairs {
+		if !c.isLoadsKey(kv.Key) || kv.Session != "" || members[strings.TrimPrefix(kv.Key, c.prefix+"loads/")] {
+			continue
+		}
+		octx, cancel := c.opCtx(ctx)
+		_, _ = c.kv.DeleteCAS(octx, &api.KVPair{Key: kv.Key, ModifyIndex: kv.ModifyIndex})
+		cancel()
 	}
 }
 

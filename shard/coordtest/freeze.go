@@ -52,8 +52,7 @@ func (s *suite) freeze(t *testing.T) {
 	}
 }
 
-// memberMarks: a member's Cordon, RejoinUntil and Load are stored as
-// written, shown in snapshots and to WatchMember, and kept on the key
+// memberMarks: a member's Cordon and RejoinUntil are stored as written, shown in snapshots and to WatchMember, and kept on the key
 // after its session ends (the assignor reads RejoinUntil from the dead
 // key).
 func (s *suite) memberMarks(t *testing.T) {
@@ -61,8 +60,7 @@ func (s *suite) memberMarks(t *testing.T) {
 	a := session(t, c, "w-a", long, 0)
 	until := time.Now().Add(time.Hour).Truncate(time.Millisecond).UTC()
 	cordon := &shard.Mark{By: "bob", At: until.Add(-time.Hour), Reason: "sick disk"}
-	join(t, c, a, shard.Member{ID: "w-a", Weight: 1, Cordon: cordon, RejoinUntil: until,
-		Load: map[shard.ID]float64{"stream/shard-000": 12.5, "stream/shard-001": 0.0125}})
+	join(t, c, a, shard.Member{ID: "w-a", Weight: 1, Cordon: cordon, RejoinUntil: until})
 	destroy(t, c, a)
 	m, ok := snapshot(t, c).Member("w-a")
 	if !ok || m.Live() || m.Cordon == nil || m.Cordon.By != cordon.By || !m.Cordon.At.Equal(cordon.At) || m.Cordon.Reason != cordon.Reason ||
@@ -75,10 +73,5 @@ func (s *suite) memberMarks(t *testing.T) {
 	k, err := c.WatchMember(t.Context(), "w-a", 0)
 	if err != nil || !k.Exists || k.Member.Cordon == nil || !k.Member.RejoinUntil.Equal(until) {
 		t.Fatalf("WatchMember(w-a, 0) = %+v, %v; want cordon and rejoin-until kept", k, err)
-	}
-	for _, got := range []map[shard.ID]float64{m.Load, k.Member.Load} {
-		if len(got) != 2 || got["stream/shard-000"] != 12.5 || got["stream/shard-001"] != 0.0125 {
-			t.Fatalf("member w-a's loads read back as %v, want stream/shard-000 12.5 and stream/shard-001 0.0125", got)
-		}
 	}
 }

@@ -50,6 +50,10 @@ func Run(t *testing.T, open func(t *testing.T) shard.Coordinator, opts ...Option
 		{"ConfigureProtocol", s.configureProtocol},
 		{"Freeze", s.freeze},
 		{"MemberMarks", s.memberMarks},
+		{"ReportLoad", s.reportLoad},
+		{"ReportLoadRefused", s.reportLoadRefused},
+		{"DeadWorkerLoads", s.deadWorkerLoads},
+		{"ReportLoadSize", s.reportLoadSize},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -52,6 +52,8 @@ type Coordinator struct {
 	// so a WatchMember on a missing key wakes once, for the deletion.
 	memberGone map[string]uint64
 	shards     map[shard.ID]*shardKey
+	// loads are the loads keys P/loads/<worker> (see loads.go).
+	loads map[string]*loadsKey
 	// lockDelay holds, per shard, the moment its lock-delay ends. It lives
 	// beside the keys, not in them, so that deleting a key does not lift its
 	// lock-delay (as in Consul).
@@ -137,6 +139,7 @@ func New(opts ...Option) *Coordinator {
 		members:     make(map[string]*memberKey),
 		memberGone:  make(map[string]uint64),
 		shards:      make(map[shard.ID]*shardKey),
+		loads:       make(map[string]*loadsKey),
 		lockDelay:   make(map[shard.ID]time.Time),
 		assigns:     make(map[string]*assignKey),
 		assignGone:  make(map[string]uint64),

@@ -10,7 +10,8 @@ import (
 
 // Join registers m under its ID with the session, in one write: it takes the
 // member key if it is missing or dead (held by no session), or updates its
-// value if this session already holds it. An empty ID wraps
+// value if this session already holds it. m.Load is not written: loads
+// have a key of their own (ReportLoad). An empty ID wraps
 // shard.ErrInvalidArgument; a key held by another session wraps
 // shard.ErrMemberExists and names the ID; a gone session wraps
 // shard.ErrSessionInvalid.
@@ -40,12 +41,13 @@ func (c *Coordinator) Join(ctx context.Context, id shard.SessionID, m shard.Memb
 		k.gcTimer.Stop() // alive again: no deletion pending
 	}
 	idx := c.commitLocked()
+	m.Load = nil
 	c.members[m.ID] = &memberKey{member: m, session: id, index: idx}
 	return nil
 }
 
-// collectMemberLocked deletes a dead member key whose grace has passed, in one
-// write. Dead members are ignored by the planner at once; deleting them only
+// collectMemberLocked deletes a dead member key whose grace has passed, and
+// its worker's loads key, in one write. Dead members are ignored by the planner at once; deleting them only
 // keeps snapshots from growing with every worker that ever lived.
 func (c *Coordinator) collectMemberLocked(id string) {
 	k := c.members[id]
@@ -57,6 +59,7 @@ func (c *Coordinator) collectMemberLocked(id string) {
 	}
 	c.memberGone[id] = c.commitLocked()
 	delete(c.members, id)
+	delete(c.loads, id)
 }
 
 // WatchMember is a blocking query on one member key: it returns the key as
@@ -82,7 +85,8 @@ func (c *Coordinator) memberKeyLocked(id string) shard.MemberKey {
 
 // DeleteMember deletes a member key, as an operator might in Consul, and
 // reports whether it existed. A live worker notices through WatchMember and
-// joins again.
+// joins again. Its loads key goes too unless a live session holds it (in
+// Consul the collector deletes such an orphan at the next watch).
 func (c *Coordinator) DeleteMember(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -97,6 +101,9 @@ func (c *Coordinator) DeleteMember(id string) bool {
 	}
 	c.memberGone[id] = c.commitLocked()
 	delete(c.members, id)
+	if l := c.loads[id]; l != nil && l.session == "" {
+		delete(c.loads, id)
+	}
 	return true
 }
 

@@ -113,7 +113,7 @@ func (c *Coordinator) liveSessionLocked(id shard.SessionID) (*session, error) {
 }
 
 // endSessionLocked removes the session at time at and releases, in one write,
-// every key it holds: shard keys, member keys and P/assignor keep their
+// every key it holds: shard keys, member keys, loads keys and P/assignor keep their
 // values but lose the session (Consul's Behavior=release). Each released
 // shard, and P/assignor, is locked out until at + LockDelay, so that a holder that merely lost contact has
 // time to notice before anyone else can take over. No keys held, no write.
@@ -133,8 +133,14 @@ func (c *Coordinator) endSessionLocked(s *session, at time.Time) {
 			members = append(members, m)
 		}
 	}
+	var loads []*loadsKey
+	for _, l := range c.loads {
+		if l.session == s.id {
+			loads = append(loads, l)
+		}
+	}
 	assignor := c.assignor != nil && c.assignor.session == s.id
-	if len(shards) == 0 && len(members) == 0 && !assignor {
+	if len(shards) == 0 && len(members) == 0 && len(loads) == 0 && !assignor {
 		return
 	}
 
@@ -150,6 +156,9 @@ func (c *Coordinator) endSessionLocked(s *session, at time.Time) {
 		m.session, m.index = "", idx
 		m.deadSince = at
 		m.gcTimer = c.scheduleLocked(c.collectAt(m))
+	}
+	for _, l := range loads {
+		l.session, l.index = "", idx
 	}
 	if assignor {
 		c.assignor.session, c.assignor.index = "", idx

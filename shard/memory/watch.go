@@ -68,8 +68,10 @@ func (c *Coordinator) snapshotLocked() shard.Snapshot {
 		cfg := *c.config
 		snap.Config = &cfg
 	}
-	for _, k := range c.members {
-		snap.Members = append(snap.Members, shard.MemberState{Member: k.member, Session: k.session})
+	for id, k := range c.members {
+		m := shard.MemberState{Member: k.member, Session: k.session}
+		m.Load = c.memberLoadLocked(id, k)
+		snap.Members = append(snap.Members, m)
 	}
 	slices.SortFunc(snap.Members, func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) })
 	for id, k := range c.shards {
