@@ -144,8 +144,9 @@ func TestLifecycle(t *testing.T) {
 		}
 	})
 
-	// Dead member keys go after the grace period, deleted by a watcher;
-	// a key re-joined in between is left alone.
+	// Dead member keys go after the grace period, deleted by a watcher
+	// with their loads keys; a key re-joined in between is left alone,
+	// loads key too, and a loads key without a member key goes at once.
 	t.Run("DeadMembersCollected", func(t *testing.T) {
 		t.Parallel()
 		const grace = time.Second
@@ -157,9 +158,19 @@ func TestLifecycle(t *testing.T) {
 			if err := c.Join(ctx, a, shard.Member{ID: id}); err != nil {
 				t.Fatal(err)
 			}
+			if err := c.ReportLoad(ctx, a, id, map[shard.ID]float64{"s": 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kv := consul.APIClient(c).KV()
+		if _, err := kv.Put(&api.KVPair{Key: c.Prefix() + "/loads/orphan", Value: []byte(`{}`)}, nil); err != nil {
+			t.Fatal(err)
 		}
 		if err := c.DestroySession(ctx, a); err != nil {
 			t.Fatal(err)
+		}
+		if p, _, err := kv.Get(c.Prefix()+"/loads/gone", nil); err != nil || p == nil || p.Session != "" {
+			t.Fatalf("loads key of a destroyed session = %+v, %v; want it kept, unlocked", p, err)
 		}
 		snap := snapshot(t, c) // starts the grace: both dead
 		for _, id := range []string{"gone", "back"} {
@@ -185,6 +196,11 @@ func TestLifecycle(t *testing.T) {
 				}
 				if m, ok := s.Member("back"); !ok || m.Session != b {
 					t.Fatalf("re-joined member = %+v (found %v), want kept, held by %s", m, ok, b)
+				}
+				for id, want := range map[string]bool{"gone": false, "back": true, "orphan": false} {
+					if p, _, err := kv.Get(c.Prefix()+"/loads/"+id, nil); err != nil || (p != nil) != want {
+						t.Fatalf("loads key of %s after the collection: %+v, %v; want present: %v", id, p, err, want)
+					}
 				}
 				break
 			}
