@@ -96,7 +96,8 @@ func capacityOf(m Member) float64 {
 // keep (keep, with their quotas); eligible members keep everything they
 // hold in their key and everything assigned to them. Then every shard
 // nobody keeps (free, shed, or held outside its holder's key: a hand-off
-// in flight) is placed on the eligible member whose load per capacity is
+// in flight; not so for a holder without any key, whose shards it keeps and
+// which must be given a key listing them) is placed on the eligible member whose load per capacity is
 // lowest after placing it, heaviest first; a hand-off in flight is not
 // placed back on its holder (unless no other member may take it), so it
 // finishes. Last, if no hand-off will be in flight after this step and the
@@ -118,7 +119,7 @@ func (st *step) planLoad(caps, owned []int) {
 	var pool []int32
 	for i, t := range target {
 		h := st.holder[i]
-		if t < 0 || (h >= 0 && t == h && el[h] && st.flags[i]&inHolderKey == 0) {
+		if t < 0 || (h >= 0 && t == h && el[h] && st.flags[i]&inHolderKey == 0 && st.keyed[h]) {
 			pool = append(pool, int32(i))
 			continue
 		}

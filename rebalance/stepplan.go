@@ -242,8 +242,14 @@ func (st *step) decision() Decision {
 	changed := make([]bool, w)
 	lists := make([][]shard.ID, w)
 	frees := make([][]shard.ID, w)
+	held := make([]bool, w)
+	for _, h := range st.holder {
+		if h >= 0 {
+			held[h] = true
+		}
+	}
 	for m := range w {
-		changed[m] = same[m] != len(st.sets[m]) || same[m] != count[m]
+		changed[m] = same[m] != len(st.sets[m]) || same[m] != count[m] || (!st.keyed[m] && held[m])
 		if changed[m] {
 			lists[m] = make([]shard.ID, 0, count[m])
 		}

@@ -31,6 +31,11 @@ type stepInput struct {
 	// it made progress, whatever the count of its free shards says (other
 	// shards of its key may have been freed meanwhile).
 	took []bool
+	// keyed[m] says that member m has a key. A live member without one that
+	// holds shards must be given one: its worker keeps what it runs and
+	// starts nothing until its key is written (a key deleted by hand, or by
+	// a stale delete landing after the member rejoined).
+	keyed []bool
 	// dead are the workers with a key that are not live, sorted.
 	dead []string
 	// load[i] is shard i's load when Step balances load; nil in count
@@ -66,6 +71,7 @@ func readState(s State) (*stepInput, error) {
 		keys:    make([]Assignment, len(members)),
 		sets:    make([][]int32, len(members)),
 		took:    make([]bool, len(members)),
+		keyed:   make([]bool, len(members)),
 	}
 	member := make(map[string]int32, len(members))
 	for m, mem := range members {
@@ -114,7 +120,7 @@ func readState(s State) (*stepInput, error) {
 			}
 		}
 		if m, live := member[w]; live {
-			in.keys[m], in.sets[m] = a, set
+			in.keys[m], in.sets[m], in.keyed[m] = a, set, true
 			for _, id := range a.Free {
 				if i, ok := index.find(id); ok && in.holder[i] == m {
 					in.took[m] = true
