@@ -11,7 +11,7 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// TestStatusLoadColumns: with loads in the member records, status shows
+// TestStatusLoadColumns: with the workers' loads reported, status shows
 // each worker's load and its ratio to its share, marked outside the
 // band, each shard's load, and the fleet's spread against the band; a
 // fleet without loads shows no load columns.
@@ -37,9 +37,7 @@ func TestStatusLoadColumns(t *testing.T) {
 					load[id] = per[m.ID]
 				}
 			}
-			rec := m.Member
-			rec.Load = load
-			if err := f.coord.Join(context.Background(), m.Session, rec); err != nil {
+			if err := f.coord.ReportLoad(context.Background(), m.Session, m.ID, load); err != nil {
 				t.Fatalf("writing %s's loads: %v", m.ID, err)
 			}
 		}
