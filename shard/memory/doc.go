@@ -6,9 +6,9 @@
 // # Model
 //
 // The coordinator is a small key-value store (one config key, member keys,
-// shard lock keys, the assignor lock and assignment keys) with a write
-// index that starts at 1 and grows by one per write. The writes are: the
-// first Configure; a Join; each transaction of an Acquire or Release that
+// loads keys, shard lock keys, the assignor lock and assignment keys) with a
+// write index that starts at 1 and grows by one per write. The writes are:
+// the first Configure; a Join; a ReportLoad; each transaction of an Acquire or Release that
 // locks or unlocks something (at most MaxTxnShards shards each, as Consul
 // caps a transaction); a Campaign that takes P/assignor and a Resign that
 // frees it; each transaction of an Assign that changes a key (at most
@@ -46,7 +46,9 @@
 //     all.
 //   - A member key left without a session is shown as dead (empty Session)
 //     and deleted after the member grace (WithMemberGrace, default one
-//     minute), with no operator action.
+//     minute), with no operator action, in one write with its worker's
+//     loads key. A loads key is shown as its member's Load only while the
+//     member's live session holds it.
 //
 // # What it does not do
 //
