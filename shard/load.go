@@ -1,7 +1,7 @@
 package shard
 
-// ShardLoads is each held shard's load as its holder last wrote it in its
-// member record (Member.Load): only a live holder's figure for a shard it
+// ShardLoads is each held shard's load as its holder last reported it
+// (Member.Load, from its loads key): only a live holder's figure for a shard it
 // holds counts. A shard with no such figure is missing.
 func (s Snapshot) ShardLoads() map[ID]float64 {
 	live := make(map[SessionID]int, len(s.Members))

@@ -127,13 +127,13 @@ const (
 	// whose workers never start together. Zero is the default, not none.
 	NoColdStartGather time.Duration = -1
 	// DefaultLoadReportEvery is LoadReportEvery's default while the fleet
-	// balances load: 100 workers then write at most 10 member records a
+	// balances load: 100 workers then write at most 10 loads keys a
 	// second between them (docs/operations.md, "Balancing load").
 	DefaultLoadReportEvery = 10 * time.Second
 	// MinLoadReportEvery is the shortest LoadReportEvery accepted.
 	MinLoadReportEvery = time.Second
-	// NoLoadReport as Config.LoadReportEvery keeps the loads out of the
-	// member record even while the fleet balances load (the assignor then
+	// NoLoadReport as Config.LoadReportEvery writes no loads key even
+	// while the fleet balances load (the assignor then
 	// balances the static weights alone).
 	NoLoadReport time.Duration = -1
 	// DefaultLoadHalfLife is LoadHalfLife's default: one report interval,
@@ -143,7 +143,7 @@ const (
 )
 
 // carriesLoad reports whether the worker writes its shards' loads to its
-// member record.
+// loads key.
 func (c Config) carriesLoad() bool {
 	return c.LoadReportEvery > 0 || (c.LoadReportEvery == 0 && c.LoadBalance != nil)
 }

@@ -16,7 +16,7 @@ import (
 // second, CPU seconds per second). The worker smooths it (an exponentially
 // weighted mean with half-life Config.LoadHalfLife, the reported value
 // holding until the next report) and carries it to the assignor in its
-// member record at a bounded rate (Config.LoadReportEvery). A handler may
+// loads key (shard.Coordinator.ReportLoad) at a bounded rate (Config.LoadReportEvery). A handler may
 // call it as often as it likes; it takes a lock and does no I/O.
 //
 // A negative, NaN or infinite load is bad input: it is ignored, counted
@@ -176,7 +176,7 @@ func (ms *meters) sample(now time.Time) map[shard.ID]float64 {
 	return out
 }
 
-// roundLoad keeps three significant digits: the member record stays short
+// roundLoad keeps three significant digits: the loads key stays short
 // and a change below 0.5 % (well under loadChange) is no change.
 func roundLoad(v float64) float64 {
 	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {

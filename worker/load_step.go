@@ -7,7 +7,7 @@ import (
 )
 
 // loadState is the worker's part in load balancing: the meters of the
-// shards it runs, what it last wrote to its member record, and, as the
+// shards it runs, what it last wrote to its loads key, and, as the
 // assignor, the last load seen for each shard.
 type loadState struct {
 	meters meters
@@ -27,7 +27,7 @@ type loadState struct {
 }
 
 // stepLoads is the assignor's per-shard load for rebalance.State.Loads,
-// from the member records in snap; nil while the fleet balances shard
+// from the members' loads in snap (Member.Load); nil while the fleet balances shard
 // counts (Config.LoadBalance nil).
 //
 // A shard's load is its holder's figure (Member.Load), or the last one
@@ -82,10 +82,10 @@ func (w *Worker) shardWeight(id shard.ID) float64 {
 	return w.cfg.ShardWeight(id)
 }
 
-// validLoad reports whether a load read from a member record may be used:
-// a record edited by hand may hold anything JSON can.
+// validLoad reports whether a load read from a snapshot may be used: a
+// loads key (or older member key) edited by hand may hold anything JSON can.
 func validLoad(v float64) bool { return v >= 0 && v <= maxLoad }
 
-// maxLoad bounds a usable load figure; anything larger in a member record
+// maxLoad bounds a usable load figure; anything larger in a loads key
 // is treated as unreadable rather than allowed to swamp every other shard.
 const maxLoad = 1e15

@@ -27,7 +27,7 @@ func newLoadMetrics(gauge func(name, help string) prometheus.Gauge, counter func
 			"sampled every load report interval; 0 on a worker that does not carry loads."),
 		perCapacity: gauge("load_per_capacity", "This worker's load divided by its capacity (its member weight)."),
 		measured:    gauge("load_shards_measured", "Shards this worker runs that have a load figure (reported, or derived from commits)."),
-		writes:      counter("load_writes_total", "Writes of this worker's member record carrying its shards' loads."),
+		writes:      counter("load_writes_total", "Writes of this worker's loads key (P/loads/<worker>) with its shards' loads."),
 		writesSkipped: counter("load_writes_skipped_total",
 			"Load report ticks that wrote nothing because neither the worker's total load nor any shard's changed by more than 5 % of the total."),
 		rejected: counter("load_reports_rejected_total", "Claim.ReportLoad calls ignored because the load was negative, NaN or infinite."),
