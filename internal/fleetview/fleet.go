@@ -180,8 +180,8 @@ type Shard struct {
 	Offset *int64       `json:"offset,omitempty"`
 	Floor  *shard.Token `json:"floor,omitempty"`
 	Lag    *int64       `json:"lag,omitempty"`
-	// Load is the owned shard's smoothed load as its owner last carried
-	// it in its member record; nil when not known.
+	// Load is the owned shard's smoothed load as its owner last reported
+	// it (its loads key, Member.Load); nil when not known.
 	Load *float64 `json:"load,omitempty"`
 }
 
