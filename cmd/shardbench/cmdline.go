@@ -39,7 +39,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&postgresDSN, "postgres", "", "PostgreSQL DSN for commit-throughput's postgres rows and stream-e2e (default: start a throwaway cluster from the installed binaries)")
 	asJSON := fs.Bool("json", false, "print one JSON document (every row, the machine, Go and Consul) instead of a table")
 	markdown := fs.String("markdown", "", "also write the table as Markdown to `FILE` (for docs/benchmarks.md)")
-	docs := fs.String("docs", "", "write the run's JSON to bench/run.json and its plot to img/ownership.svg beside `FILE`, and its table and figures between FILE's shardbench markers (make shardbench: docs/benchmarks.md); a run of some scenarios replaces only theirs, naming its commit")
+	docs := fs.String("docs", "", "write the run's JSON to bench/run.json and its plots to img/ownership.svg (and img/load.svg with skewed-load) beside `FILE`, and its table and figures between FILE's shardbench markers (make shardbench: docs/benchmarks.md); a run of some scenarios replaces only theirs, naming its commit")
 	check := fs.Bool("check", false, "exit 1 when any row misses its goal or any scenario fails, naming them")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the scenarios (this process: workers, baseline, observers) to `FILE`, for go tool pprof")
 	fs.Usage = func() { usage(fs) }
