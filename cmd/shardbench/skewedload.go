@@ -304,6 +304,10 @@ func skewedRows(env *benchEnv, shape skewedShape, sf *skewedFleet, model *loadMo
 	band := measured(scenario, sf.system, "max worker load ÷ mean, pinned workers as issue 17's band reads them, after convergence, "+noise+", "+size, "ratio", fig.bandRatios).
 		with("pinned_p50", fig.pinned)
 	band.Trials = 1
+	if len(fig.ownBand) > 0 {
+		band = band.with("own_view_p50", percentile(fig.ownBand, 50)).with("own_view_p99", percentile(fig.ownBand, 99)).
+			withNote("own_view is the same ratio from the loads the fleet's member records carry (smoothed, sent on a 5 % change), a diagnostic of what the assignor saw, not the figure")
+	}
 	band = band.withNote(samplesNote + "; a worker whose heaviest shard alone is above the band around the others' mean is pinned: that shard and the worker leave the mean, and it reads 1 + its other shards' load ÷ the mean; the times below count a fleet in the band when every worker so read is within it")
 
 	convergeS, convergeNote := fig.converge, ""

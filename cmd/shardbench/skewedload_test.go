@@ -128,12 +128,15 @@ func TestFiguresOf(t *testing.T) {
 	}
 	var samples []loadSample
 	for i, m := range maxes {
-		samples = append(samples, loadSample{at: at(float64(i)), max: m + 1, bandMax: m, bandMin: 0.95, floor: 0.5, members: 3 - i/39})
+		samples = append(samples, loadSample{at: at(float64(i)), max: m + 1, bandMax: m, bandMin: 0.95, floor: 0.5, members: 3 - i/39, ownBandMax: math.NaN()})
 	}
 	moves := []time.Time{at(1), at(2), at(12), at(20.5), at(22), at(25), at(39), at(41)}
 	f := figuresOf(samples, moves, tl, 0.10, 10*time.Second)
 	if f.converge != 3 || f.back != 3 || !f.leftBand || f.hotMoves != 2 || f.noiseMoves != 3 || math.Abs(f.noiseMinutes-27.0/60) > 1e-9 {
 		t.Errorf("figures %+v; want converged after 3 s, back after 3 s having left the band, 2 hot moves, 3 noise moves over 27 s", f)
+	}
+	if len(f.ownBand) != 0 {
+		t.Errorf("own view %v from samples without one", f.ownBand)
 	}
 	if f.leastMembers != 2 {
 		t.Errorf("least live workers %d, want 2", f.leastMembers)

@@ -17,11 +17,13 @@ import (
 // worker load ÷ mean that its figures come from.
 
 // loadTrack follows one fleet's prefix with blocking queries: its latest
-// view and every move (a shard whose owner became another worker).
+// view, the shards' loads as the fleet's member records carry them, and
+// every move (a shard whose owner became another worker).
 type loadTrack struct {
 	mu    sync.Mutex
 	cur   view
-	last  map[string]string // the last owner seen of each shard
+	own   map[shard.ID]float64 // the fleet's own figures: a diagnostic only
+	last  map[string]string    // the last owner seen of each shard
 	moves []time.Time
 }
 
@@ -31,7 +33,7 @@ func newLoadTrack() *loadTrack { return &loadTrack{last: map[string]string{}} }
 func (t *loadTrack) follow(ctx context.Context, observer *consul.Coordinator) {
 	var after uint64
 	for {
-		v, err := shardleaseView(ctx, observer, after)
+		snap, err := observer.Watch(ctx, after)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -43,13 +45,13 @@ func (t *loadTrack) follow(ctx context.Context, observer *consul.Coordinator) {
 			}
 			continue
 		}
-		t.see(v, time.Now())
-		after = shard.NextIndex(after, v.index)
+		t.see(snapshotView(snap), snap.ShardLoads(), time.Now())
+		after = shard.NextIndex(after, snap.Index)
 	}
 }
 
-// see records view v, seen at at.
-func (t *loadTrack) see(v view, at time.Time) {
+// see records view v and the fleet's own loads, seen at at.
+func (t *loadTrack) see(v view, own map[shard.ID]float64, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for s, w := range v.owners {
@@ -58,14 +60,20 @@ func (t *loadTrack) see(v view, at time.Time) {
 		}
 		t.last[s] = w
 	}
-	t.cur = v
+	t.cur, t.own = v, own
 }
 
 // view is the latest view.
 func (t *loadTrack) view() view {
+	v, _ := t.latest()
+	return v
+}
+
+// latest is the latest view and the fleet's own loads with it.
+func (t *loadTrack) latest() (view, map[shard.ID]float64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.cur
+	return t.cur, t.own
 }
 
 // seenMoves are the times of every move seen so far.
@@ -86,6 +94,9 @@ type loadSample struct {
 	bandMax, bandMin float64
 	pinned           int
 	members          int // live workers
+	// ownBandMax is bandMax from the loads the fleet's member records
+	// carry (NaN without them): a diagnostic of the fleet's own view.
+	ownBandMax float64
 }
 
 // sampleLoads computes a sample from view v and the shards' true loads.
@@ -193,6 +204,7 @@ type skewedTimeline struct {
 type loadFigures struct {
 	ratios       []float64 // max ÷ mean under noise, but while answering the tripling
 	bandRatios   []float64 // bandMax over the same samples
+	ownBand      []float64 // ownBandMax over the same samples, where there is one
 	floor        float64   // the floor's median over the same samples
 	pinned       float64   // the median of the workers pinned, the same samples
 	converge     float64   // s from the count-balanced start into the band for good (NaN: not in it at the noise)
@@ -255,6 +267,9 @@ func figuresOf(samples []loadSample, moves []time.Time, tl skewedTimeline, tol f
 		if !s.at.Before(tl.noise) && s.at.Before(tl.end) && !answering(s.at) {
 			f.ratios, f.bandRatios = append(f.ratios, s.max), append(f.bandRatios, s.bandMax)
 			floors, pinned = append(floors, s.floor), append(pinned, float64(s.pinned))
+			if !math.IsNaN(s.ownBandMax) {
+				f.ownBand = append(f.ownBand, s.ownBandMax)
+			}
 		}
 	}
 	f.floor, f.pinned = percentile(floors, 50), percentile(pinned, 50)
@@ -332,9 +347,14 @@ func runSkewed(ctx context.Context, env *benchEnv, fleets []*skewedFleet, model 
 		}
 		loads := table.current()
 		for i, sf := range fleets {
-			s, ok := sampleLoads(sf.track.view(), loads, now, skewedTolerance)
+			v, own := sf.track.latest()
+			s, ok := sampleLoads(v, loads, now, skewedTolerance)
 			if !ok {
 				continue
+			}
+			s.ownBandMax = math.NaN()
+			if o, ok := sampleLoads(v, own, now, skewedTolerance); ok && len(own) > 0 {
+				s.ownBandMax = o.bandMax
 			}
 			samples[i] = append(samples[i], s)
 			if n%shape.traceEvery == 0 || changed {

@@ -169,6 +169,11 @@ func shardleaseView(ctx context.Context, observer *consul.Coordinator, after uin
 	if err != nil {
 		return view{}, err
 	}
+	return snapshotView(snap), nil
+}
+
+// snapshotView is a shardlease snapshot as a view.
+func snapshotView(snap shard.Snapshot) view {
 	v := view{index: snap.Index, owners: map[string]string{}}
 	for s, w := range snap.Owners() {
 		v.owners[string(s)] = w
@@ -178,7 +183,7 @@ func shardleaseView(ctx context.Context, observer *consul.Coordinator, after uin
 			v.members = append(v.members, m.ID)
 		}
 	}
-	return v, nil
+	return v
 }
 
 func (f *slFleet) close() {
