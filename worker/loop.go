@@ -41,6 +41,12 @@ type loop struct {
 	// stopCandidate ends this worker's candidacy for the assignor (and its
 	// term as assignor) and waits for it: shutdown calls it, then resigns.
 	stopCandidate func()
+	// stopGuard ends the watch on this worker's member key (guardMember)
+	// and waits for it, so that a stopping worker's mark (announceLeave)
+	// is the last write of the key: the guard, seeing the key unlocked by
+	// the session's destroy, would otherwise write the registration again
+	// over the mark.
+	stopGuard func()
 }
 
 func newLoop(w *Worker, l *lease) *loop {

@@ -26,16 +26,19 @@ import (
 //     worker writes its registration again, keeping an operator's drain.
 //   - Another session holds it: only after this term's session ended and
 //     another worker took the ID, so the renewal check ends the term.
-func (w *Worker) guardMember(l *lease, m shard.Member) {
+//
+// It runs until ctx ends: the term's end, or the start of a stop, which
+// writes the key itself (loop.stopGuard).
+func (w *Worker) guardMember(ctx context.Context, l *lease, m shard.Member) {
 	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
 	var index uint64
-	for l.ctx.Err() == nil {
-		k, err := w.cfg.Coordinator.WatchMember(l.ctx, w.cfg.ID, index)
-		if l.ctx.Err() != nil {
+	for ctx.Err() == nil {
+		k, err := w.cfg.Coordinator.WatchMember(ctx, w.cfg.ID, index)
+		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			if !sleepCtx(l.ctx.Done(), retry.next()) {
+			if !sleepCtx(ctx.Done(), retry.next()) {
 				return
 			}
 			continue
@@ -47,7 +50,7 @@ func (w *Worker) guardMember(l *lease, m shard.Member) {
 			w.cordon.Store(k.Member.Cordon)
 			continue
 		}
-		if !w.sessionAlive(l) {
+		if !w.sessionAlive(l) || ctx.Err() != nil {
 			return
 		}
 		if k.Exists && k.Problem == "" {
@@ -55,8 +58,8 @@ func (w *Worker) guardMember(l *lease, m shard.Member) {
 			m.Cordon = k.Member.Cordon     // and so does a cordon
 		}
 		why := describeMemberKey(k, l.session)
-		ctx, cancel := context.WithTimeout(l.ctx, w.cfg.Policy.RenewEvery)
-		err = w.cfg.Coordinator.Join(ctx, l.session, m)
+		jctx, cancel := context.WithTimeout(ctx, w.cfg.Policy.RenewEvery)
+		err = w.cfg.Coordinator.Join(jctx, l.session, m)
 		cancel()
 		if errors.Is(err, shard.ErrSessionInvalid) {
 			l.end(fmt.Errorf("%w: %w", ErrLost, err)) // ended meanwhile: the term is over
@@ -66,7 +69,7 @@ func (w *Worker) guardMember(l *lease, m shard.Member) {
 			w.log.Warn("the member key was changed under this worker and writing it again failed; retrying",
 				zap.String("key", why), zap.Error(err))
 			index = 0 // look again at once (after the backoff)
-			sleepCtx(l.ctx.Done(), retry.next())
+			sleepCtx(ctx.Done(), retry.next())
 			continue
 		}
 		w.log.Warn("the member key was changed under this live worker; registered again", zap.String("key", why))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/worker"
 )
 
 // TestRestartWithinRejoinGrace: a worker stopped with a rejoin grace and
@@ -192,6 +193,81 @@ func TestRejoinMarkRetried(t *testing.T) {
 		}
 		if m, _ := f.snapshot().Member("c"); !m.Returning(time.Now()) {
 			t.Fatalf("c's member key after its stop: %+v, want returning", m)
+		}
+	})
+}
+
+// unlockedAfterMark plays Consul's DestroySession, which unlocks the
+// member key before it destroys the session: once the worker has written
+// its rejoin mark, its own member key reads as held by no session. It
+// counts the Joins made after the mark.
+type unlockedAfterMark struct {
+	shard.Coordinator
+	mu         sync.Mutex
+	marked     bool
+	faked      bool
+	afterMark  int
+	registered []shard.Member
+}
+
+func (c *unlockedAfterMark) Join(ctx context.Context, s shard.SessionID, m shard.Member) error {
+	err := c.Coordinator.Join(ctx, s, m)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.marked {
+		c.afterMark++
+		c.registered = append(c.registered, m)
+	}
+	if err == nil && !m.RejoinUntil.IsZero() {
+		c.marked = true
+	}
+	return err
+}
+
+func (c *unlockedAfterMark) WatchMember(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
+	k, err := c.Coordinator.WatchMember(ctx, id, after)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.marked && !c.faked && k.Exists {
+		k.Member.Session = "" // once: as the destroy's unlock is seen once
+		c.faked = true
+	}
+	return k, err
+}
+
+// TestRejoinMarkIsTheLastWrite: a stopping worker's rejoin mark is the
+// last write of its member key. The worker's guard of its key, which
+// registers again when the key is taken from it, is stopped before the
+// mark: on Consul the session's destroy unlocks the key before it ends the
+// session, and a guard still running saw the key unlocked, registered
+// again without the mark and locked it once more, so the returning
+// worker's shards were given away and its key sat in lock-delay (the
+// rolling-restart benchmark's 21 moves in one trial of five).
+func TestRejoinMarkIsTheLastWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 8)
+		slow := worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
+			<-ctx.Done()
+			time.Sleep(time.Second) // drains for a second: the guard has time to act
+			return nil
+		})
+		a := f.config("a", f.events.waiting("a"))
+		f.startWith(a)
+		b := f.config("b", slow)
+		b.RejoinGrace = 30 * time.Second
+		wrapped := &unlockedAfterMark{}
+		f.startWrapped(b, func(c shard.Coordinator) shard.Coordinator { wrapped.Coordinator = c; return wrapped })
+		settle(10 * time.Second)
+		if err := f.stop("b"); err != nil {
+			t.Fatalf("stopping b: %v", err)
+		}
+		wrapped.mu.Lock()
+		defer wrapped.mu.Unlock()
+		if !wrapped.marked || wrapped.afterMark > 0 {
+			t.Fatalf("b wrote its member key %d times after its rejoin mark (marked %v): %+v", wrapped.afterMark, wrapped.marked, wrapped.registered)
+		}
+		if m, _ := f.snapshot().Member("b"); !m.Returning(time.Now()) {
+			t.Fatalf("b's member key after its stop: %+v, want its rejoin mark", m)
 		}
 	})
 }

@@ -182,6 +182,7 @@ func (lp *loop) shutdown(ctx context.Context) {
 	for _, r := range lp.runners {
 		lp.revoke(r, "shutdown")
 	}
+	lp.stopGuard()                    // the mark below must be the key's last write
 	lp.announceLeave(ctx, time.Now()) // while the handlers drain
 	lp.publish()
 	if !lp.awaitRunners(lp.w.cfg.DrainTimeout) {

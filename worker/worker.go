@@ -163,9 +163,13 @@ func (w *Worker) term(ctx context.Context) error {
 		return err
 	}
 	w.log.Info("joined the fleet", zap.String("session", string(sid)))
-	renewing.Go(func() { w.guardMember(l, m) })
 	lp := newLoop(w, l)
 	lp.member = m
+	guarding, stopGuarding := context.WithCancel(l.ctx)
+	var guard sync.WaitGroup
+	guard.Go(func() { w.guardMember(guarding, l, m) })
+	lp.stopGuard = func() { stopGuarding(); guard.Wait() }
+	defer lp.stopGuard()
 	candidate, stopCandidate := context.WithCancel(l.ctx)
 	var campaigning sync.WaitGroup
 	campaigning.Go(func() { w.campaign(candidate, l) })
