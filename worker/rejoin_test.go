@@ -117,6 +117,11 @@ func TestCordonSurvivesRestart(t *testing.T) {
 		if err := f.stop("b"); err != nil {
 			t.Fatalf("stopping b: %v", err)
 		}
+		// Down long enough for the assignor to give b's shards away, as a
+		// restart without a grace is: started again at once, before the
+		// assignor's next step, b would find its key still listing its
+		// shards (free, nobody else's yet) and take them back.
+		settle(2 * time.Second)
 		f.start("b", nil)
 		settle(10 * time.Second)
 		got, _ := f.snapshot().Member("b")
