@@ -12,7 +12,8 @@
 // when, why); the move queue: hand-offs in flight against the budget when
 // the viewer knows it, and an estimate of those waiting (rebalance.Compute
 // over the workers free to take shards; an estimate for display, never a
-// decision); and the recent ownership, membership and assignor changes, and
+// decision; none while the assignor balances load, whose waves it cannot
+// foresee); and the recent ownership, membership and assignor changes, and
 // the cordons and freezes operators set and lift, with their reasons. shardctl status and watch and
 // the dashboard all show this one model, so they never disagree.
 //

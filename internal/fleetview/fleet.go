@@ -305,7 +305,10 @@ func Build(in Input) Fleet {
 
 	f.Load = buildLoad(&f, s, in.Tolerance)
 	f.Summary = summarize(f)
-	f.Queue = Queue{InFlight: f.Summary.HandOffs, Budget: in.MaxMovesInFlight, Queued: queued(f, s)}
+	f.Queue = Queue{InFlight: f.Summary.HandOffs, Budget: in.MaxMovesInFlight}
+	if f.Queue.ByLoad = balancingLoad(f, s); !f.Queue.ByLoad {
+		f.Queue.Queued = queued(f, s)
+	}
 	return f
 }
 

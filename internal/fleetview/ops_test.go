@@ -84,6 +84,16 @@ func TestQueue(t *testing.T) {
 		}, Queue{}},
 		{"draining gives all", func(s *shard.Snapshot) { s.Members[0].Draining = true }, Queue{Queued: 4}},
 		{"grace over", func(s *shard.Snapshot) { s.Members[2].RejoinUntil = t0 }, Queue{Queued: 1}},
+		// A load-balancing assignor plans its waiting moves from loads the
+		// count estimate does not weigh: no estimate, and it says why.
+		{"balancing load", func(s *shard.Snapshot) {
+			a := s.Assignments["a"]
+			a.ByLoad = true
+			s.Assignments["a"] = a
+		}, Queue{ByLoad: true}},
+		{"a dead worker's key does not count", func(s *shard.Snapshot) {
+			s.Assignments["gone"] = shard.Assignment{ByLoad: true}
+		}, Queue{Queued: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := opsFixture()

@@ -25,6 +25,21 @@ type Queue struct {
 	// hold) puts elsewhere. It is an estimate for display, not the
 	// assignor's decision: a worker judged stuck is not taken into account.
 	Queued int `json:"queued"`
+	// ByLoad: the assignor last balanced load (a live worker's key says
+	// so). Its waiting moves are then its own to plan, in waves, from loads
+	// this estimate does not weigh, so Queued is 0 and not an estimate.
+	ByLoad bool `json:"by_load,omitempty"`
+}
+
+// balancingLoad reports whether a live worker's assignment key was last
+// written by an assignor that balanced load.
+func balancingLoad(f Fleet, s shard.Snapshot) bool {
+	for _, w := range f.Workers {
+		if w.Live() && s.Assignments[w.ID].ByLoad {
+			return true
+		}
+	}
+	return false
 }
 
 // queued estimates the hand-offs the balance wants that have not started,
