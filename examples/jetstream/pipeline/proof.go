@@ -2,9 +2,9 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -121,8 +121,15 @@ func (h *Handler) Prove(ctx context.Context, shards []shard.ID) (Proof, error) {
 			out.Behind++
 		}
 	}
-	if len(found) > len(shards) {
-		return out, errors.New("pipeline: proof: effect rows of partitions the run does not have")
+	var strays []int
+	for p := range found {
+		if p < 0 || p >= len(shards) {
+			strays = append(strays, p)
+		}
+	}
+	if len(strays) > 0 {
+		slices.Sort(strays)
+		return out, fmt.Errorf("pipeline: proof: effect rows of partitions the run does not have (it has 0 to %d): %v", len(shards)-1, strays)
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +119,15 @@ func TestProofFindsEveryBreach(t *testing.T) {
 	}
 	if proof.Refused != 3 {
 		t.Errorf("refused %d, want 3", proof.Refused)
+	}
+
+	// An effect of a partition the run does not have is named, even when a
+	// partition it has is missing, so that the counts alone would balance.
+	stray := [][]any{{int(parts) + 7, int64(1), int64(1), int64(1), "w", time.Now()}}
+	if _, err := pool.CopyFrom(ctx, tables.effects(), []string{"partition", "n", "stream_seq", "token", "worker", "published_at"}, pgx.CopyFromRows(stray)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Prove(ctx, ids); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("[%d]", parts+7)) {
+		t.Errorf("a stray partition's effects: %v, want an error naming partition %d", err, parts+7)
 	}
 }
