@@ -66,3 +66,17 @@ func TestMemberLoads(t *testing.T) {
 		t.Fatalf("LoadSpread of an empty fleet is ok")
 	}
 }
+
+// TestShardLoadsIgnoresBadFigures: a loads key edited by hand can hold a
+// negative figure, which EncodeLoad never writes; ShardLoads leaves it
+// out (the shard counts as the mean), since rebalance.Step refuses a state
+// with a negative load and one bad key would stop the assignor's every step.
+func TestShardLoadsIgnoresBadFigures(t *testing.T) {
+	snap := shard.Snapshot{
+		Members: []shard.MemberState{{Member: shard.Member{ID: "a", Weight: 1, Load: map[shard.ID]float64{"s0": -3, "s1": 2}}, Session: "sa"}},
+		Shards:  []shard.ShardState{{Shard: "s0", Session: "sa"}, {Shard: "s1", Session: "sa"}},
+	}
+	if loads := snap.ShardLoads(); !reflect.DeepEqual(loads, map[shard.ID]float64{"s1": 2}) {
+		t.Fatalf("ShardLoads = %v, want the negative figure left out", loads)
+	}
+}
