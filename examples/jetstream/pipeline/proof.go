@@ -36,6 +36,16 @@ type Partition struct {
 	Refused int64
 }
 
+// Behind reports whether the committed offset is not at the partition's
+// last event.
+func (r Partition) Behind() bool { return r.Offset != int64(r.LastSeq) }
+
+// OK reports whether every event of the partition was applied exactly once
+// and its offset is at its last event.
+func (r Partition) OK() bool {
+	return r.Duplicates == 0 && r.Gaps == 0 && r.Foreign == 0 && !r.Behind()
+}
+
 // Proof is the whole run's.
 type Proof struct {
 	Partitions                                   []Partition
@@ -117,7 +127,7 @@ func (h *Handler) Prove(ctx context.Context, shards []shard.ID) (Proof, error) {
 		out.Duplicates += r.Duplicates
 		out.Gaps += r.Gaps
 		out.Foreign += r.Foreign
-		if r.Offset != int64(r.LastSeq) {
+		if r.Behind() {
 			out.Behind++
 		}
 	}
@@ -140,12 +150,11 @@ func (p Proof) Print(w io.Writer, all bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "partition\tshard\tpublished\tapplied\tduplicates\tgaps\tstale refused\toffset = last seq\t")
 	for _, r := range p.Partitions {
-		ok := r.Duplicates == 0 && r.Gaps == 0 && r.Foreign == 0 && r.Offset == int64(r.LastSeq)
-		if !all && ok {
+		if !all && r.OK() {
 			continue
 		}
 		mark := "yes"
-		if r.Offset != int64(r.LastSeq) {
+		if r.Behind() {
 			mark = fmt.Sprintf("NO (%d ≠ %d)", r.Offset, r.LastSeq)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", Subject(r.Partition), r.Shard, r.Published, r.Applied, r.Duplicates, r.Gaps, r.Refused, mark)
