@@ -40,23 +40,15 @@ func (w *Worker) stepLoads(snap shard.Snapshot) map[shard.ID]float64 {
 	if w.cfg.LoadBalance == nil {
 		return nil
 	}
-	live := make(map[shard.SessionID]*shard.MemberState, len(snap.Members))
-	for i := range snap.Members {
-		if m := &snap.Members[i]; m.Live() {
-			live[m.Session] = m
-		}
-	}
 	ls := &w.load
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.seen == nil {
 		ls.seen = map[shard.ID]float64{}
 	}
-	for _, s := range snap.Shards {
-		if m, ok := live[s.Session]; ok && s.Held() {
-			if v, ok := m.Load[s.Shard]; ok && validLoad(v) {
-				ls.seen[s.Shard] = v
-			}
+	for id, v := range snap.ShardLoads() { // live holders' figures only
+		if validLoad(v) {
+			ls.seen[id] = v
 		}
 	}
 	loads := make(map[shard.ID]float64, len(w.shards))
