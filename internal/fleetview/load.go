@@ -46,9 +46,13 @@ func buildLoad(f *Fleet, s shard.Snapshot, tolerance float64) *Load {
 	mean, ok := shard.LoadMean(members)
 	l := &Load{Mean: mean, Tolerance: tolerance, Measured: len(loads)}
 	first := true
+	index := make(map[string]int, len(f.Workers))
+	for i := range f.Workers {
+		index[f.Workers[i].ID] = i
+	}
 	for _, m := range members {
-		w := workerIndex(f.Workers, m.Member)
-		if w < 0 {
+		w, found := index[m.Member]
+		if !found {
 			continue
 		}
 		load := m.Load
@@ -65,14 +69,4 @@ func buildLoad(f *Fleet, s shard.Snapshot, tolerance float64) *Load {
 	}
 	l.InBand = !first && l.MaxRatio <= 1+tolerance && l.MinRatio >= 1-tolerance
 	return l
-}
-
-// workerIndex is the index of the worker id in ws, or -1.
-func workerIndex(ws []Worker, id string) int {
-	for i := range ws {
-		if ws[i].ID == id {
-			return i
-		}
-	}
-	return -1
 }
