@@ -61,12 +61,11 @@ func (c *Coordinator) ReportLoad(ctx context.Context, id shard.SessionID, worker
 
 // memberLoadLocked is the Load a snapshot shows for member key k of
 // worker id: the loads key's figures while k's live session holds it,
-// else nil. (Join never stores a Load in the member key, so unlike
-// Consul there is no older member value carrying one to fall back to.)
-// A copy: the caller may keep it.
+// else what k's value carries itself (a member key written before loads
+// had their own key), else nil. A copy: the caller may keep it.
 func (c *Coordinator) memberLoadLocked(id string, k *memberKey) map[shard.ID]float64 {
 	if l := c.loads[id]; l != nil && l.session != "" && l.session == k.session {
 		return maps.Clone(l.load)
 	}
-	return nil
+	return maps.Clone(k.member.Load)
 }
