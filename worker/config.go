@@ -64,17 +64,20 @@ type Config struct {
 	// for each) and the same on every worker. Nil: every shard weighs 1.
 	ShardWeight func(shard.ID) float64
 	// LoadReportEvery is how often the worker samples its shards' smoothed
-	// loads and, when they changed by more than 5 % of its total, rewrites its member
-	// record with them (shard.Member.Load): at most one write per
-	// interval, and none while nothing changed, so the assignor, woken by
-	// every such write, is not kept busy by a large fleet. At least a
-	// second. Zero: DefaultLoadReportEvery when LoadBalance is set, and no
+	// loads and, when they changed by more than 5 % of its total, writes
+	// them to its loads key (shard.Coordinator.ReportLoad): one write per
+	// interval, plus at most one brought forward when a shard's load moves
+	// to a new level (beyond 1.5 × or ÷ its smoothed figure), and none
+	// while nothing changed, so the assignor, woken by every such write,
+	// is not kept busy by a large fleet. At least a second. Zero: DefaultLoadReportEvery when LoadBalance is set, and no
 	// writes when it is not (a count-balanced fleet's coordinator traffic
 	// stays as it was); NoLoadReport (any negative value): no writes.
 	LoadReportEvery time.Duration
 	// LoadHalfLife is the half-life of the smoothing of each shard's load
 	// (Claim.ReportLoad, or the commit rate): a step change is half seen
-	// after one half-life and 7/8 after three. Zero: DefaultLoadHalfLife.
+	// after one half-life and 7/8 after three, unless it goes beyond 1.5 ×
+	// or ÷ the smoothed figure: that is a new level, taken at once.
+	// Zero: DefaultLoadHalfLife.
 	LoadHalfLife time.Duration
 	// MaxMovesInFlight caps the hand-offs in flight across the fleet when
 	// this worker is the assignor (rebalance.Policy). Zero: the default,
@@ -127,8 +130,9 @@ const (
 	// whose workers never start together. Zero is the default, not none.
 	NoColdStartGather time.Duration = -1
 	// DefaultLoadReportEvery is LoadReportEvery's default while the fleet
-	// balances load: 100 workers then write at most 10 loads keys a
-	// second between them (docs/operations.md, "Balancing load").
+	// balances load: 100 workers then write at most 20 loads keys a
+	// second between them, 10 unless loads keep shifting level
+	// (docs/operations.md, "Balancing load").
 	DefaultLoadReportEvery = 10 * time.Second
 	// MinLoadReportEvery is the shortest LoadReportEvery accepted.
 	MinLoadReportEvery = time.Second

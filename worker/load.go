@@ -39,10 +39,23 @@ func (c *Claim) ReportLoad(load float64) {
 	c.load.report(time.Now(), load)
 }
 
+// levelShift is the factor beyond which a reported load is a new level
+// rather than noise: a report above levelShift times the smoothed load, or
+// below it divided by levelShift, restarts the mean from the report. Noise
+// of ±20 % around a level never gets that far from its mean (1.2 ÷ 0.8 is
+// the edge), while a shard whose traffic doubles or halves is carried to
+// the assignor at its new level at once instead of over several
+// half-lives, which would have the assignor under-correct and correct
+// again once the first moves had to stay put for MinResidence.
+const levelShift = 1.5
+
 // meter is one owned shard's smoothed load. Reports and commits come from
 // the shard's handler; samples from the worker's loop.
 type meter struct {
 	halfLife time.Duration
+	// shifted is called (under mu; it must not block) when a report is a
+	// new level, so the loop can carry it before its next regular report.
+	shifted func()
 
 	mu       sync.Mutex
 	known    bool      // smoothed holds a value
@@ -84,6 +97,17 @@ func (m *meter) report(now time.Time, v float64) {
 	}
 	m.advance(now)
 	m.raw = v
+	if isShift(m.smoothed, v) {
+		m.smoothed = v
+		if m.shifted != nil {
+			m.shifted()
+		}
+	}
+}
+
+// isShift reports whether v is a new level against the smoothed load s.
+func isShift(s, v float64) bool {
+	return v > s*levelShift || v*levelShift < s
 }
 
 // commit counts one accepted commit, for a handler that does not report.
@@ -118,9 +142,12 @@ func (m *meter) sample(now time.Time) (float64, bool) {
 			return m.smoothed, m.known
 		}
 		rate := float64(m.commits) / window.Seconds()
-		if !m.known {
+		switch {
+		case !m.known:
 			m.known, m.smoothed, m.at = true, rate, now
-		} else {
+		case isShift(m.smoothed, rate):
+			m.smoothed, m.at = rate, now // a new level (see levelShift)
+		default:
 			m.advance(now) // with the previous window's rate
 		}
 		m.raw, m.commits, m.from = rate, 0, now
@@ -134,11 +161,31 @@ func (m *meter) sample(now time.Time) (float64, bool) {
 type meters struct {
 	mu  sync.Mutex
 	all map[shard.ID]*meter
+	// shifts has a value when some meter saw a new level since the loop
+	// last looked (capacity 1: many shifts before a report are one).
+	shifts chan struct{}
+}
+
+// shiftSignal is the channel the loop waits on for new levels.
+func (ms *meters) shiftSignal() chan struct{} {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.shifts == nil {
+		ms.shifts = make(chan struct{}, 1)
+	}
+	return ms.shifts
 }
 
 // open starts a fresh meter for a shard whose runner starts.
 func (ms *meters) open(id shard.ID, halfLife time.Duration) *meter {
 	m := newMeter(halfLife, time.Now())
+	shifts := ms.shiftSignal()
+	m.shifted = func() {
+		select {
+		case shifts <- struct{}{}:
+		default:
+		}
+	}
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if ms.all == nil {

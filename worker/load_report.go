@@ -17,7 +17,8 @@ const loadChange = 0.05
 // reportLoad is the loop's tick every Config.LoadReportEvery: it samples
 // the meters of the shards running now, sets the load gauges and, when a
 // figure changed noticeably (loadChanged), writes them to this worker's
-// loads key (Coordinator.ReportLoad): one write, at most one per interval.
+// loads key (Coordinator.ReportLoad): one write per tick at most (loadClock
+// bounds the ticks).
 // The member key, where operators set drains and cordons, is not written,
 // so a report can never overwrite an operator's mark.
 func (lp *loop) reportLoad(ctx context.Context, now time.Time) {
@@ -88,23 +89,57 @@ func loadChanged(last, cur map[shard.ID]float64) bool {
 	return false
 }
 
-// loadTimer is the loop's report tick: the first at a random point of
-// the first interval, so that workers started together do not write
-// together, then every LoadReportEvery (onLoadTick resets it). A worker
-// that does not carry loads never ticks (its load gauges stay 0): its
-// loop, its timers and the draws from its jitter are what they were
-// before load balancing.
-func (lp *loop) loadTimer() *time.Timer {
-	if !lp.w.cfg.carriesLoad() {
-		t := time.NewTimer(time.Hour)
-		t.Stop()
-		return t
-	}
-	return time.NewTimer(lp.w.jitter.between(0, lp.w.cfg.loadEvery()))
+// shiftReportDelay is how soon a report follows a new level (levelShift):
+// long enough that the shifts of one burst (every shard of a worker whose
+// traffic changes at once) go out in one write.
+const shiftReportDelay = time.Second
+
+// loadClock is the loop's report tick: the first at a random point of the
+// first interval, so that workers started together do not write together,
+// then every LoadReportEvery, and sooner once per interval when a shard's
+// load moves to a new level, so the assignor sees it within a second or
+// two instead of up to an interval later. So a worker writes its loads
+// key at most twice per interval. A worker that does not carry loads
+// never ticks (its load gauges stay 0): its loop, its timers and the
+// draws from its jitter are what they were before load balancing.
+type loadClock struct {
+	t     *time.Timer
+	due   time.Time // when t fires; zero while it is stopped
+	early time.Time // when a shift last brought a report forward
 }
 
-// onLoadTick reports the loads and arms t for the next tick.
-func (lp *loop) onLoadTick(ctx context.Context, now time.Time, t *time.Timer) {
+func (lp *loop) loadClock() *loadClock {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	c := &loadClock{t: t}
+	if lp.w.cfg.carriesLoad() {
+		c.arm(time.Now(), lp.w.jitter.between(0, lp.w.cfg.loadEvery()))
+	}
+	return c
+}
+
+// arm sets the tick to fire in d.
+func (c *loadClock) arm(now time.Time, d time.Duration) {
+	c.t.Reset(d)
+	c.due = now.Add(d)
+}
+
+// onLoadTick reports the loads and arms the next tick.
+func (lp *loop) onLoadTick(ctx context.Context, now time.Time, c *loadClock) {
 	lp.reportLoad(ctx, now)
-	t.Reset(lp.w.cfg.loadEvery())
+	c.arm(now, lp.w.cfg.loadEvery())
+}
+
+// onLoadShift brings the next report forward to shiftReportDelay from now
+// when a shard's load moved to a new level, unless the tick is due sooner
+// or a shift already brought one forward in the last interval (a load
+// that keeps jumping is then carried at the regular rate).
+func (lp *loop) onLoadShift(now time.Time, c *loadClock) {
+	every := lp.w.cfg.loadEvery()
+	if c.due.IsZero() || !c.due.After(now.Add(shiftReportDelay)) ||
+		(!c.early.IsZero() && now.Sub(c.early) < every) {
+		return
+	}
+	c.early = now
+	c.arm(now, shiftReportDelay)
 }

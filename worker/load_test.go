@@ -17,8 +17,9 @@ import (
 
 func near(got, want float64) bool { return math.Abs(got-want) <= 1e-9*max(1, math.Abs(want)) }
 
-// TestMeterHalfLife: a step from 10 to 20 is half seen after one
-// half-life and 7/8 after three, however often the handler reports.
+// TestMeterHalfLife: a step from 10 to 14 (within levelShift: not a new
+// level) is half seen after one half-life and 7/8 after three, however
+// often the handler reports.
 func TestMeterHalfLife(t *testing.T) {
 	for _, every := range []time.Duration{0, 100 * time.Millisecond, 3 * time.Second} {
 		synctest.Test(t, func(t *testing.T) {
@@ -32,14 +33,14 @@ func TestMeterHalfLife(t *testing.T) {
 				t.Fatalf("first report: %v %v, want 10 at once", v, ok)
 			}
 			start := time.Now()
-			m.report(start, 20)
+			m.report(start, 14)
 			for _, c := range []struct {
 				at   time.Duration
 				want float64
-			}{{10 * time.Second, 15}, {30 * time.Second, 18.75}} {
+			}{{10 * time.Second, 12}, {30 * time.Second, 13.5}} {
 				for every > 0 && time.Since(start)+every <= c.at {
 					time.Sleep(every)
-					m.report(time.Now(), 20)
+					m.report(time.Now(), 14)
 				}
 				time.Sleep(c.at - time.Since(start))
 				if v, _ := m.sample(time.Now()); !near(v, c.want) {
@@ -62,22 +63,69 @@ func TestMeterCommitRate(t *testing.T) {
 		if v, ok := m.sample(time.Now()); !ok || !near(v, 5) {
 			t.Fatalf("50 commits in 10 s: %v %v, want 5/s", v, ok)
 		}
-		for range 150 {
+		for range 70 {
 			m.commit()
 		}
 		time.Sleep(10 * time.Second)
 		// The first window's 5/s held for the half-life just sampled; the
-		// new 15/s is folded in at the next sample.
+		// new 7/s is folded in at the next sample.
 		if v, _ := m.sample(time.Now()); !near(v, 5) {
-			t.Fatalf("second window: %v, want 5 until the 15/s has been in force", v)
+			t.Fatalf("second window: %v, want 5 until the 7/s has been in force", v)
+		}
+		for range 70 {
+			m.commit()
 		}
 		time.Sleep(10 * time.Second)
-		if v, _ := m.sample(time.Now()); !near(v, 10) {
-			t.Fatalf("a half-life of 15/s after 5/s: %v, want 10", v)
+		if v, _ := m.sample(time.Now()); !near(v, 6) {
+			t.Fatalf("a half-life of 7/s after 5/s: %v, want 6", v)
+		}
+		for range 300 {
+			m.commit()
+		}
+		time.Sleep(10 * time.Second)
+		if v, _ := m.sample(time.Now()); !near(v, 30) {
+			t.Fatalf("30/s after about 6/s: %v, want 30 at once (a new level)", v)
 		}
 		m.report(time.Now(), 0.5)
 		if v, _ := m.sample(time.Now()); v != 0.5 {
 			t.Fatalf("after the first report: %v, want the report, 0.5, not mixed with commits", v)
+		}
+	})
+}
+
+// TestMeterLevelShift: a report beyond levelShift of the smoothed load,
+// up or down, is taken at once and signalled; one within it is smoothed
+// and not signalled.
+func TestMeterLevelShift(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ms meters
+		m := ms.open("s-000", 10*time.Second)
+		signalled := func() bool {
+			select {
+			case <-ms.shiftSignal():
+				return true
+			default:
+				return false
+			}
+		}
+		m.report(time.Now(), 10) // the first report: taken as it is
+		for _, c := range []struct {
+			report, want float64 // want: one half-life after the report
+			shift        bool
+		}{
+			{14, 12, false}, // 14 ÷ 10 < 1.5: smoothed
+			{30, 30, true},  // 30 ÷ 12 > 1.5: at once
+			{19, 19, true},  // 30 ÷ 19 > 1.5, down: at once
+			{27, 23, false}, // 27 ÷ 19 < 1.5: smoothed
+		} {
+			m.report(time.Now(), c.report)
+			if got := signalled(); got != c.shift {
+				t.Fatalf("report %v: signalled %v, want %v", c.report, got, c.shift)
+			}
+			time.Sleep(10 * time.Second)
+			if v, _ := m.sample(time.Now()); !near(v, c.want) {
+				t.Fatalf("report %v: a half-life later %v, want %v (a new level: %v)", c.report, v, c.want, c.shift)
+			}
 		}
 	})
 }

@@ -66,19 +66,27 @@ func reporting(load *atomic.Int64) worker.Handler {
 	})
 }
 
+// startReporting starts worker "a", balancing load, over a fleet of n
+// shards whose handlers report load (10 at first, per reporting), and
+// counts its load writes.
+func startReporting(t *testing.T, n int) (*fleet, *atomic.Int64, *loadWrites) {
+	f := newFleet(t, n)
+	load := &atomic.Int64{}
+	load.Store(10)
+	cfg := f.config("a", reporting(load))
+	cfg.LoadBalance = &rebalance.LoadPolicy{}
+	writes := &loadWrites{}
+	f.startWrapped(cfg, func(c shard.Coordinator) shard.Coordinator { writes.Coordinator = c; return writes })
+	return f, load, writes
+}
+
 // TestLoadWritesBounded: a worker writes its shards' loads to its loads
 // key (never to its member key), writes nothing while they hold still, at
 // most once per report interval while they change, and keeps an
 // operator's cordon.
 func TestLoadWritesBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFleet(t, 4)
-		var load atomic.Int64
-		load.Store(10)
-		cfg := f.config("a", reporting(&load))
-		cfg.LoadBalance = &rebalance.LoadPolicy{}
-		writes := &loadWrites{}
-		f.startWrapped(cfg, func(c shard.Coordinator) shard.Coordinator { writes.Coordinator = c; return writes })
+		f, load, writes := startReporting(t, 4)
 		settle(30 * time.Second)
 		ms, _ := f.snapshot().Member("a")
 		if len(ms.Load) != 4 || ms.Load["stream/shard-002"] != 30 {
@@ -160,6 +168,44 @@ func TestNoLoadWritesInCountMode(t *testing.T) {
 		settle(60 * time.Second)
 		if n := writes.count(); n != 0 {
 			t.Fatalf("%d load writes without LoadBalance, want none", n)
+		}
+	})
+}
+
+// TestLoadShiftReportedSoon: a shard's load that moves to a new level
+// (tripled, then back) is written within about a second rather than at
+// the next regular report, once per report interval; a second shift in the
+// same interval waits for the regular report.
+func TestLoadShiftReportedSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, load, writes := startReporting(t, 1)
+		settle(30 * time.Second)
+		shown := func() float64 {
+			ms, _ := f.snapshot().Member("a")
+			return ms.Load["stream/shard-000"]
+		}
+		if v := shown(); v != 10 {
+			t.Fatalf("load after 30 s: %v, want 10", v)
+		}
+		// Let a regular report pass, so that the next is about 10 s away.
+		load.Store(12) // a change worth a write, not a new level
+		for n := writes.count(); writes.count() == n; {
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		load.Store(36) // tripled: a new level
+		time.Sleep(2500 * time.Millisecond)
+		if v := shown(); v != 36 {
+			t.Fatalf("2.5 s after the load tripled: %v, want 36 (written early)", v)
+		}
+		load.Store(12) // back, in the same interval: no second early write
+		time.Sleep(2500 * time.Millisecond)
+		if v := shown(); v != 36 {
+			t.Fatalf("2.5 s after a second shift in the same interval: %v, want still 36 (one early write per interval)", v)
+		}
+		time.Sleep(8 * time.Second)
+		if v := shown(); v != 12 {
+			t.Fatalf("after the regular report: %v, want 12", v)
 		}
 	})
 }

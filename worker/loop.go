@@ -77,8 +77,9 @@ func (lp *loop) run(ctx context.Context) error {
 	defer lp.retryTimer.Stop()
 	overdue := time.NewTicker(overdueEvery)
 	defer overdue.Stop()
-	loadTick := lp.loadTimer()
-	defer loadTick.Stop()
+	loadTick := lp.loadClock()
+	defer loadTick.t.Stop()
+	shifts := lp.w.load.meters.shiftSignal()
 	lp.publish()
 	for {
 		select {
@@ -96,8 +97,10 @@ func (lp *loop) run(ctx context.Context) error {
 			lp.reconcile()
 		case <-overdue.C:
 			lp.endOverdue()
-		case now := <-loadTick.C:
+		case now := <-loadTick.t.C:
 			lp.onLoadTick(ctx, now, loadTick)
+		case <-shifts:
+			lp.onLoadShift(time.Now(), loadTick)
 		case e := <-lp.exits:
 			lp.onExit(e)
 			lp.reconcile()
