@@ -121,8 +121,8 @@ func launchDev(bin, dir string, opts []Option) (*Agent, error) {
 	}
 	var a *Agent
 	var lastErr error
-	// Free ports are picked by binding and closing; another process may grab
-	// one in between, so a start that fails is retried with new ports.
+	// Free ports are checked by binding and closing; another process may
+	// grab one in between, so a start that fails is retried with new ports.
 	for attempt := 0; attempt < 3; attempt++ {
 		ports, err := freePorts(4)
 		if err != nil {
@@ -371,27 +371,6 @@ func ready(c *api.Client, nodes []string) error {
 		}
 	}
 	return nil
-}
-
-// freePorts returns n distinct TCP ports that were free on 127.0.0.1 a
-// moment ago (all held open together, so they are distinct).
-func freePorts(n int) ([]int, error) {
-	ls := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 func randomHex(n int) string {

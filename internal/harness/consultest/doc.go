@@ -7,8 +7,10 @@
 //
 // The binary is <module root>/bin/consul (built by scripts/consul.sh) or the
 // file named by $SHARDLEASE_CONSUL. Every agent listens on 127.0.0.1 only, on
-// ports picked free at start, keeps its data in t.TempDir() and its log in a
-// file whose tail is printed when the test fails. It runs in its own process
+// ports drawn at random below the kernel's ephemeral port range (where no
+// outgoing connection takes them) and found free at start, keeps its data
+// in t.TempDir() and its log in a file whose tail is printed when the test
+// fails. It runs in its own process
 // group and is killed (the whole group) on t.Cleanup; it also dies with the
 // test binary (Pdeathsig), so a crashed test leaves no agent behind.
 //
