@@ -38,12 +38,14 @@ type Agent struct {
 	// Token is the ACL token Client uses ("" when ACLs are off).
 	Token string
 
-	bin  string
-	args []string
+	bin   string
+	args  []string
+	ports []int // HTTP, Serf LAN, Serf WAN, server RPC
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited <-chan struct{} // closed when the current process has exited
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  <-chan struct{} // closed when the current process has exited
+	logFrom int64           // the log's size when the current process started
 }
 
 // Option changes how StartDev starts its agent.
@@ -75,18 +77,11 @@ func WithACL() Option {
 func StartDev(t tb.T, opts ...Option) *Agent {
 	t.Helper()
 	bin := Binary(t)
-	a, err := launchDev(bin, t.TempDir(), opts)
+	a, retried, err := launchDev(bin, t.TempDir(), opts, freePorts)
 	if a != nil {
-		// Cleanups run last-in first-out: the log tail is printed while
-		// the file still exists, then the agent is killed, then the dir
-		// removed.
-		t.Cleanup(a.kill)
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("consultest: last lines of %s (%s):\n%s", a.Name, a.LogPath, a.LogTail(40))
-			}
-		})
+		tend(t, a)
 	}
+	logRetried(t, retried)
 	if err != nil {
 		t.Fatalf("consultest: the dev agent did not start: %v%s", err, requiredNote())
 	}
@@ -101,7 +96,7 @@ func Launch(dir string, opts ...Option) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := launchDev(bin, dir, opts)
+	a, _, err := launchDev(bin, dir, opts, freePorts)
 	if err != nil {
 		return nil, fmt.Errorf("consultest: the dev agent did not start: %w", err)
 	}
@@ -111,53 +106,53 @@ func Launch(dir string, opts ...Option) (*Agent, error) {
 // Stop kills the agent (as Kill does) and waits for it to exit.
 func (a *Agent) Stop() { a.kill() }
 
-// launchDev starts and waits for a dev agent with files under dir. When it
-// fails, the agent it returns (nil if none was prepared) is stopped and
-// only its log is of use.
-func launchDev(bin, dir string, opts []Option) (*Agent, error) {
+// launchDev starts and waits for a dev agent with files under dir, on
+// ports from pick, retrying as launch does. When it fails, the agent it
+// returns (nil if none was prepared) is stopped and only its log is of
+// use.
+func launchDev(bin, dir string, opts []Option, pick func(int) ([]int, error)) (*Agent, []error, error) {
 	var o devOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
-	var a *Agent
-	var lastErr error
-	// Free ports are checked by binding and closing; another process may
-	// grab one in between, so a start that fails is retried with new ports.
-	for attempt := 0; attempt < 3; attempt++ {
-		ports, err := freePorts(4)
-		if err != nil {
-			return a, fmt.Errorf("picking free ports: %w", err)
-		}
-		a = prepareAgent(filepath.Join(dir, strconv.Itoa(attempt)), bin, "dev", ports)
+	plan := func(attempt int, ports [][]int) []*Agent {
+		a := prepareAgent(filepath.Join(dir, strconv.Itoa(attempt)), bin, "dev", ports[0])
 		a.Token = o.token
-		a.args = append([]string{"agent", "-dev"}, a.commonArgs(ports)...)
+		a.args = append([]string{"agent", "-dev"}, a.commonArgs()...)
 		for _, h := range o.hcl {
 			a.args = append(a.args, "-hcl", h)
 		}
-		if lastErr = a.start(); lastErr != nil {
-			continue
-		}
-		if lastErr = a.waitReady(30*time.Second, nil); lastErr != nil {
-			a.kill()
-			continue
-		}
-		return a, nil
+		return []*Agent{a}
 	}
-	return a, lastErr
+	ready := func(ctx context.Context, as []*Agent) error { return as[0].waitReady(ctx, nil) }
+	as, retried, err := launch(1, 30*time.Second, pick, plan, ready)
+	if len(as) == 0 {
+		return nil, retried, err
+	}
+	return as[0], retried, err
 }
 
-// newAgent prepares an agent's files and cleanup; it does not start it.
-func newAgent(t tb.T, bin, role string, ports []int) *Agent {
-	a := prepareAgent(t.TempDir(), bin, role, ports)
-	// Cleanups run last-in first-out: the log tail is printed while the
-	// file still exists, then the agent is killed, then the dir removed.
-	t.Cleanup(a.kill)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("consultest: last lines of %s (%s):\n%s", a.Name, a.LogPath, a.LogTail(40))
-		}
-	})
-	return a
+// tend has the agents killed on t.Cleanup, and their logs' last lines
+// printed first if the test failed.
+func tend(t tb.T, agents ...*Agent) {
+	for _, a := range agents {
+		// Cleanups run last-in first-out: the log tail is printed while
+		// the file still exists, then the agent is killed, then the dir
+		// removed.
+		t.Cleanup(a.kill)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("consultest: last lines of %s (%s):\n%s", a.Name, a.LogPath, a.LogTail(40))
+			}
+		})
+	}
+}
+
+// logRetried notes in the test's log each failed start that was retried.
+func logRetried(t tb.T, retried []error) {
+	for _, err := range retried {
+		t.Logf("consultest: retrying with fresh ports: %v", err)
+	}
 }
 
 // prepareAgent names an agent and places its files under dir.
@@ -170,12 +165,14 @@ func prepareAgent(dir, bin, role string, ports []int) *Agent {
 		DataDir:     filepath.Join(dir, "data"),
 		LogPath:     filepath.Join(dir, "agent.log"),
 		bin:         bin,
+		ports:       ports,
 	}
 }
 
 // commonArgs are the flags every agent gets: loopback only, its own ports,
 // no DNS, no gRPC (unused, and fixed default ports would collide).
-func (a *Agent) commonArgs(ports []int) []string {
+func (a *Agent) commonArgs() []string {
+	ports := a.ports
 	return []string{
 		"-node", a.Name,
 		"-bind", "127.0.0.1", "-client", "127.0.0.1",
@@ -198,6 +195,10 @@ func (a *Agent) start() error {
 	}
 	if err := os.MkdirAll(filepath.Dir(a.LogPath), 0o755); err != nil {
 		return err
+	}
+	a.logFrom = 0
+	if fi, err := os.Stat(a.LogPath); err == nil {
+		a.logFrom = fi.Size()
 	}
 	cmd := exec.Command(a.bin, a.args...)
 	// Setpgid: cleanup kills the whole group. Pdeathsig: the agent dies with
@@ -314,8 +315,9 @@ func (a *Agent) LogTail(n int) string {
 
 // waitReady polls until the agent knows a leader and every node in nodes
 // (default: this agent) has a passing serfHealth check in the catalog, the
-// precondition for creating sessions. It gives up early if the process dies.
-func (a *Agent) waitReady(within time.Duration, nodes []string) error {
+// precondition for creating sessions, or ctx ends. It gives up early, with
+// a *startFailure, if the process dies or logs a bind failure.
+func (a *Agent) waitReady(ctx context.Context, nodes []string) error {
 	if len(nodes) == 0 {
 		nodes = []string{a.Name}
 	}
@@ -325,27 +327,25 @@ func (a *Agent) waitReady(within time.Duration, nodes []string) error {
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(within)
-	var last error
-	for time.Now().Before(deadline) {
-		a.mu.Lock()
-		exited := a.exited
-		a.mu.Unlock()
-		select {
-		case <-exited:
-			return fmt.Errorf("%s exited during start-up; log tail:\n%s", a.Name, a.LogTail(20))
-		default:
+	began := time.Now()
+	for {
+		if err := a.failure(); err != nil {
+			return err
 		}
-		if last = ready(c, nodes); last == nil {
+		last := ready(ctx, c, nodes)
+		if last == nil {
 			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready after %v (%v): %v", a.Name, time.Since(began).Round(time.Millisecond), context.Cause(ctx), last)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return fmt.Errorf("%s not ready within %v: %v", a.Name, within, last)
 }
 
-func ready(c *api.Client, nodes []string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+func ready(ctx context.Context, c *api.Client, nodes []string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	q := (&api.QueryOptions{}).WithContext(ctx)
 	leader, err := c.Status().LeaderWithQueryOptions(q)

@@ -18,30 +18,43 @@ import (
 // leaves. Each gets the servers' gossip timing, loopback ports of its own
 // and a data directory in t.TempDir(). It returns once every client knows
 // the leader and has a passing serfHealth check in the catalog; they are
-// stopped on t.Cleanup and appended to c.Clients.
+// stopped on t.Cleanup and appended to c.Clients. A start in which a
+// client exits or fails to bind a port is tried again, all n clients on
+// fresh ports, up to three times.
 func (c *Cluster) StartClients(t tb.T, n int) []*Agent {
 	t.Helper()
-	ports, err := freePorts(4 * n)
+	return c.startClients(t, n, freePorts)
+}
+
+// startClients is StartClients with the ports drawn by pick.
+func (c *Cluster) startClients(t tb.T, n int, pick func(int) ([]int, error)) []*Agent {
+	t.Helper()
+	plan := func(_ int, ports [][]int) []*Agent {
+		var out []*Agent
+		for i := range n {
+			a := prepareAgent(t.TempDir(), c.bin, "client", ports[i])
+			a.args = append([]string{"agent"}, a.commonArgs()...)
+			for _, s := range c.Agents {
+				a.args = append(a.args, "-retry-join", s.SerfLANAddr)
+			}
+			a.args = append(a.args, fastTiming...)
+			out = append(out, a)
+		}
+		return out
+	}
+	ready := func(ctx context.Context, clients []*Agent) error {
+		for _, a := range clients {
+			if err := a.waitReady(ctx, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	out, retried, err := launch(n, 60*time.Second, pick, plan, ready)
+	tend(t, out...)
+	logRetried(t, retried)
 	if err != nil {
-		t.Fatalf("consultest: picking free ports: %v", err)
-	}
-	var out []*Agent
-	for i := range n {
-		a := newAgent(t, c.bin, "client", ports[4*i:4*i+4])
-		a.args = append([]string{"agent"}, a.commonArgs(ports[4*i:4*i+4])...)
-		for _, s := range c.Agents {
-			a.args = append(a.args, "-retry-join", s.SerfLANAddr)
-		}
-		a.args = append(a.args, fastTiming...)
-		if err := a.start(); err != nil {
-			t.Fatalf("consultest: starting client %s: %v", a.Name, err)
-		}
-		out = append(out, a)
-	}
-	for _, a := range out {
-		if err := a.waitReady(60*time.Second, nil); err != nil {
-			t.Fatalf("consultest: client not ready: %v", err)
-		}
+		t.Fatalf("consultest: the clients did not start: %v", err)
 	}
 	c.Clients = append(c.Clients, out...)
 	return out
@@ -109,7 +122,9 @@ func (a *Agent) Relaunch(within time.Duration) error {
 // node's serfHealth check passes in the catalog, as after a start, or
 // after a SIGCONT once the cluster has taken the node back.
 func (a *Agent) AwaitReady(within time.Duration) error {
-	if err := a.waitReady(within, nil); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if err := a.waitReady(ctx, nil); err != nil {
 		return fmt.Errorf("consultest: %w", err)
 	}
 	return nil

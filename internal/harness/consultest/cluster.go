@@ -37,68 +37,82 @@ var fastTiming = []string{"-retry-interval", "1s",
 
 // StartCluster starts n servers (n ≥ 1; three for a real quorum) with
 // -bootstrap-expect=n, each retry-joining the others, and returns once they
-// agree on a leader and every node is in the catalog. They are stopped on
-// t.Cleanup.
+// agree on a leader and every node is in the catalog. A start in which a
+// server exits or fails to bind a port is tried again, all servers on
+// fresh ports, up to three times. They are stopped on t.Cleanup.
 func StartCluster(t tb.T, n int) *Cluster {
+	t.Helper()
+	return startCluster(t, n, freePorts)
+}
+
+// startCluster is StartCluster with the ports drawn by pick.
+func startCluster(t tb.T, n int, pick func(int) ([]int, error)) *Cluster {
 	t.Helper()
 	if n < 1 {
 		t.Fatalf("consultest: cluster of %d servers", n)
 	}
 	bin := Binary(t)
-	ports, err := freePorts(4 * n)
-	if err != nil {
-		t.Fatalf("consultest: picking free ports: %v", err)
-	}
-	c := &Cluster{bin: bin}
-	for i := range n {
-		c.Agents = append(c.Agents, newAgent(t, bin, fmt.Sprintf("server%d", i), ports[4*i:4*i+4]))
-	}
-	for i, a := range c.Agents {
-		a.args = append([]string{"agent", "-server", "-bootstrap-expect", fmt.Sprint(n)},
-			a.commonArgs(ports[4*i:4*i+4])...)
-		for _, o := range c.Agents {
-			if o != a {
-				a.args = append(a.args, "-retry-join", o.SerfLANAddr)
+	plan := func(_ int, ports [][]int) []*Agent {
+		var servers []*Agent
+		for i := range n {
+			servers = append(servers, prepareAgent(t.TempDir(), bin, fmt.Sprintf("server%d", i), ports[i]))
+		}
+		for _, a := range servers {
+			a.args = append([]string{"agent", "-server", "-bootstrap-expect", fmt.Sprint(n)}, a.commonArgs()...)
+			for _, o := range servers {
+				if o != a {
+					a.args = append(a.args, "-retry-join", o.SerfLANAddr)
+				}
 			}
+			a.args = append(a.args, fastTiming...)
 		}
-		a.args = append(a.args, fastTiming...)
-		if err := a.start(); err != nil {
-			t.Fatalf("consultest: starting %s: %v", a.Name, err)
-		}
+		return servers
 	}
-	c.WaitReady(t, 90*time.Second)
-	return c
+	ready := func(ctx context.Context, servers []*Agent) error {
+		return (&Cluster{Agents: servers}).waitReady(ctx)
+	}
+	servers, retried, err := launch(n, 90*time.Second, pick, plan, ready)
+	tend(t, servers...)
+	logRetried(t, retried)
+	if err != nil {
+		t.Fatalf("consultest: the cluster did not start: %v", err)
+	}
+	return &Cluster{Agents: servers, bin: bin}
 }
 
 // WaitReady waits until every running server knows the same leader and every
 // running node has a passing serfHealth check.
 func (c *Cluster) WaitReady(t tb.T, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	var names []string
-	for _, a := range c.Agents {
-		if a.Running() {
-			names = append(names, a.Name)
-		}
-	}
-	for _, a := range c.Agents {
-		if !a.Running() {
-			continue
-		}
-		if err := a.waitReady(time.Until(deadline), names); err != nil {
-			t.Fatalf("consultest: cluster not ready: %v", err)
-		}
-	}
-	if _, err := c.agreedLeader(time.Until(deadline)); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if err := c.waitReady(ctx); err != nil {
 		t.Fatalf("consultest: cluster not ready: %v", err)
 	}
+}
+
+func (c *Cluster) waitReady(ctx context.Context) error {
+	running := c.Running()
+	var names []string
+	for _, a := range running {
+		names = append(names, a.Name)
+	}
+	for _, a := range running {
+		if err := a.waitReady(ctx, names); err != nil {
+			return err
+		}
+	}
+	_, err := c.agreedLeader(ctx)
+	return err
 }
 
 // Leader returns the server that every running server names as the Raft
 // leader, waiting up to 60 s for them to agree.
 func (c *Cluster) Leader(t tb.T) *Agent {
 	t.Helper()
-	l, err := c.agreedLeader(60 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l, err := c.agreedLeader(ctx)
 	if err != nil {
 		t.Fatalf("consultest: %v", err)
 	}
@@ -125,27 +139,27 @@ func (c *Cluster) Running() []*Agent {
 	return out
 }
 
-func (c *Cluster) agreedLeader(within time.Duration) (*Agent, error) {
-	deadline := time.Now().Add(within)
-	var last string
+func (c *Cluster) agreedLeader(ctx context.Context) (*Agent, error) {
+	began := time.Now()
 	for {
-		l, detail := c.leaderOnce()
+		l, detail := c.leaderOnce(ctx)
 		if l != nil {
 			return l, nil
 		}
-		last = detail
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("servers do not agree on a running leader within %v: %s", within, last)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("servers do not agree on a running leader after %v (%v): %s",
+				time.Since(began).Round(time.Millisecond), context.Cause(ctx), detail)
+		case <-time.After(200 * time.Millisecond):
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 
-func (c *Cluster) leaderOnce() (*Agent, string) {
+func (c *Cluster) leaderOnce(ctx context.Context) (*Agent, string) {
 	var seen []string
 	leader := ""
 	for _, a := range c.Running() {
-		addr, err := leaderOf(a)
+		addr, err := leaderOf(ctx, a)
 		if err != nil {
 			return nil, fmt.Sprintf("%s: %v", a.Name, err)
 		}
@@ -164,14 +178,14 @@ func (c *Cluster) leaderOnce() (*Agent, string) {
 }
 
 // leaderOf asks one agent whom it believes to be the leader ("" if none).
-func leaderOf(a *Agent) (string, error) {
+func leaderOf(ctx context.Context, a *Agent) (string, error) {
 	cfg := a.Config()
 	defer cfg.Transport.CloseIdleConnections()
 	c, err := api.NewClient(cfg)
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	return c.Status().LeaderWithQueryOptions((&api.QueryOptions{}).WithContext(ctx))
 }
