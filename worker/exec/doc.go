@@ -9,11 +9,28 @@
 // Its own process group; the environment of Config.Env (default the
 // program's own) without Consul's ACL token (CONSUL_HTTP_TOKEN,
 // CONSUL_HTTP_TOKEN_FILE) and without any SHARDLEASE_* variable, then the
-// claim: EnvShard, EnvShardIndex, EnvShards, EnvToken, EnvWorker and
-// EnvPrefix. Its standard output and error go to Config.Stdout and
-// Config.Stderr line by line, each line prefixed with "[shard] " and
-// written whole, so the lines of different children never mix (a line
-// longer than 64 KiB is cut).
+// claim: EnvShard, EnvShardIndex, EnvShards, EnvToken, EnvWorker,
+// EnvPrefix and EnvLoadFD. Its standard output and error go to
+// Config.Stdout and Config.Stderr line by line, each line prefixed with
+// "[shard] " and written whole, so the lines of different children never
+// mix (a line longer than 64 KiB is cut).
+//
+// # Reporting the shard's load
+//
+// Descriptor 3 (EnvLoadFD says so) is the write end of a pipe the
+// Supervisor reads: a child that writes lines "load <number>" to it
+// reports its shard's load, as a Go handler does with
+// worker.Claim.ReportLoad, which each line is passed to (a figure ≥ 0 in
+// any unit the same for every shard of the fleet; from a shell,
+// printf 'load %s\n' 12 >&3). A child that never writes keeps the
+// worker's fallback, its commit rate through the claim, which is 0 for a
+// child that commits through a store of its own; one that closes the
+// descriptor stops reporting, its last figure holding. A line that is not
+// "load <finite number ≥ 0>", or is longer than 256 bytes, is ignored,
+// counted (Supervisor.BadLoadLines) and logged once per child, quoted and
+// cut to 100 bytes; it never stops the child. The pipe is read all the
+// time, so a child never blocks on it; no other child inherits it, and
+// whatever the child starts inherits it unless the child closes it first.
 //
 // # Guarantees
 //

@@ -16,6 +16,10 @@ const (
 	EnvToken      = "SHARDLEASE_TOKEN"       // the claim's fencing token
 	EnvWorker     = "SHARDLEASE_WORKER"      // the ID of the worker that owns the shard
 	EnvPrefix     = "SHARDLEASE_PREFIX"      // the fleet's KV prefix
+	// EnvLoadFD is the file descriptor (always 3) of the pipe on which the
+	// child may report its shard's load, one line "load <number>" at a
+	// time (see the package doc).
+	EnvLoadFD = "SHARDLEASE_LOAD_FD"
 )
 
 // envPrefix marks the claim's variables: any of the supervisor's own is
@@ -30,7 +34,7 @@ var droppedEnv = []string{"CONSUL_HTTP_TOKEN", "CONSUL_HTTP_TOKEN_FILE"}
 // childEnv returns base without droppedEnv and SHARDLEASE_* variables,
 // followed by the claim's variables.
 func (s *Supervisor) childEnv(base []string, c *worker.Claim) []string {
-	out := make([]string, 0, len(base)+6)
+	out := make([]string, 0, len(base)+7)
 	for _, kv := range base {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, envPrefix) || slices.Contains(droppedEnv, name) {
@@ -45,5 +49,6 @@ func (s *Supervisor) childEnv(base []string, c *worker.Claim) []string {
 		EnvToken+"="+strconv.FormatUint(uint64(c.Token), 10),
 		EnvWorker+"="+c.Worker,
 		EnvPrefix+"="+s.cfg.Prefix,
+		EnvLoadFD+"="+strconv.Itoa(loadFD),
 	)
 }

@@ -21,7 +21,7 @@ func TestChildEnvKeepsTheACLTokenAndStaleClaimsOut(t *testing.T) {
 	got := s.childEnv(base, &worker.Claim{Claim: shard.Claim{Shard: "q/s-002", Token: 42}, Worker: "w1"})
 	want := []string{"PATH=/bin", "CONSUL_HTTP_ADDR=127.0.0.1:8500", "KEEP=yes",
 		"SHARDLEASE_SHARD=q/s-002", "SHARDLEASE_SHARD_INDEX=2", "SHARDLEASE_SHARDS=4",
-		"SHARDLEASE_TOKEN=42", "SHARDLEASE_WORKER=w1", "SHARDLEASE_PREFIX=fleet/p"}
+		"SHARDLEASE_TOKEN=42", "SHARDLEASE_WORKER=w1", "SHARDLEASE_PREFIX=fleet/p", "SHARDLEASE_LOAD_FD=3"}
 	if !slices.Equal(got, want) {
 		t.Errorf("child environment:\n got %q\nwant %q", got, want)
 	}

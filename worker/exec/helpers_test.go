@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardlease/shardlease/internal/harness/shardproc"
 	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/memory"
 	"github.com/shardlease/shardlease/worker"
 )
 
@@ -33,11 +34,14 @@ func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool
 }
 
 // supervised is one Supervisor with a one-shard fleet ("s-000"), its
-// output and its log.
+// output and its log; under a worker (runUnderWorker), the worker and its
+// coordinator.
 type supervised struct {
 	*Supervisor
-	out  *output
-	logs *observer.ObservedLogs
+	out   *output
+	logs  *observer.ObservedLogs
+	w     *worker.Worker
+	coord *memory.Coordinator
 }
 
 func newSupervised(t *testing.T, grace time.Duration, script string) supervised {
@@ -49,7 +53,7 @@ func newSupervised(t *testing.T, grace time.Duration, script string) supervised 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return supervised{s, out, logs}
+	return supervised{Supervisor: s, out: out, logs: logs}
 }
 
 // start runs Process for a hand-made claim on s-000 until cancel is called

@@ -8,6 +8,7 @@ import (
 	osexec "os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,6 +31,8 @@ type Supervisor struct {
 	mu       sync.Mutex
 	children map[int]shard.ID // pid (= process group) → shard
 	killAll  bool             // set by KillAll: children started later die at once
+
+	badLoadLines atomic.Int64 // lines on the load pipes that were not loads
 }
 
 // New returns a Supervisor for cfg, or an error wrapping ErrInvalidConfig
@@ -72,25 +75,33 @@ func (s *Supervisor) Process(ctx context.Context, c *worker.Claim) error {
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = procAttr()
 	cmd.WaitDelay = waitDelay
+	loads, err := newLoadPipe(cmd)
+	if err != nil {
+		return fmt.Errorf("starting %q for %s: %w", s.cfg.Argv[0], c.Shard, err)
+	}
 
 	s.mu.Lock()
 	if s.killAll {
 		s.mu.Unlock()
+		loads.close()
 		<-ctx.Done()
 		return nil
 	}
-	err := cmd.Start()
+	err = cmd.Start()
 	if err == nil {
 		s.children[cmd.Process.Pid] = c.Shard
 	}
 	s.mu.Unlock()
 	if err != nil {
+		loads.close()
 		log.Error("cannot start the command", zap.Strings("command", s.cfg.Argv), zap.Error(err))
 		return fmt.Errorf("starting %q for %s: %w", s.cfg.Argv[0], c.Shard, err)
 	}
 	pid := cmd.Process.Pid
 	log = log.With(zap.Int("pid", pid))
 	log.Info("child started")
+	loads.run(s, c.ReportLoad, log)
+	defer loads.stop() // after the child is reaped (every return below waits for it)
 	exited := make(chan error, 1)
 	go func() {
 		err := cmd.Wait()

@@ -19,8 +19,8 @@ import (
 
 // runUnderWorker runs a one-shard worker on the embedded coordinator whose
 // handler is a Supervisor of script; stop ends the worker's context and
-// waits for Run to return.
-func runUnderWorker(t *testing.T, drainTimeout, grace time.Duration, script string) (s supervised, stop func()) {
+// waits for Run to return. edit, when given, changes the worker's Config.
+func runUnderWorker(t *testing.T, drainTimeout, grace time.Duration, script string, edit ...func(*worker.Config)) (s supervised, stop func()) {
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
 	out := &output{}
@@ -31,8 +31,12 @@ func runUnderWorker(t *testing.T, drainTimeout, grace time.Duration, script stri
 		t.Fatal(err)
 	}
 	coord, store := memory.New(), offmem.New()
-	w, err := worker.New(worker.Config{ID: "w1", Fleet: fleet, Coordinator: coord, Offsets: store, Handler: sup,
-		DrainTimeout: drainTimeout, ColdStartGather: worker.NoColdStartGather})
+	cfg := worker.Config{ID: "w1", Fleet: fleet, Coordinator: coord, Offsets: store, Handler: sup,
+		DrainTimeout: drainTimeout, ColdStartGather: worker.NoColdStartGather}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	w, err := worker.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +61,7 @@ func runUnderWorker(t *testing.T, drainTimeout, grace time.Duration, script stri
 		_ = store.Close()
 	}
 	t.Cleanup(stop)
-	return supervised{sup, out, logs}, stop
+	return supervised{Supervisor: sup, out: out, logs: logs, w: w, coord: coord}, stop
 }
 
 // TestUnderAWorkerTheDrainTimeoutKillsAStubbornChild: the worker ends a
