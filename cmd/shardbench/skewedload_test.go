@@ -18,7 +18,8 @@ import (
 // TestLoadModel: the loads are Zipf with exponent 1.1 over the shards at a
 // mean of 1, the same for the same seed and in another order for another;
 // the hot shard tripled stays under one worker's mean load; the noise
-// keeps every load within ±20 % of its base.
+// keeps every load within ±20 % of its base, and the expected loads are
+// the bases without it.
 func TestLoadModel(t *testing.T) {
 	ids := shard.Config{Shards: 128}.IDs()
 	m := newLoadModel(ids, 12, skewedSeed)
@@ -58,6 +59,16 @@ func TestLoadModel(t *testing.T) {
 	m.hotOn = true
 	if r := m.loads()[ids[m.hot]] / (m.base[m.hot] * m.noise[m.hot]); math.Abs(r-3) > 1e-9 {
 		t.Errorf("the hot shard is %v × its noisy load, want 3", r)
+	}
+	// The expected loads are the bases without the noise, the hot one tripled.
+	for i, id := range ids {
+		want := m.base[i]
+		if i == m.hot {
+			want *= 3
+		}
+		if got := m.expected()[id]; got != want {
+			t.Fatalf("shard %s's expected load %v, want %v (its base, without the noise %v)", id, got, want, m.noise[i])
+		}
 	}
 }
 
@@ -157,39 +168,48 @@ func TestFiguresOf(t *testing.T) {
 }
 
 // TestSkewedRows: the load-aware fleet's rows carry the goals and the
-// count-based fleet's none; a fleet that never reached the band misses
+// count-based fleet's none; the instantaneous band row has none (the band
+// is judged on the expected loads), nor the plain ratio when the heaviest
+// shard puts it out of reach; a fleet that never reached the band misses
 // its goal with the window as its figure and a note saying so.
 func TestSkewedRows(t *testing.T) {
 	env := &benchEnv{trials: 1}
 	shape := skewedShapeFor(&benchEnv{small: true})
 	model := newLoadModel(shard.Config{Shards: shape.shards}.IDs(), shape.workers, skewedSeed)
-	fig := loadFigures{ratios: []float64{1.05, 1.08}, bandRatios: []float64{1.05, 1.08}, floor: 0.6, converge: math.NaN(), back: 4, noiseMoves: 3, hotMoves: 2, noiseMinutes: 0.25, leastMembers: shape.workers}
+	fig := loadFigures{ratios: []float64{1.05, 1.08}, bandRatios: []float64{1.05, 1.08}, noisyBand: []float64{1.2, 1.3}, floor: 0.6, converge: math.NaN(), back: 4, noiseMoves: 3, hotMoves: 2, noiseMinutes: 0.25, leastMembers: shape.workers}
 	aware := skewedRows(env, shape, &skewedFleet{system: systemShardlease, fig: fig, trace: &loadTrace{}}, &model)
 	counted := skewedRows(env, shape, &skewedFleet{system: systemCountBased, fig: fig, trace: &loadTrace{}}, &model)
-	if len(aware) != 5 || len(counted) != 5 {
-		t.Fatalf("%d and %d rows, want 5 each", len(aware), len(counted))
+	if len(aware) != 6 || len(counted) != 6 {
+		t.Fatalf("%d and %d rows, want 6 each", len(aware), len(counted))
 	}
-	wantMet := []bool{true, true, false, false, true} // 12 moves a minute miss the goal of 2
+	wantMet := []*bool{new(true), new(true), nil, new(false), new(false), new(true)} // 12 moves a minute miss the goal of 2
 	for i, r := range aware {
-		if r.Met == nil || *r.Met != wantMet[i] || r.Trials != 1 {
+		if (r.Met == nil) != (wantMet[i] == nil) || (r.Met != nil && *r.Met != *wantMet[i]) || r.Trials != 1 {
 			t.Errorf("load-aware %s: met %v, %d trials; want met %v, 1 trial", r.Metric, r.Met, r.Trials, wantMet[i])
 		}
 		if counted[i].Met != nil || counted[i].System != systemCountBased || counted[i].Metric != r.Metric {
 			t.Errorf("count-based %s: want the same metric without a goal, got %+v", r.Metric, counted[i])
 		}
 	}
-	if aware[2].P50 != shape.converge.Seconds() || !strings.Contains(aware[2].Note, "the figure is the window") {
-		t.Errorf("never converged: figure %v, note %q", aware[2].P50, aware[2].Note)
+	if aware[2].P50 != 1.2 || aware[2].P99 != 1.3 {
+		t.Errorf("instantaneous band row p50 %v p99 %v, want the noisy samples' 1.2 and 1.3", aware[2].P50, aware[2].P99)
+	}
+	if aware[3].P50 != shape.converge.Seconds() || !strings.Contains(aware[3].Note, "the figure is the window") {
+		t.Errorf("never converged: figure %v, note %q", aware[3].P50, aware[3].Note)
 	}
 	if strings.Contains(aware[0].Note, "lapsed") {
 		t.Errorf("no worker lapsed, yet the note says so: %q", aware[0].Note)
 	}
 	fig.leastMembers = shape.workers - 1
-	if r := skewedRows(env, shape, &skewedFleet{system: systemShardlease, fig: fig, trace: &loadTrace{}}, &model); !strings.Contains(r[3].Note, "lapsed") {
-		t.Errorf("a worker lapsed, and the moves row does not say so: %q", r[3].Note)
+	if r := skewedRows(env, shape, &skewedFleet{system: systemShardlease, fig: fig, trace: &loadTrace{}}, &model); !strings.Contains(r[4].Note, "lapsed") {
+		t.Errorf("a worker lapsed, and the moves row does not say so: %q", r[4].Note)
 	}
-	if aware[3].P50 != 12 || aware[3].Extra["hot_moves"] != 2 || aware[0].Trace == nil {
-		t.Errorf("moves row %+v, ratio row's trace %v", aware[3], aware[0].Trace)
+	if aware[4].P50 != 12 || aware[4].Extra["hot_moves"] != 2 || aware[0].Trace == nil {
+		t.Errorf("moves row %+v, ratio row's trace %v", aware[4], aware[0].Trace)
+	}
+	fig.floor = 2.6
+	if r := skewedRows(env, shape, &skewedFleet{system: systemShardlease, fig: fig, trace: &loadTrace{}}, &model); r[0].Met != nil || !strings.Contains(r[0].Note, "out of reach") {
+		t.Errorf("a floor of 2.6: the plain ratio row has goal %v and note %q, want none and a note saying it is out of reach", r[0].Met, r[0].Note)
 	}
 }
 

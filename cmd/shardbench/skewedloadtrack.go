@@ -97,6 +97,9 @@ type loadSample struct {
 	// ownBandMax is bandMax from the loads the fleet's member records
 	// carry (NaN without them): a diagnostic of the fleet's own view.
 	ownBandMax float64
+	// noisyBandMax is bandMax from the instantaneous loads, noise
+	// included, where bandMax is from the shards' expected loads.
+	noisyBandMax float64
 }
 
 // sampleLoads computes a sample from view v and the shards' true loads.
@@ -205,6 +208,7 @@ type loadFigures struct {
 	ratios       []float64 // max ÷ mean under noise, but while answering the tripling
 	bandRatios   []float64 // bandMax over the same samples
 	ownBand      []float64 // ownBandMax over the same samples, where there is one
+	noisyBand    []float64 // noisyBandMax over the same samples
 	floor        float64   // the floor's median over the same samples
 	pinned       float64   // the median of the workers pinned, the same samples
 	converge     float64   // s from the count-balanced start into the band for good (NaN: not in it at the noise)
@@ -266,6 +270,7 @@ func figuresOf(samples []loadSample, moves []time.Time, tl skewedTimeline, tol f
 	for _, s := range samples {
 		if !s.at.Before(tl.noise) && s.at.Before(tl.end) && !answering(s.at) {
 			f.ratios, f.bandRatios = append(f.ratios, s.max), append(f.bandRatios, s.bandMax)
+			f.noisyBand = append(f.noisyBand, s.noisyBandMax)
 			floors, pinned = append(floors, s.floor), append(pinned, float64(s.pinned))
 			if !math.IsNaN(s.ownBandMax) {
 				f.ownBand = append(f.ownBand, s.ownBandMax)
@@ -345,13 +350,17 @@ func runSkewed(ctx context.Context, env *benchEnv, fleets []*skewedFleet, model 
 		if changed {
 			table.set(model.loads())
 		}
-		loads := table.current()
+		loads, expected := table.current(), model.expected()
 		for i, sf := range fleets {
 			v, own := sf.track.latest()
-			s, ok := sampleLoads(v, loads, now, skewedTolerance)
+			s, ok := sampleLoads(v, expected, now, skewedTolerance)
+			noisy, _ := sampleLoads(v, loads, now, skewedTolerance)
 			if !ok {
 				continue
 			}
+			// Plain max ÷ mean and its floor are the instantaneous loads';
+			// the band is read on the expected ones (loadModel.expected).
+			s.max, s.min, s.floor, s.noisyBandMax = noisy.max, noisy.min, noisy.floor, noisy.bandMax
 			s.ownBandMax = math.NaN()
 			if o, ok := sampleLoads(v, own, now, skewedTolerance); ok && len(own) > 0 {
 				s.ownBandMax = o.bandMax
