@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -50,6 +52,17 @@ type ShardStatus struct {
 	Token shard.Token `json:"token"`
 	State ClaimState  `json:"state"`
 	Since time.Time   `json:"since"`
+	// Load is the shard's smoothed load as this worker measures it, when
+	// Status was called, rounded to three significant digits as in the
+	// loads key: what the handler reported (Claim.ReportLoad), or, for a
+	// handler that never reported, its commit rate as the worker last
+	// sampled it (it samples only while it carries loads: see
+	// Config.LoadReportEvery). Nil, and left out of the JSON, while there
+	// is no figure: a pointer because 0 is a figure (a handler that
+	// reports 0, or commits nothing), and one field that is there or not
+	// reads more plainly than a number beside a flag saying whether to
+	// believe it.
+	Load *float64 `json:"load,omitempty"`
 }
 
 // Owned returns the shards in state owned.
@@ -63,14 +76,71 @@ func (s Status) Owned() []shard.ID {
 	return ids
 }
 
-// Status returns the worker's latest published status.
+// Status returns the worker's latest published status, with each shard's
+// load as of now.
 func (w *Worker) Status() Status {
 	if s := w.status.Load(); s != nil {
 		out := *s
 		out.AssignorEpoch = shard.Token(w.leading.Load()) // the role changes without the loop
+		out.Shards = withLoads(s.Shards, w.load.meters.peek(time.Now()))
 		return out
 	}
 	return Status{Worker: w.cfg.ID, State: StateStopped}
+}
+
+// withLoads returns shards with their loads (the loads change without the
+// loop), in a copy: the published list is shared by every caller.
+func withLoads(shards []ShardStatus, loads map[shard.ID]float64) []ShardStatus {
+	if len(loads) == 0 {
+		return shards
+	}
+	out := slices.Clone(shards)
+	for i := range out {
+		if v, ok := loads[out[i].Shard]; ok {
+			out[i].Load = &v
+		}
+	}
+	return out
+}
+
+// peek returns the smoothed load of every running shard that has one, at
+// now, rounded (roundLoad), changing no meter (meter.peek).
+func (ms *meters) peek(now time.Time) map[shard.ID]float64 {
+	return ms.collect(now, (*meter).peek)
+}
+
+// collect returns read(m, now) of every running shard's meter m that has
+// a figure, rounded (roundLoad). As meters.sample does, it holds no
+// meter's lock under the list's. (meters.sample is the same walk with
+// meter.sample, and could be ms.collect(now, (*meter).sample).)
+func (ms *meters) collect(now time.Time, read func(*meter, time.Time) (float64, bool)) map[shard.ID]float64 {
+	ms.mu.Lock()
+	list := maps.Clone(ms.all)
+	ms.mu.Unlock()
+	out := make(map[shard.ID]float64, len(list))
+	for id, m := range list {
+		if v, ok := read(m, now); ok {
+			out[id] = roundLoad(v)
+		}
+	}
+	return out
+}
+
+// peek returns the smoothed load at now and whether there is one, for a
+// reader other than the loop. Unlike sample it changes nothing: sample
+// closes the commit-counting window of a handler that never reported,
+// and a status read that did so would cut the loop's windows short and
+// turn its figure into noise. So such a handler's figure is the one the
+// loop last sampled.
+func (m *meter) peek(now time.Time) (float64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.known || !m.reported {
+		return m.smoothed, m.known
+	}
+	at := meter{halfLife: m.halfLife, smoothed: m.smoothed, raw: m.raw, at: m.at}
+	at.advance(now)
+	return at.smoothed, true
 }
 
 // publish replaces the published status. Only the loop calls it.

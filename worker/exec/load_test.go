@@ -87,8 +87,8 @@ func TestLoadPipeIsReadAllTheTime(t *testing.T) {
 }
 
 // TestUnderAWorkerAChildReportsItsLoad: under a worker that carries
-// loads, a child's "load 7.5" reaches the fleet's loads as the shard's
-// figure, its bad lines are counted and logged once and do not stop it;
+// loads, a child's "load 7.5" reaches the fleet's loads and the worker's
+// Status as the shard's figure, its bad lines are counted and logged once and do not stop it;
 // a child that writes nothing has the commit-rate fallback, 0 for a child
 // that commits nothing through the claim.
 func TestUnderAWorkerAChildReportsItsLoad(t *testing.T) {
@@ -121,6 +121,9 @@ func TestUnderAWorkerAChildReportsItsLoad(t *testing.T) {
 			})
 			if loads["s-000"] != tc.want {
 				t.Errorf("s-000's load in the fleet = %v, want %v", loads["s-000"], tc.want)
+			}
+			if sh := s.w.Status().Shards; len(sh) != 1 || sh[0].Load == nil || *sh[0].Load != tc.want {
+				t.Errorf("the worker's Status = %+v, want s-000 at load %v", sh, tc.want)
 			}
 			if n := s.BadLoadLines(); n != tc.bad {
 				t.Errorf("BadLoadLines = %d, want %d", n, tc.bad)
