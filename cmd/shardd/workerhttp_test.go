@@ -1,0 +1,53 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/worker"
+)
+
+// servingAt finds the address in the log line "serving /metrics and
+// /status" (console format: the fields as JSON).
+var servingAt = regexp.MustCompile(`serving /metrics and /status\s+\{.*"addr": "([^"]+)"`)
+
+// TestRunStatusShowsTheChildrensLoads: shardd run's /status gives each
+// shard the load its child wrote to descriptor 3.
+func TestRunStatusShowsTheChildrensLoads(t *testing.T) {
+	_, errs, _ := startRun(t, "--shards", "2", "--id", "w1", "--http", "127.0.0.1:0", "--", "sh", "-c",
+		`printf 'load %s\n' $((SHARDLEASE_SHARD_INDEX * 10 + 5)) >&"$SHARDLEASE_LOAD_FD"; sleep 30`)
+	var addr string
+	waitUntil(t, 15*time.Second, "shardd logs its HTTP address", func() bool {
+		m := servingAt.FindStringSubmatch(errs.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	var st worker.Status
+	loads := map[string]float64{}
+	waitUntil(t, 15*time.Second, "/status shows both shards' loads", func() bool {
+		resp, err := http.Get("http://" + addr + "/status")
+		if err != nil {
+			t.Fatalf("GET /status: %v", err)
+		}
+		defer resp.Body.Close()
+		st = worker.Status{}
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			t.Fatalf("decoding /status: %v", err)
+		}
+		clear(loads)
+		for _, sh := range st.Shards {
+			if sh.Load != nil {
+				loads[string(sh.Shard)] = *sh.Load
+			}
+		}
+		return len(loads) == 2
+	})
+	if loads["stream/shard-000"] != 5 || loads["stream/shard-001"] != 15 {
+		t.Errorf("loads in /status %v, want shard-000 at 5 and shard-001 at 15", loads)
+	}
+}
