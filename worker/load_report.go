@@ -10,9 +10,21 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// loadChange is the smallest change worth a write of the loads key, as a
-// fraction of the worker's total load (loadChanged).
+// loadChange is the smallest change worth a write of the loads key at the
+// next report, as a fraction of the worker's total load (loadChanged).
 const loadChange = 0.05
+
+// A smaller change, down to loadSettle of the total, is written once the
+// last write is loadSettleAfter report intervals old: the assignor's view
+// of a worker is then never wrong by more than loadChange, and not for
+// long by more than loadSettle. Without it a load that drifted by 4 % (a
+// shard's smoothed figure still catching up with a change, say) stayed
+// unwritten until something else moved: the assignor judged the band on
+// it for good, and a worker it placed at 0.92 × the mean could carry 0.90.
+const (
+	loadSettle      = 0.01
+	loadSettleAfter = 3
+)
 
 // reportLoad is the loop's tick every Config.LoadReportEvery: it samples
 // the meters of the shards running now, sets the load gauges and, when a
@@ -37,8 +49,12 @@ func (lp *loop) reportLoad(ctx context.Context, now time.Time) {
 	if ls.writtenSession == lp.lease.session {
 		last = ls.written
 	}
+	threshold := loadChange
+	if now.Sub(ls.writtenAt) >= loadSettleAfter*w.cfg.loadEvery() {
+		threshold = loadSettle
+	}
 	ls.mu.Unlock()
-	if !loadChanged(last, loads) {
+	if !loadChanged(last, loads, threshold) {
 		w.m.load.writesSkipped.Inc()
 		return
 	}
@@ -50,19 +66,19 @@ func (lp *loop) reportLoad(ctx context.Context, now time.Time) {
 	}
 	w.m.load.writes.Inc()
 	ls.mu.Lock()
-	ls.written, ls.writtenSession = loads, lp.lease.session
+	ls.written, ls.writtenSession, ls.writtenAt = loads, lp.lease.session, now
 	ls.mu.Unlock()
 }
 
 // loadChanged reports whether cur differs from the last written loads
 // enough for a write: a shard gained or dropped, the worker's total moved
-// by more than loadChange of itself, or one shard's figure by more than
-// loadChange of the total. The assignor balances workers' totals; a
+// by more than threshold (loadChange, or loadSettle) of itself, or one
+// shard's figure by more than threshold of the total. The assignor balances workers' totals; a
 // shard's figure matters to it only as a part of one. So the noise of
 // many small shards, which mostly cancels in the total, writes nothing:
 // at 100 shards a worker with ±20 % noise on each shard, smoothed, sees
 // its total move well under 1 % between reports.
-func loadChanged(last, cur map[shard.ID]float64) bool {
+func loadChanged(last, cur map[shard.ID]float64, threshold float64) bool {
 	if len(cur) != len(last) {
 		return true
 	}
@@ -78,11 +94,11 @@ func loadChanged(last, cur map[shard.ID]float64) bool {
 		sumCur += v
 		sumLast += old
 	}
-	if math.Abs(sumCur-sumLast) > loadChange*max(sumCur, sumLast) {
+	if math.Abs(sumCur-sumLast) > threshold*max(sumCur, sumLast) {
 		return true
 	}
 	for id, v := range cur {
-		if math.Abs(v-last[id]) > loadChange*sumCur {
+		if math.Abs(v-last[id]) > threshold*sumCur {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"sync"
+	"time"
 
 	"github.com/shardlease/shardlease/shard"
 )
@@ -18,6 +19,7 @@ type loadState struct {
 	// as this worker's Load, so it counts as nothing written).
 	written        map[shard.ID]float64
 	writtenSession shard.SessionID
+	writtenAt      time.Time
 	// seen is, on the assignor, each shard's load as last read from its
 	// holder's loads (Member.Load in a snapshot): a shard that just moved keeps its figure
 	// until the new holder has measured it, instead of counting as the

@@ -184,22 +184,31 @@ func TestLoadChanged(t *testing.T) {
 		name      string
 		last, cur map[shard.ID]float64
 		want      bool
+		settle    bool // a settling write (loadSettle)
 	}{
-		{"nothing ever", nil, map[shard.ID]float64{}, false},
-		{"first figures", nil, base, true},
-		{"same", base, with("a", 10), false},
-		{"a +4 % of the total", base, with("a", 10.8), false},
-		{"a +6 % of the total", base, with("a", 11.3), true},
-		{"tiny shard tripled", base, with("c", 0.3), false},
-		{"tiny shard grew to 7 % of the total", base, with("c", 1.5), true},
-		{"every shard +4 %", base, map[shard.ID]float64{"a": 10.4, "b": 10.4, "c": 0.104}, false},
-		{"every shard +6 %", base, map[shard.ID]float64{"a": 10.6, "b": 10.6, "c": 0.106}, true},
-		{"two shards swap 4 % of the total", base, map[shard.ID]float64{"a": 10.8, "b": 9.2, "c": 0.1}, false},
-		{"all zero", map[shard.ID]float64{"a": 0}, map[shard.ID]float64{"a": 0}, false},
-		{"shard gone", base, with("c", -1), true},
-		{"shard swapped", base, map[shard.ID]float64{"a": 10, "b": 10, "d": 0.1}, true},
+		{"nothing ever", nil, map[shard.ID]float64{}, false, false},
+		{"first figures", nil, base, true, false},
+		{"same", base, with("a", 10), false, false},
+		{"a +4 % of the total", base, with("a", 10.8), false, false},
+		{"a +6 % of the total", base, with("a", 11.3), true, false},
+		{"tiny shard tripled", base, with("c", 0.3), false, false},
+		{"tiny shard grew to 7 % of the total", base, with("c", 1.5), true, false},
+		{"every shard +4 %", base, map[shard.ID]float64{"a": 10.4, "b": 10.4, "c": 0.104}, false, false},
+		{"every shard +6 %", base, map[shard.ID]float64{"a": 10.6, "b": 10.6, "c": 0.106}, true, false},
+		{"two shards swap 4 % of the total", base, map[shard.ID]float64{"a": 10.8, "b": 9.2, "c": 0.1}, false, false},
+		{"all zero", map[shard.ID]float64{"a": 0}, map[shard.ID]float64{"a": 0}, false, false},
+		{"shard gone", base, with("c", -1), true, false},
+		{"shard swapped", base, map[shard.ID]float64{"a": 10, "b": 10, "d": 0.1}, true, false},
+		{"settling: a +4 % of the total", base, with("a", 10.8), true, true},
+		{"settling: a +0.5 % of the total", base, with("a", 10.1), false, true},
+		{"settling: every shard +2 %", base, map[shard.ID]float64{"a": 10.2, "b": 10.2, "c": 0.102}, true, true},
+		{"settling: same", base, with("a", 10), false, true},
 	} {
-		if got := loadChanged(c.last, c.cur); got != c.want {
+		threshold := loadChange
+		if c.settle {
+			threshold = loadSettle
+		}
+		if got := loadChanged(c.last, c.cur, threshold); got != c.want {
 			t.Errorf("%s: loadChanged = %v, want %v", c.name, got, c.want)
 		}
 	}

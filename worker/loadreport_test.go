@@ -209,3 +209,32 @@ func TestLoadShiftReportedSoon(t *testing.T) {
 		}
 	})
 }
+
+// TestLoadDriftSettles: a change too small for a write at the next report
+// (3 % of the total) is written once the last write is three report
+// intervals old, so the assignor's view is not wrong for good.
+func TestLoadDriftSettles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, load, writes := startReporting(t, 1)
+		settle(30 * time.Second)
+		shown := func() float64 {
+			ms, _ := f.snapshot().Member("a")
+			return ms.Load["stream/shard-000"]
+		}
+		load.Store(100) // a new level: written within a second or two
+		time.Sleep(3 * time.Second)
+		if v := shown(); v != 100 {
+			t.Fatalf("3 s after a new level: %v, want 100", v)
+		}
+		n := writes.count()
+		load.Store(103) // 3 %: under loadChange, over loadSettle
+		time.Sleep(15 * time.Second)
+		if v := shown(); v != 100 || writes.count() != n {
+			t.Fatalf("15 s after a 3 %% drift: shown %v after %d writes, want still 100 and no write", v, writes.count()-n)
+		}
+		time.Sleep(30 * time.Second)
+		if v := shown(); v < 102 {
+			t.Fatalf("45 s after a 3 %% drift: %v, want it settled (over 102)", v)
+		}
+	})
+}
