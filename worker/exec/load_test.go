@@ -90,7 +90,8 @@ func TestLoadPipeIsReadAllTheTime(t *testing.T) {
 // loads, a child's "load 7.5" reaches the fleet's loads and the worker's
 // Status as the shard's figure, its bad lines are counted and logged once and do not stop it;
 // a child that writes nothing has the commit-rate fallback, 0 for a child
-// that commits nothing through the claim.
+// that commits nothing through the claim; one that closes the pipe keeps
+// its last figure.
 func TestUnderAWorkerAChildReportsItsLoad(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -100,6 +101,7 @@ func TestUnderAWorkerAChildReportsItsLoad(t *testing.T) {
 	}{
 		{"reports", `printf 'load 7.5\n' >&3; printf 'load -1\nweight 3\n' >&3; echo up; while :; do sleep 0.1; done`, 7.5, 2},
 		{"silent", `echo up; while :; do sleep 0.1; done`, 0, 0},
+		{"closes the pipe", `printf 'load 4\n' >&"$SHARDLEASE_LOAD_FD"; exec 3>&-; echo up; while :; do sleep 0.1; done`, 4, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, stop := runUnderWorker(t, time.Second, time.Second, tc.script, func(c *worker.Config) {
