@@ -208,19 +208,7 @@ func (ms *meters) close(id shard.ID, m *meter) {
 // sample returns every running shard's smoothed load at now, rounded
 // (roundLoad); shards without a measurement yet are left out.
 func (ms *meters) sample(now time.Time) map[shard.ID]float64 {
-	ms.mu.Lock()
-	list := make(map[shard.ID]*meter, len(ms.all))
-	for id, m := range ms.all {
-		list[id] = m
-	}
-	ms.mu.Unlock()
-	out := make(map[shard.ID]float64, len(list))
-	for id, m := range list {
-		if v, ok := m.sample(now); ok {
-			out[id] = roundLoad(v)
-		}
-	}
-	return out
+	return ms.collect(now, (*meter).sample)
 }
 
 // roundLoad keeps three significant digits: the loads key stays short

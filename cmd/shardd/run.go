@@ -59,6 +59,10 @@ with the claim in its environment:
                           shard; shards taken in one transaction share one)
   SHARDLEASE_WORKER       this worker's ID
   SHARDLEASE_PREFIX       the fleet's prefix
+  SHARDLEASE_LOAD_FD      3: write lines "load <number>" there to report the
+                          shard's load (--load-balance); otherwise the load
+                          is the rate of commits through the claim, 0 for
+                          a child that commits to a store of its own
 
 The rest of shardd's environment is passed on, except CONSUL_HTTP_TOKEN and
 CONSUL_HTTP_TOKEN_FILE: shardd's ACL token is not the child's.
