@@ -15,9 +15,11 @@ import (
 const loadChange = 0.05
 
 // A smaller change, down to loadSettle of the total, is written once the
-// last write is loadSettleAfter report intervals old: the assignor's view
-// of a worker is then never wrong by more than loadChange, and not for
-// long by more than loadSettle. Without it a load that drifted by 4 % (a
+// last write is loadSettleAfter report intervals old, and at every report
+// for loadSettleAfter intervals after a shard's load moved to a new level
+// (the other shards' figures are then likely still catching up with the
+// same change in traffic): the assignor's view of a worker is never wrong
+// by more than loadChange, and not for long by more than loadSettle. Without it a load that drifted by 4 % (a
 // shard's smoothed figure still catching up with a change, say) stayed
 // unwritten until something else moved: the assignor judged the band on
 // it for good, and a worker it placed at 0.92 × the mean could carry 0.90.
@@ -33,7 +35,8 @@ const (
 // bounds the ticks).
 // The member key, where operators set drains and cordons, is not written,
 // so a report can never overwrite an operator's mark.
-func (lp *loop) reportLoad(ctx context.Context, now time.Time) {
+// shifted is when a shard's load last moved to a new level (zero: never).
+func (lp *loop) reportLoad(ctx context.Context, now, shifted time.Time) {
 	w := lp.w
 	loads := w.load.meters.sample(now)
 	w.m.load.observeOwn(loads, w.cfg.Weight)
@@ -50,7 +53,8 @@ func (lp *loop) reportLoad(ctx context.Context, now time.Time) {
 		last = ls.written
 	}
 	threshold := loadChange
-	if now.Sub(ls.writtenAt) >= loadSettleAfter*w.cfg.loadEvery() {
+	settling := loadSettleAfter * w.cfg.loadEvery()
+	if now.Sub(ls.writtenAt) >= settling || (!shifted.IsZero() && now.Sub(shifted) < settling) {
 		threshold = loadSettle
 	}
 	ls.mu.Unlock()
@@ -119,9 +123,10 @@ const shiftReportDelay = time.Second
 // never ticks (its load gauges stay 0): its loop, its timers and the
 // draws from its jitter are what they were before load balancing.
 type loadClock struct {
-	t     *time.Timer
-	due   time.Time // when t fires; zero while it is stopped
-	early time.Time // when a shift last brought a report forward
+	t       *time.Timer
+	due     time.Time // when t fires; zero while it is stopped
+	early   time.Time // when a shift last brought a report forward
+	shifted time.Time // when a shard's load last moved to a new level
 }
 
 func (lp *loop) loadClock() *loadClock {
@@ -142,7 +147,7 @@ func (c *loadClock) arm(now time.Time, d time.Duration) {
 
 // onLoadTick reports the loads and arms the next tick.
 func (lp *loop) onLoadTick(ctx context.Context, now time.Time, c *loadClock) {
-	lp.reportLoad(ctx, now)
+	lp.reportLoad(ctx, now, c.shifted)
 	c.arm(now, lp.w.cfg.loadEvery())
 }
 
@@ -151,6 +156,7 @@ func (lp *loop) onLoadTick(ctx context.Context, now time.Time, c *loadClock) {
 // or a shift already brought one forward in the last interval (a load
 // that keeps jumping is then carried at the regular rate).
 func (lp *loop) onLoadShift(now time.Time, c *loadClock) {
+	c.shifted = now
 	every := lp.w.cfg.loadEvery()
 	if c.due.IsZero() || !c.due.After(now.Add(shiftReportDelay)) ||
 		(!c.early.IsZero() && now.Sub(c.early) < every) {

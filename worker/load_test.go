@@ -367,7 +367,7 @@ func TestFleetLoadGauges(t *testing.T) {
 		}
 		w.leading.Store(0)
 		lp := &loop{w: w, lease: &lease{}}
-		lp.reportLoad(context.Background(), time.Now())
+		lp.reportLoad(context.Background(), time.Now(), time.Time{})
 		if hi := metricValue(t, reg, "shardlease_fleet_load_max_ratio"); hi != 0 {
 			t.Fatalf("a worker that no longer leads exports a fleet ratio of %v, want 0", hi)
 		}

@@ -238,3 +238,46 @@ func TestLoadDriftSettles(t *testing.T) {
 		}
 	})
 }
+
+// TestLoadFollowedAfterShift: for three report intervals after a shard's
+// load moved to a new level, a 3 % drift (another shard's smoothed figure
+// catching up with the same change in traffic) is written at the next
+// report, not three intervals after the last write.
+func TestLoadFollowedAfterShift(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 2)
+		var loads [2]atomic.Int64 // per shard, in tenths
+		loads[0].Store(1000)
+		loads[1].Store(1000)
+		cfg := f.config("a", worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
+			n := c.Shard[len(c.Shard)-1] - '0'
+			for {
+				c.ReportLoad(float64(loads[n].Load()) / 10)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+		}))
+		cfg.LoadBalance = &rebalance.LoadPolicy{}
+		writes := &loadWrites{}
+		f.startWrapped(cfg, func(c shard.Coordinator) shard.Coordinator { writes.Coordinator = c; return writes })
+		settle(40 * time.Second)
+		shown := func(id shard.ID) float64 {
+			ms, _ := f.snapshot().Member("a")
+			return ms.Load[id]
+		}
+		loads[0].Store(3000) // a new level on shard 0: written within a second or two
+		loads[1].Store(1120) // +12 % on shard 1: smoothed, half seen after 10 s
+		time.Sleep(3 * time.Second)
+		if v := shown("stream/shard-000"); v != 300 {
+			t.Fatalf("3 s after shard 0's load tripled: %v, want 300", v)
+		}
+		before := shown("stream/shard-001")
+		time.Sleep(11 * time.Second) // one regular report: shard 1 moved ~5 % of itself, ~1.5 % of the total
+		if v := shown("stream/shard-001"); v <= before {
+			t.Fatalf("a report after the shift: shard 1 still shown at %v, want its drift written (over %v)", v, before)
+		}
+	})
+}
