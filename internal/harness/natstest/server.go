@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/shardlease/shardlease/internal/freeport"
 	"github.com/shardlease/shardlease/internal/harness/shardproc"
 	"github.com/shardlease/shardlease/internal/harness/tb"
 )
@@ -26,6 +26,11 @@ const EnvBinary = "SHARDLEASE_NATS_SERVER"
 // readyWithin bounds how long a started server may take to answer.
 const readyWithin = 30 * time.Second
 
+// attempts is how many times Launch tries to start the server, each time
+// on a fresh port: a port picked free may be taken before the server binds
+// it (nats-server then exits at once, logging "address already in use").
+const attempts = 3
+
 // Server is one nats-server process.
 type Server struct {
 	// URL is where clients connect: nats://127.0.0.1:<port>.
@@ -33,6 +38,10 @@ type Server struct {
 	// Dir holds the JetStream store (Dir/store) and the log (Dir/nats.log).
 	Dir string
 
+	// name is the server's name (-n), unique per Server: the readiness
+	// check asks for it, so that another server holding the port (one that
+	// drew the same port) is not taken for this one.
+	name string
 	proc *shardproc.Proc
 }
 
@@ -61,7 +70,10 @@ func Start(t tb.T) *Server {
 
 // Launch starts a server outside a test (a benchmark's); the caller stops
 // it with Close. On error nothing is left behind.
-func Launch() (*Server, error) {
+func Launch() (*Server, error) { return launch(freeport.Pick) }
+
+// launch is Launch with the port drawn by pick (tests rig it).
+func launch(pick func(n int) ([]int, error)) (*Server, error) {
 	bin, err := FindBinary()
 	if err != nil {
 		return nil, err
@@ -70,31 +82,30 @@ func Launch() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Dir: dir}
-	// A port picked free may be taken before the server binds it: retry.
-	for attempt := 0; ; attempt++ {
-		if err = s.launch(bin); err == nil {
+	s := &Server{Dir: dir, name: filepath.Base(dir)}
+	for attempt := 1; ; attempt++ {
+		if err = s.start(bin, pick); err == nil {
 			if err = s.waitReady(); err == nil {
 				return s, nil
 			}
 			_ = s.proc.Stop(5 * time.Second)
 		}
-		if attempt == 2 {
+		if attempt == attempts {
 			log, _ := os.ReadFile(s.LogPath())
 			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("nats-server did not start: %w\nlog tail:\n%s", err, tail(log, 2000))
+			return nil, fmt.Errorf("nats-server did not start in %d attempts: %w\nlog tail:\n%s", attempts, err, tail(log, 2000))
 		}
 	}
 }
 
-func (s *Server) launch(bin string) error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// start starts nats-server on a port drawn by pick.
+func (s *Server) start(bin string, pick func(n int) ([]int, error)) error {
+	ports, err := pick(1)
 	if err != nil {
 		return err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", filepath.Join(s.Dir, "store"))
+	port := ports[0]
+	cmd := exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-n", s.name, "-js", "-sd", filepath.Join(s.Dir, "store"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p, err := shardproc.Launch(cmd, s.LogPath())
 	if err != nil {
@@ -115,7 +126,7 @@ func (s *Server) waitReady() error {
 			return errors.New("nats-server exited during start-up")
 		default:
 		}
-		if last = ping(s.URL); last == nil {
+		if last = ping(s.URL, s.name); last == nil {
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -123,12 +134,17 @@ func (s *Server) waitReady() error {
 	return fmt.Errorf("not answering on %s within %v: %v", s.URL, readyWithin, last)
 }
 
-func ping(url string) error {
+// ping connects to url, checks that the server there is the one named
+// name, and asks JetStream for the account's information.
+func ping(url, name string) error {
 	nc, err := nats.Connect(url, nats.Timeout(time.Second), nats.NoReconnect())
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
+	if got := nc.ConnectedServerName(); got != name {
+		return fmt.Errorf("%s is server %q, not %q", url, got, name)
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
