@@ -23,6 +23,9 @@
 // range leaves fewer than 1024 ports outside it, Pick draws from all of
 // [10000, 65535] and outgoing connections can take its ports too.
 //
+// Rigged is a picker for tests of those retries: it hands out a port the
+// test holds, as if another process had taken it.
+//
 // How it fails: an error when too few of the ports drawn were free (50
 // draws per port wanted), quoting the last bind failure. When the range
 // cannot be read, Linux's default (32768–60999) is assumed.

@@ -22,13 +22,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestLaunchRetriesATakenPort(t *testing.T) {
 	other := Start(t)
 	busy := portOf(t, other)
-	picks := 0
-	s, err := launch(func(n int) ([]int, error) {
-		if picks++; picks == 1 {
-			return []int{busy}, nil
-		}
-		return freeport.Pick(n)
-	})
+	r := &freeport.Rigged{Taken: busy, Times: 1}
+	s, err := launch(r.Pick)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +32,8 @@ func TestLaunchRetriesATakenPort(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if picks != 2 {
-		t.Errorf("%d port picks, want 2 (a failed attempt, then a good one)", picks)
+	if r.Calls() != 2 {
+		t.Errorf("%d port picks, want 2 (a failed attempt, then a good one)", r.Calls())
 	}
 	if s.URL == other.URL {
 		t.Fatalf("Launch returned %s, the other server's", s.URL)
@@ -59,14 +54,14 @@ func TestLaunchRetriesATakenPort(t *testing.T) {
 // attempts tries, with an error that quotes its log.
 func TestLaunchGivesUp(t *testing.T) {
 	busy := portOf(t, Start(t))
-	picks := 0
-	s, err := launch(func(int) ([]int, error) { picks++; return []int{busy}, nil })
+	r := &freeport.Rigged{Taken: busy, Times: attempts}
+	s, err := launch(r.Pick)
 	if err == nil {
 		s.Close()
 		t.Fatalf("a server started on taken port %d", busy)
 	}
-	if picks != attempts {
-		t.Errorf("%d port picks, want %d", picks, attempts)
+	if r.Calls() != attempts {
+		t.Errorf("%d port picks, want %d", r.Calls(), attempts)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "address already in use") || !strings.Contains(msg, fmt.Sprintf("in %d attempts", attempts)) {
 		t.Errorf("error does not quote the bind failure and the attempts:\n%s", msg)
