@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/shardlease/shardlease/internal/freeport"
 )
 
 // Superuser is the cluster's superuser; Server.Password is its password.
@@ -27,6 +29,12 @@ const Superuser = "postgres"
 // readyWithin bounds how long a started server may take to accept
 // connections (crash recovery after Kill included).
 const readyWithin = 60 * time.Second
+
+// attempts is how many times Launch tries to start the server, each time
+// on a fresh port: a port picked free may be taken before postgres binds it
+// (postgres then exits, logging "could not bind ...: Address already in
+// use").
+const attempts = 3
 
 // Server is one throwaway cluster.
 type Server struct {
@@ -70,7 +78,10 @@ func (s *Server) DSN(db string) string {
 // Launch makes, starts and waits for a new cluster; the caller stops and
 // removes it with Close. On error nothing is left behind. The server dies
 // with this process even if Close is never called.
-func Launch() (*Server, error) {
+func Launch() (*Server, error) { return launchWith(freeport.Pick) }
+
+// launchWith is Launch with the port drawn by pick (tests rig it).
+func launchWith(pick func(n int) ([]int, error)) (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL not found: %v; %s", err, Fix)
@@ -90,22 +101,31 @@ func Launch() (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	// A port picked free may be taken before postgres binds it: retry.
-	for attempt := 0; ; attempt++ {
-		if s.Port, err = freePort(); err == nil {
-			if err = s.launch(); err == nil {
-				if err = s.waitReady(); err == nil {
-					return s, nil
-				}
-			}
+	for attempt := 1; ; attempt++ {
+		if err = s.startOn(pick); err == nil {
+			return s, nil
 		}
 		s.kill()
-		if attempt == 2 {
-			err = fmt.Errorf("the server did not start: %w\nlog tail:\n%s", err, s.LogTail(20))
+		if attempt == attempts {
+			err = fmt.Errorf("the server did not start in %d attempts: %w\nlog tail:\n%s", attempts, err, s.LogTail(20))
 			_ = os.RemoveAll(dir)
 			return nil, err
 		}
 	}
+}
+
+// startOn starts postgres on a port drawn by pick and waits until it
+// accepts connections.
+func (s *Server) startOn(pick func(n int) ([]int, error)) error {
+	ports, err := pick(1)
+	if err != nil {
+		return err
+	}
+	s.Port = ports[0]
+	if err := s.launch(); err != nil {
+		return err
+	}
+	return s.waitReady()
 }
 
 // initdb creates the cluster: UTF8, C locale (fast, and the same on every
@@ -350,15 +370,6 @@ func (s *Server) LogTail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // RandomHex returns n random bytes in hex: passwords, database names.
