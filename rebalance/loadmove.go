@@ -149,6 +149,7 @@ type mover struct {
 	planned  []int32
 
 	innerHi, innerLo, hi, lo float64
+	farHi, farLo             float64 // beyond these MinResidence yields (center)
 	later                    func(time.Time)
 	above                    []bool // a corrected member was above the band (else below)
 }
@@ -165,12 +166,22 @@ func (mv *mover) serves(m int) (gives, ok bool) {
 	return false, mv.rs[m] < mv.innerLo
 }
 
-// center sets the band around mean.
+// center sets the band around mean, its inner band, and the far marks:
+// a corrected member beyond the band by half the tolerance again (1.15 ×
+// the mean with the default ±10 %) is served with shards still in their
+// MinResidence too, once they have stayed Patience. Residence keeps noise from moving a shard back and
+// forth; no noise the band is meant to ride out puts a member that far
+// out, while a first wave planned on figures still catching up with a
+// change can (a run left a worker at 1.2 × for a minute, its only
+// movable shards the ones that had just arrived). A shard moved off such
+// a member cannot come back on the noise: a move never lifts its
+// receiver above the band.
 func (mv *mover) center(mean float64) {
 	tol := mv.lp.st.p.Load.Tolerance
 	mv.lp.mean = mean
 	mv.hi, mv.lo = mean*(1+tol), mean*(1-tol)
 	mv.innerHi, mv.innerLo = mean*(1+tol/2), mean*(1-tol/2)
+	mv.farHi, mv.farLo = mean*(1+1.5*tol), mean*(1-1.5*tol)
 }
 
 // candidate is a move that find or pick found: shard i from a member to
@@ -207,6 +218,8 @@ func (mv *mover) find(fix []int) (i int32, from, to int, lump candidate) {
 		if up {
 			need = (rs[x] - mv.innerHi) * mv.lp.cap[x]
 		}
+		// Far outside, x may be served with shards in residence (center).
+		far := rs[x] > mv.farHi || rs[x] < mv.farLo
 		for k := range mv.order { // the partners: lowest first when x gives, highest first when it takes
 			a, b := x, mv.order[k]
 			if !up {
@@ -218,7 +231,7 @@ func (mv *mover) find(fix []int) (i int32, from, to int, lump candidate) {
 			if mv.pinned[b] {
 				continue // a pinned member is given nothing: it has its lump
 			}
-			i, l, held := mv.lp.pick(mv.byMember[a], a, b, rs[a], rs[b], need, mv.pinned[a], mv.heavy[a])
+			i, l, held := mv.lp.pick(mv.byMember[a], a, b, rs[a], rs[b], need, mv.pinned[a], mv.heavy[a], far)
 			if !held.IsZero() {
 				mv.later(held)
 			}
@@ -304,8 +317,11 @@ func (mv *mover) lump(c candidate, budget int) bool {
 }
 
 // resident reports whether shard i, on member m, arrived less than
-// MinResidence ago, and when its residence ends.
-func (lp *loadPlan) resident(i int32, m int) (time.Time, bool) {
+// MinResidence ago, and when its residence ends. With far (mover.center)
+// the residence is cut to Patience: a shard that arrived a moment ago,
+// in the very decision being read back, does not move again at once
+// (which would also break the written decision's being a fixed point).
+func (lp *loadPlan) resident(i int32, m int, far bool) (time.Time, bool) {
 	st := lp.st
 	at, ok := st.keys[m].Arrived[st.shards[i]]
 	if !ok {
@@ -314,15 +330,21 @@ func (lp *loadPlan) resident(i int32, m int) (time.Time, bool) {
 	if at.After(st.now) {
 		at = st.now
 	}
-	end := at.Add(st.p.Load.MinResidence)
+	stay := st.p.Load.MinResidence
+	if far {
+		stay = min(stay, st.p.Load.Patience)
+	}
+	end := at.Add(stay)
 	return end, end.After(st.now)
 }
 
 // pick returns the shard of shards (member a's, with ratio ra) to move to
 // member b (ratio rb) as moves says, or -1 and the earliest end of a
 // residence that held a qualifying shard back (zero when none did).
-// pinned says that a is pinned by its shard heavy, which never moves.
-func (lp *loadPlan) pick(shards []int32, a, b int, ra, rb, need float64, pinned bool, heavy int32) (best, lump int32, wake time.Time) {
+// pinned says that a is pinned by its shard heavy, which never moves;
+// far that the member served is far outside the band, so residence
+// yields (mover.center).
+func (lp *loadPlan) pick(shards []int32, a, b int, ra, rb, need float64, pinned bool, heavy int32, far bool) (best, lump int32, wake time.Time) {
 	st, pol := lp.st, lp.st.p.Load
 	mean := lp.mean
 	hi, lo, gain := mean*(1+pol.Tolerance), mean*(1-pol.Tolerance), pol.MinGain*mean
@@ -338,7 +360,7 @@ func (lp *loadPlan) pick(shards []int32, a, b int, ra, rb, need float64, pinned 
 		if rb2 > ra || ra2 < rb || narrows <= 0 {
 			continue // it would widen the spread, or not narrow the gap
 		}
-		if end, stays := lp.resident(i, a); stays {
+		if end, stays := lp.resident(i, a, far); stays {
 			if wake.IsZero() || end.Before(wake) {
 				wake = end
 			}

@@ -77,6 +77,6 @@ func (mv *mover) movable(i int32, m int) bool {
 	if mv.lp.st.flags[i]&loadMoved != 0 || (mv.pinned[m] && i == mv.heavy[m]) {
 		return false
 	}
-	_, stays := mv.lp.resident(i, m)
+	_, stays := mv.lp.resident(i, m, false) // a swap keeps the whole residence
 	return !stays
 }
