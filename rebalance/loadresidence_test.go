@@ -1,6 +1,7 @@
 package rebalance
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -66,5 +67,70 @@ func TestResidenceYieldsFarOutside(t *testing.T) {
 				t.Fatalf("%s at %.2f × the mean, shards arrived %v ago: %d load moves off it, want moves: %v (decision moves %v)", a, c.ratio, c.arrived, moved, c.moves, d.Moves)
 			}
 		})
+	}
+}
+
+// TestFarMemberSwapsWithAnyPartner: a member far above the band whose
+// shards are too heavy for any single move (each would lift its receiver
+// above the giver) is offered an exchange with every member, not only the
+// four lowest, and with its own shard still in residence (past Patience).
+// The case is the one a skewed-load run stayed stuck in for a minute: the
+// only exchange that fits is with the fifth lowest member.
+func TestFarMemberSwapsWithAnyPartner(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := State{Now: now, Holders: map[shard.ID]string{}, Assigned: map[string]Assignment{}, Loads: map[shard.ID]float64{}}
+	n := 0
+	give := func(member string, load float64, arrived time.Duration) shard.ID {
+		id := shard.ID(fmt.Sprintf("s-%03d", n))
+		n++
+		s.Shards = append(s.Shards, id)
+		s.Holders[id], s.Loads[id] = member, load
+		a := s.Assigned[member]
+		a.Shards = append(a.Shards, id)
+		if arrived > 0 {
+			if a.Arrived == nil {
+				a.Arrived = map[shard.ID]time.Time{}
+			}
+			a.Arrived[id] = now.Add(-arrived)
+		}
+		s.Assigned[member] = a
+		return id
+	}
+	member := func(id string, total float64, big ...float64) {
+		s.Members = append(s.Members, Member{ID: id, Session: shard.SessionID(id + "#1")})
+		for _, b := range big {
+			give(id, b, 0)
+			total -= b
+		}
+		for ; total > 0.049; total -= 0.05 {
+			give(id, 0.05, 0)
+		}
+	}
+	// x: 0.735 + 0.470 = 1.205 × the mean of 1; p1..p4 low, of small
+	// shards only; p5 at 0.96 holds the 0.342 that fits; p6, p7 in band.
+	s.Members = append(s.Members, Member{ID: "x", Session: "x#1"})
+	give("x", 0.735, 0)
+	heavy := give("x", 0.470, 40*time.Second) // resident, past Patience
+	member("p1", 0.90)
+	member("p2", 0.91)
+	member("p3", 0.92)
+	member("p4", 0.93)
+	member("p5", 0.96, 0.342)
+	member("p6", 1.08)
+	member("p7", 1.095)
+	x := s.Assigned["x"]
+	x.OutOfBand = now.Add(-time.Minute)
+	s.Assigned["x"] = x
+	d, err := Step(s, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, in bool
+	for _, mv := range d.Moves {
+		out = out || (mv.Shard == heavy && mv.From == "x" && mv.To == "p5" && mv.Reason == ReasonLoad)
+		in = in || (mv.From == "p5" && mv.To == "x" && s.Loads[mv.Shard] == 0.342)
+	}
+	if !out || !in {
+		t.Fatalf("x at 1.205 × the mean: moves %v, want its 0.470 exchanged for p5's 0.342", d.Moves)
 	}
 }

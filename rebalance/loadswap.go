@@ -5,7 +5,11 @@ import "math"
 // swapPartners bounds how many partners a swap is looked for with, the
 // members with the lowest ratios when the corrected member gives (the
 // highest when it takes): the search costs the product of two members'
-// shards per partner.
+// shards per partner, and more partners find more exchanges that only
+// shuffle noise (eight put the step-alone simulation's draws over 2 load
+// moves a minute). A member far outside the band (mover.center) is
+// offered every partner: four missed the one exchange that would do in a
+// skewed-load run, the fifth lowest member's shard.
 const swapPartners = 4
 
 // swap plans an exchange for the first corrected member of fix (sorted by
@@ -28,13 +32,20 @@ func (mv *mover) swap(fix []int) bool {
 		if !ok {
 			continue
 		}
+		// Far outside, x's own shard may be one in residence (center); the
+		// partner's keeps its whole residence.
+		far := rs[x] > mv.farHi || rs[x] < mv.farLo
 		best := struct {
 			s, t  int32
 			a, b  int
 			gap   float64
 			moved float64
 		}{s: -1}
-		for k := range min(swapPartners, len(mv.order)) {
+		partners := swapPartners
+		if far {
+			partners = len(mv.order)
+		}
+		for k := range min(partners, len(mv.order)) {
 			a, b := x, mv.order[k]
 			if !up {
 				a, b = mv.order[len(mv.order)-1-k], x
@@ -43,12 +54,12 @@ func (mv *mover) swap(fix []int) bool {
 				break
 			}
 			for _, s := range mv.byMember[a] {
-				if !mv.movable(s, a) {
+				if !mv.movable(s, a, far && a == x) {
 					continue
 				}
 				for _, t := range mv.byMember[b] {
 					d := lp.st.load[s] - lp.st.load[t]
-					if d <= 0 || !mv.movable(t, b) {
+					if d <= 0 || !mv.movable(t, b, far && b == x) {
 						continue
 					}
 					ra2, rb2 := rs[a]-d/lp.cap[a], rs[b]+d/lp.cap[b]
@@ -72,11 +83,17 @@ func (mv *mover) swap(fix []int) bool {
 }
 
 // movable reports whether member m's shard i may move for load now: not
-// moved in this step, not its lump if m is pinned, past its residence.
-func (mv *mover) movable(i int32, m int) bool {
+// moved in this step, not its lump if m is pinned, past its residence (cut
+// to Patience with far, as in pick). A residence that holds it back sets
+// the step's wake-up to its end, so the exchange is looked for again then
+// rather than at the next change of the fleet.
+func (mv *mover) movable(i int32, m int, far bool) bool {
 	if mv.lp.st.flags[i]&loadMoved != 0 || (mv.pinned[m] && i == mv.heavy[m]) {
 		return false
 	}
-	_, stays := mv.lp.resident(i, m, false) // a swap keeps the whole residence
+	end, stays := mv.lp.resident(i, m, far)
+	if stays {
+		mv.later(end)
+	}
 	return !stays
 }
