@@ -254,28 +254,47 @@ ON CONFLICT (shard) DO UPDATE SET "offset" = EXCLUDED."offset"`, string(c.Shard)
 		})
 	} else {
 		paused := false
-		err = h.Store.FencedTx(ctx, c.Shard, c.Token, func(tx pgx.Tx) error {
-			if h.Hooks.InTx != nil {
-				switch h.Hooks.InTx(c) {
-				case Died:
-					return errDead
-				case Thawed:
-					paused = true
+		fenced := func(hooked bool) error {
+			return h.Store.FencedTx(ctx, c.Shard, c.Token, func(tx pgx.Tx) error {
+				if hooked && h.Hooks.InTx != nil {
+					switch h.Hooks.InTx(c) {
+					case Died:
+						return errDead
+					case Thawed:
+						paused = true
+					}
 				}
-			}
-			if err := write(tx); err != nil {
-				return err
-			}
-			return h.Store.CommitTx(ctx, tx, c.Shard, c.Token, last)
-		})
+				if err := write(tx); err != nil {
+					return err
+				}
+				return h.Store.CommitTx(ctx, tx, c.Shard, c.Token, last)
+			})
+		}
+		err = fenced(true)
 		if err != nil && !errors.Is(err, errDead) && !errors.Is(err, offsets.ErrStaleToken) && paused {
 			// Paused with its fence taken for longer than MaxHold: the
 			// server ended the session (25P03) and closed the connection,
 			// which the next statement finds one way or the other.
 			h.count(func(s *Stats) { s.Ended.Add(1); s.refuse(c.Shard) })
+			// A process that wakes to a broken connection tries its batch
+			// again, still believing it owns the shard: that is the stale
+			// write the fence is for, and it must be refused now that a
+			// newer owner has fenced (or, if none has yet, it commits in
+			// order and the next owner starts after it). Left to the
+			// worker's restart, the retry raced the worker's noticing the
+			// lost lease, and a run could end with no stale write tried.
+			if err = fenced(false); err == nil || errors.Is(err, offsets.ErrStaleToken) {
+				return h.settle(c, msgs, err)
+			}
 			return fmt.Errorf("pipeline: the transaction of %s (token %d) was ended by the server while its owner was paused: %w", c.Shard, c.Token, err)
 		}
 	}
+	return h.settle(c, msgs, err)
+}
+
+// settle counts the outcome err of applying msgs for c (nil: committed)
+// and returns what the handler should.
+func (h *Handler) settle(c *worker.Claim, msgs []message, err error) error {
 	at := time.Now()
 	switch {
 	case errors.Is(err, errDead):
