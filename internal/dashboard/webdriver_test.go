@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shardlease/shardlease/internal/freeport"
 )
 
 // This file drives a real headless Chromium through chromedriver's W3C
@@ -204,12 +205,14 @@ func (wd *webDriver) screenshot() ([]byte, error) {
 	return base64.StdEncoding.DecodeString(b64)
 }
 
+// freePort is a port for chromedriver, drawn outside the kernel's
+// ephemeral range (freeport) so that no outgoing connection takes it
+// between the draw and the driver's bind.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Pick(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
