@@ -8,49 +8,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/freeport"
 	"github.com/shardlease/shardlease/internal/harness/tb"
 )
-
-// rigged is a port picker whose first `times` draws put busy at index at,
-// as if another process took that port between the check and the bind;
-// later draws are freePorts'.
-type rigged struct {
-	busy, at, times int
-
-	mu    sync.Mutex
-	calls int
-}
-
-func (r *rigged) pick(n int) ([]int, error) {
-	r.mu.Lock()
-	r.calls++
-	rig := r.calls <= r.times
-	r.mu.Unlock()
-	ports, err := freePorts(n)
-	if err == nil && rig {
-		ports[r.at] = r.busy
-	}
-	return ports, err
-}
 
 // TestDevStartNamesBindFailure: a dev agent whose Serf LAN port is taken
 // for UDP on every attempt is tried three times, and the error names each
 // attempt's agent and quotes its log's bind error.
 func TestDevStartNamesBindFailure(t *testing.T) {
-	r := &rigged{busy: occupy(t, "udp"), at: 1, times: attempts}
-	a, retried, err := launchDev(Binary(t), t.TempDir(), nil, r.pick)
+	r := &freeport.Rigged{Taken: occupy(t, "udp"), At: 1, Times: attempts}
+	a, retried, err := launchDev(Binary(t), t.TempDir(), nil, r.Pick)
 	if err == nil {
 		t.Fatal("the dev agent started on a busy Serf port")
 	}
-	if r.calls != attempts || len(retried) != 0 {
-		t.Errorf("%d port draws and %d retried failures returned; want %d and none (all in the error)", r.calls, len(retried), attempts)
+	if r.Calls() != attempts || len(retried) != 0 {
+		t.Errorf("%d port draws and %d retried failures returned; want %d and none (all in the error)", r.Calls(), len(retried), attempts)
 	}
 	var f *startFailure
 	if !errors.As(err, &f) {
 		t.Fatalf("error %v is not a start failure", err)
 	}
 	msg := err.Error()
-	busy := fmt.Sprintf("127.0.0.1:%d", r.busy)
+	busy := fmt.Sprintf("127.0.0.1:%d", r.Taken)
 	for _, want := range []string{"attempt 1 of 3", "attempt 3 of 3", a.Name, busy, "bind: address already in use"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error does not mention %q:\n%s", want, msg)
@@ -65,21 +44,21 @@ func TestDevStartNamesBindFailure(t *testing.T) {
 // server's Serf WAN port taken (CI lost a cluster so) comes up on fresh
 // ports, and says in the test's log why it retried.
 func TestClusterStartRetries(t *testing.T) {
-	r := &rigged{busy: occupy(t, "tcp"), at: portsPerAgent + 2, times: 1}
+	r := &freeport.Rigged{Taken: occupy(t, "tcp"), At: portsPerAgent + 2, Times: 1}
 	rec := &recorder{T: t}
 	began := time.Now()
-	c := startCluster(rec, 3, r.pick)
+	c := startCluster(rec, 3, r.Pick)
 	// The failed attempt has 90 s to get ready; a start that took most of
 	// that waited on the servers left instead of seeing server1 exit.
 	if d := time.Since(began); d > 60*time.Second {
 		t.Errorf("the start took %v: the failed attempt was not abandoned when its server exited", d)
 	}
-	if r.calls != 2 {
-		t.Errorf("%d port draws, want 2 (a failed attempt, then a good one)", r.calls)
+	if r.Calls() != 2 {
+		t.Errorf("%d port draws, want 2 (a failed attempt, then a good one)", r.Calls())
 	}
 	for _, a := range c.Agents {
-		if !a.Running() || a.ports[2] == r.busy {
-			t.Errorf("%s running %v on ports %v (busy %d)", a.Name, a.Running(), a.ports, r.busy)
+		if !a.Running() || a.ports[2] == r.Taken {
+			t.Errorf("%s running %v on ports %v (busy %d)", a.Name, a.Running(), a.ports, r.Taken)
 		}
 	}
 	logs := rec.String()
