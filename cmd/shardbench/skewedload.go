@@ -320,7 +320,7 @@ func skewedRows(env *benchEnv, shape skewedShape, sf *skewedFleet, model *loadMo
 	band.Trials = 1
 	if len(fig.ownBand) > 0 {
 		band = band.with("own_view_p50", percentile(fig.ownBand, 50)).with("own_view_p99", percentile(fig.ownBand, 99)).
-			withNote("own_view is the same ratio from the loads the fleet's loads keys carry (smoothed, sent on a 5 % change or a new level), a diagnostic of what the assignor saw, not the figure")
+			withNote("own_view is the same ratio from the loads the fleet's loads keys carry (smoothed; sent on a 5 % change, a new level, or a 1 % change in the three intervals after a new level or three intervals after the last write), a diagnostic of what the assignor saw, not the figure")
 	}
 	band = band.withNote(samplesNote + "; the expected loads are the Zipf loads (the hot shard's tripled once it is) without the noise, which is drawn afresh every " + shape.noiseEvery.String() + " and averages away: no placement kept longer than one draw can follow it (the next row is the same ratio on the instantaneous loads); a worker whose heaviest shard alone is above the band around the others' mean is pinned: that shard and the worker leave the mean, and it reads 1 + its other shards' load ÷ the mean; the times below count a fleet in the band when every worker so read is within it")
 	noisy := measured(scenario, sf.system, "max worker load ÷ mean, pinned workers as issue 17's band reads them, on the instantaneous loads (noise included), after convergence, "+noise+", "+size, "ratio", fig.noisyBand)
@@ -329,9 +329,10 @@ func skewedRows(env *benchEnv, shape skewedShape, sf *skewedFleet, model *loadMo
 
 	convergeS, convergeNote := fig.converge, ""
 	if math.IsNaN(convergeS) {
-		convergeS, convergeNote = shape.converge.Seconds(), "not in the band at the end of the convergence window: the figure is the window"
+		convergeS, convergeNote = shape.converge.Seconds(), "not in the band at the end of the convergence window: the figure is the window; end_band_max and end_band_min are the band's reading then"
 	}
-	converge := measured(scenario, sf.system, "time to converge from a count-balanced start to Zipf(1.1) loads, "+size, "s", []float64{convergeS})
+	converge := measured(scenario, sf.system, "time to converge from a count-balanced start to Zipf(1.1) loads, "+size, "s", []float64{convergeS}).
+		with("end_band_max", fig.endMax).with("end_band_min", fig.endMin)
 	if convergeNote != "" {
 		converge = converge.withNote(convergeNote)
 	}

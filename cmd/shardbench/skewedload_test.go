@@ -146,6 +146,9 @@ func TestFiguresOf(t *testing.T) {
 	if f.converge != 3 || f.back != 3 || !f.leftBand || f.hotMoves != 2 || f.noiseMoves != 3 || math.Abs(f.noiseMinutes-27.0/60) > 1e-9 {
 		t.Errorf("figures %+v; want converged after 3 s, back after 3 s having left the band, 2 hot moves, 3 noise moves over 27 s", f)
 	}
+	if f.endMax != 1.05 || f.endMin != 0.95 {
+		t.Errorf("band at the end of the convergence window %v..%v, want the last sample before the noise's 0.95..1.05", f.endMin, f.endMax)
+	}
 	if len(f.ownBand) != 0 {
 		t.Errorf("own view %v from samples without one", f.ownBand)
 	}
@@ -176,7 +179,7 @@ func TestSkewedRows(t *testing.T) {
 	env := &benchEnv{trials: 1}
 	shape := skewedShapeFor(&benchEnv{small: true})
 	model := newLoadModel(shard.Config{Shards: shape.shards}.IDs(), shape.workers, skewedSeed)
-	fig := loadFigures{ratios: []float64{1.05, 1.08}, bandRatios: []float64{1.05, 1.08}, noisyBand: []float64{1.2, 1.3}, floor: 0.6, converge: math.NaN(), back: 4, noiseMoves: 3, hotMoves: 2, noiseMinutes: 0.25, leastMembers: shape.workers}
+	fig := loadFigures{ratios: []float64{1.05, 1.08}, bandRatios: []float64{1.05, 1.08}, noisyBand: []float64{1.2, 1.3}, floor: 0.6, converge: math.NaN(), endMax: 1.05, endMin: 0.89, back: 4, noiseMoves: 3, hotMoves: 2, noiseMinutes: 0.25, leastMembers: shape.workers}
 	aware := skewedRows(env, shape, &skewedFleet{system: systemShardlease, fig: fig, trace: &loadTrace{}}, &model)
 	counted := skewedRows(env, shape, &skewedFleet{system: systemCountBased, fig: fig, trace: &loadTrace{}}, &model)
 	if len(aware) != 6 || len(counted) != 6 {
@@ -194,7 +197,7 @@ func TestSkewedRows(t *testing.T) {
 	if aware[2].P50 != 1.2 || aware[2].P99 != 1.3 {
 		t.Errorf("instantaneous band row p50 %v p99 %v, want the noisy samples' 1.2 and 1.3", aware[2].P50, aware[2].P99)
 	}
-	if aware[3].P50 != shape.converge.Seconds() || !strings.Contains(aware[3].Note, "the figure is the window") {
+	if aware[3].P50 != shape.converge.Seconds() || !strings.Contains(aware[3].Note, "the figure is the window") || aware[3].Extra["end_band_min"] != 0.89 {
 		t.Errorf("never converged: figure %v, note %q", aware[3].P50, aware[3].Note)
 	}
 	if strings.Contains(aware[0].Note, "lapsed") {

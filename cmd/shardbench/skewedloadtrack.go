@@ -205,18 +205,22 @@ type skewedTimeline struct {
 
 // loadFigures are a fleet's figures.
 type loadFigures struct {
-	ratios       []float64 // max ÷ mean under noise, but while answering the tripling
-	bandRatios   []float64 // bandMax over the same samples
-	ownBand      []float64 // ownBandMax over the same samples, where there is one
-	noisyBand    []float64 // noisyBandMax over the same samples
-	floor        float64   // the floor's median over the same samples
-	pinned       float64   // the median of the workers pinned, the same samples
-	converge     float64   // s from the count-balanced start into the band for good (NaN: not in it at the noise)
-	back         float64   // s from the tripling back into the band (NaN: never)
-	leftBand     bool      // the tripling took the fleet out of the band
-	noiseMoves   int       // moves under noise, but those answering the tripling
-	hotMoves     int       // moves answering the tripling
-	noiseMinutes float64   // the time noiseMoves were counted over
+	ratios     []float64 // max ÷ mean under noise, but while answering the tripling
+	bandRatios []float64 // bandMax over the same samples
+	ownBand    []float64 // ownBandMax over the same samples, where there is one
+	noisyBand  []float64 // noisyBandMax over the same samples
+	floor      float64   // the floor's median over the same samples
+	pinned     float64   // the median of the workers pinned, the same samples
+	converge   float64   // s from the count-balanced start into the band for good (NaN: not in it at the noise)
+	// endMax and endMin are the band's reading (bandMax, bandMin) at the
+	// last sample before the noise: how far from the band a fleet that
+	// did not converge was left.
+	endMax, endMin float64
+	back           float64 // s from the tripling back into the band (NaN: never)
+	leftBand       bool    // the tripling took the fleet out of the band
+	noiseMoves     int     // moves under noise, but those answering the tripling
+	hotMoves       int     // moves answering the tripling
+	noiseMinutes   float64 // the time noiseMoves were counted over
 	// leastMembers is the fewest live workers seen from the skew on: fewer
 	// than the fleet's means a session lapsed (a starved machine) and the
 	// figures measure failover as well as balance.
@@ -238,6 +242,7 @@ func figuresOf(samples []loadSample, moves []time.Time, tl skewedTimeline, tol f
 		if s.at.Before(tl.skewed) || !s.at.Before(tl.noise) {
 			continue
 		}
+		f.endMax, f.endMin = s.bandMax, s.bandMin
 		switch {
 		case !s.inBand(tol):
 			since = time.Time{}
