@@ -80,6 +80,12 @@ func startReporting(t *testing.T, n int) (*fleet, *atomic.Int64, *loadWrites) {
 	return f, load, writes
 }
 
+// shownLoad is shard id's load as worker a's loads key shows it.
+func shownLoad(f *fleet, id shard.ID) float64 {
+	ms, _ := f.snapshot().Member("a")
+	return ms.Load[id]
+}
+
 // TestLoadWritesBounded: a worker writes its shards' loads to its loads
 // key (never to its member key), writes nothing while they hold still, at
 // most once per report interval while they change, and keeps an
@@ -180,10 +186,7 @@ func TestLoadShiftReportedSoon(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, load, writes := startReporting(t, 1)
 		settle(30 * time.Second)
-		shown := func() float64 {
-			ms, _ := f.snapshot().Member("a")
-			return ms.Load["stream/shard-000"]
-		}
+		shown := func() float64 { return shownLoad(f, "stream/shard-000") }
 		if v := shown(); v != 10 {
 			t.Fatalf("load after 30 s: %v, want 10", v)
 		}
@@ -217,10 +220,7 @@ func TestLoadDriftSettles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, load, writes := startReporting(t, 1)
 		settle(30 * time.Second)
-		shown := func() float64 {
-			ms, _ := f.snapshot().Member("a")
-			return ms.Load["stream/shard-000"]
-		}
+		shown := func() float64 { return shownLoad(f, "stream/shard-000") }
 		load.Store(100) // a new level: written within a second or two
 		time.Sleep(3 * time.Second)
 		if v := shown(); v != 100 {
@@ -264,10 +264,7 @@ func TestLoadFollowedAfterShift(t *testing.T) {
 		writes := &loadWrites{}
 		f.startWrapped(cfg, func(c shard.Coordinator) shard.Coordinator { writes.Coordinator = c; return writes })
 		settle(40 * time.Second)
-		shown := func(id shard.ID) float64 {
-			ms, _ := f.snapshot().Member("a")
-			return ms.Load[id]
-		}
+		shown := func(id shard.ID) float64 { return shownLoad(f, id) }
 		loads[0].Store(3000) // a new level on shard 0: written within a second or two
 		loads[1].Store(1120) // +12 % on shard 1: smoothed, half seen after 10 s
 		time.Sleep(3 * time.Second)
