@@ -150,6 +150,9 @@ func (w *Worker) lead(term context.Context, l *lease, epoch shard.Token) {
 			log.Info("deposed: the coordinator refused this assignor's writes", zap.Error(err))
 			return
 		}
+		if err != nil && term.Err() != nil {
+			return // the term ended (a stop, a lost lease) during the write: nothing failed
+		}
 		if err != nil {
 			log.Warn("writing assignments failed; listing again", zap.Error(err))
 			index = 0
