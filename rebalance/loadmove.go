@@ -184,6 +184,10 @@ func (mv *mover) center(mean float64) {
 	mv.farHi, mv.farLo = mean*(1+1.5*tol), mean*(1-1.5*tol)
 }
 
+// far reports whether member m is far outside the band (center), so that
+// residence yields to its correction and a swap may take any partner.
+func (mv *mover) far(m int) bool { return mv.rs[m] > mv.farHi || mv.rs[m] < mv.farLo }
+
 // candidate is a move that find or pick found: shard i from a member to
 // another, or i < 0 for none.
 type candidate struct{ i, from, to int32 }
@@ -218,8 +222,7 @@ func (mv *mover) find(fix []int) (i int32, from, to int, lump candidate) {
 		if up {
 			need = (rs[x] - mv.innerHi) * mv.lp.cap[x]
 		}
-		// Far outside, x may be served with shards in residence (center).
-		far := rs[x] > mv.farHi || rs[x] < mv.farLo
+		far := mv.far(x)          // then served with shards in residence too (center)
 		for k := range mv.order { // the partners: lowest first when x gives, highest first when it takes
 			a, b := x, mv.order[k]
 			if !up {

@@ -32,9 +32,9 @@ func (mv *mover) swap(fix []int) bool {
 		if !ok {
 			continue
 		}
-		// Far outside, x's own shard may be one in residence (center); the
-		// partner's keeps its whole residence.
-		far := rs[x] > mv.farHi || rs[x] < mv.farLo
+		// Far outside, x's own shard may be one in residence; the partner's
+		// keeps its whole residence.
+		far := mv.far(x)
 		best := struct {
 			s, t  int32
 			a, b  int
