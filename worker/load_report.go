@@ -19,10 +19,11 @@ const loadChange = 0.05
 // for loadSettleAfter intervals after a shard's load moved to a new level
 // (the other shards' figures are then likely still catching up with the
 // same change in traffic): the assignor's view of a worker is never wrong
-// by more than loadChange, and not for long by more than loadSettle. Without it a load that drifted by 4 % (a
-// shard's smoothed figure still catching up with a change, say) stayed
-// unwritten until something else moved: the assignor judged the band on
-// it for good, and a worker it placed at 0.92 × the mean could carry 0.90.
+// by more than loadChange, and not for long by more than loadSettle.
+// Without it a load that drifted by 4 % (a shard's smoothed figure still
+// catching up with a change, say) stayed unwritten until something else
+// moved: the assignor judged the band on it for good, and a worker it
+// placed at 0.92 × the mean could carry 0.90.
 const (
 	loadSettle      = 0.01
 	loadSettleAfter = 3
@@ -32,10 +33,10 @@ const (
 // the meters of the shards running now, sets the load gauges and, when a
 // figure changed noticeably (loadChanged), writes them to this worker's
 // loads key (Coordinator.ReportLoad): one write per tick at most (loadClock
-// bounds the ticks).
-// The member key, where operators set drains and cordons, is not written,
-// so a report can never overwrite an operator's mark.
-// shifted is when a shard's load last moved to a new level (zero: never).
+// bounds the ticks). The member key, where operators set drains and
+// cordons, is not written, so a report can never overwrite an operator's
+// mark. shifted is when a shard's load last moved to a new level (zero:
+// never): for a while after it smaller changes are written (loadSettle).
 func (lp *loop) reportLoad(ctx context.Context, now, shifted time.Time) {
 	w := lp.w
 	loads := w.load.meters.sample(now)
@@ -77,8 +78,9 @@ func (lp *loop) reportLoad(ctx context.Context, now, shifted time.Time) {
 // loadChanged reports whether cur differs from the last written loads
 // enough for a write: a shard gained or dropped, the worker's total moved
 // by more than threshold (loadChange, or loadSettle) of itself, or one
-// shard's figure by more than threshold of the total. The assignor balances workers' totals; a
-// shard's figure matters to it only as a part of one. So the noise of
+// shard's figure by more than threshold of the total. The assignor
+// balances workers' totals; a shard's figure matters to it only as a part
+// of one. So the noise of
 // many small shards, which mostly cancels in the total, writes nothing:
 // at 100 shards a worker with ±20 % noise on each shard, smoothed, sees
 // its total move well under 1 % between reports.

@@ -110,9 +110,8 @@ func (ms *meters) peek(now time.Time) map[shard.ID]float64 {
 }
 
 // collect returns read(m, now) of every running shard's meter m that has
-// a figure, rounded (roundLoad). As meters.sample does, it holds no
-// meter's lock under the list's. (meters.sample is the same walk with
-// meter.sample, and could be ms.collect(now, (*meter).sample).)
+// a figure, rounded (roundLoad), for meters.sample (the loop's) and
+// meters.peek (Status). It holds no meter's lock under the list's.
 func (ms *meters) collect(now time.Time, read func(*meter, time.Time) (float64, bool)) map[shard.ID]float64 {
 	ms.mu.Lock()
 	list := maps.Clone(ms.all)

@@ -29,7 +29,7 @@ var defaultEphemeral = [2]int{32768, 60999}
 // on 127.0.0.1 for TCP and UDP a moment ago, drawn at random.
 func Pick(n int) ([]int, error) {
 	if n < 0 {
-		return nil, fmt.Errorf("freeport: %d ports wanted", n)
+		return nil, fmt.Errorf("freeport: asked for %d ports; want a count ≥ 0", n)
 	}
 	s := candidates(ephemeralRange())
 	return pick(n, func() int { return s.lo + rand.IntN(s.size()) })
