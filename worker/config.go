@@ -67,7 +67,7 @@ type Config struct {
 	// loads and, when they changed by more than 5 % of its total, writes
 	// them to its loads key (shard.Coordinator.ReportLoad): one write per
 	// interval, plus at most one brought forward when a shard's load moves
-	// to a new level (beyond 1.5 × or ÷ its smoothed figure), and none
+	// to a new level (see LoadHalfLife), and none
 	// while nothing changed, so the assignor, woken by every such write,
 	// is not kept busy by a large fleet. At least a second. Zero: DefaultLoadReportEvery when LoadBalance is set, and no
 	// writes when it is not (a count-balanced fleet's coordinator traffic
@@ -75,8 +75,10 @@ type Config struct {
 	LoadReportEvery time.Duration
 	// LoadHalfLife is the half-life of the smoothing of each shard's load
 	// (Claim.ReportLoad, or the commit rate): a step change is half seen
-	// after one half-life and 7/8 after three, unless it goes beyond 1.5 ×
-	// or ÷ the smoothed figure: that is a new level, taken at once.
+	// after one half-life and 7/8 after three, unless it is a new level,
+	// taken at once: beyond 1.5 × or ÷ the smoothed figure, or more than
+	// 5 % on a shard whose load was steady (docs/operations.md,
+	// "Smoothing").
 	// Zero: DefaultLoadHalfLife.
 	LoadHalfLife time.Duration
 	// MaxMovesInFlight caps the hand-offs in flight across the fleet when

@@ -81,8 +81,8 @@
 // shard.Member.Load), sampled every Config.LoadReportEvery and written
 // only when the worker's total, or one shard as a part of it, moved by more
 // than 5 %; a shard whose load jumps to a new level (beyond 1.5 × or ÷ its
-// smoothed figure) is taken at that level at once and written within a
-// second, once per interval. The member key is never rewritten for loads, so a report cannot
+// smoothed figure, or out of its own noise: meter.isShift) is taken at
+// that level at once and written within a second, once per interval. The member key is never rewritten for loads, so a report cannot
 // overwrite an operator's drain or cordon. The assignor takes each shard's
 // figure from its holder's loads, keeps the last one seen for a shard that just
 // moved, multiplies by Config.ShardWeight, and counts a shard with no

@@ -49,6 +49,24 @@ func (c *Claim) ReportLoad(load float64) {
 // again once the first moves had to stay put for MinResidence.
 const levelShift = 1.5
 
+// A smaller change is a new level too when it stands out of the shard's
+// own noise: more than quietChange of the smoothed load and more than
+// quietSigmas times the root mean square of the load's deviations from its
+// slow mean (a mean over noiseSpan half-lives). A shard whose load was
+// steady has no noise to hide a change in, so a step of 20 % is carried at
+// once rather than half after one half-life: a first wave of moves planned
+// ten seconds after a change then sees the change whole (a run left a
+// worker at 0.899 × the mean, seen as 0.98 when the wave was planned). A
+// noisy shard's deviations are its noise, so its noise stays smoothed:
+// under ±20 % noise four of them is about 0.5 of the load, the levelShift
+// edge. The first draw of noise on a shard that was steady is taken as a
+// level, once; its deviation then counts.
+const (
+	quietChange = 0.05
+	quietSigmas = 4
+	noiseSpan   = 3
+)
+
 // meter is one owned shard's smoothed load. Reports and commits come from
 // the shard's handler; samples from the worker's loop.
 type meter struct {
@@ -61,6 +79,8 @@ type meter struct {
 	known    bool      // smoothed holds a value
 	reported bool      // a handler reported: the commit rate is not used
 	smoothed float64   // as of at
+	slow     float64   // the mean over noiseSpan half-lives, never restarted, as of at
+	devsq    float64   // the mean square of raw − slow over noiseSpan half-lives, as of at
 	raw      float64   // the value in force since at
 	at       time.Time // time smoothed was last brought up to date
 	commits  int       // accepted commits since windowFrom
@@ -82,7 +102,20 @@ func (m *meter) advance(now time.Time) {
 	}
 	decay := math.Exp2(-dt.Seconds() / m.halfLife.Seconds())
 	m.smoothed = m.smoothed*decay + m.raw*(1-decay)
+	// The slow mean approaches raw as the smoothed one does, more slowly,
+	// so raw − slow decays by the same factor q over dt; the mean square
+	// of that deviation over dt, in force since m.at, integrates to
+	// q·(devsq + d²·(1 − q)), exactly, however long dt is.
+	q := math.Exp2(-dt.Seconds() / (noiseSpan * m.halfLife.Seconds()))
+	d := m.raw - m.slow
+	m.devsq = q * (m.devsq + d*d*(1-q))
+	m.slow = m.raw - d*q
 	m.at = now
+}
+
+// start takes v as the first figure: no history, so no noise yet.
+func (m *meter) start(now time.Time, v float64) {
+	m.known, m.smoothed, m.slow, m.devsq, m.raw, m.at = true, v, v, 0, v, now
 }
 
 // report records a handler's load at now.
@@ -92,12 +125,13 @@ func (m *meter) report(now time.Time, v float64) {
 	if !m.reported {
 		// The first report replaces anything derived from commits: the
 		// handler's own unit wins and is not mixed with commits per second.
-		m.reported, m.known, m.smoothed, m.raw, m.at = true, true, v, v, now
+		m.reported = true
+		m.start(now, v)
 		return
 	}
 	m.advance(now)
 	m.raw = v
-	if isShift(m.smoothed, v) {
+	if m.isShift(v) {
 		m.smoothed = v
 		if m.shifted != nil {
 			m.shifted()
@@ -105,9 +139,15 @@ func (m *meter) report(now time.Time, v float64) {
 	}
 }
 
-// isShift reports whether v is a new level against the smoothed load s.
-func isShift(s, v float64) bool {
-	return v > s*levelShift || v*levelShift < s
+// isShift reports whether v is a new level against the smoothed load
+// (levelShift, quietChange).
+func (m *meter) isShift(v float64) bool {
+	s := m.smoothed
+	if v > s*levelShift || v*levelShift < s {
+		return true
+	}
+	d := math.Abs(v - s)
+	return d > quietChange*s && d > quietSigmas*math.Sqrt(m.devsq)
 }
 
 // commit counts one accepted commit, for a handler that does not report.
@@ -142,13 +182,13 @@ func (m *meter) sample(now time.Time) (float64, bool) {
 			return m.smoothed, m.known
 		}
 		rate := float64(m.commits) / window.Seconds()
-		switch {
-		case !m.known:
-			m.known, m.smoothed, m.at = true, rate, now
-		case isShift(m.smoothed, rate):
-			m.smoothed, m.at = rate, now // a new level (see levelShift)
-		default:
+		if !m.known {
+			m.start(now, rate)
+		} else {
 			m.advance(now) // with the previous window's rate
+			if m.isShift(rate) {
+				m.smoothed = rate // a new level (see levelShift)
+			}
 		}
 		m.raw, m.commits, m.from = rate, 0, now
 		return m.smoothed, true

@@ -17,7 +17,7 @@ import (
 
 func near(got, want float64) bool { return math.Abs(got-want) <= 1e-9*max(1, math.Abs(want)) }
 
-// TestMeterHalfLife: a step from 10 to 14 (within levelShift: not a new
+// TestMeterHalfLife: a step from 10 to 10.4 (under quietChange: not a new
 // level) is half seen after one half-life and 7/8 after three, however
 // often the handler reports.
 func TestMeterHalfLife(t *testing.T) {
@@ -33,14 +33,14 @@ func TestMeterHalfLife(t *testing.T) {
 				t.Fatalf("first report: %v %v, want 10 at once", v, ok)
 			}
 			start := time.Now()
-			m.report(start, 14)
+			m.report(start, 10.4)
 			for _, c := range []struct {
 				at   time.Duration
 				want float64
-			}{{10 * time.Second, 12}, {30 * time.Second, 13.5}} {
+			}{{10 * time.Second, 10.2}, {30 * time.Second, 10.35}} {
 				for every > 0 && time.Since(start)+every <= c.at {
 					time.Sleep(every)
-					m.report(time.Now(), 14)
+					m.report(time.Now(), 10.4)
 				}
 				time.Sleep(c.at - time.Since(start))
 				if v, _ := m.sample(time.Now()); !near(v, c.want) {
@@ -56,35 +56,29 @@ func TestMeterHalfLife(t *testing.T) {
 func TestMeterCommitRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMeter(10*time.Second, time.Now())
-		for range 50 {
-			m.commit()
+		commits := func(n int) {
+			for range n {
+				m.commit()
+			}
+			time.Sleep(10 * time.Second)
 		}
-		time.Sleep(10 * time.Second)
-		if v, ok := m.sample(time.Now()); !ok || !near(v, 5) {
-			t.Fatalf("50 commits in 10 s: %v %v, want 5/s", v, ok)
+		commits(500)
+		if v, ok := m.sample(time.Now()); !ok || !near(v, 50) {
+			t.Fatalf("500 commits in 10 s: %v %v, want 50/s", v, ok)
 		}
-		for range 70 {
-			m.commit()
+		commits(520)
+		// The first window's 50/s held for the half-life just sampled; the
+		// new 52/s (4 %: not a new level) is folded in at the next sample.
+		if v, _ := m.sample(time.Now()); !near(v, 50) {
+			t.Fatalf("second window: %v, want 50 until the 52/s has been in force", v)
 		}
-		time.Sleep(10 * time.Second)
-		// The first window's 5/s held for the half-life just sampled; the
-		// new 7/s is folded in at the next sample.
-		if v, _ := m.sample(time.Now()); !near(v, 5) {
-			t.Fatalf("second window: %v, want 5 until the 7/s has been in force", v)
+		commits(520)
+		if v, _ := m.sample(time.Now()); !near(v, 51) {
+			t.Fatalf("a half-life of 52/s after 50/s: %v, want 51", v)
 		}
-		for range 70 {
-			m.commit()
-		}
-		time.Sleep(10 * time.Second)
-		if v, _ := m.sample(time.Now()); !near(v, 6) {
-			t.Fatalf("a half-life of 7/s after 5/s: %v, want 6", v)
-		}
-		for range 300 {
-			m.commit()
-		}
-		time.Sleep(10 * time.Second)
-		if v, _ := m.sample(time.Now()); !near(v, 30) {
-			t.Fatalf("30/s after about 6/s: %v, want 30 at once (a new level)", v)
+		commits(600)
+		if v, _ := m.sample(time.Now()); !near(v, 60) {
+			t.Fatalf("60/s after a steady 51/s: %v, want 60 at once (a new level)", v)
 		}
 		m.report(time.Now(), 0.5)
 		if v, _ := m.sample(time.Now()); v != 0.5 {
@@ -93,9 +87,12 @@ func TestMeterCommitRate(t *testing.T) {
 	})
 }
 
-// TestMeterLevelShift: a report beyond levelShift of the smoothed load,
-// up or down, is taken at once and signalled; one within it is smoothed
-// and not signalled.
+// TestMeterLevelShift: on a shard whose load was steady, a change of
+// more than quietChange is a new level, taken at once and signalled, and
+// a smaller one is smoothed; once the load is noisy (±20 %, a new value
+// every 10 s) a change of 20 % is smoothed like the noise, and one beyond
+// levelShift, up or down, is still taken at once. Under that noise only
+// the first draws, while the shard had no noise on record, are levels.
 func TestMeterLevelShift(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ms meters
@@ -109,23 +106,53 @@ func TestMeterLevelShift(t *testing.T) {
 			}
 		}
 		m.report(time.Now(), 10) // the first report: taken as it is
-		for _, c := range []struct {
-			report, want float64 // want: one half-life after the report
-			shift        bool
-		}{
-			{14, 12, false}, // 14 ÷ 10 < 1.5: smoothed
-			{30, 30, true},  // 30 ÷ 12 > 1.5: at once
-			{19, 19, true},  // 30 ÷ 19 > 1.5, down: at once
-			{27, 23, false}, // 27 ÷ 19 < 1.5: smoothed
-		} {
-			m.report(time.Now(), c.report)
-			if got := signalled(); got != c.shift {
-				t.Fatalf("report %v: signalled %v, want %v", c.report, got, c.shift)
+		time.Sleep(time.Minute)
+		step := func(what string, report, want float64, shift bool) {
+			t.Helper()
+			m.report(time.Now(), report)
+			if got := signalled(); got != shift {
+				t.Fatalf("%s: report %v signalled %v, want %v", what, report, got, shift)
 			}
 			time.Sleep(10 * time.Second)
-			if v, _ := m.sample(time.Now()); !near(v, c.want) {
-				t.Fatalf("report %v: a half-life later %v, want %v (a new level: %v)", c.report, v, c.want, c.shift)
+			if v, _ := m.sample(time.Now()); !near(v, want) {
+				t.Fatalf("%s: report %v, a half-life later %v, want %v (a new level: %v)", what, report, v, want, shift)
 			}
+		}
+		step("steady", 10.4, 10.2, false) // 4 %: smoothed
+		step("steady", 12, 12, true)      // 18 % of a steady load: at once
+		time.Sleep(5 * time.Minute)       // steady again
+		step("steady", 10, 10, true)      // and back down
+
+		// Noise: ±20 % around 10, a new value every 10 s for 5 minutes.
+		shifts, late := 0, 0
+		for k := range 30 {
+			v := 8.0
+			if k%2 == 0 {
+				v = 12
+			}
+			m.report(time.Now(), v)
+			if signalled() {
+				shifts++
+				if k >= 6 {
+					late++
+				}
+			}
+			time.Sleep(10 * time.Second)
+		}
+		if shifts > 3 || late > 0 {
+			t.Fatalf("±20 %% noise: %d reports were new levels, %d after the first minute; want at most 3, none later", shifts, late)
+		}
+		s, _ := m.sample(time.Now())
+		m.report(time.Now(), s*1.2)
+		if signalled() {
+			t.Fatalf("a noisy load: a report 20 %% above its smoothed %v was a new level, want it smoothed", s)
+		}
+		m.report(time.Now(), s*1.6)
+		if !signalled() {
+			t.Fatalf("a noisy load: a report 1.6 × its smoothed %v was not a new level", s)
+		}
+		if v, _ := m.sample(time.Now()); !near(v, s*1.6) {
+			t.Fatalf("a noisy load after a report of 1.6 × %v: %v, want the report", s, v)
 		}
 	})
 }

@@ -190,12 +190,17 @@ func TestLoadShiftReportedSoon(t *testing.T) {
 		if v := shown(); v != 10 {
 			t.Fatalf("load after 30 s: %v, want 10", v)
 		}
-		// Let a regular report pass, so that the next is about 10 s away.
-		load.Store(12) // a change worth a write, not a new level
+		// A first new level (20 % of a steady load), written early; then
+		// its interval passes, so the next regular report is about 10 s
+		// away and an early one is allowed again.
+		load.Store(12)
 		for n := writes.count(); writes.count() == n; {
 			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(time.Second)
+		if v := shown(); v != 12 {
+			t.Fatalf("after a change of 20 %% of a steady load: %v, want 12 written early", v)
+		}
+		time.Sleep(11 * time.Second)
 		load.Store(36) // tripled: a new level
 		time.Sleep(2500 * time.Millisecond)
 		if v := shown(); v != 36 {
@@ -240,9 +245,9 @@ func TestLoadDriftSettles(t *testing.T) {
 }
 
 // TestLoadFollowedAfterShift: for three report intervals after a shard's
-// load moved to a new level, a 3 % drift (another shard's smoothed figure
-// catching up with the same change in traffic) is written at the next
-// report, not three intervals after the last write.
+// load moved to a new level, a drift of under loadChange (another shard's
+// smoothed figure catching up with the same change in traffic) is written
+// at the next report, not three intervals after the last write.
 func TestLoadFollowedAfterShift(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFleet(t, 2)
@@ -265,14 +270,14 @@ func TestLoadFollowedAfterShift(t *testing.T) {
 		f.startWrapped(cfg, func(c shard.Coordinator) shard.Coordinator { writes.Coordinator = c; return writes })
 		settle(40 * time.Second)
 		shown := func(id shard.ID) float64 { return shownLoad(f, id) }
-		loads[0].Store(3000) // a new level on shard 0: written within a second or two
-		loads[1].Store(1120) // +12 % on shard 1: smoothed, half seen after 10 s
+		loads[0].Store(400)  // a new level on shard 0: written within a second or two
+		loads[1].Store(1045) // +4.5 % on shard 1, under quietChange: smoothed, half seen after 10 s
 		time.Sleep(3 * time.Second)
-		if v := shown("stream/shard-000"); v != 300 {
-			t.Fatalf("3 s after shard 0's load tripled: %v, want 300", v)
+		if v := shown("stream/shard-000"); v != 40 {
+			t.Fatalf("3 s after shard 0's load fell to 40 %%: %v, want 40", v)
 		}
 		before := shown("stream/shard-001")
-		time.Sleep(11 * time.Second) // one regular report: shard 1 moved ~5 % of itself, ~1.5 % of the total
+		time.Sleep(11 * time.Second) // one regular report: shard 1 moved ~2.5 % of itself, ~1.7 % of the total
 		if v := shown("stream/shard-001"); v <= before {
 			t.Fatalf("a report after the shift: shard 1 still shown at %v, want its drift written (over %v)", v, before)
 		}
