@@ -101,8 +101,7 @@ func (m *meter) advance(now time.Time) {
 	if dt <= 0 {
 		return
 	}
-	decay := math.Exp2(-dt.Seconds() / m.halfLife.Seconds())
-	m.smoothed = m.smoothed*decay + m.raw*(1-decay)
+	m.smoothed = m.smoothedAt(now)
 	// The slow mean approaches raw as the smoothed one does, more slowly,
 	// so raw − slow decays by the same factor q over dt; the mean square
 	// of that deviation over dt, in force since m.at, integrates to
@@ -112,6 +111,17 @@ func (m *meter) advance(now time.Time) {
 	m.devsq = q * (m.devsq + d*d*(1-q))
 	m.slow = m.raw - d*q
 	m.at = now
+}
+
+// smoothedAt is the smoothed load at now, raw having held since m.at,
+// changing nothing.
+func (m *meter) smoothedAt(now time.Time) float64 {
+	dt := now.Sub(m.at)
+	if dt <= 0 {
+		return m.smoothed
+	}
+	decay := math.Exp2(-dt.Seconds() / m.halfLife.Seconds())
+	return m.smoothed*decay + m.raw*(1-decay)
 }
 
 // start takes v as the first figure: no history, so no noise yet.

@@ -137,9 +137,7 @@ func (m *meter) peek(now time.Time) (float64, bool) {
 	if !m.known || !m.reported {
 		return m.smoothed, m.known
 	}
-	at := meter{halfLife: m.halfLife, smoothed: m.smoothed, raw: m.raw, at: m.at}
-	at.advance(now)
-	return at.smoothed, true
+	return m.smoothedAt(now), true
 }
 
 // publish replaces the published status. Only the loop calls it.
