@@ -48,7 +48,7 @@ func TestSimAssignorFaults(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d/%s", a.seed, a.name), func(t *testing.T) {
 			t.Parallel()
 			for range 5 {
-				res := runSeed(t, a.seed, false)
+				res := runSeed(t, a.seed, nil)
 				if t.Failed() || a.saw(res.Schedule, res) {
 					return
 				}

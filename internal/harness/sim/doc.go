@@ -114,10 +114,16 @@
 //     shards again for load after settling (each counted as a re-settle),
 //     but must stop on its frozen loads within that bound (no oscillation)
 //     and then stay put for longer than a patience plus a residence.
-//     Settled, every live member's record carries a load for each shard it
-//     holds, and where the band is surely reachable (every shard at most
-//     the tolerance times a worker's mean load) every running worker's
-//     true load is inside it.
+//     Settling also waits for the fleet's view of each worker's load (the
+//     figures its member record carries, which the assignor balances) to
+//     come within 1.6 % of its true load: the worker's write threshold
+//     (1 %), the rounding of each figure (0.5 %) and a remainder of the
+//     smoothing. Settled, every live member's record carries a load for
+//     each shard it holds, and where the band is surely reachable (every
+//     shard at most the tolerance times a worker's mean load) every
+//     running worker's true load is inside the band widened by what that
+//     error can do to a ratio (the worker's figure and the mean off in
+//     opposite directions: ±30 % becomes 0.678–1.342×).
 //   - Every worker's Run returns nil, and only when told to stop.
 //
 // # Replay, honestly
@@ -126,12 +132,15 @@
 // every handler's random choices. It does not fix the order in which
 // goroutines run at the same virtual instant: the Go scheduler decides that,
 // inside a bubble too. So a seed replays its faults exactly, and a violation
-// it found reproduces with high probability rather than certainty; replay a
-// seed in a loop (-count=20) when it does not show at once. A failing seed
-// prints its violations, its schedule and the one-line command:
+// it found reproduces with high probability rather than certainty. A
+// failing seed prints its violations, its schedule and the one-line
+// command that replays it:
 //
 //	go test ./internal/harness/sim -run 'TestSim$' -seed=12345 -v
 //
+// which runs the seed -runs times (20 unless told), says how many of the
+// runs failed, and shows the trace of the first that did: a seed that fails
+// in some runs only is one whose outcome depends on the goroutine order.
 // (-sim.log adds the workers' own logs.)
 //
 // # What is modelled and what is not

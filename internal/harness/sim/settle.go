@@ -102,6 +102,9 @@ func (r *run) unsettled() string {
 		if why := r.pendingMoves(snap); why != "" {
 			return why
 		}
+		if why := r.viewLag(snap); why != "" {
+			return why
+		}
 	} else if hi-lo > 1 {
 		return fmt.Sprintf("owned counts %v differ by %d", counts, hi-lo)
 	}
