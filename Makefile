@@ -3,7 +3,7 @@
 #   make test                     everything below, against real servers
 GO ?= go
 
-.PHONY: test vet consul nats postgres chromium demo dashboard-screenshot bench shardbench sim chaos fuzz
+.PHONY: test vet consul nats postgres chromium demo dashboard-screenshot bench shardbench sim chaos fuzz flakecheck
 
 # test builds the real Consul and nats-server the integration tests start
 # (seconds when bin/ has them already), installs Debian's PostgreSQL and Chromium when
@@ -66,6 +66,14 @@ sim:
 FAULTS ?= 100
 chaos: consul postgres
 	$(GO) test ./internal/harness/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -chaos.faults=$(FAULTS)
+
+# make flakecheck [N=10] [BESIDE='make chaos FAULTS=20']: the whole make test N
+# times on a clean clone of HEAD, every test that failed in any run with its
+# count; BESIDE runs a second heavy job in a loop beside each run
+# (docs/reliability.md, "Flake check").
+N ?= 10
+flakecheck:
+	bash scripts/flakecheck.sh -n $(N) $(if $(BESIDE),--beside '$(BESIDE)')
 
 # make fuzz [FUZZTIME=1000000x]: every fuzz target in turn. A count, not a
 # duration: Go 1.26's -fuzztime deadline races its workers (golang/go#75804).
