@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 )
 
@@ -50,7 +51,7 @@ func noAssignor(f fleet, must bool) (string, error) {
 // readAssignor reads P/assignor through c and returns its holder's worker
 // ID ("" while it is free, an error then if must).
 func readAssignor(ctx context.Context, c *consul.Coordinator, prefix string, must bool) (string, error) {
-	k, err := c.WatchAssignor(ctx, 0)
+	k, err := c.Locks().Watch(ctx, shard.AssignorLock, 0)
 	if err != nil {
 		return "", fmt.Errorf("%s: reading P/assignor: %w", prefix, err)
 	}

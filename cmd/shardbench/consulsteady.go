@@ -185,7 +185,7 @@ func coldStart(ctx context.Context, o steadyOptions, n int, progress io.Writer) 
 	if err != nil {
 		return nil, r, err
 	}
-	snap, err := observer.Watch(ctx, 0)
+	snap, err := observer.Fleet().Watch(ctx, 0)
 	if err != nil {
 		observer.Close()
 		return nil, r, fmt.Errorf("reading %s: %w", cfg.Prefix, err)
@@ -205,7 +205,7 @@ func coldStart(ctx context.Context, o steadyOptions, n int, progress io.Writer) 
 			f.close()
 			return nil, r, err
 		}
-		bw.acquires = &acquireCounter{Coordinator: bw.coord}
+		bw.acquires = countAcquires(bw.coord)
 		id := workerName(i)
 		bw.w, err = worker.New(worker.Config{
 			ID: id, Fleet: fleet, Coordinator: bw.acquires, Offsets: f.store, Policy: o.policy,
@@ -234,7 +234,7 @@ func coldStart(ctx context.Context, o steadyOptions, n int, progress io.Writer) 
 			return nil, r, fmt.Errorf("%w after %v (%d of %d shards owned by live workers, max−min %d)", errNotConverged, o.converge, owned, n, spread)
 		}
 		octx, cancel := context.WithTimeout(ctx, time.Until(start.Add(o.converge))+time.Second)
-		next, err := observer.Watch(octx, snap.Index)
+		next, err := observer.Fleet().Watch(octx, snap.Index)
 		cancel()
 		if ctx.Err() != nil {
 			f.close()
@@ -316,7 +316,7 @@ func requestRate(ctx context.Context, counters []*consul.RequestCounter, d time.
 // converged reads the prefix once and reports whether the fleet is still
 // converged.
 func (f *steadyFleet) converged(ctx context.Context) bool {
-	snap, err := f.observer.Watch(ctx, 0)
+	snap, err := f.observer.Fleet().Watch(ctx, 0)
 	return err == nil && converged(snap, f.n, f.want)
 }
 

@@ -33,7 +33,7 @@ func newLoadTrack() *loadTrack { return &loadTrack{last: map[string]string{}} }
 func (t *loadTrack) follow(ctx context.Context, observer *consul.Coordinator) {
 	var after uint64
 	for {
-		snap, err := observer.Watch(ctx, after)
+		snap, err := observer.Fleet().Watch(ctx, after)
 		if err != nil {
 			if ctx.Err() != nil {
 				return

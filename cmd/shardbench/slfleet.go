@@ -165,7 +165,7 @@ func (f *slFleet) assignor(ctx context.Context, must bool) (string, error) {
 // shardleaseView reads a shardlease fleet through observer (a blocking
 // query past after): the shards' owners and the live members.
 func shardleaseView(ctx context.Context, observer *consul.Coordinator, after uint64) (view, error) {
-	snap, err := observer.Watch(ctx, after)
+	snap, err := observer.Fleet().Watch(ctx, after)
 	if err != nil {
 		return view{}, err
 	}

@@ -81,7 +81,7 @@ func (a *assignorWatch) run(ctx context.Context) {
 	var after uint64
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		k, err := a.c.WatchAssignor(ctx, after)
+		k, err := a.c.Locks().Watch(ctx, shard.AssignorLock, after)
 		if err != nil {
 			after = 0
 			backoff = min(2*backoff, 2*time.Second)
@@ -94,8 +94,8 @@ func (a *assignorWatch) run(ctx context.Context) {
 	}
 }
 
-func holderOf(k shard.AssignorKey, seen time.Time) Holder {
-	return Holder{Worker: k.Worker, Session: k.Session, Epoch: k.Epoch, Since: k.Since, Seen: seen}
+func holderOf(k shard.LockKey, seen time.Time) Holder {
+	return Holder{Worker: k.Worker, Session: k.Session, Epoch: k.Token, Since: k.Since, Seen: seen}
 }
 
 // record appends h when the holder changed.
@@ -121,7 +121,7 @@ func (a *assignorWatch) current() string {
 // confirm reads P/assignor once, just before the fault: the watch may lag.
 // errMoved when worker no longer holds it.
 func (a *assignorWatch) confirm(ctx context.Context, worker string) (Holder, error) {
-	k, err := a.c.WatchAssignor(ctx, 0) // index 0: answers at once
+	k, err := a.c.Locks().Watch(ctx, shard.AssignorLock, 0) // index 0: answers at once
 	if err != nil {
 		return Holder{}, fmt.Errorf("chaos: reading P/assignor to confirm %s holds it: %w", worker, err)
 	}
