@@ -104,6 +104,18 @@ func (g Grant) String() string {
 	return fmt.Sprintf("%s@%d", g.Lock, g.Token)
 }
 
+// Claims returns the grants of shard locks among grants as claims, in
+// order.
+func Claims(grants []Grant) []Claim {
+	claims := make([]Claim, 0, len(grants))
+	for _, g := range grants {
+		if c, ok := g.Claim(); ok {
+			claims = append(claims, c)
+		}
+	}
+	return claims
+}
+
 // Claim is g as a claim on its shard, and false when g is a role's lock.
 func (g Grant) Claim() (Claim, bool) {
 	id, ok := g.Lock.Shard()

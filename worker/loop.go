@@ -252,11 +252,7 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 	defer cancel()
 	got, err := lp.w.cfg.Coordinator.Locks().Acquire(ctx, lp.lease.session, want)
 	var started []shard.ID
-	for _, g := range got {
-		c, ok := g.Claim()
-		if !ok {
-			continue
-		}
+	for _, c := range shard.Claims(got) {
 		if _, busy := lp.runners[c.Shard]; busy {
 			continue
 		}

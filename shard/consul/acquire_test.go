@@ -56,7 +56,7 @@ func TestAcquireFailingMidway(t *testing.T) {
 	}
 	sid := newSession(t, c, "w", 10*time.Second, 0)
 	grants, err := c.Locks().Acquire(t.Context(), sid, wantOf(cfg.IDs()...))
-	claims := claimsOf(grants)
+	claims := shard.Claims(grants)
 	if !errors.Is(err, shard.ErrUnavailable) {
 		t.Fatalf("Acquire with its second lock transaction refused = %v, want ErrUnavailable", err)
 	}

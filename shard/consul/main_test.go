@@ -62,24 +62,13 @@ func acquire(t *testing.T, c *consul.Coordinator, sid shard.SessionID, ids ...sh
 		t.Fatalf("Acquire(%v): %v", ids, err)
 	}
 	got := map[shard.ID]shard.Token{}
-	for _, cl := range claimsOf(grants) {
+	for _, cl := range shard.Claims(grants) {
 		got[cl.Shard] = cl.Token
 	}
 	return got
 }
 
 // wantOf asks for shards with the reason "test".
-// claimsOf is grants of shard locks as claims, in order.
-func claimsOf(grants []shard.Grant) []shard.Claim {
-	claims := make([]shard.Claim, 0, len(grants))
-	for _, g := range grants {
-		if cl, ok := g.Claim(); ok {
-			claims = append(claims, cl)
-		}
-	}
-	return claims
-}
-
 func wantOf(ids ...shard.ID) []shard.Acquisition {
 	want := make([]shard.Acquisition, len(ids))
 	for i, id := range ids {

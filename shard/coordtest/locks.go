@@ -22,7 +22,7 @@ func (s *suite) acquireRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims := claimsOf(grants)
+	claims := shard.Claims(grants)
 	// Request order, the duplicate counted once, one transaction: one token.
 	if len(claims) != 2 || claims[0].Shard != "s-001" || claims[1].Shard != "s-000" {
 		t.Fatalf("claims = %v, want s-001 then s-000", claims)
@@ -151,7 +151,7 @@ func (s *suite) batch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims := claimsOf(grants)
+	claims := shard.Claims(grants)
 	if len(claims) != n {
 		t.Fatalf("granted %d shards, want %d", len(claims), n)
 	}
@@ -226,7 +226,7 @@ func (s *suite) concurrent(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				claims := claimsOf(grants)
+				claims := shard.Claims(grants)
 				mu.Lock()
 				for _, cl := range claims {
 					if o, ok := owner[cl.Shard]; ok {

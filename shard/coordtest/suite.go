@@ -96,21 +96,10 @@ func acquire(t *testing.T, c shard.Coordinator, sid shard.SessionID, ids ...shar
 		t.Fatalf("Acquire(%s, %v): %v", sid, ids, err)
 	}
 	got := make(map[shard.ID]shard.Token, len(grants))
-	for _, cl := range claimsOf(grants) {
+	for _, cl := range shard.Claims(grants) {
 		got[cl.Shard] = cl.Token
 	}
 	return got
-}
-
-// claimsOf is grants of shard locks as claims, in order.
-func claimsOf(grants []shard.Grant) []shard.Claim {
-	claims := make([]shard.Claim, 0, len(grants))
-	for _, g := range grants {
-		if cl, ok := g.Claim(); ok {
-			claims = append(claims, cl)
-		}
-	}
-	return claims
 }
 
 func wantOf(ids ...shard.ID) []shard.Acquisition {
