@@ -162,7 +162,7 @@ func (e *env) acquire(worker string, shards ...shard.ID) {
 	}
 	want := make([]shard.Acquisition, len(shards))
 	for i, id := range shards {
-		want[i] = shard.AcquireShard(id, "test")
+		want[i] = shard.AcquireShard(id, shard.Why{Reason: shard.ReasonInitial})
 	}
 	claims, err := e.coord.Locks().Acquire(e.t.Context(), e.sessions[worker], want)
 	if err != nil || len(claims) != len(shards) {
@@ -172,7 +172,7 @@ func (e *env) acquire(worker string, shards ...shard.ID) {
 
 func (e *env) release(worker string, shards ...shard.ID) {
 	e.t.Helper()
-	if err := e.coord.Locks().Release(e.t.Context(), e.sessions[worker], shard.ShardLocks(shards), "test"); err != nil {
+	if err := e.coord.Locks().Release(e.t.Context(), e.sessions[worker], shard.ShardLocks(shards), shard.ReasonRebalance); err != nil {
 		e.t.Fatal(err)
 	}
 }

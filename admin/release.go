@@ -17,9 +17,6 @@ const (
 	ShardOrphaned = fleetview.ShardOrphaned // held by a session whose member key is gone or dead
 )
 
-// DefaultReleaseReason is what Release records when given no reason.
-const DefaultReleaseReason = "forced free by an operator"
-
 // ShardInfo is one shard as a listing showed it.
 type ShardInfo struct {
 	ID    shard.ID
@@ -60,8 +57,8 @@ func (o Operator) Shard(ctx context.Context, arg string) (ShardInfo, error) {
 }
 
 // Release forces the shard free now, through its holder's session and
-// without asking the holder, and records reason in its key (empty:
-// DefaultReleaseReason); the next owner's acquisition reason quotes it.
+// without asking the holder, and records shard.ReasonOperator in its key;
+// the next owner's acquisition says so ("operator: from <holder>").
 // The holder learns of it on its next look and stops its handler; until
 // then its writes carry its old token, which the offset store refuses
 // once the next owner has fenced with its higher one. What is lost is
@@ -74,7 +71,7 @@ func (o Operator) Shard(ctx context.Context, arg string) (ShardInfo, error) {
 // holder whose session ended meanwhile is ErrOwnerGone (the shard is
 // free already). An orphaned shard (its member key gone) is released
 // like an owned one.
-func (o Operator) Release(ctx context.Context, held ShardInfo, reason string) error {
+func (o Operator) Release(ctx context.Context, held ShardInfo) error {
 	if held.State == ShardFree {
 		return fmt.Errorf("%s is already free (%s); nothing to release: %w", held.ID, held.Why, ErrShardFree)
 	}
@@ -89,10 +86,7 @@ func (o Operator) Release(ctx context.Context, held ShardInfo, reason string) er
 	case now.Session != held.Session || now.Token != held.Token:
 		return fmt.Errorf("%s changed hands since it was read (token %d then, %d now); read it again: %w", held.ID, held.Token, now.Token, ErrShardMoved)
 	}
-	if reason == "" {
-		reason = DefaultReleaseReason
-	}
-	if err := o.Coordinator.Locks().Release(ctx, held.Session, []shard.Lock{shard.ShardLock(held.ID)}, reason); err != nil {
+	if err := o.Coordinator.Locks().Release(ctx, held.Session, []shard.Lock{shard.ShardLock(held.ID)}, shard.ReasonOperator); err != nil {
 		if errors.Is(err, shard.ErrSessionInvalid) {
 			return fmt.Errorf("%s: its owner's session ended meanwhile, so it is free already: %w", held.ID, ErrOwnerGone)
 		}

@@ -40,12 +40,12 @@ func release(t *testing.T, e *env) {
 	if err != nil || sh.State != admin.ShardOwned || sh.Owner != "w1" || sh.Session != w1 || sh.Token == 0 {
 		t.Fatalf("Shard(1) = %+v, %v; want owned by w1", sh, err)
 	}
-	if err := e.op.Release(ctx, sh, ""); err != nil {
+	if err := e.op.Release(ctx, sh); err != nil {
 		t.Fatal(err)
 	}
 	s := e.snapshot()
-	if st, _ := s.Shard(ids[1]); st.Held() || st.Owner.Released != admin.DefaultReleaseReason {
-		t.Errorf("after the release: %+v, want free, released %q", st, admin.DefaultReleaseReason)
+	if st, _ := s.Shard(ids[1]); st.Held() || st.Owner.Released != shard.ReasonOperator {
+		t.Errorf("after the release: %+v, want free, released %q", st, shard.ReasonOperator)
 	}
 	if st, _ := s.Shard(ids[0]); st.Session != w1 {
 		t.Errorf("the release took another shard: %+v", st)
@@ -68,7 +68,7 @@ func release(t *testing.T, e *env) {
 
 	// Nobody takes it: the wait ends with the caller's context.
 	sh, _ = e.op.Shard(ctx, "0")
-	if err := e.op.Release(ctx, sh, "maintenance"); err != nil {
+	if err := e.op.Release(ctx, sh); err != nil {
 		t.Fatal(err)
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
@@ -77,7 +77,7 @@ func release(t *testing.T, e *env) {
 	if _, err := e.op.WaitNextOwner(cctx, ids[0], sh.Token, nil); !errors.Is(err, admin.ErrNotTaken) || !errors.Is(err, stop) {
 		t.Errorf("WaitNextOwner with an ended context: %v, want ErrNotTaken with its cause", err)
 	}
-	if st, _ := e.snapshot().Shard(ids[0]); st.Owner.Released != "maintenance" {
+	if st, _ := e.snapshot().Shard(ids[0]); st.Owner.Released != shard.ReasonOperator {
 		t.Errorf("the reason given is not recorded: %+v", st)
 	}
 }
@@ -92,7 +92,7 @@ func releaseRefusals(t *testing.T, e *env) {
 
 	free, _ := e.op.Shard(ctx, "3")
 	before := e.snapshot().Index
-	if err := e.op.Release(ctx, free, ""); !errors.Is(err, admin.ErrShardFree) || !strings.Contains(err.Error(), "stream/shard-003 is already free") {
+	if err := e.op.Release(ctx, free); !errors.Is(err, admin.ErrShardFree) || !strings.Contains(err.Error(), "stream/shard-003 is already free") {
 		t.Errorf("Release of a free shard: %v, want ErrShardFree", err)
 	}
 	e.unchanged(before, "a refused release")
@@ -101,7 +101,7 @@ func releaseRefusals(t *testing.T, e *env) {
 	e.release("w1", ids[0])
 	e.acquire("w2", ids[0])
 	before = e.snapshot().Index
-	if err := e.op.Release(ctx, seen, ""); !errors.Is(err, admin.ErrShardMoved) {
+	if err := e.op.Release(ctx, seen); !errors.Is(err, admin.ErrShardMoved) {
 		t.Errorf("Release of a shard that changed hands: %v, want ErrShardMoved", err)
 	}
 	e.unchanged(before, "a release of a shard that changed hands")
@@ -112,7 +112,7 @@ func releaseRefusals(t *testing.T, e *env) {
 	// The holder's session ends between the check and the release.
 	gone := admin.Operator{Coordinator: shard.Intercept(e.coord, sessionEnds), Name: "orders"}
 	now, _ := e.op.Shard(ctx, "0")
-	if err := gone.Release(ctx, now, ""); !errors.Is(err, admin.ErrOwnerGone) {
+	if err := gone.Release(ctx, now); !errors.Is(err, admin.ErrOwnerGone) {
 		t.Errorf("Release after the owner's session ended: %v, want ErrOwnerGone", err)
 	}
 }

@@ -152,7 +152,7 @@
 //     ago (Assignment.Arrived) is not moved for load; a drain, a stuck
 //     worker or a failover still moves it.
 //   - Waves and pacing: load moves are hand-offs (two steps, reason
-//     ReasonLoad) under MaxMovesInFlight, after drains and quota
+//     shard.ReasonLoad) under MaxMovesInFlight, after drains and quota
 //     hand-offs; none is planned while any hand-off is in flight, or while
 //     the fleet is frozen. So a written decision is a fixed point: read
 //     back, its hand-offs are in flight.

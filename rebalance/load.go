@@ -156,10 +156,11 @@ func (st *step) planLoad(caps, owned []int) {
 		}
 	}
 	budget := st.p.MaxMovesInFlight - starts
+	lp.resum()
+	st.loadBand = lp.band()
 	if st.frozen || inFlight > 0 || budget <= 0 {
 		return
 	}
-	lp.resum()
 	st.loadMoves, st.loadWake = lp.moves(budget)
 }
 

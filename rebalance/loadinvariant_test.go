@@ -140,7 +140,7 @@ func TestStepLoadInvariants(t *testing.T) {
 		}
 		residence := p.Load.withDefaults().MinResidence
 		for _, mv := range d.Moves {
-			if mv.Reason != ReasonLoad {
+			if mv.Reason != shard.ReasonLoad {
 				continue
 			}
 			loadMovesSeen.Add(1)
@@ -204,7 +204,7 @@ func TestStepLoadNeverWidens(t *testing.T) {
 		after := f.snapshot()
 		moved := 0
 		for _, mv := range d.Moves {
-			if mv.Reason == ReasonLoad {
+			if mv.Reason == shard.ReasonLoad {
 				after.Holders[mv.Shard] = mv.To
 				moved++
 			}

@@ -45,19 +45,10 @@ func (lp *loadPlan) moves(budget int) ([]int32, time.Time) {
 	st := lp.st
 	pol := st.p.Load
 	w := len(st.members)
-	heavy := make([]int32, w) // each eligible member's heaviest shard, or -1
-	for m := range heavy {
-		heavy[m] = -1
-	}
+	heavy := lp.heaviest()
 	byMember := make([][]int32, w) // shards an eligible member holds in its key
 	for i, t := range st.target {
-		if t < 0 || !lp.el[t] {
-			continue
-		}
-		if h := heavy[t]; h < 0 || st.load[i] > st.load[h] {
-			heavy[t] = int32(i)
-		}
-		if st.holder[i] == t && st.flags[i]&inHolderKey != 0 {
+		if t >= 0 && lp.el[t] && st.holder[i] == t && st.flags[i]&inHolderKey != 0 {
 			byMember[t] = append(byMember[t], int32(i))
 		}
 	}
@@ -68,16 +59,7 @@ func (lp *loadPlan) moves(budget int) ([]int32, time.Time) {
 	}
 	lp.mean = mean
 	rs := make([]float64, w)
-	ratios := func() {
-		for m, ok := range lp.el {
-			if ok {
-				rs[m] = lp.sum[m] / lp.cap[m]
-				if pinned[m] {
-					rs[m] = (lp.sum[m]-st.load[heavy[m]])/lp.cap[m] + lp.mean
-				}
-			}
-		}
-	}
+	ratios := func() { lp.ratios(rs, heavy, pinned) }
 	hi, lo := mean*(1+pol.Tolerance), mean*(1-pol.Tolerance)
 
 	// The marks, and who is corrected.
@@ -422,6 +404,64 @@ func (lp *loadPlan) meanOf(pinned []bool, heavy []int32) float64 {
 // holds besides its heaviest shard counts in the mean (see meanOf): it is
 // to move off, as single moves where it fits and as a lump (which may pin
 // its receiver in turn) where it does not.
+// heaviest returns each eligible member's heaviest targeted shard, or -1.
+func (lp *loadPlan) heaviest() []int32 {
+	st := lp.st
+	heavy := make([]int32, len(st.members))
+	for m := range heavy {
+		heavy[m] = -1
+	}
+	for i, t := range st.target {
+		if t >= 0 && lp.el[t] {
+			if h := heavy[t]; h < 0 || st.load[i] > st.load[h] {
+				heavy[t] = int32(i)
+			}
+		}
+	}
+	return heavy
+}
+
+// ratios sets rs to each eligible member's load per capacity as the band
+// judges it: a pinned member counts as the mean plus its other shards'
+// load per capacity (lp.mean must be set).
+func (lp *loadPlan) ratios(rs []float64, heavy []int32, pinned []bool) {
+	for m, ok := range lp.el {
+		if ok {
+			rs[m] = lp.sum[m] / lp.cap[m]
+			if pinned[m] {
+				rs[m] = (lp.sum[m]-lp.st.load[heavy[m]])/lp.cap[m] + lp.mean
+			}
+		}
+	}
+}
+
+// band is the load band as this step judges the targets now (lp.sum
+// summed over them): its centre, each eligible member's ratio to it, and
+// the members pinned above it by one shard.
+func (lp *loadPlan) band() *Band {
+	st := lp.st
+	heavy := lp.heaviest()
+	pinned, mean := lp.pin(heavy, st.p.Load.Tolerance)
+	if math.IsNaN(mean) || mean <= 0 {
+		return nil
+	}
+	saved := lp.mean
+	lp.mean = mean
+	defer func() { lp.mean = saved }()
+	rs := make([]float64, len(st.members))
+	lp.ratios(rs, heavy, pinned)
+	b := &Band{Mean: mean, Tolerance: st.p.Load.Tolerance, Ratio: map[string]float64{}}
+	for m, ok := range lp.el {
+		if ok {
+			b.Ratio[st.ids[m]] = rs[m] / mean
+			if pinned[m] {
+				b.Pinned = append(b.Pinned, st.ids[m])
+			}
+		}
+	}
+	return b
+}
+
 func (lp *loadPlan) pin(heavy []int32, tol float64) ([]bool, float64) {
 	pinned := make([]bool, len(lp.el))
 	for {

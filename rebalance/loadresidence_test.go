@@ -59,7 +59,7 @@ func TestResidenceYieldsFarOutside(t *testing.T) {
 			}
 			moved := 0
 			for _, mv := range d.Moves {
-				if mv.Reason == ReasonLoad && mv.From == a {
+				if mv.Reason == shard.ReasonLoad && mv.From == a {
 					moved++
 				}
 			}
@@ -127,7 +127,7 @@ func TestFarMemberSwapsWithAnyPartner(t *testing.T) {
 	}
 	var out, in bool
 	for _, mv := range d.Moves {
-		out = out || (mv.Shard == heavy && mv.From == "x" && mv.To == "p5" && mv.Reason == ReasonLoad)
+		out = out || (mv.Shard == heavy && mv.From == "x" && mv.To == "p5" && mv.Reason == shard.ReasonLoad)
 		in = in || (mv.From == "p5" && mv.To == "x" && s.Loads[mv.Shard] == 0.342)
 	}
 	if !out || !in {

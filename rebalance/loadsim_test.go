@@ -25,7 +25,7 @@ func runLoad(t *testing.T, f *fleet, p Policy, rounds int, tick time.Duration, l
 			t.Fatalf("round %d: %v", round, err)
 		}
 		for _, mv := range d.Moves {
-			if mv.Reason == ReasonLoad {
+			if mv.Reason == shard.ReasonLoad {
 				moves = append(moves, mv)
 			}
 		}

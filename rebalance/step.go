@@ -1,7 +1,6 @@
 package rebalance
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/shardlease/shardlease/shard"
@@ -213,50 +212,39 @@ type Decision struct {
 	Moves []Transfer
 	// ByLoad: Step balanced load (State.Loads was not nil, and not the
 	// same for every shard). The hand-offs it starts from members that do
-	// not drain are then load moves (ReasonLoad), which a worker may say
+	// not drain are then load moves (shard.ReasonLoad), which a worker may say
 	// when it releases them.
 	ByLoad bool
+	// Band is the load band as Step judged it before its load moves (nil
+	// in count balance): what operators' views show of the fleet's load.
+	Band *Band
 }
 
-// Transfer is one shard Step moved.
+// Band is the load band as one Step judged it, on the shards' targets
+// after its placements: its centre, and each member's load per capacity
+// divided by it. The band is [1 − Tolerance, 1 + Tolerance].
+type Band struct {
+	// Mean is the band's centre: the load per capacity of the eligible
+	// members that are not pinned.
+	Mean      float64
+	Tolerance float64
+	// Ratio is each eligible member's load per capacity over Mean; a
+	// pinned member counts its heaviest shard as the mean (the step moves
+	// its other shards, never that one).
+	Ratio map[string]float64
+	// Pinned are the members whose heaviest shard alone puts them above
+	// the band, sorted.
+	Pinned []string
+}
+
+// Transfer is one shard Step moved, and why: a placement's reason
+// (shard.ReasonFree — a shard nobody's key lists, never owned or released
+// by a hand-off —, shard.ReasonOrphaned, shard.ReasonStuck, or a pending hand-off's
+// reason) or a hand-off's (shard.ReasonRebalance, shard.ReasonDrain, shard.ReasonLoad).
 type Transfer struct {
 	Shard    shard.ID
 	From, To string
-	Reason   Reason
-}
-
-// Reason says why Step moved a shard.
-type Reason uint8
-
-// The reasons. The zero Reason is never returned.
-const (
-	// ReasonFree: a free shard in nobody's assignment was placed: a shard
-	// never owned yet, or one whose hand-off released it (the second step).
-	ReasonFree Reason = iota + 1
-	// ReasonOrphaned: a free shard whose lock or assignment names a worker
-	// that is no longer live was placed.
-	ReasonOrphaned
-	// ReasonStuck: a free shard was taken from a stuck worker's assignment.
-	ReasonStuck
-	// ReasonRebalance: the shard's holder, or the worker it was assigned to,
-	// is over its quota (a join, a weight change, a conflicting key).
-	ReasonRebalance
-	// ReasonDrain: the shard's holder, or the worker it was assigned to,
-	// drains.
-	ReasonDrain
-	// ReasonLoad: the shard's holder is outside the load band (or another
-	// member is below it) and the shard moves to a member with less load
-	// per capacity (State.Loads).
-	ReasonLoad
-)
-
-var reasons = [...]string{ReasonFree: "free", ReasonOrphaned: "orphaned", ReasonStuck: "stuck", ReasonRebalance: "rebalance", ReasonDrain: "drain", ReasonLoad: "load"}
-
-func (r Reason) String() string {
-	if r >= ReasonFree && int(r) < len(reasons) {
-		return reasons[r]
-	}
-	return fmt.Sprintf("Reason(%d)", uint8(r))
+	Reason   shard.Reason
 }
 
 // Step is one decision of the fleet's assignor: from the state it read, the

@@ -101,7 +101,7 @@ func TestStepSmall(t *testing.T) {
 			}
 		}
 		for _, mv := range d.Moves {
-			if mv.From != "" || mv.Reason != ReasonFree {
+			if mv.From != "" || mv.Reason != shard.ReasonFree {
 				t.Errorf("move %+v", mv)
 			}
 		}
@@ -112,7 +112,7 @@ func TestStepSmall(t *testing.T) {
 			Holders:  own(s, "a", "a", "b", "b"),
 			Assigned: map[string]Assignment{"a": key(s, 0, 1), "b": key(s, 2, 3)}}
 		d := mustStep(t, st, p)
-		if len(d.Moves) != 1 || d.Moves[0].To != "c" || d.Moves[0].Reason != ReasonRebalance || len(d.Assign) != 1 {
+		if len(d.Moves) != 1 || d.Moves[0].To != "c" || d.Moves[0].Reason != shard.ReasonRebalance || len(d.Assign) != 1 {
 			t.Fatalf("first step: %+v", d)
 		}
 		from, moved := d.Moves[0].From, d.Moves[0].Shard
@@ -125,7 +125,7 @@ func TestStepSmall(t *testing.T) {
 		}
 		delete(st.Holders, moved) // released
 		d = mustStep(t, st, p)
-		if want := []Transfer{{moved, "", "c", ReasonFree}}; !slices.Equal(d.Moves, want) || !slices.Equal(d.Assign["c"].Shards, []shard.ID{moved}) {
+		if want := []Transfer{{moved, "", "c", shard.ReasonFree}}; !slices.Equal(d.Moves, want) || !slices.Equal(d.Assign["c"].Shards, []shard.ID{moved}) {
 			t.Fatalf("second step: %+v", d)
 		}
 	})
@@ -154,7 +154,7 @@ func TestStepSmall(t *testing.T) {
 		st := State{Now: now, Shards: s[:2], Members: live("a"), Holders: own(s, "gone", "gone"),
 			Assigned: map[string]Assignment{"gone": key(s, 0, 1), "zombie": {}}}
 		d := mustStep(t, st, p)
-		if !slices.Equal(d.Delete, []string{"gone", "zombie"}) || len(d.Moves) != 2 || d.Moves[0].Reason != ReasonOrphaned {
+		if !slices.Equal(d.Delete, []string{"gone", "zombie"}) || len(d.Moves) != 2 || d.Moves[0].Reason != shard.ReasonOrphaned {
 			t.Fatalf("decision %+v", d)
 		}
 	})
@@ -175,7 +175,7 @@ func TestStepSmall(t *testing.T) {
 		st.Now = now.Add(time.Second)
 		d = mustStep(t, st, p)
 		b := d.Assign["b"]
-		if !b.Stuck || b.StuckSession != "b#1" || len(b.Shards) != 0 || len(d.Moves) != 2 || d.Moves[0].Reason != ReasonStuck || d.Moves[0].To != "a" {
+		if !b.Stuck || b.StuckSession != "b#1" || len(b.Shards) != 0 || len(d.Moves) != 2 || d.Moves[0].Reason != shard.ReasonStuck || d.Moves[0].To != "a" {
 			t.Fatalf("verdict: %+v", d)
 		}
 		st = applied(st, d)
@@ -223,7 +223,7 @@ func TestStepSmall(t *testing.T) {
 			Assigned: map[string]Assignment{"a": key(s, 0, 1, 2, 3), "d": key(s, 4, 5)}}
 		capped := Policy{StuckAfter: time.Second, MaxMovesInFlight: 2}
 		d := mustStep(t, st, capped)
-		if len(d.Moves) != 2 || d.Moves[0].From != "d" || d.Moves[1].From != "d" || d.Moves[0].Reason != ReasonDrain {
+		if len(d.Moves) != 2 || d.Moves[0].From != "d" || d.Moves[1].From != "d" || d.Moves[0].Reason != shard.ReasonDrain {
 			t.Fatalf("first wave: %+v", d.Moves)
 		}
 		st = applied(st, d)
@@ -308,17 +308,6 @@ func TestShardIndex(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestReasonString(t *testing.T) {
-	var got []string
-	for r := range ReasonLoad + 2 {
-		got = append(got, r.String())
-	}
-	want := []string{"Reason(0)", "free", "orphaned", "stuck", "rebalance", "drain", "load", "Reason(7)"}
-	if !slices.Equal(got, want) {
-		t.Errorf("reasons %v, want %v", got, want)
 	}
 }
 

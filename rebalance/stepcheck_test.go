@@ -167,15 +167,15 @@ func checkDecision(s State, p Policy, d Decision) error {
 			return fmt.Errorf("move %d is %+v, want %+v", k, mv, w)
 		}
 		switch {
-		case mv.Reason < ReasonFree || mv.Reason > ReasonLoad:
+		case mv.Reason < shard.ReasonFree || mv.Reason > shard.ReasonLoad:
 			return fmt.Errorf("move %+v has no reason", mv)
-		case mv.Reason == ReasonLoad && (mv.From == "" || s.Loads == nil || (live[mv.From].Draining && working) || (live[mv.From].Cordoned && !allCordoned)):
+		case mv.Reason == shard.ReasonLoad && (mv.From == "" || s.Loads == nil || (live[mv.From].Draining && working) || (live[mv.From].Cordoned && !allCordoned)):
 			return fmt.Errorf("load move %+v without loads or from a member that drains or is cordoned", mv)
-		case mv.From != "" && mv.Reason != ReasonDrain && mv.Reason != ReasonRebalance && mv.Reason != ReasonLoad:
+		case mv.From != "" && mv.Reason != shard.ReasonDrain && mv.Reason != shard.ReasonRebalance && mv.Reason != shard.ReasonLoad:
 			return fmt.Errorf("hand-off %+v for reason %v", mv, mv.Reason)
 		case mv.From != "" && (mv.To == mv.From || live[mv.To].ID == "" || isStuck(outKey[mv.To], live[mv.To])):
 			return fmt.Errorf("hand-off %+v meant for a member that cannot take it", mv)
-		case mv.Reason == ReasonDrain && mv.From != "" && !live[mv.From].Draining:
+		case mv.Reason == shard.ReasonDrain && mv.From != "" && !live[mv.From].Draining:
 			return fmt.Errorf("hand-off %+v for drain from a member that does not drain", mv)
 		}
 	}

@@ -37,6 +37,7 @@ type step struct {
 
 	loadMoves []int32     // load moves planned, in the order to start them
 	loadWake  time.Time   // when a load move held back by patience or residence may become possible
+	loadBand  *Band       // the band as judged before the load moves
 	band      []time.Time // each member's OutOfBand mark, when the load moves were planned (else nil: marks stay)
 	started   int         // hand-offs this step starts
 }
@@ -222,7 +223,7 @@ func (st *step) inKey(i int, m int32) bool {
 // decision collects the keys that change, the moves, and the wake-up.
 func (st *step) decision() Decision {
 	w := len(st.members)
-	d := Decision{Delete: st.dead, ByLoad: st.load != nil}
+	d := Decision{Delete: st.dead, ByLoad: st.load != nil, Band: st.loadBand}
 	count, same := make([]int, w), make([]int, w)
 	for i, m := range st.next {
 		if m >= 0 {
@@ -313,7 +314,7 @@ func (st *step) move(i int) (Transfer, bool) {
 		h := st.holder[i]
 		why := st.reasonOf(h)
 		if st.flags[i]&loadMoved != 0 {
-			why = ReasonLoad
+			why = shard.ReasonLoad
 		}
 		return Transfer{Shard: s, From: st.ids[h], To: st.ids[st.target[i]], Reason: why}, true
 	}
@@ -321,14 +322,14 @@ func (st *step) move(i int) (Transfer, bool) {
 	if st.holder[i] >= 0 || to < 0 || st.inKey(i, to) {
 		return Transfer{}, false
 	}
-	mv := Transfer{Shard: s, To: st.ids[to], Reason: ReasonFree}
+	mv := Transfer{Shard: s, To: st.ids[to], Reason: shard.ReasonFree}
 	switch {
 	case st.pending[i] >= 0:
 		mv.Reason = st.reasonOf(st.pending[i])
 	case st.flags[i]&inStuckKey != 0:
-		mv.Reason = ReasonStuck
+		mv.Reason = shard.ReasonStuck
 	case st.flags[i]&orphaned != 0:
-		mv.Reason = ReasonOrphaned
+		mv.Reason = shard.ReasonOrphaned
 	}
 	return mv, true
 }
@@ -355,9 +356,9 @@ func (st *step) arrival(arrived map[shard.ID]time.Time, i int, m int32) map[shar
 
 // reasonOf is why a shard leaves member m's key while m is live and not
 // stuck.
-func (st *step) reasonOf(m int32) Reason {
+func (st *step) reasonOf(m int32) shard.Reason {
 	if st.draining[m] {
-		return ReasonDrain
+		return shard.ReasonDrain
 	}
-	return ReasonRebalance
+	return shard.ReasonRebalance
 }

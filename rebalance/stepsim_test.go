@@ -75,7 +75,7 @@ func converge(f *fleet, p Policy, tick time.Duration) error {
 		}
 		for _, mv := range d.Moves {
 			moves[mv.Shard]++
-			if mv.Reason == ReasonStuck {
+			if mv.Reason == shard.ReasonStuck {
 				for w, a := range f.s.Assigned {
 					if a.Stuck || d.Assign[w].Stuck {
 						for _, id := range a.Shards {
@@ -227,7 +227,7 @@ func TestStepJoinLeave(t *testing.T) {
 				i, n, w, changed, rounds, lo, hi, moves)
 		}
 		for _, mv := range moves {
-			if mv.To != "joiner" || (mv.From == "") != (mv.Reason == ReasonFree) || (mv.From != "" && mv.Reason != ReasonRebalance) {
+			if mv.To != "joiner" || (mv.From == "") != (mv.Reason == shard.ReasonFree) || (mv.From != "" && mv.Reason != shard.ReasonRebalance) {
 				t.Fatalf("case %d: join move %+v", i, mv)
 			}
 		}
@@ -257,7 +257,7 @@ func TestStepJoinLeave(t *testing.T) {
 			t.Fatalf("case %d: leave of %s (held %d) made moves %v", i, leaver, held, moves)
 		}
 		for _, mv := range moves {
-			if base.Holders[mv.Shard] != leaver || mv.From != "" || mv.Reason != ReasonOrphaned {
+			if base.Holders[mv.Shard] != leaver || mv.From != "" || mv.Reason != shard.ReasonOrphaned {
 				t.Fatalf("case %d: leave of %s: move %+v", i, leaver, mv)
 			}
 		}

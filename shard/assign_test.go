@@ -5,7 +5,6 @@ import (
 	"maps"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestAssignmentValue: an assignment round-trips through its key's value,
@@ -15,8 +14,7 @@ import (
 func TestAssignmentValue(t *testing.T) {
 	cfg := Config{Shards: 10000}
 	ids := cfg.IDs()
-	since := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
-	a := Assignment{Epoch: 42, Since: since, Shards: []ID{ids[7], ids[5], ids[6], ids[9000]}, Stuck: true, StuckSession: "s-1"}
+	a := Assignment{Epoch: 42, Shards: []ID{ids[7], ids[5], ids[6], ids[9000]}, Free: []ID{ids[6]}, AsOf: 12, Memory: []byte("not in the value")}
 	value, err := cfg.EncodeAssignment(a)
 	if err != nil {
 		t.Fatal(err)
@@ -28,9 +26,12 @@ func TestAssignmentValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.Epoch != 42 || !back.Since.Equal(since) || len(back.Shards) != 4 || back.Shards[0] != ids[5] || back.Shards[3] != ids[9000] ||
-		!back.Stuck || back.StuckSession != "s-1" {
+	if back.Epoch != 42 || len(back.Shards) != 4 || back.Shards[0] != ids[5] || back.Shards[3] != ids[9000] ||
+		len(back.Free) != 1 || back.Free[0] != ids[6] || back.AsOf != 12 || back.Memory != nil {
 		t.Fatalf("round trip gave %+v", back)
+	}
+	if strings.Contains(string(value), "not in the value") {
+		t.Fatalf("the assignor's memory was encoded into the worker's key: %s", value)
 	}
 
 	// A worker's share of 10,000 shards among 100, scattered: small.
@@ -73,25 +74,27 @@ func TestAssignmentValue(t *testing.T) {
 	}
 }
 
-// TestAssignmentReasons: each free shard's reason round-trips typed (its
-// kind is never read back out of the text); a key written with reasons as
-// text keeps the text under an unknown kind; an unknown kind is refused
-// by name.
+// TestAssignmentReasons: why each free shard was given and why each held
+// one is taken round-trip typed, grouped by reason and source; a key
+// encodes one way; an unknown reason name reads as ReasonUnknown; a
+// reason for a shard outside the fleet is refused.
 func TestAssignmentReasons(t *testing.T) {
 	cfg := Config{Shards: 16}
 	ids := cfg.IDs()
-	why := map[ID]MoveReason{
-		ids[1]: {Kind: MoveInitial},
-		ids[2]: {Kind: MoveInitial},
-		ids[3]: {Kind: MoveRebalanced, From: "w2", Note: "drain"},
-		ids[4]: {Kind: MoveOrphaned, From: "w7"},
-		ids[5]: {Kind: MoveLoad, From: "w3"},
+	why := map[ID]Why{
+		ids[1]: {Reason: ReasonInitial},
+		ids[2]: {Reason: ReasonInitial},
+		ids[3]: {Reason: ReasonDrain, From: "w2"},
+		ids[4]: {Reason: ReasonOrphaned, From: "w7"},
+		ids[5]: {Reason: ReasonLoad, From: "w3"},
 	}
-	value, err := cfg.EncodeAssignment(Assignment{Epoch: 5, Shards: ids[1:6], Free: ids[1:6], Why: why})
+	release := map[ID]Why{ids[9]: {Reason: ReasonLoad}, ids[10]: {Reason: ReasonRebalance}}
+	a := Assignment{Epoch: 5, Shards: ids[1:6], Free: ids[1:6], Why: why, Release: release}
+	value, err := cfg.EncodeAssignment(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := cfg.EncodeAssignment(Assignment{Epoch: 5, Shards: ids[1:6], Free: ids[1:6], Why: why})
+	again, _ := cfg.EncodeAssignment(a)
 	if string(again) != string(value) {
 		t.Errorf("one assignment encoded two ways:\n%s\n%s", value, again)
 	}
@@ -99,67 +102,14 @@ func TestAssignmentReasons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id, want := range why {
-		if back.Why[id] != want {
-			t.Errorf("%s: reason %+v after the round trip, want %+v", id, back.Why[id], want)
-		}
+	if !maps.Equal(back.Why, why) || !maps.Equal(back.Release, release) {
+		t.Errorf("round trip: why %v release %v, want %v and %v", back.Why, back.Release, why, release)
 	}
-	for r, text := range map[MoveReason]string{
-		why[ids[1]]:                "initial: never owned",
-		why[ids[3]]:                "rebalanced from w2 (drain)",
-		why[ids[4]]:                "orphaned: w7's session invalidated",
-		why[ids[5]]:                "load: from w3",
-		{Note: "assignor epoch 5"}: "assigned (assignor epoch 5)",
-	} {
-		if r.String() != text {
-			t.Errorf("%+v reads %q, want %q", r, r.String(), text)
-		}
+	unknown, err := cfg.DecodeAssignment([]byte(`{"epoch":3,"shards":"1","why":[{"reason":"teleported","shards":"1"}]}`))
+	if err != nil || unknown.Why[ids[1]].Reason != ReasonUnknown {
+		t.Errorf("an unknown reason name: %+v, %v; want it read as unknown", unknown.Why, err)
 	}
-	if got := []string{MoveAssigned.String(), MoveInitial.String(), MoveRebalanced.String(), MoveOrphaned.String(), MoveLoad.String()}; strings.Join(got, ",") != "assigned,initial,rebalanced,orphaned,load" {
-		t.Errorf("metric labels %v", got)
-	}
-
-	legacy, err := cfg.DecodeAssignment([]byte(`{"epoch":3,"shards":"1-2","why":{"orphaned: w1's session invalidated":"1-2"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := legacy.Why[ids[2]]; r.Kind != MoveAssigned || r.Note != "orphaned: w1's session invalidated" {
-		t.Errorf("a text reason decoded as %+v", r)
-	}
-	if _, err := cfg.DecodeAssignment([]byte(`{"epoch":3,"shards":"1","reasons":[{"kind":"teleported","shards":"1"}]}`)); err == nil || !strings.Contains(err.Error(), `"teleported"`) {
-		t.Errorf("an unknown reason kind: %v", err)
-	}
-	if _, err := cfg.DecodeAssignment([]byte(`{"epoch":3,"shards":"1","reasons":[{"kind":"initial","shards":"99"}]}`)); err == nil || !strings.Contains(err.Error(), `"99"`) {
+	if _, err := cfg.DecodeAssignment([]byte(`{"epoch":3,"shards":"1","release":[{"reason":"load","shards":"99"}]}`)); err == nil || !strings.Contains(err.Error(), `"99"`) {
 		t.Errorf("a reason for a shard outside the fleet: %v", err)
-	}
-}
-
-// TestAssignmentLoadMemory: the assignor's memory for load balancing (the
-// mode, when shards arrived, since when the worker is out of band)
-// round-trips, arrivals grouped by time; a shard outside the config among
-// the arrivals is refused.
-func TestAssignmentLoadMemory(t *testing.T) {
-	cfg := Config{Shards: 16}
-	ids := cfg.IDs()
-	t0 := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
-	a := Assignment{Epoch: 7, Shards: ids[:6], ByLoad: true, OutOfBand: t0.Add(-time.Minute),
-		Arrived: map[ID]time.Time{ids[0]: t0, ids[1]: t0, ids[4]: t0.Add(time.Second)}}
-	value, err := cfg.EncodeAssignment(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(value), `"shards":"0-1"`) {
-		t.Errorf("arrivals not grouped by time: %s", value)
-	}
-	back, err := cfg.DecodeAssignment(value)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !back.ByLoad || !back.OutOfBand.Equal(a.OutOfBand) || !maps.EqualFunc(back.Arrived, a.Arrived, time.Time.Equal) {
-		t.Errorf("round trip gave by_load %v, out_of_band %v, arrived %v; want %+v", back.ByLoad, back.OutOfBand, back.Arrived, a)
-	}
-	a.Arrived["nope"] = t0
-	if _, err := cfg.EncodeAssignment(a); !errors.Is(err, ErrUnknownShard) {
-		t.Errorf("an unknown shard among the arrivals: %v, want ErrUnknownShard", err)
 	}
 }

@@ -197,7 +197,7 @@ type Locks interface {
 	// voluntary release sets no lock-delay: another session may take the
 	// lock at once. Locks it does not hold are ignored; a gone session
 	// wraps ErrSessionInvalid.
-	Release(ctx context.Context, id SessionID, locks []Lock, why string) error
+	Release(ctx context.Context, id SessionID, locks []Lock, why Reason) error
 	// Watch returns the lock's key as soon as its index is greater than
 	// after (at once when after is 0), or when the coordinator's blocking
 	// wait ends; callers follow NextIndex. A candidate for a role waits

@@ -136,7 +136,7 @@ func (l iLocks) Acquire(ctx context.Context, id SessionID, want []Acquisition) (
 	return call.Grants, err
 }
 
-func (l iLocks) Release(ctx context.Context, id SessionID, locks []Lock, why string) error {
+func (l iLocks) Release(ctx context.Context, id SessionID, locks []Lock, why Reason) error {
 	return l.f(ctx, &Call{Op: OpRelease, Session: id, Locks: locks}, func(ctx context.Context) error {
 		return l.in.Release(ctx, id, locks, why)
 	})

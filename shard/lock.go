@@ -67,16 +67,15 @@ func (l Lock) Validate() error {
 	return nil
 }
 
-// Acquisition asks for one lock, with the reason recorded in its value.
+// Acquisition asks for one lock, with why recorded in its value.
 type Acquisition struct {
-	Lock   Lock
-	Reason string
+	Lock Lock
+	Why  Why
 }
 
-// AcquireShard asks for shard id's lock, with the reason recorded in its
-// value.
-func AcquireShard(id ID, reason string) Acquisition {
-	return Acquisition{Lock: ShardLock(id), Reason: reason}
+// AcquireShard asks for shard id's lock, with why recorded in its value.
+func AcquireShard(id ID, why Why) Acquisition {
+	return Acquisition{Lock: ShardLock(id), Why: why}
 }
 
 // ShardLocks returns the locks of shards ids, in order.
@@ -126,8 +125,8 @@ func (g Grant) Claim() (Claim, bool) {
 // returns the lock's token and true when the session holds the lock
 // afterwards (taken now, or held already), and 0 and false, without an
 // error, when another session holds it or it is in its lock-delay.
-func TryLock(ctx context.Context, l Locks, id SessionID, lock Lock, reason string) (Token, bool, error) {
-	grants, err := l.Acquire(ctx, id, []Acquisition{{Lock: lock, Reason: reason}})
+func TryLock(ctx context.Context, l Locks, id SessionID, lock Lock) (Token, bool, error) {
+	grants, err := l.Acquire(ctx, id, []Acquisition{{Lock: lock}})
 	if err != nil {
 		return 0, false, err
 	}
@@ -142,10 +141,10 @@ func TryLock(ctx context.Context, l Locks, id SessionID, lock Lock, reason strin
 // Owner is the value of a lock's key: who took it, why, and when; and,
 // once released voluntarily, why it was released. It holds no secrets.
 type Owner struct {
-	Worker   string    `json:"worker"`
-	Reason   string    `json:"reason,omitempty"`
+	Worker string `json:"worker"`
+	Why
 	Since    time.Time `json:"since"`
-	Released string    `json:"released,omitempty"`
+	Released Reason    `json:"released,omitempty"`
 }
 
 // LockKey is one lock's key as Locks.Watch (and, for the assignor, a

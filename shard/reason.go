@@ -2,81 +2,104 @@ package shard
 
 import "fmt"
 
-// MoveKind is why a shard was free when the assignor placed it; it is the
-// label of the worker's acquisitions metric.
-type MoveKind uint8
+// Reason is why a shard moved, or why its owner let it go: one vocabulary
+// from the assignor's decision (rebalance.Step) through the worker's
+// assignment key, the worker's release, the lock's value (Owner) and the
+// metrics' labels to every view. It is stored and labelled by its name
+// (String).
+type Reason uint8
 
+// The reasons. Placements say why a free shard was given to a worker;
+// hand-offs why a held one was taken out of its owner's assignment;
+// releases why an owner let a lock go.
 const (
-	// MoveAssigned: no reason known (the zero value), e.g. an assignment
-	// written without reasons.
-	MoveAssigned MoveKind = iota
-	// MoveInitial: the shard was never owned.
-	MoveInitial
-	// MoveRebalanced: its previous owner released it (a drain, a
-	// shutdown, a hand-off).
-	MoveRebalanced
-	// MoveOrphaned: its previous owner's session ended without a release.
-	MoveOrphaned
-	// MoveLoad: its previous owner released it for load balancing (the
-	// assignor moved it to a worker with less load per capacity).
-	MoveLoad
+	// ReasonUnknown: not said (a value written by hand, an old value).
+	ReasonUnknown Reason = iota
+	// ReasonInitial: placed; the shard was never owned.
+	ReasonInitial
+	// ReasonFree: placed; it was free for no move the assignor made (its
+	// lock was released by its owner for its own reasons, or deleted).
+	ReasonFree
+	// ReasonOrphaned: placed; its owner's session ended without releasing
+	// it (a crash, a partition, a pause past the TTL, a destroy).
+	ReasonOrphaned
+	// ReasonStuck: placed elsewhere; the worker it was given to took none
+	// of its free shards for StuckAfter.
+	ReasonStuck
+	// ReasonRebalance: handed off; its owner was over its share (a join,
+	// a weight change, a cordon lifted).
+	ReasonRebalance
+	// ReasonDrain: handed off; its owner drains (an operator's drain, or a
+	// worker stopping without a rejoin grace).
+	ReasonDrain
+	// ReasonLoad: handed off; load balancing moved it to a member with
+	// less load per capacity.
+	ReasonLoad
+	// ReasonOperator: released by an operator (shardctl release).
+	ReasonOperator
+	// ReasonShutdown: released by its worker as it stopped.
+	ReasonShutdown
+	// ReasonLost: released by its worker, which could not trust its claim
+	// (the fence showed a newer owner, or the outcome of its acquire was
+	// unknown).
+	ReasonLost
+	reasonCount
 )
 
-var moveKindNames = [...]string{MoveAssigned: "assigned", MoveInitial: "initial", MoveRebalanced: "rebalanced", MoveOrphaned: "orphaned", MoveLoad: "load"}
-
-// ReleasedForLoad is the release reason (Owner.Released) of a shard its
-// worker gave up for load balancing; a shard released so is placed as
-// MoveLoad.
-const ReleasedForLoad = "load"
-
-// String is the kind's metric label: "assigned", "initial", "rebalanced",
-// "orphaned" or "load".
-func (k MoveKind) String() string {
-	if int(k) < len(moveKindNames) {
-		return moveKindNames[k]
-	}
-	return fmt.Sprintf("MoveKind(%d)", k)
+var reasonNames = [reasonCount]string{
+	ReasonUnknown: "unknown", ReasonInitial: "initial", ReasonFree: "free", ReasonOrphaned: "orphaned",
+	ReasonStuck: "stuck", ReasonRebalance: "rebalance", ReasonDrain: "drain", ReasonLoad: "load",
+	ReasonOperator: "operator", ReasonShutdown: "shutdown", ReasonLost: "lost",
 }
 
-// parseMoveKind is the inverse of String, for the stored form.
-func parseMoveKind(s string) (MoveKind, bool) {
-	for k, name := range moveKindNames {
+// String is the reason's name: "initial", "orphaned", "load", …; the label
+// of the metrics that count moves.
+func (r Reason) String() string {
+	if r < reasonCount {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// ParseReason is the reason named s, and false for a name it does not
+// know.
+func ParseReason(s string) (Reason, bool) {
+	for r, name := range reasonNames {
 		if name == s {
-			return MoveKind(k), true
+			return Reason(r), true
 		}
 	}
-	return 0, false
+	return ReasonUnknown, false
 }
 
-// MoveReason says why a shard was free when the assignor placed it. The
-// worker writes its String into the shard lock's value (Owner.Reason) when
-// it takes the shard, for operators, and counts the acquisition under Kind.
-type MoveReason struct {
-	Kind MoveKind
-	// From is the previous owner's worker ID (MoveRebalanced, MoveOrphaned,
-	// MoveLoad).
-	From string
-	// Note is the release's reason for MoveRebalanced ("drain",
-	// "shutdown"), free text for MoveAssigned.
-	Note string
+// MarshalText writes the reason's name.
+func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a reason's name; a name it does not know reads as
+// ReasonUnknown, so that a value written by a later release still reads.
+func (r *Reason) UnmarshalText(b []byte) error {
+	*r, _ = ParseReason(string(b))
+	return nil
 }
 
-// String is the reason in one phrase: "initial: never owned", "rebalanced
-// from w2 (drain)", "orphaned: w7's session invalidated", "load: from w3",
-// "assigned (assignor epoch 12)".
-func (r MoveReason) String() string {
-	switch r.Kind {
-	case MoveInitial:
+// Why is why a shard moved: the reason, and the worker it came from
+// (empty when it had no owner to come from).
+type Why struct {
+	Reason Reason `json:"reason"`
+	From   string `json:"from,omitempty"`
+}
+
+// String is the move in one phrase, its reason's name first:
+// "initial: never owned", "orphaned: w7's session invalidated", "load: from w3",
+// "drain: from w2".
+func (w Why) String() string {
+	switch {
+	case w.Reason == ReasonInitial:
 		return "initial: never owned"
-	case MoveRebalanced:
-		return fmt.Sprintf("rebalanced from %s (%s)", r.From, r.Note)
-	case MoveOrphaned:
-		return fmt.Sprintf("orphaned: %s's session invalidated", r.From)
-	case MoveLoad:
-		return fmt.Sprintf("load: from %s", r.From)
+	case w.Reason == ReasonOrphaned && w.From != "":
+		return fmt.Sprintf("orphaned: %s's session invalidated", w.From)
+	case w.From != "":
+		return fmt.Sprintf("%s: from %s", w.Reason, w.From)
 	}
-	if r.Note == "" {
-		return "assigned"
-	}
-	return fmt.Sprintf("assigned (%s)", r.Note)
+	return w.Reason.String()
 }

@@ -8,19 +8,24 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/shardlease/shardlease/assignor"
 	"github.com/shardlease/shardlease/internal/faults"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
 
 // TestAssignmentKeyEditedByHand: a live worker whose own assignment key an
-// operator deletes, or overwrites with a value that cannot be read, keeps
-// every shard it runs (no handler of it is revoked or restarted) and starts
-// none; the assignor, held back for a second so that the worker surely sees
-// the edit, then writes the key again at once, with the same shards, and
-// ownership never changes. It fails if the worker reads a missing key as
-// "nothing assigned" and revokes all its shards, which the rewritten key
-// then moves back: one hand edit, every shard of the worker moved twice.
+// operator deletes, overwrites with a value that cannot be read, or
+// overwrites in a well-formed way with the current epoch — another
+// worker's shards instead of its own, its own shards as free (which would
+// make it think its locks were taken), or a stuck verdict written into the
+// assignor's memory beside its key — keeps every shard it runs (no handler
+// of it is revoked or restarted) and starts none; the assignor, held back
+// for a second so that the worker surely sees the edit, then writes the
+// key again at once, with the same shards, and ownership never changes.
+// It fails if the worker obeys an edit (one hand edit, every shard of the
+// worker moved twice), or if the assignor takes an edited verdict for its
+// own (the worker given nothing more).
 func TestAssignmentKeyEditedByHand(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -32,6 +37,26 @@ func TestAssignmentKeyEditedByHand(t *testing.T) {
 			}
 		}},
 		{"garbage", func(f *fleet, worker string) { f.coord.PutAssignmentValue(worker, []byte("not an assignment")) }},
+		{"another worker's shards", func(f *fleet, worker string) {
+			s := f.snapshot()
+			var others []shard.ID
+			for id, w := range s.Owners() {
+				if w != worker {
+					others = append(others, id)
+				}
+			}
+			slices.Sort(others)
+			f.putAssignment(worker, shard.Assignment{Epoch: s.Assignor.Token, Shards: others})
+		}},
+		{"its shards as free", func(f *fleet, worker string) {
+			s := f.snapshot()
+			mine := s.Assignments[worker].Shards
+			f.putAssignment(worker, shard.Assignment{Epoch: s.Assignor.Token, Shards: mine, Free: mine, AsOf: s.Index + 1000})
+		}},
+		{"judged stuck", func(f *fleet, worker string) {
+			m, _ := f.snapshot().Member(worker)
+			f.coord.PutAssignmentMemory(worker, assignor.Memory{Stuck: true, StuckSession: m.Session}.Encode())
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -122,4 +147,15 @@ func notAssignor(s shard.Snapshot, ids []string) string {
 		}
 	}
 	return ""
+}
+
+// putAssignment writes a to worker's assignment key as an operator's
+// plain put would: well formed, and not the assignor's.
+func (f *fleet) putAssignment(worker string, a shard.Assignment) {
+	f.t.Helper()
+	value, err := f.snapshot().Config.EncodeAssignment(a)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.coord.PutAssignmentValue(worker, value)
 }

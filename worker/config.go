@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/assignor"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
@@ -121,11 +122,9 @@ type Config struct {
 const (
 	DefaultDrainTimeout    = 10 * time.Second
 	DefaultColdStartGather = 3 * time.Second
-	// MaxRejoinGrace is the longest rejoin grace a worker may ask for. The
-	// assignor ignores a RejoinUntil further ahead than this (plus a minute
-	// for clocks that differ), so a member key edited by hand cannot keep a
-	// worker's shards idle for ever.
-	MaxRejoinGrace       = 10 * time.Minute
+	// MaxRejoinGrace is the longest rejoin grace a worker may ask for: the
+	// longest the assignor honours (assignor.MaxRejoinGrace).
+	MaxRejoinGrace       = assignor.MaxRejoinGrace
 	DefaultWatchCoalesce = 25 * time.Millisecond
 	// NoColdStartGather as Config.ColdStartGather places a cold fleet's
 	// shards at once: for a fleet with nothing to balance (one shard) or
@@ -163,26 +162,11 @@ func (c Config) loadEvery() time.Duration {
 }
 
 // EffectiveStuckAfter is the StuckAfter the assignor judges by: the
-// configured value (or rebalance.DefaultStuckAfter), or the longest a
-// healthy worker may need to take a shard it was given when that is longer.
-// The assignor gives out a shard as soon as no live member's current
-// session holds it, which covers two waits: a lock freed by a session that
-// ended stays closed for its lock-delay; and a lock still held by a previous
-// session of a worker that rejoined opens only once that session expired
-// (up to a TTL) and its lock-delay is over. The worker retries a refused
-// shard one lock-delay after the first refusal, then every renewal interval
-// (retryRefused), so it takes such a shard at most a renewal interval after
-// it opens; one more is left for the acquisition. Judged sooner, a healthy
-// worker is marked stuck and given nothing for the rest of its session
-// (docs/reliability.md, "What it found").
+// configured value, raised to the longest a healthy worker may need to
+// take a shard it was given under the worker's lease policy
+// (assignor.StuckAfter).
 func (c Config) EffectiveStuckAfter() time.Duration {
-	p := c.withDefaults().Policy
-	ld := p.EffectiveLockDelay()
-	stuck := c.StuckAfter
-	if stuck <= 0 {
-		stuck = rebalance.DefaultStuckAfter
-	}
-	return max(stuck, 2*ld+p.RenewEvery, p.TTL+ld+2*p.RenewEvery)
+	return assignor.StuckAfter(c.StuckAfter, c.withDefaults().Policy)
 }
 
 func (c Config) withDefaults() Config {

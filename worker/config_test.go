@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -49,9 +48,5 @@ func TestConfigZeroIsTheDefaultAndNoColdStartGatherIsNone(t *testing.T) {
 	}
 	if g := (Config{ColdStartGather: NoColdStartGather}).withDefaults().ColdStartGather; g >= 0 {
 		t.Errorf("NoColdStartGather became %v, want a gather that never waits", g)
-	}
-	g := gathering{limit: NoColdStartGather}
-	if at := g.wait(rebalance.State{Now: time.Unix(100, 0)}); !at.IsZero() {
-		t.Errorf("with NoColdStartGather a cold fleet waits until %v, want placed at once", at)
 	}
 }

@@ -40,29 +40,26 @@
 //
 // # The assignor
 //
-// One worker of the fleet is its assignor: every worker campaigns for the
-// P/assignor lock with its own session, the holder lists the fleet, decides
-// with rebalance.Step and writes each worker's assignment key
-// (P/assign/<worker>) in transactions the coordinator refuses unless it
-// still holds the lock at its epoch. Every other worker reads one key, its
-// own assignment: it acquires the assigned shards that are free, drains and
-// releases those taken out of it, and takes again a shard the assignor saw
-// free after this worker had taken it (its lock was released or deleted by
-// someone else). Its key missing or unreadable is a hand edit, not a
-// decision (the assignor deletes only keys of workers that are not live):
-// the worker keeps what it runs and starts nothing until the key is written
-// again. Moves are two steps — out of the old owner's assignment,
-// then, once the lock is free, into the new owner's — so no worker waits on
-// a held lock. A shard Acquire refuses (its old owner's lock-delay) is
-// retried one lock-delay later, then with doubling backoff. The assignor
-// keeps nothing that is not in the coordinator; when its worker stops it
-// resigns first (no lock-delay), and when its worker dies the next candidate
-// takes over after the lock-delay. The assignment is advice: ownership is
-// the lock, the token is the acquisition's index, the store is fenced.
+// Every worker is also a candidate for the fleet's assignor role (package
+// assignor), with its own session: the holder lists the fleet, decides
+// with rebalance.Step and writes each worker's assignment key. Every other
+// worker reads one key, its own: it acquires the assigned shards that are
+// free (recording in the lock why it was given each), drains and releases
+// those taken out of it (with the reason the key gives), and loses a shard
+// the assignor saw free after this worker had taken it (its lock was
+// released or deleted by someone else). A key that is missing, unreadable
+// or not sealed (shard.Unsealed: edited by hand) is not a decision: the
+// worker keeps what it runs and starts nothing until the assignor writes
+// it again. A shard Acquire refuses (its old owner's lock-delay) is
+// retried one lock-delay later, then every renewal interval. When its
+// worker stops, the assignor resigns first (no lock-delay); when it dies,
+// the next candidate takes over after the lock-delay. The assignment is
+// advice: ownership is the lock, the token is the acquisition's index, the
+// store is fenced.
 //
-// The assignor reads the operators' states from the keys at every step, so
-// a new assignor honours them: a cordoned member (Member.Cordon) keeps what
-// it holds and is given nothing new; a frozen fleet (P/freeze) starts no
+// The operators' states are read from the keys at every step, so a new
+// assignor honours them: a cordoned member (Member.Cordon) keeps what it
+// holds and is given nothing new; a frozen fleet (P/freeze) starts no
 // hand-off, only placements of free shards; a worker stopped with
 // Config.RejoinGrace (Member.RejoinUntil) keeps its assignment, its shards
 // idle, until the grace ends, and gets exactly those shards back if it

@@ -52,8 +52,8 @@ func TestOperatorDrainIsHonouredAndSurvivesARejoin(t *testing.T) {
 			t.Fatalf("after the drain: counts %v, want a with none and b, c with all 24", c)
 		}
 		for _, st := range f.snapshot().Shards {
-			if held[st.Shard] && st.Owner.Reason != "rebalanced from a (drain)" {
-				t.Errorf("%s: moved off a with reason %q, want the hand-off to say drain", st.Shard, st.Owner.Reason)
+			if held[st.Shard] && st.Owner.Why != (shard.Why{Reason: shard.ReasonDrain, From: "a"}) {
+				t.Errorf("%s: moved off a with reason %q, want the hand-off to say drain", st.Shard, st.Owner.Why)
 			}
 		}
 

@@ -41,9 +41,6 @@ func (lp *loop) reportLoad(ctx context.Context, now, shifted time.Time) {
 	w := lp.w
 	loads := w.load.meters.sample(now)
 	w.m.load.observeOwn(loads, w.cfg.Weight)
-	if w.leading.Load() == 0 {
-		w.m.load.reset() // the fleet's spread is the assignor's to export
-	}
 	if !w.cfg.carriesLoad() {
 		return
 	}

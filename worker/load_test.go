@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
@@ -241,69 +240,6 @@ func TestLoadChanged(t *testing.T) {
 	}
 }
 
-// snapWith is a snapshot of live members a and b, a holding s-000 and
-// s-001, b holding s-002, with the given member loads.
-func snapWith(aLoad, bLoad map[shard.ID]float64) shard.Snapshot {
-	return shard.Snapshot{
-		Members: []shard.MemberState{
-			{Member: shard.Member{ID: "a", Weight: 1, Load: aLoad}, Session: "sa"},
-			{Member: shard.Member{ID: "b", Weight: 1, Load: bLoad}, Session: "sb"},
-		},
-		Shards: []shard.ShardState{{Shard: "s-000", Session: "sa"}, {Shard: "s-001", Session: "sa"}, {Shard: "s-002", Session: "sb"}},
-	}
-}
-
-func loadWorker(t *testing.T, lb *rebalance.LoadPolicy, weight func(shard.ID) float64) *Worker {
-	t.Helper()
-	met, err := newMetrics("w", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &Worker{cfg: Config{LoadBalance: lb, ShardWeight: weight}, m: met, log: zap.NewNop(),
-		shards: []shard.ID{"s-000", "s-001", "s-002", "s-003"}}
-}
-
-func TestStepLoads(t *testing.T) {
-	t.Run("count balance without LoadBalance", func(t *testing.T) {
-		w := loadWorker(t, nil, nil)
-		if got := w.stepLoads(snapWith(map[shard.ID]float64{"s-000": 5}, nil)); got != nil {
-			t.Fatalf("stepLoads = %v, want nil", got)
-		}
-	})
-	t.Run("nothing measured: equal loads", func(t *testing.T) {
-		w := loadWorker(t, &rebalance.LoadPolicy{}, nil)
-		got := w.stepLoads(snapWith(nil, nil))
-		if len(got) != 4 || got["s-000"] != 1 || got["s-003"] != 1 {
-			t.Fatalf("stepLoads = %v, want 1 for each of the 4 shards", got)
-		}
-	})
-	t.Run("nothing measured: the weights", func(t *testing.T) {
-		w := loadWorker(t, &rebalance.LoadPolicy{}, func(id shard.ID) float64 { return map[shard.ID]float64{"s-001": 3}[id] + 1 })
-		got := w.stepLoads(snapWith(nil, nil))
-		if got["s-000"] != 1 || got["s-001"] != 4 || len(got) != 4 {
-			t.Fatalf("stepLoads = %v, want the weights", got)
-		}
-	})
-	t.Run("holder's figure times weight; unknown left out", func(t *testing.T) {
-		w := loadWorker(t, &rebalance.LoadPolicy{}, func(shard.ID) float64 { return 2 })
-		// a lists s-002, which b holds: not a's to say.
-		got := w.stepLoads(snapWith(map[shard.ID]float64{"s-000": 5, "s-002": 100}, map[shard.ID]float64{"s-002": 1, "s-003": -4}))
-		want := map[shard.ID]float64{"s-000": 10, "s-002": 2}
-		if len(got) != len(want) || got["s-000"] != 10 || got["s-002"] != 2 {
-			t.Fatalf("stepLoads = %v, want %v", got, want)
-		}
-	})
-	t.Run("a moved shard keeps its last figure", func(t *testing.T) {
-		w := loadWorker(t, &rebalance.LoadPolicy{}, nil)
-		w.stepLoads(snapWith(map[shard.ID]float64{"s-000": 50, "s-001": 1}, map[shard.ID]float64{"s-002": 1}))
-		moved := snapWith(map[shard.ID]float64{"s-001": 1}, map[shard.ID]float64{"s-002": 1})
-		moved.Shards[0].Session = "sb" // s-000 now on b, not yet measured there
-		if got := w.stepLoads(moved); got["s-000"] != 50 {
-			t.Fatalf("s-000 right after its move: %v, want its last figure 50", got["s-000"])
-		}
-	})
-}
-
 func TestLoadConfigProblems(t *testing.T) {
 	ok := Config{ID: "w", Fleet: shard.Config{Shards: 4}}
 	for _, c := range []struct {
@@ -372,31 +308,4 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return 0
-}
-
-// TestFleetLoadGauges: the assignor exports the fleet's spread of load
-// per capacity; a worker that is not the assignor zeroes it at its next
-// report.
-func TestFleetLoadGauges(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewRegistry()
-		met, err := newMetrics("w", reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := &Worker{cfg: Config{LoadBalance: &rebalance.LoadPolicy{}, Weight: 1, LoadReportEvery: NoLoadReport}, m: met, log: zap.NewNop(),
-			shards: []shard.ID{"s-000", "s-001", "s-002"}}
-		w.leading.Store(7)
-		w.stepLoads(snapWith(map[shard.ID]float64{"s-000": 30, "s-001": 10}, map[shard.ID]float64{"s-002": 20}))
-		// 60 over 2: a 40 → 4/3, b 20 → 2/3.
-		if hi, lo := metricValue(t, reg, "shardlease_fleet_load_max_ratio"), metricValue(t, reg, "shardlease_fleet_load_min_ratio"); !near(hi, 4.0/3) || !near(lo, 2.0/3) {
-			t.Fatalf("fleet load ratios %v and %v, want 4/3 and 2/3", hi, lo)
-		}
-		w.leading.Store(0)
-		lp := &loop{w: w, lease: &lease{}}
-		lp.reportLoad(context.Background(), time.Now(), time.Time{})
-		if hi := metricValue(t, reg, "shardlease_fleet_load_max_ratio"); hi != 0 {
-			t.Fatalf("a worker that no longer leads exports a fleet ratio of %v, want 0", hi)
-		}
-	})
 }

@@ -2,12 +2,14 @@ package worker_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/shardlease/shardlease/assignor"
 	"github.com/shardlease/shardlease/rebalance"
-	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
 
@@ -59,9 +61,13 @@ func TestLoadBalancesMeasuredLoad(t *testing.T) {
 			}
 			if lb {
 				snap := f.snapshot()
-				lo, hi, ok := shard.LoadSpread(snap, snap.ShardLoads())
-				if !ok || lo < 0.9 || hi > 1.1 {
-					t.Fatalf("load spread from the member records %v–%v (%v), want within ±10 %%", lo, hi, ok)
+				d, err := assignor.Plan(snap, rebalance.Policy{}, true, time.Now())
+				if err != nil || d.Band == nil {
+					t.Fatalf("the assignor's plan of the fleet: %v, band %+v", err, d.Band)
+				}
+				lo, hi := slices.Min(slices.Collect(maps.Values(d.Band.Ratio))), slices.Max(slices.Collect(maps.Values(d.Band.Ratio)))
+				if lo < 0.9 || hi > 1.1 {
+					t.Fatalf("load spread as the assignor judges the member records %v–%v (pinned %v), want within ±10 %%", lo, hi, d.Band.Pinned)
 				}
 			}
 		})

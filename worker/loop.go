@@ -202,16 +202,13 @@ func (lp *loop) reconcile() {
 		}
 	}
 
-	why := "rebalance"
-	if a.ByLoad {
-		why = shard.ReleasedForLoad
-	}
-	if lp.w.draining.Load() || a.Draining {
-		why = "drain"
-	}
 	for id, r := range lp.runners {
 		if r.state == ShardOwned && !want[id] {
-			lp.revoke(r, why)
+			why, ok := a.Release[id]
+			if !ok {
+				why = shard.Why{Reason: shard.ReasonRebalance}
+			}
+			lp.revoke(r, why.Reason)
 			lp.w.m.moves.Inc()
 		}
 	}
@@ -219,7 +216,7 @@ func (lp *loop) reconcile() {
 	var acquire []shard.Acquisition
 	for _, id := range lp.w.shards { // in the fleet's order, so batches are stable
 		if _, busy := lp.runners[id]; want[id] && !busy {
-			acquire = append(acquire, shard.AcquireShard(id, lp.acquireReason(id).String()))
+			acquire = append(acquire, shard.AcquireShard(id, lp.acquireReason(id)))
 		}
 	}
 	started := lp.acquire(acquire)
@@ -227,15 +224,16 @@ func (lp *loop) reconcile() {
 	lp.publish()
 }
 
-// acquireReason is why the assignor saw the shard free, when its key says.
-func (lp *loop) acquireReason(id shard.ID) shard.MoveReason {
-	if lp.assignment == nil || !lp.assignment.Exists {
-		return shard.MoveReason{}
+// acquireReason is why the assignor gave the shard, as its key says; a
+// shard the key lists without a reason (not free when the assignor wrote
+// it) is ReasonFree.
+func (lp *loop) acquireReason(id shard.ID) shard.Why {
+	if lp.assignment != nil && lp.assignment.Exists {
+		if why, ok := lp.assignment.Assignment.Why[id]; ok {
+			return why
+		}
 	}
-	if why, ok := lp.assignment.Assignment.Why[id]; ok {
-		return why
-	}
-	return shard.MoveReason{Note: fmt.Sprintf("assignor epoch %d", lp.assignment.Assignment.Epoch)}
+	return shard.Why{Reason: shard.ReasonFree}
 }
 
 // acquire locks the wanted shards it can and starts their runners; it
@@ -256,7 +254,7 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 		if _, busy := lp.runners[c.Shard]; busy {
 			continue
 		}
-		lp.w.m.acquisitions.WithLabelValues(lp.acquireReason(c.Shard).Kind.String()).Inc()
+		lp.w.m.acquisitions.WithLabelValues(lp.acquireReason(c.Shard).Reason.String()).Inc()
 		lp.w.log.Info("acquired shard", zap.String("shard", string(c.Shard)), zap.Uint64("token", uint64(c.Token)),
 			zap.String("session", string(lp.lease.session)))
 		lp.start(c)
@@ -271,7 +269,7 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 		}
 		lp.w.log.Warn("acquire failed; running what it granted, releasing the rest in case it was granted unseen",
 			zap.Int("shards", len(want)), zap.Int("granted", len(got)), zap.Error(err))
-		lp.release(unknown, "acquire outcome unknown")
+		lp.release(unknown, shard.ReasonLost)
 	}
 	return started
 }

@@ -19,20 +19,9 @@ type metrics struct {
 	commits         *prometheus.CounterVec // result: accepted, stale, lost, error
 	watchWakeups    prometheus.Counter
 	moves           prometheus.Counter
-	imbalance       prometheus.Gauge
 	pauseSeconds    prometheus.Histogram
 	handlerRestarts prometheus.Counter
-	problems        prometheus.Gauge
-
-	// The assignor's, set on the worker that holds the role.
-	assignor            prometheus.Gauge
-	assignorEpoch       prometheus.Gauge
-	assignorSteps       prometheus.Counter
-	assignorStepSeconds prometheus.Histogram
-	assignmentsWritten  prometheus.Counter
-	movesByReason       *prometheus.CounterVec
-	ops                 opsMetrics
-	load                loadMetrics
+	load            loadMetrics
 }
 
 func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
@@ -51,15 +40,14 @@ func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
 	}
 	m := &metrics{
 		shardsOwned:   gauge("shards_owned", "Shards this worker owns (handler running or draining)."),
-		acquisitions:  counterVec("acquisitions_total", "Shard acquisitions by reason.", "reason"),
-		releases:      counterVec("releases_total", "Voluntary shard releases by reason.", "reason"),
+		acquisitions:  counterVec("acquisitions_total", "Shard acquisitions by why the assignor gave the shard (shard.Reason).", "reason"),
+		releases:      counterVec("releases_total", "Voluntary shard releases by reason (shard.Reason).", "reason"),
 		losses:        counterVec("losses_total", "Shards lost without a hand-off, by reason.", "reason"),
 		renewFailures: counter("renewal_failures_total", "Session renewals that failed."),
 		stepDowns:     counter("step_downs_total", "Times the worker stepped down (lost its session or missed its local deadline)."),
 		commits:       counterVec("commits_total", "Offset commits by result (accepted, stale, lost: refused by the worker itself after its authority ended, error).", "result"),
 		watchWakeups:  counter("watch_wakeups_total", "Changes of this worker's assignment key it reconciled."),
 		moves:         counter("rebalance_moves_total", "Shards this worker handed off because its assignment no longer lists them."),
-		imbalance:     gauge("imbalance_shards", "Max minus min shards held across live workers, as the assignor last saw it (0 on other workers)."),
 		renewSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "shardlease", Name: "renewal_duration_seconds",
 			Help: "Latency of session renewals.", ConstLabels: labels,
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}}),
@@ -67,25 +55,13 @@ func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
 			Help: "Measured scheduler lag of the worker process (GC pauses, CPU starvation).", ConstLabels: labels,
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
 		handlerRestarts: counter("handler_restarts_total", "Handler restarts after it returned while the shard was owned."),
-		assignor:        gauge("assignor", "1 while this worker is the fleet's assignor."),
-		assignorEpoch:   gauge("assignor_epoch", "The epoch of this worker's latest term as the fleet's assignor."),
-		assignorSteps:   counter("assignor_steps_total", "Steps the assignor took (one per listing of the fleet or wake-up)."),
-		assignorStepSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "shardlease", Name: "assignor_step_seconds",
-			Help: "Time the assignor spent deciding one step (rebalance.Step, without I/O).", ConstLabels: labels,
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25}}),
-		assignmentsWritten: counter("assignments_written_total", "Assignment keys the assignor wrote or deleted."),
-		movesByReason:      counterVec("assignor_moves_total", "Shards the assignor moved, by reason (free, orphaned, stuck, rebalance, drain).", "reason"),
-		problems: gauge("coordinator_problems", "Problems the coordinator reports under the fleet prefix in the latest snapshot "+
-			"(foreign or malformed keys, a stored config that differs from the one the fleet runs)."),
-		ops:  newOpsMetrics(gauge),
-		load: newLoadMetrics(gauge, counter),
+		load:            newLoadMetrics(gauge, counter),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.shardsOwned, m.acquisitions, m.releases, m.losses, m.renewSeconds,
-		m.renewFailures, m.stepDowns, m.commits, m.watchWakeups, m.moves, m.imbalance, m.pauseSeconds, m.handlerRestarts, m.problems,
-		m.assignor, m.assignorEpoch, m.assignorSteps, m.assignorStepSeconds, m.assignmentsWritten, m.movesByReason}, append(m.ops.collectors(), m.load.collectors()...)...) {
+		m.renewFailures, m.stepDowns, m.commits, m.watchWakeups, m.moves, m.pauseSeconds, m.handlerRestarts}, m.load.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {

@@ -7,9 +7,7 @@ import (
 )
 
 // loadMetrics are the worker's load gauges: its own shards' smoothed load
-// (on every worker), and, on the assignor, the spread of load per unit of
-// capacity across the fleet as it last balanced it (0 on the others, like
-// imbalance_shards).
+// (the fleet's spread is the assignor's to export).
 type loadMetrics struct {
 	load          prometheus.Gauge
 	perCapacity   prometheus.Gauge
@@ -17,8 +15,6 @@ type loadMetrics struct {
 	writes        prometheus.Counter
 	writesSkipped prometheus.Counter
 	rejected      prometheus.Counter
-	fleetMax      prometheus.Gauge
-	fleetMin      prometheus.Gauge
 }
 
 func newLoadMetrics(gauge func(name, help string) prometheus.Gauge, counter func(name, help string) prometheus.Counter) loadMetrics {
@@ -31,15 +27,11 @@ func newLoadMetrics(gauge func(name, help string) prometheus.Gauge, counter func
 		writesSkipped: counter("load_writes_skipped_total",
 			"Load report ticks that wrote nothing because neither the worker's total load nor any shard's changed by more than 5 % of the total."),
 		rejected: counter("load_reports_rejected_total", "Claim.ReportLoad calls ignored because the load was negative, NaN or infinite."),
-		fleetMax: gauge("fleet_load_max_ratio",
-			"Highest load per unit of capacity among live workers, divided by the fleet's mean, as the load-balancing assignor last saw it (0 on other workers)."),
-		fleetMin: gauge("fleet_load_min_ratio",
-			"Lowest load per unit of capacity among live workers, divided by the fleet's mean, as the load-balancing assignor last saw it (0 on other workers)."),
 	}
 }
 
 func (l loadMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{l.load, l.perCapacity, l.measured, l.writes, l.writesSkipped, l.rejected, l.fleetMax, l.fleetMin}
+	return []prometheus.Collector{l.load, l.perCapacity, l.measured, l.writes, l.writesSkipped, l.rejected}
 }
 
 // observeOwn sets the worker's own gauges from its sampled loads.
@@ -53,22 +45,4 @@ func (l loadMetrics) observeOwn(loads map[shard.ID]float64, capacity int) {
 	if capacity > 0 {
 		l.perCapacity.Set(sum / float64(capacity))
 	}
-}
-
-// observeFleet sets the fleet gauges from the assignor's listing and the
-// loads it balances (a shard without a figure counts as the mean).
-func (l loadMetrics) observeFleet(snap shard.Snapshot, loads map[shard.ID]float64) {
-	lo, hi, ok := shard.LoadSpread(snap, loads)
-	if !ok {
-		lo, hi = 0, 0
-	}
-	l.fleetMax.Set(hi)
-	l.fleetMin.Set(lo)
-}
-
-// reset zeroes the fleet gauges on a worker that is not the assignor (at
-// its next load report after it stopped being the assignor).
-func (l loadMetrics) reset() {
-	l.fleetMax.Set(0)
-	l.fleetMin.Set(0)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardlease/shardlease/assignor"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -19,14 +20,15 @@ func TestRejoinUntilIsBounded(t *testing.T) {
 		{Member: shard.Member{ID: "edge", RejoinUntil: now.Add(MaxRejoinGrace + time.Minute)}},
 		{Member: shard.Member{ID: "hand-edited", RejoinUntil: now.AddDate(100, 0, 0)}},
 	}}
-	st := stepState(snap, shard.Config{Shards: 4}.IDs(), now)
+	cfg := shard.Config{Shards: 4}
+	st, _ := assignor.State(snap, cfg, cfg.IDs(), now)
 	for id, want := range map[string]bool{"back-soon": true, "edge": true, "hand-edited": false} {
 		if _, got := st.Returning[id]; got != want {
 			t.Errorf("%s returning = %v, want %v", id, got, want)
 		}
 	}
-	cfg := Config{RejoinGrace: MaxRejoinGrace + time.Second}
-	if err := cfg.ValidateSettings(); err == nil || !strings.Contains(err.Error(), "rejoin grace 10m1s") {
+	wcfg := Config{RejoinGrace: MaxRejoinGrace + time.Second}
+	if err := wcfg.ValidateSettings(); err == nil || !strings.Contains(err.Error(), "rejoin grace 10m1s") {
 		t.Errorf("a grace past MaxRejoinGrace: %v, want an error naming it", err)
 	}
 }

@@ -18,9 +18,9 @@ type runner struct {
 	since    time.Time
 	cancel   context.CancelCauseFunc // the handler's context; nil once it returned
 	auth     *authority
-	drainBy  time.Time // when revoking: the claim is lost if the handler has not returned by then
-	revokeBy string    // when revoking: why (rebalance, drain, shutdown)
-	overdue  bool      // when revoking: drainBy passed, authority ended, waiting for the handler
+	drainBy  time.Time    // when revoking: the claim is lost if the handler has not returned by then
+	revokeBy shard.Reason // when revoking: why (rebalance, drain, load, shutdown)
+	overdue  bool         // when revoking: drainBy passed, authority ended, waiting for the handler
 	// drainTimer ends the authority at drainBy; stopped when the handler returns.
 	drainTimer *time.Timer
 }
@@ -56,7 +56,7 @@ func (lp *loop) start(c shard.Claim) {
 }
 
 // revoke asks a runner to hand its shard off.
-func (lp *loop) revoke(r *runner, why string) {
+func (lp *loop) revoke(r *runner, why shard.Reason) {
 	if r.state != ShardOwned {
 		return
 	}
@@ -71,7 +71,7 @@ func (lp *loop) revoke(r *runner, why string) {
 		auth.lose(fmt.Sprintf("the handler did not return within the drain timeout %v", drain))
 	})
 	r.cancel(fmt.Errorf("%w: %s", ErrRevoked, why))
-	lp.w.log.Info("revoking shard", zap.String("shard", string(r.claim.Shard)), zap.String("why", why))
+	lp.w.log.Info("revoking shard", zap.String("shard", string(r.claim.Shard)), zap.Stringer("why", why))
 }
 
 // lose marks a runner's shard as lost: its authority is already gone.
@@ -86,7 +86,7 @@ func (lp *loop) lose(r *runner, why string) {
 }
 
 // release unlocks shards in one coordinator call.
-func (lp *loop) release(ids []shard.ID, why string) {
+func (lp *loop) release(ids []shard.ID, why shard.Reason) {
 	if len(ids) == 0 {
 		return
 	}
@@ -97,7 +97,7 @@ func (lp *loop) release(ids []shard.ID, why string) {
 			zap.Int("shards", len(ids)), zap.Error(err))
 		return
 	}
-	lp.w.m.releases.WithLabelValues(why).Add(float64(len(ids)))
+	lp.w.m.releases.WithLabelValues(why.String()).Add(float64(len(ids)))
 }
 
 func (lp *loop) onExit(e exit) {
@@ -114,7 +114,7 @@ func (lp *loop) onExit(e exit) {
 		lp.release([]shard.ID{e.shard}, r.revokeBy)
 	case e.err != nil:
 		lp.w.m.losses.WithLabelValues("fence_rejected").Inc()
-		lp.release([]shard.ID{e.shard}, "fence_rejected")
+		lp.release([]shard.ID{e.shard}, shard.ReasonLost)
 	}
 	lp.publish()
 }
@@ -180,7 +180,7 @@ func (lp *loop) shutdown(ctx context.Context) {
 	lp.state = StateDraining
 	lp.resign(ctx)
 	for _, r := range lp.runners {
-		lp.revoke(r, "shutdown")
+		lp.revoke(r, shard.ReasonShutdown)
 	}
 	lp.stopGuard()                    // the mark below must be the key's last write
 	lp.announceLeave(ctx, time.Now()) // while the handlers drain
@@ -200,8 +200,8 @@ func (lp *loop) shutdown(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
 	defer cancel()
 	if len(held) > 0 {
-		if err := lp.w.cfg.Coordinator.Locks().Release(ctx, lp.lease.session, shard.ShardLocks(held), "shutdown"); err == nil {
-			lp.w.m.releases.WithLabelValues("shutdown").Add(float64(len(held)))
+		if err := lp.w.cfg.Coordinator.Locks().Release(ctx, lp.lease.session, shard.ShardLocks(held), shard.ReasonShutdown); err == nil {
+			lp.w.m.releases.WithLabelValues(shard.ReasonShutdown.String()).Add(float64(len(held)))
 		}
 	}
 	lp.w.destroy(ctx, lp.lease.session)
@@ -316,7 +316,7 @@ func (lp *loop) resign(ctx context.Context) {
 	lp.stopCandidate()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
 	defer cancel()
-	if err := lp.w.cfg.Coordinator.Locks().Release(ctx, lp.lease.session, []shard.Lock{shard.AssignorLock}, "resign"); err != nil {
+	if err := lp.w.assignor.Resign(ctx, lp.lease.session); err != nil {
 		lp.w.log.Warn("resigning the assignor role failed; it ends with the session", zap.Error(err))
 	}
 }

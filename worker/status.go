@@ -81,7 +81,7 @@ func (s Status) Owned() []shard.ID {
 func (w *Worker) Status() Status {
 	if s := w.status.Load(); s != nil {
 		out := *s
-		out.AssignorEpoch = shard.Token(w.leading.Load()) // the role changes without the loop
+		out.AssignorEpoch = w.assignor.Epoch() // the role changes without the loop
 		out.Shards = withLoads(s.Shards, w.load.meters.peek(time.Now()))
 		return out
 	}

@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/assignor"
+	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -30,10 +32,9 @@ type Worker struct {
 	// cordon is an operator's cordon (Member.Cordon) as last seen on this
 	// worker's own member key, written back as draining is.
 	cordon atomic.Pointer[shard.Mark]
-	// leading is the assignor epoch while this worker is the fleet's
-	// assignor, 0 otherwise.
-	leading atomic.Uint64
-	// load is the worker's part in load balancing (load_step.go).
+	// assignor is this worker's part in the fleet's assignor role.
+	assignor *assignor.Assignor
+	// load is the worker's part in load balancing (load_state.go).
 	load loadState
 }
 
@@ -48,13 +49,34 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker %q: registering metrics: %w", cfg.ID, err)
 	}
-	return &Worker{
+	w := &Worker{
 		cfg:    cfg,
 		log:    cfg.Logger.With(zap.String("worker", cfg.ID)),
 		m:      m,
 		jitter: newJitter(cfg.JitterSeed),
 		shards: cfg.Fleet.IDs(),
-	}, nil
+	}
+	w.assignor, err = assignor.New(assignor.Config{
+		Worker:          cfg.ID,
+		Fleet:           cfg.Fleet,
+		Coordinator:     cfg.Coordinator,
+		Lease:           cfg.Policy,
+		Policy:          rebalance.Policy{MaxMovesInFlight: cfg.MaxMovesInFlight, StuckAfter: cfg.StuckAfter, Load: cfg.loadPolicy()},
+		Load:            cfg.LoadBalance != nil,
+		ShardWeight:     cfg.ShardWeight,
+		ColdStartGather: cfg.ColdStartGather,
+		Coalesce:        cfg.WatchCoalesce,
+		Jitter:          func(d time.Duration) time.Duration { return w.jitter.between(0, d) },
+		Registerer:      cfg.Registerer,
+		Logger:          w.log,
+	})
+	if errors.Is(err, assignor.ErrMetrics) {
+		return nil, fmt.Errorf("worker %q: %w", cfg.ID, errors.Join(ErrInvalidConfig, err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worker %q: %w", cfg.ID, err)
+	}
+	return w, nil
 }
 
 // ID returns the worker's ID.
@@ -172,7 +194,7 @@ func (w *Worker) term(ctx context.Context) error {
 	defer lp.stopGuard()
 	candidate, stopCandidate := context.WithCancel(l.ctx)
 	var campaigning sync.WaitGroup
-	campaigning.Go(func() { w.campaign(candidate, l) })
+	campaigning.Go(func() { w.assignor.Run(candidate, l.session) })
 	lp.stopCandidate = func() { stopCandidate(); campaigning.Wait() }
 	defer lp.stopCandidate()
 	return lp.run(ctx)

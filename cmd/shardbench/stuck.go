@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardlease/shardlease/assignor"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -176,8 +177,8 @@ func followStuck(ctx context.Context, f *slFleet, shards int, span time.Duration
 	if len(changes) > 0 {
 		fig.maxChanges = slices.Max(slices.Collect(maps.Values(changes)))
 	}
-	a := last.Assignments[stuckID]
-	fig.stuckMarked = a.Stuck
+	mem, _ := assignor.Remembered(last.Assignments[stuckID])
+	fig.stuckMarked = mem.Stuck
 	fig.stuckOwns = last.Counts()[stuckID]
 	if _, ok := last.Member(stuckID); !ok {
 		return fig, errors.New("the stuck worker is not a member at the end: it should stay live")

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/shardlease/shardlease/assignor"
 	"github.com/shardlease/shardlease/internal/fleetview"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -72,8 +73,8 @@ func TestStatusTable(t *testing.T) {
 		if want := fmt.Sprintf("assignor: %s (epoch %d, since 00:", a.Worker, a.Token); !a.Held() || !strings.Contains(out, want) {
 			t.Errorf("status output lacks %q (P/assignor %+v)", want, a)
 		}
-		if !strings.Contains(out, "rebalanced from w4 (shutdown)") {
-			t.Errorf("no shard says it was rebalanced from w4 (shutdown)")
+		if !strings.Contains(out, "shutdown: from w4") {
+			t.Errorf("no shard says it came from w4 at its shutdown")
 		}
 
 		// A worker the assignor judged stuck under its session is marked.
@@ -84,7 +85,7 @@ func TestStatusTable(t *testing.T) {
 			}
 		}
 		given := snap.Assignments["w3"]
-		given.Stuck, given.StuckSession = true, w3
+		given.Memory = assignor.Memory{Stuck: true, StuckSession: w3}.Encode()
 		if err := f.coord.Assignments().Assign(t.Context(), a.Session, a.Token, map[string]*shard.Assignment{"w3": &given}); err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +234,7 @@ func TestWatch(t *testing.T) {
 			// the new owner already took the shard sees one change, not
 			// two (seen on a fresh clone); the reason is in the next line.
 			regexp.MustCompile(`(?m)^\s+·  assignor: w[123] \(epoch \d+, since 00:00:\d\d \(\d+s ago\)\)$`),
-			regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{3}  stream/shard-\d{3} → w[13] from w2 \(token \d+\): rebalanced from w2 \(shutdown\)$`),
+			regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{3}  stream/shard-\d{3} → w[13] from w2 \(token \d+\): shutdown: from w2$`),
 			regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{3}  worker w2 left: session ended after releasing its shards`),
 			regexp.MustCompile(`(?m)^\s+·  owned 12/12 · workers 2 live, 1 dead · imbalance 0 · moves pending 0$`),
 		} {
@@ -330,7 +331,7 @@ func TestDrain(t *testing.T) {
 		}
 		drained := 0
 		for _, st := range f.snapshot().Shards {
-			if strings.HasPrefix(st.Owner.Reason, "rebalanced from w2 (drain)") {
+			if st.Owner.Why == (shard.Why{Reason: shard.ReasonDrain, From: "w2"}) {
 				drained++
 			}
 		}
@@ -397,7 +398,7 @@ func TestRelease(t *testing.T) {
 		for _, want := range []string{
 			fmt.Sprintf("released stream/shard-005 (was %s, token %d)", owner, st.Token),
 			fmt.Sprintf("stream/shard-005 → %s with token %d (> %d: writes with the old token are refused)", f.owners()[st.Shard], after.Token, st.Token),
-			releaseReason,
+			"operator: from " + owner,
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("release output lacks %q", want)

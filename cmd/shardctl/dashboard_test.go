@@ -29,7 +29,7 @@ func TestDashboardCommand(t *testing.T) {
 	if err := c.Members().Join(ctx, sid, shard.Member{ID: "w1", Version: "v3"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard("stream/shard-001", "initial: never owned")}); err != nil {
+	if _, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard("stream/shard-001", shard.Why{Reason: shard.ReasonInitial})}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -113,9 +113,6 @@ func queueLine(f fleetview.Fleet) string {
 	if q.Budget > 0 {
 		line += fmt.Sprintf(" of a budget of %d", q.Budget)
 	}
-	if q.ByLoad {
-		return line + " · balancing load: the assignor plans what waits, in waves"
-	}
 	line += fmt.Sprintf(" · %d waiting", q.Queued)
 	if f.Freeze != nil && q.Queued > 0 {
 		line += " (until the freeze is lifted)"

@@ -182,11 +182,11 @@ func TestStatusShowsReturningAndQueue(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^w2\s+dead returning\s+0\s`).MatchString(out) {
 		t.Errorf("w2 is not shown dead and returning:\n%s", out)
 	}
-	f.Freeze, f.Queue = nil, fleetview.Queue{InFlight: 3, Budget: 16, ByLoad: true}
+	f.Freeze, f.Queue = nil, fleetview.Queue{InFlight: 3, Budget: 16, Queued: 2}
 	b.Reset()
 	writeStatus(&b, f, now, false)
-	if want := "move queue: 3 hand-offs in flight of a budget of 16 · balancing load: the assignor plans what waits, in waves"; !strings.Contains(b.String(), want) {
-		t.Errorf("status of a fleet balancing load lacks %q:\n%s", want, b.String())
+	if want := "move queue: 3 hand-offs in flight of a budget of 16 · 2 waiting"; !strings.Contains(b.String(), want) {
+		t.Errorf("status of a fleet with a queue lacks %q:\n%s", want, b.String())
 	}
 	f.Queue = fleetview.Queue{}
 	b.Reset()

@@ -45,7 +45,7 @@ func TestStatusShowsConfigRewritten(t *testing.T) {
 	}
 	var want []shard.Acquisition
 	for _, id := range runs.IDs() {
-		want = append(want, shard.AcquireShard(id, "initial: never owned"))
+		want = append(want, shard.AcquireShard(id, shard.Why{Reason: shard.ReasonInitial}))
 	}
 	if _, err := worker.Locks().Acquire(ctx, sid, want); err != nil {
 		t.Fatal(err)

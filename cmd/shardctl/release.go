@@ -12,10 +12,6 @@ import (
 	"github.com/shardlease/shardlease/admin"
 )
 
-// releaseReason is written into the shard key by shardctl release; the
-// next owner's acquisition reason quotes it.
-const releaseReason = admin.DefaultReleaseReason + " (shardctl release)"
-
 func (a *app) release(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("shardctl release", flag.ContinueOnError)
 	conn := a.connFlags(fs)
@@ -71,7 +67,7 @@ which the next owner redoes from the last committed offset.
 	if !*yes && !a.confirm(fmt.Sprintf("Release %s from %s?", id, sh.Owner)) {
 		return fmt.Errorf("%s not released: not confirmed (answer y, or pass -yes)", id)
 	}
-	if err := op.Release(ctx, sh, releaseReason); err != nil {
+	if err := op.Release(ctx, sh); err != nil {
 		return fc.explain(err, "read")
 	}
 	fmt.Fprintf(a.stdout, "released %s (was %s, token %d)\n", id, sh.Owner, sh.Token)

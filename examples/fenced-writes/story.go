@@ -171,7 +171,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	res.tokenB, res.writeB, res.takeover = b.token, b.accepted, time.Since(pausedAt)
 	if s, err := coordB.Fleet().Watch(ctx, 0); err == nil {
 		if st, ok := s.Shard(lock); ok {
-			res.takeoverReason = st.Owner.Reason
+			res.takeoverReason = st.Owner.Why.String()
 		}
 	}
 	t.say("B", "acquired %s with token %d, %v after A's pause (%s)", lock, b.token, res.takeover.Round(100*time.Millisecond), res.takeoverReason)

@@ -17,7 +17,22 @@ func Batches(head api.TxnOps, ops []*api.TxnOp, maxBytes int) ([]api.TxnOps, err
 	return batches(head, ops, MaxTxnOps, maxBytes)
 }
 
+// GroupBatches is Batches for groups of operations that must commit
+// together: a group is never split across two transactions (a group
+// larger than a transaction is refused by Consul with the reason).
+func GroupBatches(head api.TxnOps, groups [][]*api.TxnOp, maxBytes int) ([]api.TxnOps, error) {
+	return groupBatches(head, groups, MaxTxnOps, maxBytes)
+}
+
 func batches(head api.TxnOps, ops []*api.TxnOp, maxOps, maxBytes int) ([]api.TxnOps, error) {
+	groups := make([][]*api.TxnOp, len(ops))
+	for i, op := range ops {
+		groups[i] = []*api.TxnOp{op}
+	}
+	return groupBatches(head, groups, maxOps, maxBytes)
+}
+
+func groupBatches(head api.TxnOps, groups [][]*api.TxnOp, maxOps, maxBytes int) ([]api.TxnOps, error) {
 	size := func(op *api.TxnOp) (int, error) {
 		if maxBytes <= 0 {
 			return 0, nil
@@ -38,19 +53,23 @@ func batches(head api.TxnOps, ops []*api.TxnOp, maxOps, maxBytes int) ([]api.Txn
 		cur   api.TxnOps
 		bytes int
 	)
-	for _, op := range ops {
-		n, err := size(op)
-		if err != nil {
-			return nil, err
+	for _, group := range groups {
+		n := 0
+		for _, op := range group {
+			k, err := size(op)
+			if err != nil {
+				return nil, err
+			}
+			n += k
 		}
-		if cur != nil && (len(cur) == maxOps || (maxBytes > 0 && bytes+n > maxBytes)) {
+		if cur != nil && (len(cur)+len(group) > maxOps || (maxBytes > 0 && bytes+n > maxBytes)) {
 			out = append(out, cur)
 			cur = nil
 		}
 		if cur == nil {
 			cur, bytes = slices.Clone(head), headBytes
 		}
-		cur = append(cur, op)
+		cur = append(cur, group...)
 		bytes += n
 	}
 	if cur != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardlease/shardlease/assignor"
 	"github.com/shardlease/shardlease/internal/dashboard"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -19,13 +20,13 @@ func TestAssignmentsInChromium(t *testing.T) {
 	wd := startBrowser(t)
 	c, sessions := smallFleet(t)
 	ctx := context.Background()
-	epoch, held, err := shard.TryLock(ctx, c.Locks(), sessions["a"], shard.AssignorLock, "campaign")
+	epoch, held, err := shard.TryLock(ctx, c.Locks(), sessions["a"], shard.AssignorLock)
 	if err != nil || !held {
 		t.Fatalf("Campaign = %d, %v, %v", epoch, held, err)
 	}
 	err = c.Assignments().Assign(ctx, sessions["a"], epoch, map[string]*shard.Assignment{
-		"a": {Since: time.Now(), Shards: []shard.ID{"stream/shard-000", "stream/shard-001", "stream/shard-003"}},
-		"b": {Since: time.Now(), Shards: []shard.ID{"stream/shard-002"}, Stuck: true, StuckSession: sessions["b"]},
+		"a": {Shards: []shard.ID{"stream/shard-000", "stream/shard-001", "stream/shard-003"}, Memory: assignor.Memory{Since: time.Now()}.Encode()},
+		"b": {Shards: []shard.ID{"stream/shard-002"}, Memory: assignor.Memory{Since: time.Now(), Stuck: true, StuckSession: sessions["b"]}.Encode()},
 	})
 	if err != nil {
 		t.Fatal(err)

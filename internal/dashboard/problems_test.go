@@ -50,7 +50,7 @@ func TestProblemsShown(t *testing.T) {
 	}
 	want := make([]shard.Acquisition, 0, runs.Shards)
 	for _, id := range runs.IDs() {
-		want = append(want, shard.AcquireShard(id, "initial: never owned"))
+		want = append(want, shard.AcquireShard(id, shard.Why{Reason: shard.ReasonInitial}))
 	}
 	if _, err := worker.Locks().Acquire(ctx, sid, want); err != nil {
 		t.Fatal(err)

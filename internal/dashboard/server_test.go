@@ -75,9 +75,9 @@ func smallFleet(t *testing.T) (*memory.Coordinator, map[string]shard.SessionID) 
 		if err := c.Members().Join(ctx, sid, shard.Member{ID: id, Version: "v9", Weight: 1}); err != nil {
 			t.Fatal(err)
 		}
-		want := []shard.Acquisition{shard.AcquireShard(shard.ID("stream/shard-00"+string(rune('0'+2*i))), "initial: never owned")}
+		want := []shard.Acquisition{shard.AcquireShard(shard.ID("stream/shard-00"+string(rune('0'+2*i))), shard.Why{Reason: shard.ReasonInitial})}
 		if i == 0 {
-			want = append(want, shard.AcquireShard("stream/shard-001", "initial: never owned"))
+			want = append(want, shard.AcquireShard("stream/shard-001", shard.Why{Reason: shard.ReasonInitial}))
 		}
 		if _, err := c.Locks().Acquire(ctx, sid, want); err != nil {
 			t.Fatal(err)
@@ -218,10 +218,10 @@ func TestEventStream(t *testing.T) {
 	next(func(f fleetview.Fleet) bool { return f.Summary.Owned == 3 })
 
 	ctx := context.Background()
-	if err := c.Locks().Release(ctx, sessions["a"], shard.ShardLocks([]shard.ID{"stream/shard-001"}), "rebalance"); err != nil {
+	if err := c.Locks().Release(ctx, sessions["a"], shard.ShardLocks([]shard.ID{"stream/shard-001"}), shard.ReasonRebalance); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Locks().Acquire(ctx, sessions["b"], []shard.Acquisition{shard.AcquireShard("stream/shard-001", "rebalanced from a (rebalance)")}); err != nil {
+	if _, err := c.Locks().Acquire(ctx, sessions["b"], []shard.Acquisition{shard.AcquireShard("stream/shard-001", shard.Why{Reason: shard.ReasonRebalance, From: "a"})}); err != nil {
 		t.Fatal(err)
 	}
 	f := next(func(f fleetview.Fleet) bool {
@@ -230,7 +230,7 @@ func TestEventStream(t *testing.T) {
 	})
 	found := false
 	for _, e := range f.Events {
-		if e.Kind == fleetview.Acquired && e.Shard == "stream/shard-001" && e.Worker == "b" && e.Reason == "rebalanced from a (rebalance)" {
+		if e.Kind == fleetview.Acquired && e.Shard == "stream/shard-001" && e.Worker == "b" && e.Reason == "rebalance: from a" {
 			found = true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardlease/shardlease/assignor"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -16,9 +17,9 @@ func withAssignor() shard.Snapshot {
 	s := fixture()
 	s.Assignor = shard.LockKey{Index: 8, Session: "s-a", Token: 8, Owner: shard.Owner{Worker: "a", Since: t0.Add(8 * time.Second)}}
 	s.Assignments = map[string]shard.Assignment{
-		"a": {Epoch: 8, Since: t0.Add(9 * time.Second), Shards: []shard.ID{"stream/shard-000", "stream/shard-003"}},
-		"b": {Epoch: 8, Since: t0},
-		"c": {Epoch: 8, Since: t0, Stuck: true, StuckSession: "s-c-old"},
+		"a": {Epoch: 8, Shards: []shard.ID{"stream/shard-000", "stream/shard-003"}, Memory: assignor.Memory{Since: t0.Add(9 * time.Second)}.Encode()},
+		"b": {Epoch: 8, Memory: assignor.Memory{Since: t0}.Encode()},
+		"c": {Epoch: 8, Memory: assignor.Memory{Since: t0, Stuck: true, StuckSession: "s-c-old"}.Encode()},
 	}
 	return s
 }
@@ -57,11 +58,11 @@ func TestBuildShowsTheAssignorAndAssignments(t *testing.T) {
 
 	// The stuck mark shows only for the session it is about.
 	s := withAssignor()
-	s.Assignments["a"] = shard.Assignment{Epoch: 8, Shards: []shard.ID{"stream/shard-003"}, Stuck: true, StuckSession: "s-a"}
+	s.Assignments["a"] = shard.Assignment{Epoch: 8, Shards: []shard.ID{"stream/shard-003"}, Memory: assignor.Memory{Stuck: true, StuckSession: "s-a"}.Encode()}
 	if w, _ := Build(Input{Snapshot: s}).Worker("a"); !w.Stuck {
 		t.Errorf("a stuck under its current session shows %+v", w)
 	}
-	s.Assignments["a"] = shard.Assignment{Epoch: 8, Stuck: true, StuckSession: "s-a-before-restart"}
+	s.Assignments["a"] = shard.Assignment{Epoch: 8, Memory: assignor.Memory{Stuck: true, StuckSession: "s-a-before-restart"}.Encode()}
 	if w, _ := Build(Input{Snapshot: s}).Worker("a"); w.Stuck {
 		t.Errorf("a stuck mark about an earlier session shows: %+v", w)
 	}

@@ -104,11 +104,11 @@ func Diff(prev *shard.Snapshot, next shard.Snapshot, at time.Time) []Event {
 			if who == "" {
 				who = holder(nm, st)
 			}
-			add(Event{Kind: Acquired, Shard: st.Shard, Worker: who, From: from, Token: st.Token, Reason: orDefault(st.Owner.Reason, "acquired")})
+			add(Event{Kind: Acquired, Shard: st.Shard, Worker: who, From: from, Token: st.Token, Reason: acquiredWhy(st.Owner)})
 		case !st.Held() && existed && old.Held():
 			who := holder(pm, old)
-			if st.Owner.Released != "" {
-				add(Event{Kind: Released, Shard: st.Shard, Worker: who, Token: old.Token, Reason: st.Owner.Released})
+			if st.Owner.Released != shard.ReasonUnknown {
+				add(Event{Kind: Released, Shard: st.Shard, Worker: who, Token: old.Token, Reason: st.Owner.Released.String()})
 			} else {
 				expired[who]++
 				add(Event{Kind: Expired, Shard: st.Shard, Worker: who, Token: old.Token, Reason: who + "'s session ended without releasing it"})
@@ -214,7 +214,7 @@ func LatestAcquired(s shard.Snapshot, n int) []Event {
 			continue
 		}
 		out = append(out, Event{At: st.Owner.Since, Index: uint64(st.Token), Kind: Acquired, Shard: st.Shard,
-			Worker: st.Owner.Worker, Token: st.Token, Reason: orDefault(st.Owner.Reason, "acquired")})
+			Worker: st.Owner.Worker, Token: st.Token, Reason: acquiredWhy(st.Owner)})
 	}
 	slices.SortStableFunc(out, func(a, b Event) int {
 		if c := b.At.Compare(a.At); c != 0 {
@@ -278,4 +278,13 @@ func (t *Tracker) Recent(n int) []Event {
 	defer t.mu.Unlock()
 	n = min(n, len(t.recent))
 	return slices.Clone(t.recent[:n])
+}
+
+// acquiredWhy is why the owner says it took a shard, or "acquired" when
+// its lock's value says nothing.
+func acquiredWhy(o shard.Owner) string {
+	if o.Reason == shard.ReasonUnknown {
+		return "acquired"
+	}
+	return o.Why.String()
 }

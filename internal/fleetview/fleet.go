@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardlease/shardlease/assignor"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
@@ -214,7 +215,7 @@ func Build(in Input) Fleet {
 	s := in.Snapshot
 	f := Fleet{Name: in.Name, Index: s.Index, At: in.Now, Config: s.Config, Problems: s.Problems,
 		Workers: []Worker{}, Shards: []Shard{}, Events: in.Events, HasOffsets: in.Offsets != nil,
-		Assignor: assignor(s.Assignor), Freeze: s.Freeze}
+		Assignor: assignorView(s.Assignor), Freeze: s.Freeze}
 	if f.Events == nil {
 		f.Events = LatestAcquired(s, 20)
 	}
@@ -225,11 +226,11 @@ func Build(in Input) Fleet {
 			Started: m.Started, Draining: m.Draining, State: WorkerDead,
 			Cordon: m.Cordon, RejoinUntil: m.RejoinUntil, Returning: m.Returning(in.Now)}
 		if a, ok := s.Assignments[m.ID]; ok {
-			w.Assigned, w.AssignedSince, w.AssignedEpoch = len(a.Shards), a.Since, a.Epoch
-			// The assignor's own rule (rebalance: judge): a mark counts only
-			// for the session it names, so a mark with no session (a key
-			// edited by hand) is not shown as stuck, as it is not treated so.
-			w.Stuck = a.Stuck && m.Live() && a.StuckSession == m.Session
+			mem, _ := assignor.Remembered(a)
+			w.Assigned, w.AssignedSince, w.AssignedEpoch = len(a.Shards), mem.Since, a.Epoch
+			// The assignor's own rule (rebalance: judge): a verdict counts
+			// only for the session it names.
+			w.Stuck = mem.Stuck && m.Live() && mem.StuckSession == m.Session
 		}
 		if m.Live() {
 			w.State = WorkerLive
@@ -272,8 +273,8 @@ func Build(in Input) Fleet {
 	}
 	for _, id := range ids {
 		st := keys[id]
-		sh := Shard{ID: id, Session: st.Session, Token: st.Token, Since: st.Owner.Since, Reason: st.Owner.Reason,
-			Released: st.Owner.Released, Owner: st.Owner.Worker, State: ShardFree, Assigned: assignedTo[id]}
+		sh := Shard{ID: id, Session: st.Session, Token: st.Token, Since: st.Owner.Since, Reason: st.Owner.Why.String(),
+			Released: released(st.Owner), Owner: st.Owner.Worker, State: ShardFree, Assigned: assignedTo[id]}
 		switch i, live := bySession[st.Session]; {
 		case st.Held() && live:
 			sh.State, sh.Owner = ShardOwned, f.Workers[i].ID
@@ -303,12 +304,17 @@ func Build(in Input) Fleet {
 		f.Shards = append(f.Shards, sh)
 	}
 
-	f.Load = buildLoad(&f, s, in.Tolerance)
-	f.Summary = summarize(f)
-	f.Queue = Queue{InFlight: f.Summary.HandOffs, Budget: in.MaxMovesInFlight}
-	if f.Queue.ByLoad = balancingLoad(f, s); !f.Queue.ByLoad {
-		f.Queue.Queued = queued(f, s)
+	// What the assignor would decide now, by its own code: the queue of
+	// moves and, with loads, the band.
+	loads := s.ShardLoads()
+	policy := rebalance.Policy{MaxMovesInFlight: in.MaxMovesInFlight, Load: rebalance.LoadPolicy{Tolerance: in.Tolerance}}
+	plan, err := assignor.Plan(s, policy, len(loads) > 0, in.Now)
+	if err != nil {
+		plan = rebalance.Decision{}
 	}
+	f.Load = buildLoad(&f, loads, plan.Band)
+	f.Summary = summarize(f)
+	f.Queue = Queue{InFlight: f.Summary.HandOffs, Budget: in.MaxMovesInFlight, Queued: handOffs(plan)}
 	return f
 }
 
@@ -318,8 +324,8 @@ type listing struct {
 	shard  shard.ID
 }
 
-// assignor is the fleet's view of P/assignor.
-func assignor(k shard.LockKey) Assignor {
+// assignorView is the fleet's view of P/assignor.
+func assignorView(k shard.LockKey) Assignor {
 	if !k.Held() {
 		return Assignor{Problem: k.Problem}
 	}
@@ -376,17 +382,26 @@ func why(st shard.ShardState, state string) string {
 	switch {
 	case st.Token == 0 && o.Worker == "":
 		return "never owned"
-	case state == ShardOwned && o.Reason != "":
-		return o.Reason
+	case state == ShardOwned && o.Reason != shard.ReasonUnknown:
+		return o.Why.String()
 	case state == ShardOwned:
 		return "acquired by " + o.Worker
 	case state == ShardOrphaned:
 		return fmt.Sprintf("held by session %s, whose worker %s is gone", st.Session, o.Worker)
-	case o.Released != "":
+	case o.Released != shard.ReasonUnknown:
 		return fmt.Sprintf("released by %s: %s", o.Worker, o.Released)
 	default:
 		return fmt.Sprintf("%s's session ended (crash, or a pause past the TTL)", o.Worker)
 	}
+}
+
+// released is the reason the lock's last owner released it, "" while it
+// holds it or when its session ended instead.
+func released(o shard.Owner) string {
+	if o.Released == shard.ReasonUnknown {
+		return ""
+	}
+	return o.Released.String()
 }
 
 // Exists reports whether a fleet was found (its config key exists).

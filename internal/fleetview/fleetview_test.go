@@ -18,22 +18,28 @@ func member(id string, session shard.SessionID, draining bool) shard.MemberState
 	return shard.MemberState{Member: shard.Member{ID: id, Version: "v1", Weight: 1, Started: t0, Draining: draining}, Session: session}
 }
 
-func held(id shard.ID, session shard.SessionID, token shard.Token, worker, reason string) shard.ShardState {
-	return shard.ShardState{Shard: id, Session: session, Token: token, Owner: shard.Owner{Worker: worker, Reason: reason, Since: t0.Add(time.Duration(token) * time.Second)}}
+func held(id shard.ID, session shard.SessionID, token shard.Token, worker string, why shard.Why) shard.ShardState {
+	return shard.ShardState{Shard: id, Session: session, Token: token, Owner: shard.Owner{Worker: worker, Why: why, Since: t0.Add(time.Duration(token) * time.Second)}}
 }
+
+var (
+	initial   = shard.Why{Reason: shard.ReasonInitial}
+	fromC     = shard.Why{Reason: shard.ReasonShutdown, From: "c"}
+	orphanedC = shard.Why{Reason: shard.ReasonOrphaned, From: "c"}
+)
 
 // fixture: four shards; a owns 0 and 1, b (draining) owns 2, 3 was
 // released by c, which is dead.
 func fixture() shard.Snapshot {
 	cfg := shard.Config{Shards: 4}.Normalize()
-	free := held("stream/shard-003", "", 9, "c", "initial: never owned")
-	free.Owner.Released = "shutdown"
+	free := held("stream/shard-003", "", 9, "c", initial)
+	free.Owner.Released = shard.ReasonShutdown
 	return shard.Snapshot{Index: 10, Config: &cfg,
 		Members: []shard.MemberState{member("a", "s-a", false), member("b", "s-b", true), member("c", "", false)},
 		Shards: []shard.ShardState{
-			held("stream/shard-000", "s-a", 3, "a", "initial: never owned"),
-			held("stream/shard-001", "s-a", 7, "a", "rebalanced from c (shutdown)"),
-			held("stream/shard-002", "s-b", 5, "b", "orphaned: c's session invalidated"),
+			held("stream/shard-000", "s-a", 3, "a", initial),
+			held("stream/shard-001", "s-a", 7, "a", fromC),
+			held("stream/shard-002", "s-b", 5, "b", orphanedC),
 			free,
 		}}
 }
@@ -58,7 +64,7 @@ func TestBuild(t *testing.T) {
 		offset, lag       int64
 	}{
 		{"stream/shard-000", ShardOwned, "a", "initial: never owned", 3, 90, 10},
-		{"stream/shard-001", ShardOwned, "a", "rebalanced from c (shutdown)", 7, 0, 100},
+		{"stream/shard-001", ShardOwned, "a", "shutdown: from c", 7, 0, 100},
 		{"stream/shard-002", ShardOwned, "b", "orphaned: c's session invalidated", 5, 0, -1},
 		{"stream/shard-003", ShardFree, "c", "released by c: shutdown", 9, 0, -1},
 	} {
@@ -112,9 +118,9 @@ func TestDiff(t *testing.T) {
 	next.Index = 20
 	// a releases 0 for a drain; b's session ends holding 2; d joins and
 	// takes 3 (released earlier by c); b... is gone; a starts draining.
-	next.Shards[0] = shard.ShardState{Shard: "stream/shard-000", Token: 11, Owner: shard.Owner{Worker: "a", Reason: "initial: never owned", Released: "drain"}}
+	next.Shards[0] = shard.ShardState{Shard: "stream/shard-000", Token: 11, Owner: shard.Owner{Worker: "a", Why: initial, Released: shard.ReasonDrain}}
 	next.Shards[2] = shard.ShardState{Shard: "stream/shard-002", Token: 5, Owner: prev.Shards[2].Owner}
-	next.Shards[3] = held("stream/shard-003", "s-d", 12, "d", "rebalanced from c (shutdown)")
+	next.Shards[3] = held("stream/shard-003", "s-d", 12, "d", fromC)
 	next.Members = []shard.MemberState{member("a", "s-a", true), member("b", "", true), member("c", "", false), member("d", "s-d", false)}
 
 	at := t0.Add(time.Minute)
@@ -122,7 +128,7 @@ func TestDiff(t *testing.T) {
 	want := []string{
 		"stream/shard-000 ← a released: drain",
 		"stream/shard-002 ← b expired: b's session ended without releasing it",
-		"stream/shard-003 → d from c (token 12): rebalanced from c (shutdown)",
+		"stream/shard-003 → d from c (token 12): shutdown: from c",
 		"worker a draining: an operator asked it to hand off every shard",
 		"worker b left: session ended holding 1 shards (crash, partition, or a pause past the TTL)",
 		"worker d joined: new session s-d, version v1",
@@ -151,7 +157,7 @@ func TestTracker(t *testing.T) {
 	}
 	next := fixture()
 	next.Index = 11
-	next.Shards[3] = held("stream/shard-003", "s-a", 11, "a", "rebalanced from c (shutdown)")
+	next.Shards[3] = held("stream/shard-003", "s-a", 11, "a", fromC)
 	evs := tr.Observe(next, t0.Add(time.Second))
 	if len(evs) != 1 || evs[0].Shard != "stream/shard-003" || evs[0].Worker != "a" || evs[0].From != "c" {
 		t.Fatalf("events %v", evs)

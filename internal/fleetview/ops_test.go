@@ -22,9 +22,9 @@ func opsFixture() shard.Snapshot {
 			"a": {Shards: ids[:4]}, "b": {Shards: ids[4:5]}, "c": {Shards: ids[5:]},
 		}}
 	for i, id := range ids[:4] {
-		s.Shards = append(s.Shards, held(id, "s-a", shard.Token(i+1), "a", "test"))
+		s.Shards = append(s.Shards, held(id, "s-a", shard.Token(i+1), "a", initial))
 	}
-	s.Shards = append(s.Shards, held(ids[4], "s-b", 5, "b", "test"), held(ids[5], "", 6, "c", "test"))
+	s.Shards = append(s.Shards, held(ids[4], "s-b", 5, "b", initial), held(ids[5], "", 6, "c", initial))
 	return s
 }
 
@@ -78,21 +78,23 @@ func TestQueue(t *testing.T) {
 			s.Assignments["b"] = shard.Assignment{Shards: ids[4:5]}
 		}, Queue{InFlight: 2, Queued: 0}},
 		{"cordoned keeps", func(s *shard.Snapshot) { s.Members[0].Cordon = &shard.Mark{By: "x"} }, Queue{}},
+		// With every live worker cordoned the assignor's step ignores the
+		// cordons, as it must place shards somewhere: it balances counts.
 		{"every taker cordoned", func(s *shard.Snapshot) {
 			s.Members[0].Cordon = &shard.Mark{By: "x"}
 			s.Members[1].Cordon = &shard.Mark{By: "x"}
-		}, Queue{}},
+		}, Queue{Queued: 1}},
 		{"draining gives all", func(s *shard.Snapshot) { s.Members[0].Draining = true }, Queue{Queued: 4}},
 		{"grace over", func(s *shard.Snapshot) { s.Members[2].RejoinUntil = t0 }, Queue{Queued: 1}},
-		// A load-balancing assignor plans its waiting moves from loads the
-		// count estimate does not weigh: no estimate, and it says why.
+		// With loads the assignor's step weighs loads, not counts: b's one
+		// shard weighs more than a's four, alone it pins b above the band,
+		// and a is alone in it: nothing to move.
 		{"balancing load", func(s *shard.Snapshot) {
-			a := s.Assignments["a"]
-			a.ByLoad = true
-			s.Assignments["a"] = a
-		}, Queue{ByLoad: true}},
+			s.Members[0].Load = map[shard.ID]float64{ids[0]: 1, ids[1]: 1, ids[2]: 1, ids[3]: 1}
+			s.Members[1].Load = map[shard.ID]float64{ids[4]: 10}
+		}, Queue{}},
 		{"a dead worker's key does not count", func(s *shard.Snapshot) {
-			s.Assignments["gone"] = shard.Assignment{ByLoad: true}
+			s.Assignments["gone"] = shard.Assignment{Shards: ids[5:]}
 		}, Queue{Queued: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,10 +12,11 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// MaxTxnAssignments is how many assignment keys one Assign transaction
-// writes at most: Consul's MaxTxnOps less the two checks on P/assignor
-// that open every transaction.
-const MaxTxnAssignments = MaxTxnOps - 2
+// MaxTxnAssignments is how many workers' assignments one Assign
+// transaction writes at most: each is two keys (the worker's and the
+// assignor's memory beside it), and two of Consul's MaxTxnOps operations
+// go to the checks on P/assignor that open every transaction.
+const MaxTxnAssignments = (MaxTxnOps - 2) / 2
 
 // maxTxnBytes bounds the JSON body of one Assign transaction. Consul 1.14
 // refuses a /v1/txn body over txn_max_req_len (default 512 KiB) with HTTP
@@ -26,7 +27,7 @@ const maxTxnBytes = 480 << 10
 // Assign encodes every assignment first (shard.Config.EncodeAssignment,
 // against the config Configure settled, else the stored one), then writes
 // the keys in sorted worker order: a set per assignment, a delete per nil,
-// at most MaxTxnAssignments keys and about 480 KiB per /v1/txn, each
+// at most MaxTxnAssignments workers and about 480 KiB per /v1/txn, each
 // transaction opened by check-session and check-index on P/assignor (the
 // session, the epoch). Consul rolls back a transaction whose check fails:
 // the error wraps shard.ErrNotAssignor, names P/assignor's holder as read
@@ -54,9 +55,15 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 	if fleet == nil {
 		return fmt.Errorf("%w: assign: the fleet has no config at %q yet (Configure first)", shard.ErrInvalidArgument, c.configKey())
 	}
-	ops := make([]*api.TxnOp, len(workers))
+	// A worker's key and the assignor's memory about it are written (or
+	// deleted) in one transaction, so they carry one modify index: the
+	// seal that tells the assignor's word from a hand edit (shard.Unsealed).
+	groups := make([][]*api.TxnOp, len(workers))
 	for i, w := range workers {
-		op := &api.KVTxnOp{Verb: api.KVDelete, Key: c.assignKey(w)}
+		groups[i] = []*api.TxnOp{
+			{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.assignKey(w)}},
+			{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.memoryKey(w)}},
+		}
 		if a := set[w]; a != nil {
 			v := *a
 			v.Epoch = epoch
@@ -64,15 +71,16 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 			if err != nil {
 				return fmt.Errorf("assign: worker %q: %w", w, err)
 			}
-			op.Verb, op.Value = api.KVSet, value
+			seal := newSeal()
+			groups[i][0].KV.Verb, groups[i][0].KV.Value = api.KVSet, sealValue(value, seal)
+			groups[i][1].KV.Verb, groups[i][1].KV.Value = api.KVSet, sealMemory(v.Memory, seal)
 		}
-		ops[i] = &api.TxnOp{KV: op}
 	}
 	checks := api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: c.assignorKey(), Session: string(id)}},
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.assignorKey(), Index: uint64(epoch)}},
 	}
-	batches, err := consulkv.Batches(checks, ops, maxTxnBytes)
+	batches, err := consulkv.GroupBatches(checks, groups, maxTxnBytes)
 	if err != nil {
 		return err
 	}
@@ -91,7 +99,7 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 			return fmt.Errorf("%w (%d of %d assignment keys were written by earlier transactions)",
 				c.txnFailure("assign", txnErrs), written, len(workers))
 		}
-		written += len(batch) - len(checks)
+		written += (len(batch) - len(checks)) / 2
 	}
 	return nil
 }
@@ -152,17 +160,51 @@ func (as assignments) Watch(ctx context.Context, worker string, after uint64) (s
 	key.Exists = true
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
+	memory, kv, err := c.memoryOf(octx, worker, kv)
+	if err != nil {
+		return shard.AssignmentKey{}, err
+	}
 	fleet, err := c.shardSet(octx, "watch assignment (read config)")
 	if err != nil {
 		return shard.AssignmentKey{}, err
 	}
-	key.Assignment, key.Problem = decodeAssignment(fleet, kv)
+	key.Assignment, key.Problem = decodeAssignment(fleet, kv, memory)
+	key.Assignment.Memory = nil // the assignor's, not the worker's
 	return key, nil
 }
 
+// memoryOf reads the assignor's memory beside worker's key kv, only to
+// tell whether the pair is sealed (the worker is not given it). The key
+// is watched alone, so that a write of another key never wakes its
+// worker, and its memory read after it: if the memory was written since
+// the key was read (a later Assign wrote both), both are read again, a
+// few times at most.
+func (c *Coordinator) memoryOf(ctx context.Context, worker string, kv *api.KVPair) (*api.KVPair, *api.KVPair, error) {
+	for range 3 {
+		memory, _, err := c.kv.Get(ctx, c.memoryKey(worker), consulkv.Query{})
+		if err != nil {
+			return nil, nil, c.fail(ctx, "watch assignment (read memory)", err)
+		}
+		if memory == nil || memory.ModifyIndex <= kv.ModifyIndex {
+			return memory, kv, nil
+		}
+		again, _, err := c.kv.Get(ctx, c.assignKey(worker), consulkv.Query{})
+		if err != nil {
+			return nil, nil, c.fail(ctx, "watch assignment (read again)", err)
+		}
+		if again == nil {
+			return memory, kv, nil
+		}
+		kv = again
+	}
+	return nil, kv, nil
+}
+
 // decodeAssignment reads an assignment key against the fleet's shard set
-// (nil: none known), or says what is wrong with it, prefixed with the key.
-func decodeAssignment(fleet *shardSet, kv *api.KVPair) (shard.Assignment, string) {
+// (nil: none known), with the assignor's memory written beside it, or
+// says what is wrong with it, prefixed with the key: a value that cannot
+// be read, or a pair not written by one transaction (shard.Unsealed).
+func decodeAssignment(fleet *shardSet, kv, memory *api.KVPair) (shard.Assignment, string) {
 	if fleet == nil {
 		return shard.Assignment{}, kv.Key + ": the fleet has no config to read the assignment against"
 	}
@@ -170,6 +212,14 @@ func decodeAssignment(fleet *shardSet, kv *api.KVPair) (shard.Assignment, string
 	if err != nil {
 		return shard.Assignment{}, fmt.Sprintf("%s: %v", kv.Key, err)
 	}
+	if memory == nil || memory.ModifyIndex != kv.ModifyIndex {
+		return shard.Assignment{}, fmt.Sprintf("%s: %s", kv.Key, shard.Unsealed)
+	}
+	seal, mem := unsealMemory(memory.Value)
+	if seal == 0 || seal != valueSeal(kv.Value) {
+		return shard.Assignment{}, fmt.Sprintf("%s: %s", kv.Key, shard.Unsealed)
+	}
+	a.Memory = mem
 	return a, ""
 }
 

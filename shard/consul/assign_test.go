@@ -84,7 +84,7 @@ func TestAssignChecksEveryTransaction(t *testing.T) {
 	}
 	a := newSession(t, c, "a", time.Hour, 0)
 	b := newSession(t, other, "b", time.Hour, 0)
-	epoch, held, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
+	epoch, held, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock)
 	if err != nil || !held {
 		t.Fatalf("Campaign = %d, %v, %v", epoch, held, err)
 	}
@@ -94,7 +94,7 @@ func TestAssignChecksEveryTransaction(t *testing.T) {
 		m := make(map[string]*shard.Assignment, workers)
 		for i := range workers {
 			names[i] = fmt.Sprintf("w-%03d", i)
-			m[names[i]] = &shard.Assignment{Since: since, Shards: cfg.IDs()[i : i+1]}
+			m[names[i]] = &shard.Assignment{Shards: cfg.IDs()[i : i+1], Memory: []byte(since.Format(time.RFC3339))}
 		}
 		return m
 	}
@@ -106,15 +106,15 @@ func TestAssignChecksEveryTransaction(t *testing.T) {
 	assignor := c.Prefix() + "/assignor"
 	var sizes []int
 	for i, ops := range spy.txns {
-		sizes = append(sizes, len(ops)-2)
+		sizes = append(sizes, (len(ops)-2)/2) // a key and its memory per worker
 		cs, ci := ops[0].KV, ops[1].KV
 		if cs.Verb != api.KVCheckSession || cs.Key != assignor || cs.Session != string(a) ||
 			ci.Verb != api.KVCheckIndex || ci.Key != assignor || ci.Index != uint64(epoch) {
 			t.Fatalf("transaction %d opens with %+v, %+v; want check-session %s and check-index %d on %s", i+1, cs, ci, a, epoch, assignor)
 		}
 	}
-	if !slices.Equal(sizes, []int{126, 126, 48}) {
-		t.Fatalf("keys per transaction %v, want [126 126 48]", sizes)
+	if !slices.Equal(sizes, []int{63, 63, 63, 63, 48}) {
+		t.Fatalf("workers per transaction %v, want [63 63 63 63 48]", sizes)
 	}
 
 	// Deposed between the first and the second transaction.
@@ -126,7 +126,7 @@ func TestAssignChecksEveryTransaction(t *testing.T) {
 		if err := other.Sessions().Destroy(ctx, a); err != nil {
 			return err
 		}
-		e, held, err := shard.TryLock(ctx, other.Locks(), b, shard.AssignorLock, "campaign")
+		e, held, err := shard.TryLock(ctx, other.Locks(), b, shard.AssignorLock)
 		if err == nil && !held {
 			err = errors.New("b could not take the assignor lock")
 		}
@@ -138,8 +138,8 @@ func TestAssignChecksEveryTransaction(t *testing.T) {
 	if spy.err != nil {
 		t.Fatalf("deposing the assignor: %v", spy.err)
 	}
-	if !errors.Is(err, shard.ErrNotAssignor) || !strings.Contains(err.Error(), string(b)) || !strings.Contains(err.Error(), "126 of 300") {
-		t.Fatalf("Assign by an assignor deposed after its first transaction = %v; want ErrNotAssignor naming %s and 126 of 300 keys written", err, b)
+	if !errors.Is(err, shard.ErrNotAssignor) || !strings.Contains(err.Error(), string(b)) || !strings.Contains(err.Error(), "63 of 300") {
+		t.Fatalf("Assign by an assignor deposed after its first transaction = %v; want ErrNotAssignor naming %s and 63 of 300 keys written", err, b)
 	}
 	if len(spy.txns) != 2 {
 		t.Fatalf("%d transactions sent, want 2: none after the refused one", len(spy.txns))
@@ -147,10 +147,10 @@ func TestAssignChecksEveryTransaction(t *testing.T) {
 	snap := snapshot(t, other)
 	for i, w := range names {
 		want := first
-		if i < 126 {
+		if i < 63 {
 			want = second
 		}
-		if got := snap.Assignments[w]; !got.Since.Equal(want) || got.Epoch != epoch {
+		if got := snap.Assignments[w]; string(got.Memory) != want.Format(time.RFC3339) || got.Epoch != epoch {
 			t.Fatalf("%s = %+v, want since %v at epoch %d", w, got, want, epoch)
 		}
 	}
@@ -172,7 +172,7 @@ func TestAssignSplitsLargeTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := newSession(t, c, "a", time.Hour, 0)
-	epoch, _, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
+	epoch, _, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestWatchAssignmentOfAMissingKey(t *testing.T) {
 	}
 	ids := cfg.IDs()
 	a := newSession(t, c, "a", time.Hour, 0)
-	epoch, _, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
+	epoch, _, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestAssignorValueEditedByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := newSession(t, c, "a", time.Hour, 0)
-	epoch, _, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
+	epoch, _, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestAssignorValueEditedByHand(t *testing.T) {
 	if err := c.Assignments().Assign(ctx, a, epoch, set); !errors.Is(err, shard.ErrNotAssignor) {
 		t.Fatalf("Assign with the epoch from before the edit = %v, want ErrNotAssignor", err)
 	}
-	again, held, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
+	again, held, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock)
 	if err != nil || !held || again != snap.Assignor.Token {
 		t.Fatalf("the holder's Campaign after the edit = %d, %v, %v; want the new epoch %d", again, held, err, snap.Assignor.Token)
 	}

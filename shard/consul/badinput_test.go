@@ -87,10 +87,10 @@ func TestBadInput(t *testing.T) {
 		if err := c.Sessions().Renew(ctx, held); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Locks().Release(ctx, held, shard.ShardLocks([]shard.ID{"stream/shard-003"}), "bye"); err != nil {
+		if err := c.Locks().Release(ctx, held, shard.ShardLocks([]shard.ID{"stream/shard-003"}), shard.ReasonRebalance); err != nil {
 			t.Fatal(err)
 		}
-		if st, _ := snapshot(t, c).Shard("stream/shard-003"); st.Held() || st.Owner.Released != "bye" {
+		if st, _ := snapshot(t, c).Shard("stream/shard-003"); st.Held() || st.Owner.Released != shard.ReasonRebalance {
 			t.Errorf("released overwritten shard = %+v", st)
 		}
 	})
@@ -125,7 +125,7 @@ func TestBadInput(t *testing.T) {
 		if after <= before {
 			t.Fatalf("token after the delete %d, want above %d", after, before)
 		}
-		if err := c.Locks().Release(t.Context(), a, shard.ShardLocks([]shard.ID{"s-000"}), "late"); err != nil {
+		if err := c.Locks().Release(t.Context(), a, shard.ShardLocks([]shard.ID{"s-000"}), shard.ReasonRebalance); err != nil {
 			t.Fatal(err)
 		}
 		if st, _ := snapshot(t, c).Shard("s-000"); st.Session != b || st.Token != shard.Token(after) {
@@ -198,7 +198,7 @@ func TestUnreachable(t *testing.T) {
 					return err
 				},
 				"Acquire": func() error {
-					_, err := c.Locks().Acquire(ctx, "5f4ee3a2-0000-0000-0000-000000000000", []shard.Acquisition{shard.AcquireShard("s", "")})
+					_, err := c.Locks().Acquire(ctx, "5f4ee3a2-0000-0000-0000-000000000000", []shard.Acquisition{shard.AcquireShard("s", shard.Why{})})
 					return err
 				},
 				"Watch": func() error { _, err := c.Fleet().Watch(ctx, 1); return err },
@@ -266,7 +266,7 @@ service "shardlease" { policy = "write" }
 			t.Fatalf("Watch with read access = %+v, %v", snap, err)
 		}
 		sid := newSession(t, c, "w", time.Minute, 0)
-		_, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard("stream/shard-000", "")})
+		_, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard("stream/shard-000", shard.Why{})})
 		wantDenied(t, "Acquire", err, prefix)
 		wantDenied(t, "Join", c.Members().Join(ctx, sid, shard.Member{ID: "w"}), prefix)
 	})

@@ -96,7 +96,7 @@ func TestLeaderChange(t *testing.T) {
 	}
 
 	// Hand everything over: tokens keep growing across the leader change.
-	if err := c.Locks().Release(ctx, a, shard.ShardLocks(ids[:16]), "handoff"); err != nil {
+	if err := c.Locks().Release(ctx, a, shard.ShardLocks(ids[:16]), shard.ReasonDrain); err != nil {
 		t.Fatal(err)
 	}
 	after := acquire(t, c, b, ids[:16]...)

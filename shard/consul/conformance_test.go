@@ -80,7 +80,15 @@ func (kvOperator) DeleteAssignor(t *testing.T, c shard.Coordinator) {
 // PutAssignment is a plain PUT of the value as given.
 func (kvOperator) PutAssignment(t *testing.T, c shard.Coordinator, worker string, value []byte) {
 	cc := c.(*consul.Coordinator)
-	if _, err := consul.APIClient(cc).KV().Put(&api.KVPair{Key: cc.Prefix() + "/assign/" + worker, Value: value}, nil); err != nil {
+	if _, err := consul.APIClient(cc).KV().Put(&api.KVPair{Key: cc.Prefix() + "/assign/" + worker + "/shards", Value: value}, nil); err != nil {
 		t.Fatalf("putting assignment key %s: %v", worker, err)
+	}
+}
+
+// PutAssignmentMemory is a plain PUT of the memory as given.
+func (kvOperator) PutAssignmentMemory(t *testing.T, c shard.Coordinator, worker string, value []byte) {
+	cc := c.(*consul.Coordinator)
+	if _, err := consul.APIClient(cc).KV().Put(&api.KVPair{Key: cc.Prefix() + "/assign/" + worker + "/memory", Value: value}, nil); err != nil {
+		t.Fatalf("putting assignment memory %s: %v", worker, err)
 	}
 }

@@ -132,9 +132,12 @@ func (c *Coordinator) memberKey(id string) string  { return c.prefix + "members/
 func (c *Coordinator) shardKey(id shard.ID) string { return c.lockKey(shard.ShardLock(id)) }
 func (c *Coordinator) lockKey(l shard.Lock) string { return c.prefix + string(l) }
 func (c *Coordinator) assignorKey() string         { return c.lockKey(shard.AssignorLock) }
-func (c *Coordinator) assignKey(worker string) string {
-	return c.prefix + "assign/" + worker
-}
+
+// assignDir is the directory of worker's assignment: its key, "shards",
+// and the assignor's memory about it, "memory", written together.
+func (c *Coordinator) assignDir(worker string) string { return c.prefix + "assign/" + worker + "/" }
+func (c *Coordinator) assignKey(worker string) string { return c.assignDir(worker) + "shards" }
+func (c *Coordinator) memoryKey(worker string) string { return c.assignDir(worker) + "memory" }
 
 func (c *Coordinator) lockOfKey(key string) shard.Lock {
 	return shard.Lock(strings.TrimPrefix(key, c.prefix))

@@ -73,7 +73,7 @@
 //   - Every /v1/txn transaction of an Assign opens with check-session and
 //     check-index on P/assignor (the caller's session and epoch), so a
 //     paused or deposed assignor's write is refused by Consul itself; it
-//     carries at most MaxTxnAssignments keys and about 480 KiB (Consul
+//     carries at most MaxTxnAssignments workers (a key and its memory each) and about 480 KiB (Consul
 //     1.14.8 refuses a body over txn_max_req_len, 512 KiB by default).
 //   - Watch never returns an unchanged index, and deletes dead member keys
 //     after Config.MemberGrace (or at the member's RejoinUntil, if later)

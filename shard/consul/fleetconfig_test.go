@@ -102,7 +102,7 @@ func TestConfigRewrittenUnderARunningFleet(t *testing.T) {
 				t.Fatalf("Acquire of its own %d shards after the rewrite = %d claims, %v", runs.Shards, len(again), err)
 			}
 			last := runs.IDs()[runs.Shards-1]
-			if err := c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{last}), "test"); err != nil {
+			if err := c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{last}), shard.ReasonRebalance); err != nil {
 				t.Fatal(err)
 			}
 			if got := acquire(t, c, sid, last); got[last] <= first[last] {

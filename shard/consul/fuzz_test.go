@@ -23,7 +23,7 @@ import (
 // outside it); values holds one value per key, NUL-separated; sessions one
 // session per key, comma-separated.
 func FuzzDecode(f *testing.F) {
-	owner, _ := json.Marshal(shard.Owner{Worker: "w1", Reason: "initial"})
+	owner, _ := json.Marshal(shard.Owner{Worker: "w1", Why: shard.Why{Reason: shard.ReasonInitial}})
 	member, _ := json.Marshal(shard.Member{ID: "w1", Weight: 1})
 	join := func(vs ...[]byte) []byte { return bytes.Join(vs, []byte{0}) }
 	f.Add([]byte(`{"shards":4}`), "members/w1\nshards/stream/shard-001\noffsets/stream/shard-001",

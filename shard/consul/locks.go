@@ -125,7 +125,7 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker 
 	for len(pending) > 0 {
 		ops := make(api.TxnOps, 0, 2*len(pending))
 		for _, a := range pending {
-			value, err := json.Marshal(shard.Owner{Worker: worker, Reason: a.Reason, Since: since})
+			value, err := json.Marshal(shard.Owner{Worker: worker, Why: a.Why, Since: since})
 			if err != nil {
 				return nil, err
 			}
@@ -188,7 +188,7 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker 
 // (Owner.Released; the rest of the value stays). A voluntary unlock sets no
 // lock-delay. Locks the session does not hold are ignored; a missing
 // session wraps shard.ErrSessionInvalid.
-func (l locks) Release(ctx context.Context, id shard.SessionID, ls []shard.Lock, why string) error {
+func (l locks) Release(ctx context.Context, id shard.SessionID, ls []shard.Lock, why shard.Reason) error {
 	c := l.c
 	if err := ctxErr(ctx); err != nil {
 		return err

@@ -72,7 +72,7 @@ func acquire(t *testing.T, c *consul.Coordinator, sid shard.SessionID, ids ...sh
 func wantOf(ids ...shard.ID) []shard.Acquisition {
 	want := make([]shard.Acquisition, len(ids))
 	for i, id := range ids {
-		want[i] = shard.AcquireShard(id, "test")
+		want[i] = shard.AcquireShard(id, shard.Why{Reason: shard.ReasonInitial})
 	}
 	return want
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -149,6 +150,9 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 	}
 	var outside []shard.ID            // held shard keys outside the stored config
 	loads := map[string]*api.KVPair{} // loads keys, by worker
+	// assignment keys and the assignor's memories, by worker: read as pairs
+	// once every key is seen
+	assigned, memories := map[string]*api.KVPair{}, map[string]*api.KVPair{}
 	// Shard values decoded by an earlier listing are reused while their
 	// key's ModifyIndex is unchanged (a value is only ever rewritten with
 	// its index): most of a large fleet's listing repeats unchanged.
@@ -177,17 +181,15 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 				snap.Problems = append(snap.Problems, bad)
 			}
 		case strings.HasPrefix(rel, "assign/"):
-			worker := strings.TrimPrefix(rel, "assign/")
-			if worker == "" {
-				problem(kv.Key, "assignment key without a worker id")
-				continue
+			worker, part, ok := strings.Cut(strings.TrimPrefix(rel, "assign/"), "/")
+			switch {
+			case worker == "" || !ok || (part != "shards" && part != "memory"):
+				problem(kv.Key, "not an assignment key (assign/<worker>/shards or assign/<worker>/memory)")
+			case part == "shards":
+				assigned[worker] = kv
+			default:
+				memories[worker] = kv
 			}
-			a, bad := decodeAssignment(set, kv)
-			if bad != "" {
-				snap.Problems = append(snap.Problems, bad)
-				continue
-			}
-			snap.Assignments[worker] = a
 		case strings.HasPrefix(rel, "offsets/"):
 		case strings.HasPrefix(rel, "loads/"):
 			worker := strings.TrimPrefix(rel, "loads/")
@@ -242,6 +244,14 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 	if len(outside) > 0 && fleet == nil {
 		// First, as the cause of the per-key problems.
 		snap.Problems = slices.Insert(snap.Problems, 0, c.heldOutside(set.cfg, outside))
+	}
+	for _, worker := range slices.Sorted(maps.Keys(assigned)) {
+		a, bad := decodeAssignment(set, assigned[worker], memories[worker])
+		if bad != "" {
+			snap.Problems = append(snap.Problems, bad)
+			continue
+		}
+		snap.Assignments[worker] = a
 	}
 	c.fillLoads(&snap, loads)
 	slices.SortFunc(snap.Members, func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) })

@@ -1,9 +1,11 @@
 package coordtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -125,10 +127,10 @@ func (s *suite) assignFenced(t *testing.T) {
 	b := session(t, c, "w-b", long, 0)
 	e1 := campaignHeld(t, c, a, "w-a")
 
-	since := time.Date(2025, 3, 1, 12, 0, 0, 5, time.UTC)
 	set := map[string]*shard.Assignment{
-		"w-a": {Epoch: 999, Since: since, Shards: []shard.ID{ids[3], ids[0], ids[1]}},
-		"w-b": {Since: since, Shards: ids[4:6], Stuck: true, StuckSession: b},
+		"w-a": {Epoch: 999, Shards: []shard.ID{ids[3], ids[0], ids[1]}, Free: []shard.ID{ids[3]}, AsOf: 7,
+			Why: map[shard.ID]shard.Why{ids[3]: {Reason: shard.ReasonOrphaned, From: "w-c"}}, Memory: []byte(`{"v":1,"memo":"a"}`)},
+		"w-b": {Shards: ids[4:6], Release: map[shard.ID]shard.Why{ids[6]: {Reason: shard.ReasonLoad}}, Memory: []byte(`{"v":1,"memo":"b"}`)},
 	}
 	idx := snapshot(t, c).Index
 	for _, tt := range []struct {
@@ -151,11 +153,13 @@ func (s *suite) assignFenced(t *testing.T) {
 		t.Fatalf("Assign modified its argument: epoch %d", set["w-a"].Epoch)
 	}
 	want := map[string]shard.Assignment{
-		"w-a": {Epoch: e1, Since: since, Shards: []shard.ID{ids[0], ids[1], ids[3]}},
-		"w-b": {Epoch: e1, Since: since, Shards: ids[4:6], Stuck: true, StuckSession: b},
+		"w-a": {Epoch: e1, Shards: []shard.ID{ids[0], ids[1], ids[3]}, Free: []shard.ID{ids[3]}, AsOf: 7,
+			Why: map[shard.ID]shard.Why{ids[3]: {Reason: shard.ReasonOrphaned, From: "w-c"}}, Memory: []byte(`{"v":1,"memo":"a"}`)},
+		"w-b": {Epoch: e1, Shards: ids[4:6], Release: map[shard.ID]shard.Why{ids[6]: {Reason: shard.ReasonLoad}}, Memory: []byte(`{"v":1,"memo":"b"}`)},
 	}
 	checkAssignments(t, "after the holder's Assign", snapshot(t, c).Assignments, want)
 	for w, a := range want {
+		a.Memory = nil // the assignor's: a worker's watch does not carry it
 		if k := assignment(t, c, w); !k.Exists || k.Problem != "" || !sameAssignment(k.Assignment, a) {
 			t.Errorf("WatchAssignment(%s, 0) = %+v, want %+v", w, k, a)
 		}
@@ -268,7 +272,7 @@ func (s *suite) watchAssignment(t *testing.T) {
 		n++
 		assign(t, c, a, epoch, map[string]*shard.Assignment{"w-y": {Shards: ids[n%8 : n%8+1]}, "w-xy": {Shards: ids[:n%8]}})
 		acquire(t, c, b, ids[7])
-		release(t, c, b, "noise", ids[7])
+		release(t, c, b, shard.ReasonRebalance, ids[7])
 	}
 	watch := func(what string, write func()) shard.AssignmentKey {
 		after := k.Index
@@ -341,7 +345,7 @@ func (s *suite) malformedAssignment(t *testing.T) {
 	snap := snapshot(t, c)
 	checkAssignments(t, "beside malformed keys", snap.Assignments, map[string]shard.Assignment{"w-ok": {Epoch: epoch, Shards: ids[:1]}})
 	for w := range bad {
-		if !slices.ContainsFunc(snap.Problems, func(p string) bool { return strings.Contains(p, "assign/"+w+": ") }) {
+		if !slices.ContainsFunc(snap.Problems, func(p string) bool { return strings.Contains(p, "assign/"+w) }) {
 			t.Errorf("problems %q do not name assign/%s", snap.Problems, w)
 		}
 		if k := assignment(t, c, w); !k.Exists || k.Problem == "" {
@@ -350,9 +354,56 @@ func (s *suite) malformedAssignment(t *testing.T) {
 	}
 }
 
+// assignmentEdited: a worker's key is the assignor's word only when the
+// key and the assignor's memory beside it were written by one Assign. A
+// plain write of either — however well formed, whatever epoch it names,
+// the same bytes again — unseals the pair: snapshots list it as a problem
+// (shard.Unsealed) instead of an assignment, and the worker's watch
+// returns it with that problem. The assignor's next Assign seals it again.
+func (s *suite) assignmentEdited(t *testing.T) {
+	c := s.open(t)
+	cfg := configure(t, c, 8)
+	ids := cfg.IDs()
+	a := session(t, c, "w-a", long, 0)
+	epoch := campaignHeld(t, c, a, "w-a")
+	written := &shard.Assignment{Shards: ids[:2], Memory: []byte(`{"v":1}`)}
+	assign(t, c, a, epoch, map[string]*shard.Assignment{"w-1": written, "w-2": written})
+
+	edited := shard.Assignment{Epoch: epoch, Shards: ids[:5], Free: ids[2:5], AsOf: 3}
+	value, err := cfg.EncodeAssignment(edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.o.operator.PutAssignment(t, c, "w-1", value)
+	s.o.operator.PutAssignmentMemory(t, c, "w-2", []byte(`{"v":1,"stuck":true}`))
+	snap := snapshot(t, c)
+	for _, w := range []string{"w-1", "w-2"} {
+		if got, ok := snap.Assignments[w]; ok {
+			t.Errorf("%s's key edited by hand is listed as an assignment: %+v", w, got)
+		}
+		if !slices.ContainsFunc(snap.Problems, func(p string) bool { return strings.Contains(p, w) && strings.Contains(p, shard.Unsealed) }) {
+			t.Errorf("problems %q do not say %s's key is not sealed", snap.Problems, w)
+		}
+		if k := assignment(t, c, w); !k.Exists || k.Problem != shard.Unsealed && !strings.HasSuffix(k.Problem, shard.Unsealed) {
+			t.Errorf("WatchAssignment(%s, 0) = %+v, want it to exist with the problem %q", w, k, shard.Unsealed)
+		}
+	}
+
+	assign(t, c, a, epoch, map[string]*shard.Assignment{"w-1": written, "w-2": written})
+	snap = snapshot(t, c)
+	for _, w := range []string{"w-1", "w-2"} {
+		if got, ok := snap.Assignments[w]; !ok || !slices.Equal(got.Shards, ids[:2]) {
+			t.Errorf("after the assignor wrote it again %s = %+v (listed %v), want its assignment back", w, got, ok)
+		}
+	}
+	if k := assignment(t, c, "w-1"); k.Problem != "" || !slices.Equal(k.Assignment.Shards, ids[:2]) {
+		t.Errorf("WatchAssignment(w-1, 0) after the assignor wrote it again = %+v", k)
+	}
+}
+
 func campaign(t *testing.T, c shard.Coordinator, sid shard.SessionID, worker string) (shard.Token, bool) {
 	t.Helper()
-	grants, err := c.Locks().Acquire(t.Context(), sid, []shard.Acquisition{{Lock: shard.AssignorLock, Reason: "campaign"}})
+	grants, err := c.Locks().Acquire(t.Context(), sid, []shard.Acquisition{{Lock: shard.AssignorLock}})
 	if err != nil {
 		t.Fatalf("Campaign(%s, %s): %v", sid, worker, err)
 	}
@@ -375,7 +426,7 @@ func campaignHeld(t *testing.T, c shard.Coordinator, sid shard.SessionID, worker
 
 func resign(t *testing.T, c shard.Coordinator, sid shard.SessionID) {
 	t.Helper()
-	if err := c.Locks().Release(t.Context(), sid, []shard.Lock{shard.AssignorLock}, "resign"); err != nil {
+	if err := c.Locks().Release(t.Context(), sid, []shard.Lock{shard.AssignorLock}, shard.ReasonShutdown); err != nil {
 		t.Fatalf("Resign(%s): %v", sid, err)
 	}
 }
@@ -422,6 +473,6 @@ func checkAssignments(t *testing.T, when string, got, want map[string]shard.Assi
 }
 
 func sameAssignment(a, b shard.Assignment) bool {
-	return a.Epoch == b.Epoch && a.Since.Equal(b.Since) && slices.Equal(a.Shards, b.Shards) &&
-		a.Stuck == b.Stuck && a.StuckSession == b.StuckSession
+	return a.Epoch == b.Epoch && slices.Equal(a.Shards, b.Shards) && slices.Equal(a.Free, b.Free) && a.AsOf == b.AsOf &&
+		maps.Equal(a.Why, b.Why) && maps.Equal(a.Release, b.Release) && bytes.Equal(a.Memory, b.Memory)
 }

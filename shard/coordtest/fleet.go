@@ -78,7 +78,7 @@ func (s *suite) watchIndex(t *testing.T) {
 	// shards, a release of shards not held.
 	other := session(t, c, "other", long, 0)
 	acquire(t, c, sid, "s-000", "s-001")
-	release(t, c, other, "x", "s-000")
+	release(t, c, other, shard.ReasonRebalance, "s-000")
 	noWrite(t, c, next.Index, writeAfter, "calls that change nothing")
 }
 

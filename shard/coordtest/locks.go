@@ -17,7 +17,7 @@ func (s *suite) acquireRelease(t *testing.T) {
 	b := session(t, c, "w-b", long, 0)
 
 	grants, err := c.Locks().Acquire(ctx, a, []shard.Acquisition{
-		shard.AcquireShard("s-001", "first"), shard.AcquireShard("s-000", "second"), shard.AcquireShard("s-001", "dup"),
+		shard.AcquireShard("s-001", shard.Why{Reason: shard.ReasonInitial}), shard.AcquireShard("s-000", shard.Why{Reason: shard.ReasonOrphaned, From: "w-z"}), shard.AcquireShard("s-001", shard.Why{Reason: shard.ReasonLoad}),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func (s *suite) acquireRelease(t *testing.T) {
 	tok := claims[0].Token
 	snap := snapshot(t, c)
 	st, ok := snap.Shard("s-001")
-	if !ok || st.Session != a || st.Token != tok || st.Owner.Worker != "w-a" || st.Owner.Reason != "first" || st.Owner.Since.IsZero() {
+	if !ok || st.Session != a || st.Token != tok || st.Owner.Worker != "w-a" || st.Owner.Why != (shard.Why{Reason: shard.ReasonInitial}) || st.Owner.Since.IsZero() {
 		t.Fatalf("s-001 = %+v (found %v), want held by %s at %d with owner w-a, reason first, a time", st, ok, a, tok)
 	}
 
@@ -47,10 +47,10 @@ func (s *suite) acquireRelease(t *testing.T) {
 	}
 
 	// Release: only what a holds; the value keeps who and records why.
-	release(t, c, a, "rebalanced to w-b", "s-000", "s-002", "s-000", "nope")
+	release(t, c, a, shard.ReasonRebalance, "s-000", "s-002", "s-000", "nope")
 	snap = snapshot(t, c)
 	st, _ = snap.Shard("s-000")
-	if st.Held() || st.Owner.Worker != "w-a" || st.Owner.Reason != "second" || st.Owner.Released != "rebalanced to w-b" || st.Token <= tok {
+	if st.Held() || st.Owner.Worker != "w-a" || st.Owner.Why != (shard.Why{Reason: shard.ReasonOrphaned, From: "w-z"}) || st.Owner.Released != shard.ReasonRebalance || st.Token <= tok {
 		t.Fatalf("released s-000 = %+v, want free, owner w-a/second kept, released reason recorded, token above %d", st, tok)
 	}
 	if h := holder(t, c, "s-002"); h != b {
@@ -65,11 +65,11 @@ func (s *suite) acquireRelease(t *testing.T) {
 		t.Fatalf("b's acquire after release = %v, want a token above %d", got, st.Token)
 	}
 	st, _ = snapshot(t, c).Shard("s-000")
-	if st.Owner.Worker != "w-b" || st.Owner.Released != "" {
+	if st.Owner.Worker != "w-b" || st.Owner.Released != shard.ReasonUnknown {
 		t.Fatalf("new owner value = %+v, want w-b and no release reason", st.Owner)
 	}
 	// Releasing nothing held is fine.
-	release(t, c, a, "x", "s-000")
+	release(t, c, a, shard.ReasonRebalance, "s-000")
 }
 
 func (s *suite) reacquireHeld(t *testing.T) {
@@ -102,11 +102,11 @@ func (s *suite) tokensIncrease(t *testing.T) {
 		name string
 		end  func(t *testing.T, sid shard.SessionID)
 	}{
-		{"release", func(t *testing.T, sid shard.SessionID) { release(t, c, sid, "bye", id) }},
+		{"release", func(t *testing.T, sid shard.SessionID) { release(t, c, sid, shard.ReasonShutdown, id) }},
 		{"destroy", func(t *testing.T, sid shard.SessionID) { destroy(t, c, sid) }},
 		{"delete held key", func(t *testing.T, sid shard.SessionID) { s.o.operator.DeleteShard(t, c, id) }},
 		{"delete free key", func(t *testing.T, sid shard.SessionID) {
-			release(t, c, sid, "bye", id)
+			release(t, c, sid, shard.ReasonShutdown, id)
 			s.o.operator.DeleteShard(t, c, id)
 		}},
 	}
@@ -181,9 +181,9 @@ func (s *suite) batch(t *testing.T) {
 		}
 	}
 
-	release(t, c, a, "shutdown", cfg.IDs()...)
+	release(t, c, a, shard.ReasonShutdown, cfg.IDs()...)
 	for _, st := range snapshot(t, c).Shards {
-		if st.Held() || st.Owner.Released != "shutdown" {
+		if st.Held() || st.Owner.Released != shard.ReasonShutdown {
 			t.Fatalf("%s after releasing all = %+v", st.Shard, st)
 		}
 	}
@@ -220,7 +220,7 @@ func (s *suite) concurrent(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for range rounds {
-				want := []shard.Acquisition{shard.AcquireShard(ids[rand.IntN(len(ids))], ""), shard.AcquireShard(ids[rand.IntN(len(ids))], "")}
+				want := []shard.Acquisition{shard.AcquireShard(ids[rand.IntN(len(ids))], shard.Why{}), shard.AcquireShard(ids[rand.IntN(len(ids))], shard.Why{})}
 				grants, err := c.Locks().Acquire(t.Context(), sids[w], want)
 				if err != nil {
 					t.Error(err)
@@ -244,7 +244,7 @@ func (s *suite) concurrent(t *testing.T) {
 					delete(owner, cl.Shard) // stop acting as owner before releasing
 				}
 				mu.Unlock()
-				if err := c.Locks().Release(t.Context(), sids[w], shard.ShardLocks(held), "done"); err != nil {
+				if err := c.Locks().Release(t.Context(), sids[w], shard.ShardLocks(held), shard.ReasonRebalance); err != nil {
 					t.Error(err)
 					return
 				}

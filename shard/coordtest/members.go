@@ -42,7 +42,7 @@ func (s *suite) watchMember(t *testing.T) {
 	// Each step's noise writes to other keys while the watch is blocked.
 	noise := func() {
 		acquire(t, c, b, "s-000")
-		release(t, c, b, "noise", "s-000")
+		release(t, c, b, shard.ReasonRebalance, "s-000")
 		join(t, c, b, shard.Member{ID: "w-b", Weight: k.Member.Weight})
 	}
 	k = s.memberWakes(t, c, "w-a", k.Index, "its session's update", noise, func() {

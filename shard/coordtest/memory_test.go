@@ -62,3 +62,7 @@ func (memoryOperator) DeleteAssignor(t *testing.T, c shard.Coordinator) {
 func (memoryOperator) PutAssignment(t *testing.T, c shard.Coordinator, worker string, value []byte) {
 	c.(*memory.Coordinator).PutAssignmentValue(worker, value)
 }
+
+func (memoryOperator) PutAssignmentMemory(t *testing.T, c shard.Coordinator, worker string, value []byte) {
+	c.(*memory.Coordinator).PutAssignmentMemory(worker, value)
+}

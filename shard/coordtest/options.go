@@ -51,8 +51,12 @@ type Operator interface {
 	// DeleteAssignor deletes P/assignor, held or not.
 	DeleteAssignor(t *testing.T, c shard.Coordinator)
 	// PutAssignment writes value, as is, to worker's assignment key
-	// P/assign/<worker> (Consul: a plain KV put).
+	// P/assign/<worker>/shards (Consul: a plain KV put), leaving the
+	// assignor's memory beside it alone.
 	PutAssignment(t *testing.T, c shard.Coordinator, worker string, value []byte)
+	// PutAssignmentMemory writes value, as is, to the assignor's memory
+	// beside worker's key, P/assign/<worker>/memory, leaving the key alone.
+	PutAssignmentMemory(t *testing.T, c shard.Coordinator, worker string, value []byte)
 }
 
 // WithOperator is required: the coordinator's Operator.
@@ -89,9 +93,10 @@ func WithMaxTxnShards(n int) Option {
 	}
 }
 
-// WithMaxTxnAssignments states how many assignment keys the coordinator
-// writes per Assign transaction (default 64, as shard/memory; shard/consul
-// writes 126): the batch case expects that many keys per distinct index.
+// WithMaxTxnAssignments states how many workers' assignments the
+// coordinator writes per Assign transaction (default 64, as shard/memory;
+// shard/consul writes 63): the batch case expects that many per distinct
+// index.
 func WithMaxTxnAssignments(n int) Option {
 	return func(o *options) {
 		if n > 0 {

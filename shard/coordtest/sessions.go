@@ -178,11 +178,11 @@ func (s *suite) noLockDelayAfterRelease(t *testing.T) {
 	first := acquire(t, c, a, "s-000", "s-001")
 	join(t, c, a, shard.Member{ID: "w-a"})
 
-	release(t, c, a, "handoff", "s-000")
+	release(t, c, a, shard.ReasonDrain, "s-000")
 	if got := acquire(t, c, b, "s-000"); got["s-000"] <= first["s-000"] {
 		t.Fatalf("after release: b got %v, want s-000 at once with a token above %d", got, first["s-000"])
 	}
-	release(t, c, a, "shutdown", "s-001")
+	release(t, c, a, shard.ReasonShutdown, "s-001")
 	destroy(t, c, a)
 	if got := acquire(t, c, b, "s-001"); got["s-001"] <= first["s-001"] {
 		t.Fatalf("after release and destroy: b got %v, want s-001 at once with a token above %d", got, first["s-001"])
@@ -245,7 +245,7 @@ func (s *suite) goneSession(t *testing.T) {
 		calls := map[string]error{
 			"RenewSession": c.Sessions().Renew(ctx, sid),
 			"Join":         c.Members().Join(ctx, sid, shard.Member{ID: "w"}),
-			"Release":      c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"stream/shard-000"}), "x"),
+			"Release":      c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"stream/shard-000"}), shard.ReasonRebalance),
 		}
 		claims, err := c.Locks().Acquire(ctx, sid, wantOf("stream/shard-000"))
 		calls["Acquire"] = err
@@ -257,7 +257,7 @@ func (s *suite) goneSession(t *testing.T) {
 		if len(grants) != 0 {
 			t.Errorf("Campaign(%s) = %v", sid, grants)
 		}
-		calls["Resign"] = c.Locks().Release(ctx, sid, []shard.Lock{shard.AssignorLock}, "resign")
+		calls["Resign"] = c.Locks().Release(ctx, sid, []shard.Lock{shard.AssignorLock}, shard.ReasonShutdown)
 		for name, err := range calls {
 			if !errors.Is(err, shard.ErrSessionInvalid) {
 				t.Errorf("%s(%s) = %v, want ErrSessionInvalid", name, sid, err)
@@ -366,14 +366,18 @@ func (s *suite) canceledContext(t *testing.T) {
 		"DestroySession": func() error { return c.Sessions().Destroy(ctx, sid) },
 		"Join":           func() error { return c.Members().Join(ctx, sid, shard.Member{ID: "w"}) },
 		"Acquire":        func() error { _, err := c.Locks().Acquire(ctx, sid, wantOf("s")); return err },
-		"Release":        func() error { return c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"s"}), "x") },
-		"Watch":          func() error { _, err := c.Fleet().Watch(ctx, 0); return err },
-		"WatchMember":    func() error { _, err := c.Members().Watch(ctx, "w", 0); return err },
+		"Release": func() error {
+			return c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"s"}), shard.ReasonRebalance)
+		},
+		"Watch":       func() error { _, err := c.Fleet().Watch(ctx, 0); return err },
+		"WatchMember": func() error { _, err := c.Members().Watch(ctx, "w", 0); return err },
 		"Campaign": func() error {
 			_, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{{Lock: shard.AssignorLock}})
 			return err
 		},
-		"Resign":        func() error { return c.Locks().Release(ctx, sid, []shard.Lock{shard.AssignorLock}, "resign") },
+		"Resign": func() error {
+			return c.Locks().Release(ctx, sid, []shard.Lock{shard.AssignorLock}, shard.ReasonShutdown)
+		},
 		"WatchAssignor": func() error { _, err := c.Locks().Watch(ctx, shard.AssignorLock, 0); return err },
 		"Assign": func() error {
 			return c.Assignments().Assign(ctx, sid, 1, map[string]*shard.Assignment{"w": {}})

@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) shard.Coordinator, opts ...Option
 		{"WatchAssignment", s.watchAssignment},
 		{"SnapshotAssignorAndAssignments", s.snapshotAssign},
 		{"MalformedAssignment", s.malformedAssignment},
+		{"AssignmentEditedByHand", s.assignmentEdited},
 		{"ConfigureProtocol", s.configureProtocol},
 		{"Freeze", s.freeze},
 		{"MemberMarks", s.memberMarks},
@@ -105,12 +106,12 @@ func acquire(t *testing.T, c shard.Coordinator, sid shard.SessionID, ids ...shar
 func wantOf(ids ...shard.ID) []shard.Acquisition {
 	want := make([]shard.Acquisition, len(ids))
 	for i, id := range ids {
-		want[i] = shard.AcquireShard(id, "test")
+		want[i] = shard.AcquireShard(id, shard.Why{Reason: shard.ReasonInitial})
 	}
 	return want
 }
 
-func release(t *testing.T, c shard.Coordinator, sid shard.SessionID, why string, ids ...shard.ID) {
+func release(t *testing.T, c shard.Coordinator, sid shard.SessionID, why shard.Reason, ids ...shard.ID) {
 	t.Helper()
 	if err := c.Locks().Release(t.Context(), sid, shard.ShardLocks(ids), why); err != nil {
 		t.Fatalf("Release(%s, %v): %v", sid, ids, err)

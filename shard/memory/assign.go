@@ -9,19 +9,41 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// MaxTxnAssignments is how many assignment keys one transaction of Assign
+// MaxTxnAssignments is how many workers' assignments one transaction of Assign
 // writes. Consul's cap of 128 operations would allow 126 (two go to the
 // checks on P/assignor); the embedded coordinator writes fewer per
 // transaction so that unit tests exercise Assign's batches at small fleet
 // sizes.
 const MaxTxnAssignments = 64
 
-// assignKey is P/assign/<worker>: what reading its value gives (decoded
-// once, when written).
+// assignKey is a worker's two assignment keys, P/assign/<worker>/shards
+// (what reading its value gives, decoded once, when written) and
+// P/assign/<worker>/memory (the assignor's opaque memory), with each one's
+// modify index: the pair is sealed when one write wrote both (see
+// shard.Unsealed). A key that is missing has index 0.
 type assignKey struct {
-	assignment shard.Assignment
-	problem    string
-	index      uint64
+	assignment  shard.Assignment
+	problem     string
+	index       uint64
+	memory      []byte
+	memoryIndex uint64
+}
+
+// sealed reports whether one write wrote the value and the memory.
+func (k *assignKey) sealed() bool { return k.index != 0 && k.index == k.memoryIndex }
+
+// view is the key as Assignments.Watch and snapshots read it: its value
+// with the memory when sealed, else the problem.
+func (k *assignKey) view() (shard.Assignment, string) {
+	switch {
+	case k.problem != "":
+		return shard.Assignment{}, k.problem
+	case !k.sealed():
+		return shard.Assignment{}, shard.Unsealed
+	}
+	a := k.assignment.Clone()
+	a.Memory = slices.Clone(k.memory)
+	return a, ""
 }
 
 // assignments is the coordinator's shard.Assignments.
@@ -69,7 +91,9 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 		if err != nil {
 			return fmt.Errorf("assign: worker %q: %w", w, err)
 		}
-		keys[w] = c.decodeAssignmentLocked(value)
+		k := c.decodeAssignmentLocked(value)
+		k.memory = slices.Clone(a.Memory)
+		keys[w] = k
 	}
 
 	written := 0
@@ -85,7 +109,7 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 		for _, w := range batch {
 			switch k := keys[w]; {
 			case k != nil:
-				k.index = idx
+				k.index, k.memoryIndex = idx, idx
 				c.assigns[w] = k
 			case c.assigns[w] != nil:
 				delete(c.assigns, w)
@@ -129,18 +153,20 @@ func (as assignments) Watch(ctx context.Context, worker string, after uint64) (s
 	if worker == "" {
 		return shard.AssignmentKey{}, fmt.Errorf("%w: assignment worker id is empty", shard.ErrInvalidArgument)
 	}
-	index := func() uint64 {
-		if k := c.assigns[worker]; k != nil {
+	index := func() uint64 { // the worker's key's: its memory alone does not wake it
+		if k := c.assigns[worker]; k != nil && k.index != 0 {
 			return k.index
 		}
 		return max(c.assignGone[worker], 1)
 	}
 	return blockingRead(ctx, c, after, index, func() shard.AssignmentKey {
 		k := c.assigns[worker]
-		if k == nil {
+		if k == nil || k.index == 0 {
 			return shard.AssignmentKey{Index: index()}
 		}
-		return shard.AssignmentKey{Index: k.index, Exists: true, Assignment: cloneAssignment(k.assignment), Problem: k.problem}
+		a, problem := k.view()
+		a.Memory = nil // the assignor's, not the worker's
+		return shard.AssignmentKey{Index: k.index, Exists: true, Assignment: a, Problem: problem}
 	})
 }
 
@@ -188,23 +214,33 @@ func (c *Coordinator) DeleteAssignment(worker string) bool {
 	return true
 }
 
-// PutAssignmentValue writes value to P/assign/<worker> as a plain put by an
-// operator would, creating the key if it is missing. A value that cannot
-// be read as an assignment shows as a problem, in snapshots and to
-// Assignments.Watch.
+// PutAssignmentValue writes value to P/assign/<worker>/shards as a plain
+// put by an operator would, creating the key if it is missing, and leaves
+// the assignor's memory beside it alone. The pair is no longer sealed, so
+// snapshots and Assignments.Watch show a problem (shard.Unsealed, or why
+// the value cannot be read) instead of the value.
 func (c *Coordinator) PutAssignmentValue(worker string, value []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.catchUpLocked()
 
 	k := c.decodeAssignmentLocked(value)
+	if old := c.assigns[worker]; old != nil {
+		k.memory, k.memoryIndex = old.memory, old.memoryIndex
+	}
 	k.index = c.commitLocked()
 	c.assigns[worker] = k
 }
 
-func cloneAssignment(a shard.Assignment) shard.Assignment {
-	a.Shards = slices.Clone(a.Shards)
-	a.Free = slices.Clone(a.Free)
-	a.Why = maps.Clone(a.Why)
-	return a
+// PutAssignmentMemory writes memory to P/assign/<worker>/memory as a
+// plain put would, leaving the worker's key alone: the pair is no longer
+// sealed. It does nothing when the worker has no key.
+func (c *Coordinator) PutAssignmentMemory(worker string, memory []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.catchUpLocked()
+
+	if k := c.assigns[worker]; k != nil {
+		k.memory, k.memoryIndex = slices.Clone(memory), c.commitLocked()
+	}
 }

@@ -26,7 +26,7 @@ func TestAssignorLockDelay(t *testing.T) {
 		old := newSession(t, c, "old", ttl, delay)
 		next := newSession(t, c, "next", time.Hour, 0)
 		acquire(t, c, old, "s-000")
-		first, held, err := shard.TryLock(ctx, c.Locks(), old, shard.AssignorLock, "campaign")
+		first, held, err := shard.TryLock(ctx, c.Locks(), old, shard.AssignorLock)
 		if err != nil || !held {
 			t.Fatalf("Campaign = %d, %v, %v", first, held, err)
 		}
@@ -46,11 +46,11 @@ func TestAssignorLockDelay(t *testing.T) {
 		}
 
 		time.Sleep(delay - time.Nanosecond)
-		if e, held, err := shard.TryLock(ctx, c.Locks(), next, shard.AssignorLock, "campaign"); held || err != nil {
+		if e, held, err := shard.TryLock(ctx, c.Locks(), next, shard.AssignorLock); held || err != nil {
 			t.Fatalf("Campaign a nanosecond before the lock-delay ends = %d, %v, %v", e, held, err)
 		}
 		time.Sleep(time.Nanosecond)
-		e, held, err := shard.TryLock(ctx, c.Locks(), next, shard.AssignorLock, "campaign")
+		e, held, err := shard.TryLock(ctx, c.Locks(), next, shard.AssignorLock)
 		if err != nil || !held || e <= first {
 			t.Fatalf("Campaign as the lock-delay ends = %d, %v, %v; want held above %d", e, held, err, first)
 		}
@@ -83,14 +83,14 @@ func TestAssignWrites(t *testing.T) {
 	}
 	var epoch shard.Token
 	step("a's campaign", 1, func() (err error) {
-		epoch, _, err = shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
+		epoch, _, err = shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock)
 		return err
 	})
 	step("b's campaign", 0, func() error {
-		_, _, err := shard.TryLock(ctx, c.Locks(), b, shard.AssignorLock, "campaign")
+		_, _, err := shard.TryLock(ctx, c.Locks(), b, shard.AssignorLock)
 		return err
 	})
-	step("b's resign", 0, func() error { return c.Locks().Release(ctx, b, []shard.Lock{shard.AssignorLock}, "resign") })
+	step("b's resign", 0, func() error { return c.Locks().Release(ctx, b, []shard.Lock{shard.AssignorLock}, shard.ReasonShutdown) })
 
 	set := map[string]*shard.Assignment{}
 	for i := range 2*memory.MaxTxnAssignments + 1 {
@@ -121,7 +121,7 @@ func TestAssignWrites(t *testing.T) {
 	if err := <-missing; err != nil {
 		t.Fatal(err)
 	}
-	step("a's resign", 1, func() error { return c.Locks().Release(ctx, a, []shard.Lock{shard.AssignorLock}, "resign") })
+	step("a's resign", 1, func() error { return c.Locks().Release(ctx, a, []shard.Lock{shard.AssignorLock}, shard.ReasonShutdown) })
 }
 
 // TestAssignmentCopies: what a snapshot or a watch returns is the caller's:
@@ -131,7 +131,7 @@ func TestAssignmentCopies(t *testing.T) {
 	c := memory.New()
 	ids, _ := c.Fleet().Configure(ctx, shard.Config{Shards: 4})
 	a := newSession(t, c, "a", time.Hour, 0)
-	epoch, _, _ := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
+	epoch, _, _ := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock)
 	if err := c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"w": {Shards: ids.IDs()[:2]}}); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestAssignmentWithoutConfig(t *testing.T) {
 	ctx := t.Context()
 	c := memory.New()
 	a := newSession(t, c, "a", time.Hour, 0)
-	epoch, _, _ := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
+	epoch, _, _ := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock)
 	if err := c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"w": {}}); !errors.Is(err, shard.ErrInvalidArgument) {
 		t.Fatalf("Assign without a config = %v, want ErrInvalidArgument", err)
 	}

@@ -25,13 +25,13 @@ func ExampleNew() {
 	_ = c.Members().Join(ctx, a, shard.Member{ID: "a", Weight: 1})
 	_ = c.Members().Join(ctx, b, shard.Member{ID: "b", Weight: 1})
 
-	want := []shard.Acquisition{shard.AcquireShard("stream/shard-000", "example"), shard.AcquireShard("stream/shard-001", "example")}
+	want := []shard.Acquisition{shard.AcquireShard("stream/shard-000", shard.Why{Reason: shard.ReasonInitial}), shard.AcquireShard("stream/shard-001", shard.Why{Reason: shard.ReasonInitial})}
 	got, _ := c.Locks().Acquire(ctx, a, want)
 	fmt.Println("a holds", got) // both in one transaction: one token
 	got, _ = c.Locks().Acquire(ctx, b, want)
 	fmt.Println("b holds", got) // held by a: left out, not an error
 
-	_ = c.Locks().Release(ctx, a, shard.ShardLocks([]shard.ID{"stream/shard-001"}), "handed off")
+	_ = c.Locks().Release(ctx, a, shard.ShardLocks([]shard.ID{"stream/shard-001"}), shard.ReasonRebalance)
 	got, _ = c.Locks().Acquire(ctx, b, want[1:])
 	fmt.Println("b holds", got) // a later write: a higher token
 

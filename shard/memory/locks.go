@@ -79,7 +79,7 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 			c.locks[a.Lock] = &lockKey{
 				session: id,
 				index:   idx,
-				owner:   shard.Owner{Worker: s.spec.Worker, Reason: a.Reason, Since: now},
+				owner:   shard.Owner{Worker: s.spec.Worker, Why: a.Why, Since: now},
 			}
 			tokens[a.Lock] = shard.Token(idx)
 		}
@@ -99,7 +99,7 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 // rest of the value stays, so a snapshot still shows who had the lock. A
 // voluntary release sets no lock-delay. Locks the session does not hold
 // are ignored; a gone session wraps shard.ErrSessionInvalid.
-func (l locks) Release(ctx context.Context, id shard.SessionID, ls []shard.Lock, why string) error {
+func (l locks) Release(ctx context.Context, id shard.SessionID, ls []shard.Lock, why shard.Reason) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}

@@ -24,7 +24,8 @@ func TestAcquireRelease(t *testing.T) {
 		start := time.Now()
 
 		claims, err := c.Locks().Acquire(ctx, a, []shard.Acquisition{
-			shard.AcquireShard("s-001", "first"), shard.AcquireShard("s-000", "second"), shard.AcquireShard("s-001", "dup"),
+			shard.AcquireShard("s-001", shard.Why{Reason: shard.ReasonInitial}), shard.AcquireShard("s-000", shard.Why{Reason: shard.ReasonOrphaned, From: "w-z"}),
+			shard.AcquireShard("s-001", shard.Why{Reason: shard.ReasonLoad}),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -37,7 +38,7 @@ func TestAcquireRelease(t *testing.T) {
 		}
 		st, _ := snapshot(t, c).Shard("s-001")
 		wantState := shard.ShardState{Shard: "s-001", Session: a, Token: 2,
-			Owner: shard.Owner{Worker: "w-a", Reason: "first", Since: start}}
+			Owner: shard.Owner{Worker: "w-a", Why: shard.Why{Reason: shard.ReasonInitial}, Since: start}}
 		if st != wantState {
 			t.Fatalf("s-001 = %+v, want %+v", st, wantState)
 		}
@@ -66,7 +67,7 @@ func TestAcquireRelease(t *testing.T) {
 
 		// Release: only what a holds; the value keeps who and records why.
 		time.Sleep(time.Second)
-		if err := c.Locks().Release(ctx, a, shard.ShardLocks([]shard.ID{"s-000", "s-002", "s-000", "nope"}), "rebalanced to w-b"); err != nil {
+		if err := c.Locks().Release(ctx, a, shard.ShardLocks([]shard.ID{"s-000", "s-002", "s-000", "nope"}), shard.ReasonRebalance); err != nil {
 			t.Fatal(err)
 		}
 		snap := snapshot(t, c)
@@ -75,7 +76,7 @@ func TestAcquireRelease(t *testing.T) {
 		}
 		st, _ = snap.Shard("s-000")
 		wantState = shard.ShardState{Shard: "s-000", Token: 4,
-			Owner: shard.Owner{Worker: "w-a", Reason: "second", Since: start, Released: "rebalanced to w-b"}}
+			Owner: shard.Owner{Worker: "w-a", Why: shard.Why{Reason: shard.ReasonOrphaned, From: "w-z"}, Since: start, Released: shard.ReasonRebalance}}
 		if st != wantState {
 			t.Fatalf("released s-000 = %+v, want %+v", st, wantState)
 		}
@@ -87,11 +88,11 @@ func TestAcquireRelease(t *testing.T) {
 			t.Fatalf("b's acquire after release = %v, want token 5", got)
 		}
 		st, _ = snapshot(t, c).Shard("s-000")
-		if st.Owner != (shard.Owner{Worker: "w-b", Reason: "test", Since: start.Add(time.Second)}) {
+		if st.Owner != (shard.Owner{Worker: "w-b", Why: shard.Why{Reason: shard.ReasonInitial}, Since: start.Add(time.Second)}) {
 			t.Fatalf("new owner value = %+v", st.Owner)
 		}
 		// Releasing nothing held is no write.
-		if err := c.Locks().Release(ctx, a, shard.ShardLocks([]shard.ID{"s-000"}), "x"); err != nil {
+		if err := c.Locks().Release(ctx, a, shard.ShardLocks([]shard.ID{"s-000"}), shard.ReasonRebalance); err != nil {
 			t.Fatal(err)
 		}
 		if idx := snapshot(t, c).Index; idx != 5 {
@@ -129,7 +130,7 @@ func TestAcquireErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			want := make([]shard.Acquisition, len(tt.ids))
 			for i, id := range tt.ids {
-				want[i] = shard.AcquireShard(id, "")
+				want[i] = shard.AcquireShard(id, shard.Why{})
 			}
 			claims, err := c.Locks().Acquire(ctx, tt.sid, want)
 			if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantMsg) {
@@ -145,7 +146,7 @@ func TestAcquireErrors(t *testing.T) {
 	}
 
 	for _, sid := range []shard.SessionID{gone, "nobody"} {
-		if err := c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"stream/shard-000"}), "x"); !errors.Is(err, shard.ErrSessionInvalid) {
+		if err := c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"stream/shard-000"}), shard.ReasonRebalance); !errors.Is(err, shard.ErrSessionInvalid) {
 			t.Errorf("Release(%s) = %v, want ErrSessionInvalid", sid, err)
 		}
 	}
@@ -183,7 +184,7 @@ func TestBatching(t *testing.T) {
 		t.Fatalf("index = %d, want %d", idx, before+3)
 	}
 
-	if err := c.Locks().Release(ctx, sid, shard.ShardLocks(cfg.IDs()), "shutdown"); err != nil {
+	if err := c.Locks().Release(ctx, sid, shard.ShardLocks(cfg.IDs()), shard.ReasonShutdown); err != nil {
 		t.Fatal(err)
 	}
 	snap := snapshot(t, c)
@@ -211,7 +212,7 @@ func TestTokensIncrease(t *testing.T) {
 			end  func(t *testing.T, sid shard.SessionID)
 		}{
 			{"release", func(t *testing.T, sid shard.SessionID) {
-				if err := c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{id}), "bye"); err != nil {
+				if err := c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{id}), shard.ReasonRebalance); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -227,7 +228,7 @@ func TestTokensIncrease(t *testing.T) {
 				}
 			}},
 			{"delete free key", func(t *testing.T, sid shard.SessionID) {
-				if err := c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{id}), "bye"); err != nil {
+				if err := c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{id}), shard.ReasonRebalance); err != nil {
 					t.Fatal(err)
 				}
 				if !c.DeleteShard(id) {
@@ -312,7 +313,7 @@ func TestConcurrentAcquirers(t *testing.T) {
 		sid := newSession(t, c, fmt.Sprintf("w%d", w), time.Hour, 0)
 		wg.Go(func() {
 			for range 200 {
-				want := []shard.Acquisition{shard.AcquireShard(ids[rand.IntN(len(ids))], ""), shard.AcquireShard(ids[rand.IntN(len(ids))], "")}
+				want := []shard.Acquisition{shard.AcquireShard(ids[rand.IntN(len(ids))], shard.Why{}), shard.AcquireShard(ids[rand.IntN(len(ids))], shard.Why{})}
 				grants, err := c.Locks().Acquire(ctx, sid, want)
 				if err != nil {
 					t.Error(err)
@@ -343,7 +344,7 @@ func TestConcurrentAcquirers(t *testing.T) {
 					delete(owner, cl.Shard) // stop acting as owner before releasing
 				}
 				mu.Unlock()
-				if err := c.Locks().Release(ctx, sid, shard.ShardLocks(held), "done"); err != nil {
+				if err := c.Locks().Release(ctx, sid, shard.ShardLocks(held), shard.ReasonRebalance); err != nil {
 					t.Error(err)
 					return
 				}

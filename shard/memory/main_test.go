@@ -29,7 +29,7 @@ func acquire(t *testing.T, c *memory.Coordinator, sid shard.SessionID, ids ...sh
 	t.Helper()
 	want := make([]shard.Acquisition, len(ids))
 	for i, id := range ids {
-		want[i] = shard.AcquireShard(id, "test")
+		want[i] = shard.AcquireShard(id, shard.Why{Reason: shard.ReasonInitial})
 	}
 	claims, err := c.Locks().Acquire(t.Context(), sid, want)
 	if err != nil {

@@ -92,7 +92,7 @@ func TestSessionExpiry(t *testing.T) {
 		}
 		for name, err := range map[string]error{
 			"Acquire": func() error {
-				_, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard("s-000", "")})
+				_, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard("s-000", shard.Why{})})
 				return err
 			}(),
 			"Join": c.Members().Join(ctx, sid, shard.Member{ID: "w"}),
@@ -172,7 +172,7 @@ func TestLockDelay(t *testing.T) {
 			return c.Sessions().Destroy(ctx, sid)
 		}, delay},
 		{"release", delay, func(ctx context.Context, c *memory.Coordinator, sid shard.SessionID) error {
-			return c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"s-000"}), "bye")
+			return c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"s-000"}), shard.ReasonRebalance)
 		}, 0},
 	}
 	for _, tt := range tests {
@@ -262,11 +262,13 @@ func TestCanceledContext(t *testing.T) {
 		"DestroySession": func() error { return c.Sessions().Destroy(ctx, sid) },
 		"Join":           func() error { return c.Members().Join(ctx, sid, shard.Member{ID: "w"}) },
 		"Acquire": func() error {
-			_, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard("s", "")})
+			_, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard("s", shard.Why{})})
 			return err
 		},
-		"Release": func() error { return c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"s"}), "x") },
-		"Watch":   func() error { _, err := c.Fleet().Watch(ctx, 0); return err },
+		"Release": func() error {
+			return c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"s"}), shard.ReasonRebalance)
+		},
+		"Watch": func() error { _, err := c.Fleet().Watch(ctx, 0); return err },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, cause) {

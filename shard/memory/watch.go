@@ -88,11 +88,12 @@ func (c *Coordinator) snapshotLocked() shard.Snapshot {
 	}
 	snap.Assignments = make(map[string]shard.Assignment, len(c.assigns))
 	for w, k := range c.assigns {
-		if k.problem != "" {
-			snap.Problems = append(snap.Problems, fmt.Sprintf("assign/%s: %s", w, k.problem))
+		a, problem := k.view()
+		if problem != "" {
+			snap.Problems = append(snap.Problems, fmt.Sprintf("assign/%s: %s", w, problem))
 			continue
 		}
-		snap.Assignments[w] = cloneAssignment(k.assignment)
+		snap.Assignments[w] = a
 	}
 	slices.Sort(snap.Problems)
 	return snap

@@ -162,7 +162,7 @@ function renderQueue(f) {
   t.dataset.inFlight = String(q.in_flight);
   t.dataset.queued = String(q.queued);
   t.dataset.budget = q.budget ? String(q.budget) : "";
-  const waiting = q.by_load ? "balancing load: the assignor plans what waits" :
+  const waiting =
     q.queued ? `${q.queued} waiting` + (f.freeze ? " until the freeze is lifted" : " for room under the budget") : "nothing waiting";
   tile("tile-queue", q.budget ? `${q.in_flight} / ${q.budget}` : `${q.in_flight}`, waiting, q.queued ? "warn" : "ok");
 }

@@ -352,7 +352,7 @@ func TestDocumentedACLPolicies(t *testing.T) {
 		if err := c.Members().Join(t.Context(), member.Session, m); !denied(err) {
 			t.Errorf("drain with the reader policy: %v; want an ACL refusal", err)
 		}
-		if err := c.Locks().Release(t.Context(), owned.Session, shard.ShardLocks([]shard.ID{owned.Shard}), "test"); !denied(err) {
+		if err := c.Locks().Release(t.Context(), owned.Session, shard.ShardLocks([]shard.ID{owned.Shard}), shard.ReasonRebalance); !denied(err) {
 			t.Errorf("release with the reader policy: %v; want an ACL refusal", err)
 		}
 	})
@@ -369,7 +369,7 @@ func TestDocumentedACLPolicies(t *testing.T) {
 		if err := c.Members().Join(t.Context(), member.Session, m); err != nil {
 			t.Errorf("undrain with the operator policy: %v", err)
 		}
-		if err := c.Locks().Release(t.Context(), owned.Session, shard.ShardLocks([]shard.ID{owned.Shard}), "forced free by the ACL test"); err != nil {
+		if err := c.Locks().Release(t.Context(), owned.Session, shard.ShardLocks([]shard.ID{owned.Shard}), shard.ReasonRebalance); err != nil {
 			t.Errorf("release %s with the operator policy: %v", owned.Shard, err)
 		}
 		if _, err := c.Sessions().Create(t.Context(), shard.SessionSpec{Worker: "operator", TTL: 10 * time.Second}); !denied(err) {

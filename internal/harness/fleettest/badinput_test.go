@@ -67,8 +67,8 @@ func TestUnreachableAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(keys) != 1+1+1+1+8 {
-		t.Errorf("keys under the prefix: %q, want the config, one member, the assignor, its assignment and 8 shards", keys)
+	if len(keys) != 1+1+1+2+8 {
+		t.Errorf("keys under the prefix: %q, want the config, one member, the assignor, its assignment (its key and the assignor's memory) and 8 shards", keys)
 	}
 	sessions, _, err := c.Session().List(nil)
 	if err != nil {

@@ -16,8 +16,8 @@ var assignorSeeds = []struct {
 	what string
 	saw  func(Schedule, Result) bool
 }{
-	{22, "two-candidates", "the assignor (w2) crashes while partitioned and is restarted; w4 joins as P/assignor leaves its lock-delay: two candidates campaign at once", contestedAfterCrash},
-	{49, "two-candidates", "two crashes of the assignor, each with a candidate joining", contestedAfterCrash},
+	{134, "two-candidates", "the assignor crashes and is restarted; w8 joins as P/assignor leaves its lock-delay: two candidates campaign at once", contestedAfterCrash},
+	{147, "two-candidates", "the assignor crashes; the candidates left campaign at once when its lock-delay ends", contestedAfterCrash},
 	{70, "paused-write", "the assignor (w1) freezes with an Assign of 3 keys in hand for 16.9 s (TTL 10 s) and sends it on waking: refused, ErrNotAssignor",
 		func(_ Schedule, r Result) bool { return r.HeldRefused > 0 }},
 	{22, "stale-assignment", "w1 is served its assignment late, an older answer replayed after each new one, and the fleet still settles",

@@ -79,7 +79,9 @@ func (l yesLocks) Acquire(_ context.Context, _ shard.SessionID, want []shard.Acq
 	return []shard.Grant{{Lock: want[0].Lock, Token: l.next}}, nil
 }
 
-func (yesLocks) Release(context.Context, shard.SessionID, []shard.Lock, string) error { return nil }
+func (yesLocks) Release(context.Context, shard.SessionID, []shard.Lock, shard.Reason) error {
+	return nil
+}
 
 func (yesLocks) Watch(context.Context, shard.Lock, uint64) (shard.LockKey, error) {
 	return shard.LockKey{}, nil
@@ -102,7 +104,7 @@ func TestElectionsCatchACoordinatorWithoutTheAssignorCheck(t *testing.T) {
 	set := map[string]*shard.Assignment{"w1": {}}
 	campaign := func(id shard.SessionID, epoch shard.Token) {
 		y.next = epoch
-		_, _, _ = shard.TryLock(ctx, e.Locks(), id, shard.AssignorLock, "campaign")
+		_, _, _ = shard.TryLock(ctx, e.Locks(), id, shard.AssignorLock)
 	}
 	campaign("s1", 5)
 	_ = e.Assignments().Assign(ctx, "s1", 5, set) // fine: s1 holds epoch 5

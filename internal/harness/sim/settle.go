@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardlease/shardlease/assignor"
 	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
@@ -130,31 +131,36 @@ func (r *run) unsettled() string {
 }
 
 // diagnose describes the fleet for a liveness violation: the coordinator's
-// view, the plan every worker derives from it, and each worker's own view.
+// view, what the assignor's own step would decide on it (uncapped), and
+// each worker's own view.
 func (r *run) diagnose() string {
 	var b strings.Builder
 	snap := r.snapshot()
 	owners := snap.Owners()
-	in := rebalance.Input{Shards: (shard.Config{Shards: r.sched.Setup.Shards}).IDs(), Owners: owners}
 	for _, m := range snap.Members {
 		fmt.Fprintf(&b, "    member %s session %q draining %v\n", m.ID, m.Session, m.Draining)
-		if m.Live() {
-			in.Members = append(in.Members, rebalance.Member{ID: m.ID, Weight: m.Weight, Draining: m.Draining})
-		}
 	}
-	plan, err := rebalance.Compute(in)
+	var lp rebalance.LoadPolicy
+	if p := r.sched.Setup.Load.policy(); p != nil {
+		lp = *p
+	}
+	plan, err := assignor.Plan(snap, rebalance.Policy{Load: lp}, r.sched.Setup.Load.On, time.Now())
 	if err != nil {
 		fmt.Fprintf(&b, "    plan: %v\n", err)
 	}
-	fmt.Fprintf(&b, "    capacity %v\n", plan.Capacity)
+	target := map[shard.ID]string{}
+	for _, mv := range plan.Moves {
+		target[mv.Shard] = mv.To
+	}
 	for _, st := range snap.Shards {
-		fmt.Fprintf(&b, "    %s token %d session %q owner %s target %s (%s; released %q)\n",
-			st.Shard, st.Token, st.Session, owners[st.Shard], plan.Target[st.Shard], st.Owner.Reason, st.Owner.Released)
+		fmt.Fprintf(&b, "    %s token %d session %q owner %s moves to %q (%s; released %s)\n",
+			st.Shard, st.Token, st.Session, owners[st.Shard], target[st.Shard], st.Owner.Why, st.Owner.Released)
 	}
 	fmt.Fprintf(&b, "    assignor %s epoch %d session %q\n", snap.Assignor.Worker, snap.Assignor.Token, snap.Assignor.Session)
 	for id, a := range snap.Assignments {
+		mem, _ := assignor.Remembered(a)
 		fmt.Fprintf(&b, "    assignment %s epoch %d as of %d: %v free %v waiting %d since %v stuck %v (%q)\n",
-			id, a.Epoch, a.AsOf, a.Shards, a.Free, a.Waiting, a.WaitingSince.Format("15:04:05.000"), a.Stuck, a.StuckSession)
+			id, a.Epoch, a.AsOf, a.Shards, a.Free, mem.Waiting, mem.WaitingSince.Format("15:04:05.000"), mem.Stuck, mem.StuckSession)
 	}
 	for _, m := range r.running() {
 		st := m.Worker().Status()

@@ -1,0 +1,179 @@
+package assignor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// Config configures an Assignor. New never modifies the caller's Config.
+type Config struct {
+	// Worker is the worker whose session campaigns, named in the lock's
+	// value. Required.
+	Worker string
+	// Fleet is the fleet's shard set. Required.
+	Fleet shard.Config
+	// Coordinator is the fleet's. Required.
+	Coordinator shard.Coordinator
+	// Lease is the worker's lease policy: the campaign waits out its
+	// lock-delay, and every call is bounded by its intervals. Required.
+	Lease shard.LeasePolicy
+	// Policy paces the steps (rebalance.Policy): moves in flight, when a
+	// worker is judged stuck (raised to StuckAfter's floor, see
+	// StuckAfter), and load balancing (Policy.Load is used only when Load
+	// is set).
+	Policy rebalance.Policy
+	// Load turns load balancing on: the step balances the loads the
+	// workers report (times ShardWeight) instead of shard counts.
+	Load bool
+	// ShardWeight, when not nil, is each shard's static weight for load
+	// balancing. Nil: every shard weighs 1.
+	ShardWeight func(shard.ID) float64
+	// ColdStartGather bounds how long a cold fleet's first placement waits
+	// for members to stop joining; < 0 places at once (see gathering).
+	ColdStartGather time.Duration
+	// Coalesce is the least time between two listings, so a burst of
+	// changes costs one step. Zero: none.
+	Coalesce time.Duration
+	// Jitter returns a random duration in [0, d); nil uses math/rand/v2.
+	// A worker passes its own seeded jitter, so a simulated fleet replays
+	// its waits.
+	Jitter func(d time.Duration) time.Duration
+	// Registerer receives the assignor's metrics (labelled worker=Worker);
+	// nil keeps them unexported. Logger defaults to a no-op.
+	Registerer prometheus.Registerer
+	Logger     *zap.Logger
+}
+
+// Assignor is one worker's part in the fleet's assignor role: it
+// campaigns with the worker's session and, while it holds the role, lists
+// the fleet, decides with rebalance.Step and writes the assignments.
+type Assignor struct {
+	cfg    Config
+	log    *zap.Logger
+	m      *metrics
+	shards []shard.ID
+	loads  loads
+	// leading is the epoch while this worker holds the role, 0 otherwise.
+	leading atomic.Uint64
+}
+
+// New validates cfg and returns an Assignor; it registers its metrics and
+// contacts nothing.
+func New(cfg Config) (*Assignor, error) {
+	var problems []string
+	if cfg.Worker == "" {
+		problems = append(problems, "worker is empty")
+	}
+	if cfg.Coordinator == nil {
+		problems = append(problems, "coordinator is nil")
+	}
+	if err := cfg.Fleet.Validate(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if err := cfg.Lease.Validate(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%w: %v", shard.ErrInvalidArgument, problems)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = func(d time.Duration) time.Duration { return rand.N(d + 1) }
+	}
+	m, err := newMetrics(cfg.Worker, cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Assignor{cfg: cfg, log: cfg.Logger, m: m, shards: cfg.Fleet.IDs(), loads: loads{weight: cfg.ShardWeight}}, nil
+}
+
+// StuckAfter is the StuckAfter the assignor judges by under lease policy
+// p: the configured value (or rebalance.DefaultStuckAfter), or the longest
+// a healthy worker may need to take a shard it was given when that is
+// longer. The assignor gives out a shard as soon as no live member's
+// current session holds it, which covers two waits: a lock freed by a
+// session that ended stays closed for its lock-delay; and a lock still
+// held by a previous session of a worker that rejoined opens only once
+// that session expired (up to a TTL) and its lock-delay is over. A worker
+// retries a refused shard one lock-delay after the first refusal, then
+// every renewal interval, so it takes such a shard at most a renewal
+// interval after it opens; one more is left for the acquisition. Judged
+// sooner, a healthy worker is marked stuck and given nothing for the rest
+// of its session (docs/reliability.md, "What it found").
+func StuckAfter(configured time.Duration, p shard.LeasePolicy) time.Duration {
+	ld := p.EffectiveLockDelay()
+	if configured <= 0 {
+		configured = rebalance.DefaultStuckAfter
+	}
+	return max(configured, 2*ld+p.RenewEvery, p.TTL+ld+2*p.RenewEvery)
+}
+
+// Epoch is the epoch of this worker's term as the assignor, 0 while it
+// does not hold the role.
+func (a *Assignor) Epoch() shard.Token { return shard.Token(a.leading.Load()) }
+
+// Run is one candidacy: it campaigns for shard.AssignorLock with session
+// id until ctx ends (the term's end, or the worker's stop), leading the
+// fleet whenever it holds the lock. Every worker is a candidate, with its
+// own session, so the assignor dies with its worker and a worker never
+// holds a second session. It campaigns at once, then, while another
+// session holds the lock, waits on the one key; once the key is free but
+// the lock refused (the lock-delay of a holder whose session ended, which
+// wakes no watcher) it tries again a lock-delay later, with jitter, so
+// candidates do not all try at once.
+// Run returns when ctx ends or the session is gone; it does not release
+// the lock (Resign does).
+func (a *Assignor) Run(ctx context.Context, id shard.SessionID) {
+	locks := a.cfg.Coordinator.Locks()
+	watch := func(ctx context.Context, after uint64) (shard.LockKey, error) {
+		return locks.Watch(ctx, shard.AssignorLock, after)
+	}
+	ld := a.cfg.Lease.EffectiveLockDelay()
+	fresh := true // the first answer of a following: campaign whoever holds the key
+	_ = shard.Follow(ctx, watch, shard.FollowOptions{Jitter: a.cfg.Jitter}, func(k shard.LockKey) (time.Time, error) {
+		if k.Held() && k.Session != id && !fresh {
+			return time.Time{}, nil // its holder's end clears the key's session: a write that wakes us
+		}
+		fresh = false
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.Lease.RenewEvery)
+		epoch, held, err := shard.TryLock(cctx, locks, id, shard.AssignorLock)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return time.Time{}, shard.ErrStopFollowing
+		case errors.Is(err, shard.ErrSessionInvalid):
+			return time.Time{}, shard.ErrStopFollowing // the term is over
+		case err != nil:
+			a.log.Warn("campaigning for the assignor failed; retrying", zap.Error(err))
+			fresh = true
+			return time.Time{}, shard.ErrFollowAgain
+		case held:
+			a.lead(ctx, id, epoch)
+			fresh = true
+			return time.Time{}, shard.ErrFollowAgain // look again: campaign anew
+		}
+		if k.Held() && k.Session != id {
+			return time.Time{}, nil // held by another: wait for its end
+		}
+		// Free, but refused: a lock-delay, whose end is not a write.
+		return time.Now().Add(ld + 25*time.Millisecond + a.cfg.Jitter(ld/4)), nil
+	})
+}
+
+// Resign releases the role if session id holds it, at once and without
+// lock-delay, so that another candidate takes it while this worker drains.
+func (a *Assignor) Resign(ctx context.Context, id shard.SessionID) error {
+	return a.cfg.Coordinator.Locks().Release(ctx, id, []shard.Lock{shard.AssignorLock}, shard.ReasonShutdown)
+}

@@ -1,0 +1,112 @@
+package assignor
+
+import (
+	"fmt"
+
+	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// Keys turns a decision of rebalance.Step on snap into the keys to write:
+// for each worker whose assignment changes, its key — its shards, the
+// free ones as of snap's index and why each was given to it, and why each
+// shard it holds and no longer has is taken from it — with the assignor's
+// memory about it beside; nil for each key to delete.
+//
+// The reasons are the step's own (Transfer.Reason). A free shard the step
+// placed for no reason of its own (shard.ReasonFree: nobody's key lists
+// it) is explained by its lock: never owned (shard.ReasonInitial),
+// released by its last owner for the reason that owner recorded (a
+// hand-off's second step, so a move keeps one reason from decision to
+// arrival), or orphaned by a session that ended. Reasons already in a
+// worker's key for shards still in flight are kept.
+func Keys(snap shard.Snapshot, cfg shard.Config, d rebalance.Decision) (map[string]*shard.Assignment, error) {
+	placed := map[shard.ID]shard.Why{}               // why each shard placed by this step was given
+	handedOff := map[string]map[shard.ID]shard.Why{} // by worker: hand-offs this step started
+	for _, mv := range d.Moves {
+		if mv.From == "" {
+			placed[mv.Shard] = placement(snap, mv)
+			continue
+		}
+		if handedOff[mv.From] == nil {
+			handedOff[mv.From] = map[shard.ID]shard.Why{}
+		}
+		handedOff[mv.From][mv.Shard] = shard.Why{Reason: mv.Reason}
+	}
+	held := heldBy(snap)
+	set := make(map[string]*shard.Assignment, len(d.Assign)+len(d.Delete))
+	for w, a := range d.Assign {
+		memory, err := encodeMemory(cfg, a)
+		if err != nil {
+			return nil, fmt.Errorf("worker %s's memory: %w", w, err)
+		}
+		prev := snap.Assignments[w]
+		k := &shard.Assignment{Shards: a.Shards, Free: a.Free, AsOf: snap.Index, Memory: memory}
+		for _, id := range a.Free {
+			why, ok := placed[id]
+			if !ok {
+				why, ok = prev.Why[id]
+			}
+			if !ok {
+				why = placement(snap, rebalance.Transfer{Shard: id, Reason: shard.ReasonFree})
+			}
+			k.Why = with(k.Why, id, why)
+		}
+		listed := make(map[shard.ID]bool, len(a.Shards))
+		for _, id := range a.Shards {
+			listed[id] = true
+		}
+		for _, id := range held[w] {
+			if listed[id] {
+				continue
+			}
+			why, ok := handedOff[w][id]
+			if !ok {
+				why, ok = prev.Release[id]
+			}
+			if !ok {
+				why = shard.Why{Reason: shard.ReasonRebalance}
+			}
+			k.Release = with(k.Release, id, why)
+		}
+		set[w] = k
+	}
+	for _, w := range d.Delete {
+		set[w] = nil
+	}
+	return set, nil
+}
+
+// placement is why a free shard the step placed was given: the step's
+// reason, or, for a shard it found free or orphaned, what its lock says:
+// never owned, released by its last owner for the reason recorded, or
+// orphaned by the owner whose session ended holding it.
+func placement(snap shard.Snapshot, mv rebalance.Transfer) shard.Why {
+	st, exists := snap.Shard(mv.Shard)
+	switch {
+	case mv.Reason != shard.ReasonFree && mv.Reason != shard.ReasonOrphaned:
+		return shard.Why{Reason: mv.Reason}
+	case !exists || st.Token == 0:
+		return shard.Why{Reason: shard.ReasonInitial}
+	case !st.Held() && st.Owner.Released != shard.ReasonUnknown:
+		return shard.Why{Reason: st.Owner.Released, From: st.Owner.Worker}
+	}
+	return shard.Why{Reason: shard.ReasonOrphaned, From: st.Owner.Worker}
+}
+
+// heldBy lists, per live member, the shards its current session holds.
+func heldBy(snap shard.Snapshot) map[string][]shard.ID {
+	out := map[string][]shard.ID{}
+	for id, w := range snap.Owners() {
+		out[w] = append(out[w], id)
+	}
+	return out
+}
+
+func with(m map[shard.ID]shard.Why, id shard.ID, why shard.Why) map[shard.ID]shard.Why {
+	if m == nil {
+		m = map[shard.ID]shard.Why{}
+	}
+	m[id] = why
+	return m
+}

@@ -1,0 +1,149 @@
+package assignor
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// lead is the assignor's loop, for as long as session id holds the role
+// at epoch. Each turn lists the fleet (the only listing in the fleet:
+// workers read their own keys), decides with rebalance.Step and writes
+// the keys that change in transactions the coordinator refuses unless the
+// session still holds the role at epoch, so a paused or deposed assignor
+// cannot write. Between turns it keeps in memory only pacing (the
+// cold-start gathering, the last load figures seen); what the step must
+// remember is in the coordinator, beside each worker's key, so a new
+// assignor carries on from the listing alone. It returns when ctx ends or
+// the role is lost.
+func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Token) {
+	log := a.log.With(zap.Uint64("epoch", uint64(epoch)), zap.String("session", string(id)))
+	log.Info("became the fleet's assignor")
+	a.m.leading.Set(1)
+	a.m.epoch.Set(float64(epoch))
+	a.leading.Store(uint64(epoch))
+	defer func() {
+		a.leading.Store(0)
+		a.m.left()
+	}()
+
+	var problems seenProblems // logged once while they stay
+	gather := gathering{limit: a.cfg.ColdStartGather}
+	opts := shard.FollowOptions{MinSpacing: a.cfg.Coalesce, Jitter: a.cfg.Jitter, OnError: func(err error) bool {
+		log.Warn("listing the fleet failed; retrying", zap.Error(err))
+		return true
+	}}
+	_ = shard.Follow(ctx, a.cfg.Coordinator.Fleet().Watch, opts, func(snap shard.Snapshot) (time.Time, error) {
+		a.m.observe(snap, time.Now())
+		for _, p := range problems.fresh(snap.Problems) {
+			log.Warn("the coordinator reports a problem under the fleet prefix (ignored, never taken as an owner, an assignment or a config)", zap.String("problem", p))
+		}
+		if snap.Assignor.Session != id || snap.Assignor.Token != epoch {
+			log.Info("no longer the fleet's assignor", zap.String("holder", snap.Assignor.Worker),
+				zap.Uint64("holder_epoch", uint64(snap.Assignor.Token)))
+			return time.Time{}, shard.ErrStopFollowing
+		}
+		wake, err := a.step(ctx, id, epoch, snap, &gather, log)
+		switch {
+		case errors.Is(err, shard.ErrNotAssignor):
+			log.Info("deposed: the coordinator refused this assignor's writes", zap.Error(err))
+			return time.Time{}, shard.ErrStopFollowing
+		case err != nil && ctx.Err() != nil:
+			return time.Time{}, shard.ErrStopFollowing // the term ended (a stop, a lost lease) during the write: nothing failed
+		case err != nil:
+			log.Warn("writing assignments failed; listing again", zap.Error(err))
+			return time.Time{}, shard.ErrFollowAgain
+		}
+		return wake, nil
+	})
+}
+
+// step runs one rebalance.Step on snap and writes its decision. It
+// returns when to step again if nothing changes.
+func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Token, snap shard.Snapshot, gather *gathering, log *zap.Logger) (time.Time, error) {
+	began := time.Now()
+	state, unread := State(snap, a.cfg.Fleet, a.shards, began)
+	for _, p := range unread {
+		log.Warn("cannot read the assignor's memory of a worker", zap.String("problem", p))
+	}
+	if a.cfg.Load {
+		state.Loads = a.loads.of(snap, a.shards)
+	}
+	if until := gather.wait(state); !until.IsZero() {
+		return until, nil // a cold fleet whose members are still joining
+	}
+	p := a.cfg.Policy
+	p.StuckAfter = StuckAfter(p.StuckAfter, a.cfg.Lease)
+	d, err := rebalance.Step(state, p)
+	a.m.steps.Inc()
+	a.m.stepSeconds.Observe(time.Since(began).Seconds())
+	if err != nil {
+		log.Error("cannot decide from this listing; waiting for the next", zap.Uint64("index", snap.Index), zap.Error(err))
+		return time.Time{}, nil
+	}
+	a.m.imbalance.Set(float64(rebalance.Spread(heldCounts(state))))
+	if lo, hi, ok := spread(snap, state.Loads); ok && state.Loads != nil {
+		a.m.loadMin.Set(lo)
+		a.m.loadMax.Set(hi)
+	}
+	if len(d.Assign) == 0 && len(d.Delete) == 0 {
+		return d.Wake, nil
+	}
+	set, err := Keys(snap, a.cfg.Fleet, d)
+	if err != nil {
+		log.Error("cannot write this decision; waiting for the next listing", zap.Error(err))
+		return time.Time{}, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, a.cfg.Lease.StepDownAfter())
+	defer cancel()
+	if err := a.cfg.Coordinator.Assignments().Assign(wctx, id, epoch, set); err != nil {
+		return time.Time{}, err
+	}
+	a.m.written.Add(float64(len(set)))
+	for _, mv := range d.Moves {
+		a.m.moves.WithLabelValues(mv.Reason.String()).Inc()
+		if mv.From != "" {
+			log.Info("hand-off", zap.String("shard", string(mv.Shard)), zap.String("from", mv.From), zap.String("to", mv.To),
+				zap.String("reason", mv.Reason.String()))
+		}
+	}
+	return d.Wake, nil
+}
+
+// heldCounts is the number of shards each live member holds.
+func heldCounts(s rebalance.State) map[string]int {
+	c := make(map[string]int, len(s.Members))
+	for _, m := range s.Members {
+		c[m.ID] = 0
+	}
+	for _, id := range s.Holders {
+		c[id]++
+	}
+	return c
+}
+
+// seenProblems remembers the foreign or malformed keys last reported, so
+// a key that stays under the prefix is logged once, not on every listing
+// (a busy fleet lists many times a second). A problem that goes away and
+// comes back is reported again.
+type seenProblems map[string]bool
+
+// fresh returns the problems not in the previous snapshot's list, and
+// remembers this list in their place.
+func (s *seenProblems) fresh(problems []string) []string {
+	var out []string
+	next := make(seenProblems, len(problems))
+	for _, p := range problems {
+		if !(*s)[p] && !next[p] {
+			out = append(out, p)
+		}
+		next[p] = true
+	}
+	*s = next
+	return out
+}

@@ -1,0 +1,131 @@
+package assignor
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// memoryVersion is the format of the memory this package writes beside
+// each worker's key (shard.Assignment.Memory). A memory of another
+// version is read as none: the next step starts that worker afresh (no
+// wait, no stuck verdict, no residences), which can delay a move or a
+// verdict but never makes one.
+const memoryVersion = 1
+
+// memoryValue is what the assignor remembers about one worker between
+// steps (rebalance.Assignment's fields beyond the worker's key), stored in
+// the coordinator so that the next assignor carries on.
+type memoryValue struct {
+	V            int             `json:"v"`
+	Since        time.Time       `json:"since,omitzero"`
+	Waiting      int             `json:"waiting,omitempty"`
+	WaitingSince time.Time       `json:"waiting_since,omitzero"`
+	Stuck        bool            `json:"stuck,omitempty"`
+	StuckSession shard.SessionID `json:"stuck_session,omitempty"`
+	Arrived      []arrivalValue  `json:"arrived,omitempty"`
+	OutOfBand    time.Time       `json:"out_of_band,omitzero"`
+}
+
+// arrivalValue is the shards that arrived at one time, as index ranges: a
+// step places many shards at once, so grouping by time keeps it small.
+type arrivalValue struct {
+	At     time.Time `json:"at"`
+	Shards string    `json:"shards"`
+}
+
+// encodeMemory is a's memory for the fleet's config.
+func encodeMemory(cfg shard.Config, a rebalance.Assignment) ([]byte, error) {
+	v := memoryValue{V: memoryVersion, Since: a.Since, Waiting: a.Waiting, WaitingSince: a.WaitingSince,
+		Stuck: a.Stuck, StuckSession: a.StuckSession, OutOfBand: a.OutOfBand}
+	byTime := map[int64][]shard.ID{}
+	at := map[int64]time.Time{}
+	for id, t := range a.Arrived {
+		k := t.UnixNano()
+		byTime[k] = append(byTime[k], id)
+		at[k] = t
+	}
+	for _, k := range slices.Sorted(maps.Keys(byTime)) {
+		set, err := cfg.EncodeSet(byTime[k])
+		if err != nil {
+			return nil, fmt.Errorf("arrivals at %v: %w", at[k], err)
+		}
+		v.Arrived = append(v.Arrived, arrivalValue{At: at[k], Shards: set})
+	}
+	return json.Marshal(v)
+}
+
+// decodeMemory reads a worker's memory into a (its key's fields are the
+// caller's). It says what is wrong with a memory it cannot read; a is
+// then left as it was.
+func decodeMemory(cfg shard.Config, b []byte, a *rebalance.Assignment) error {
+	if len(b) == 0 {
+		return nil // nothing remembered
+	}
+	var v memoryValue
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("malformed assignor memory: %w", err)
+	}
+	if v.V != memoryVersion {
+		return fmt.Errorf("assignor memory of version %d, this assignor reads version %d", v.V, memoryVersion)
+	}
+	if v.Waiting < 0 {
+		return fmt.Errorf("assignor memory's waiting %d is negative", v.Waiting)
+	}
+	var arrived map[shard.ID]time.Time
+	for _, av := range v.Arrived {
+		ids, err := cfg.DecodeSet(av.Shards)
+		if err != nil {
+			return fmt.Errorf("assignor memory's shards arrived at %v: %w", av.At, err)
+		}
+		if arrived == nil {
+			arrived = map[shard.ID]time.Time{}
+		}
+		for _, id := range ids {
+			arrived[id] = av.At
+		}
+	}
+	a.Since, a.Waiting, a.WaitingSince = v.Since, v.Waiting, v.WaitingSince
+	a.Stuck, a.StuckSession, a.Arrived, a.OutOfBand = v.Stuck, v.StuckSession, arrived, v.OutOfBand
+	return nil
+}
+
+// Memory is what the assignor remembers about one worker, for operators'
+// views (shardctl, the dashboard): when its assignment last changed, how
+// long it has been given free shards it did not take, whether it is
+// judged stuck and under which session, and since when its load has been
+// outside the band.
+type Memory struct {
+	Since        time.Time
+	Waiting      int
+	WaitingSince time.Time
+	Stuck        bool
+	StuckSession shard.SessionID
+	OutOfBand    time.Time
+}
+
+// Remembered reads the assignor's memory of a worker from its key as a
+// snapshot lists it (shard.Assignment.Memory); ok is false when there is
+// none this version can read.
+func Remembered(a shard.Assignment) (Memory, bool) {
+	var v memoryValue
+	if len(a.Memory) == 0 || json.Unmarshal(a.Memory, &v) != nil || v.V != memoryVersion {
+		return Memory{}, false
+	}
+	return Memory{Since: v.Since, Waiting: v.Waiting, WaitingSince: v.WaitingSince, Stuck: v.Stuck,
+		StuckSession: v.StuckSession, OutOfBand: v.OutOfBand}, true
+}
+
+// Encode writes m in the assignor's memory format (no arrivals), as the
+// assignor would beside a worker's key: for tools and tests that set up a
+// fleet's keys by hand through a coordinator.
+func (m Memory) Encode() []byte {
+	b, _ := json.Marshal(memoryValue{V: memoryVersion, Since: m.Since, Waiting: m.Waiting, WaitingSince: m.WaitingSince,
+		Stuck: m.Stuck, StuckSession: m.StuckSession, OutOfBand: m.OutOfBand})
+	return b
+}

@@ -1,0 +1,55 @@
+package assignor
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// MaxRejoinGrace is the longest rejoin grace the assignor honours: a
+// member's RejoinUntil further ahead than this (plus a minute for clocks
+// that differ) is ignored, so a member key edited by hand cannot keep a
+// worker's shards idle for ever.
+const MaxRejoinGrace = 10 * time.Minute
+
+// State is the assignor's input to rebalance.Step from one listing: the
+// live members and who holds what, derived by session, never by the name
+// in a lock's value (a lock still held by a member's previous session is
+// not the member's); each worker's key with the assignor's memory about
+// it; the operators' marks. Keys that are not the assignor's word (a
+// problem in the snapshot, shard.Unsealed included) are left out, so the
+// step treats their workers as without a key and writes one. It returns
+// what it could not read of the memories, for the log.
+func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Time) (rebalance.State, []string) {
+	st := rebalance.State{Now: now, Shards: shards, Holders: map[shard.ID]string{}, Assigned: map[string]rebalance.Assignment{},
+		Frozen: snap.Freeze != nil}
+	bySession := map[shard.SessionID]string{}
+	for _, m := range snap.Members {
+		if m.Returning(now) && m.RejoinUntil.Sub(now) <= MaxRejoinGrace+time.Minute {
+			if st.Returning == nil {
+				st.Returning = map[string]time.Time{}
+			}
+			st.Returning[m.ID] = m.RejoinUntil
+		}
+		if m.Live() {
+			st.Members = append(st.Members, rebalance.Member{ID: m.ID, Weight: m.Weight, Draining: m.Draining, Cordoned: m.Cordon != nil, Session: m.Session})
+			bySession[m.Session] = m.ID
+		}
+	}
+	for _, s := range snap.Shards {
+		if id, ok := bySession[s.Session]; ok && s.Held() {
+			st.Holders[s.Shard] = id
+		}
+	}
+	var problems []string
+	for id, k := range snap.Assignments {
+		a := rebalance.Assignment{Shards: k.Shards, Free: k.Free}
+		if err := decodeMemory(cfg, k.Memory, &a); err != nil {
+			problems = append(problems, fmt.Sprintf("assign/%s: %v; the worker is judged afresh", id, err))
+		}
+		st.Assigned[id] = a
+	}
+	return st, problems
+}

@@ -1,0 +1,22 @@
+package worker
+
+import (
+	"sync"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// loadState is the worker's part in load balancing: the meters of the
+// shards it runs and what it last wrote to its loads key.
+type loadState struct {
+	meters meters
+
+	mu sync.Mutex
+	// written is the loads this worker last wrote to its loads key, and
+	// the session it wrote them with (another session's key is not shown
+	// as this worker's Load, so it counts as nothing written).
+	written        map[shard.ID]float64
+	writtenSession shard.SessionID
+	writtenAt      time.Time
+}
