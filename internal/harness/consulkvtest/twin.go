@@ -1,4 +1,4 @@
-package consulkv
+package consulkvtest
 
 import (
 	"context"
@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/internal/consulkv"
 )
 
 // defaultWait is Consul's wait for a blocking query that names none.
 const defaultWait = 5 * time.Minute
 
-// Twin is KV in memory, with Consul's semantics for the calls KV makes:
+// Twin is consulkv.KV in memory, with Consul's semantics for the calls KV makes:
 // one global index (1 for an empty store, moved by one per committed
 // write, shared by every key one transaction writes), transactions that
 // apply their operations in order and commit all or none, reporting
@@ -40,7 +42,7 @@ type fault struct {
 	applied bool
 }
 
-var _ KV = (*Twin)(nil)
+var _ consulkv.KV = (*Twin)(nil)
 
 // NewTwin returns an empty store at index 1.
 func NewTwin() *Twin {
@@ -133,7 +135,7 @@ func (t *Twin) wake() {
 
 // Txn applies ops as one transaction (see twin_txn.go).
 func (t *Twin) Txn(ctx context.Context, ops api.TxnOps) (api.TxnResults, api.TxnErrors, error) {
-	if err := tooMany(len(ops)); err != nil {
+	if err := consulkv.TooManyOps(len(ops)); err != nil {
 		return nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -194,7 +196,7 @@ func (t *Twin) DeleteTree(ctx context.Context, prefix string) error {
 
 // Get reads key; a blocking query waits for the key's index to pass
 // q.WaitIndex (a missing key's index is the store's).
-func (t *Twin) Get(ctx context.Context, key string, q Query) (*api.KVPair, Meta, error) {
+func (t *Twin) Get(ctx context.Context, key string, q consulkv.Query) (*api.KVPair, consulkv.Meta, error) {
 	var kv *api.KVPair
 	idx, err := t.read(ctx, q, func() (uint64, uint64) {
 		kv = nil
@@ -208,14 +210,14 @@ func (t *Twin) Get(ctx context.Context, key string, q Query) (*api.KVPair, Meta,
 		return t.index, t.tomb[key]
 	})
 	if err != nil {
-		return nil, Meta{}, err
+		return nil, consulkv.Meta{}, err
 	}
-	return kv, Meta{LastIndex: idx}, nil
+	return kv, consulkv.Meta{LastIndex: idx}, nil
 }
 
 // List reads every key under prefix. Its index is the highest of the
 // prefix's keys and deletions, or the store's when it never had any.
-func (t *Twin) List(ctx context.Context, prefix string, q Query) (api.KVPairs, Meta, error) {
+func (t *Twin) List(ctx context.Context, prefix string, q consulkv.Query) (api.KVPairs, consulkv.Meta, error) {
 	var pairs api.KVPairs
 	idx, err := t.read(ctx, q, func() (uint64, uint64) {
 		pairs = pairs[:0]
@@ -238,9 +240,9 @@ func (t *Twin) List(ctx context.Context, prefix string, q Query) (api.KVPairs, M
 		return max, max
 	})
 	if err != nil {
-		return nil, Meta{}, err
+		return nil, consulkv.Meta{}, err
 	}
-	return pairs, Meta{LastIndex: idx}, nil
+	return pairs, consulkv.Meta{LastIndex: idx}, nil
 }
 
 func maxIndex(a, b uint64) uint64 { return max(a, b) }
@@ -249,7 +251,7 @@ func maxIndex(a, b uint64) uint64 { return max(a, b) }
 // version of what it watches. A blocking query returns at once if the
 // index is past q.WaitIndex; otherwise when the version changes or
 // q.WaitTime passes (then with the index as it is).
-func (t *Twin) read(ctx context.Context, q Query, look func() (index, version uint64)) (uint64, error) {
+func (t *Twin) read(ctx context.Context, q consulkv.Query, look func() (index, version uint64)) (uint64, error) {
 	wait := q.WaitTime
 	if wait <= 0 {
 		wait = defaultWait

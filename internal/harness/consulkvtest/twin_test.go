@@ -1,4 +1,4 @@
-package consulkv_test
+package consulkvtest_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/harness/consulkvtest"
 )
 
 func set(key, value string) *api.TxnOp {
@@ -27,7 +28,7 @@ func getOrEmpty(key string) *api.TxnOp {
 // sees 0); a committed write moves it by one; reads and rolled-back
 // transactions leave it.
 func TestTwinIndex(t *testing.T) {
-	tw := consulkv.NewTwin()
+	tw := consulkvtest.NewTwin()
 	if tw.Index() != 1 {
 		t.Fatalf("empty store at index %d, want 1", tw.Index())
 	}
@@ -49,7 +50,7 @@ func TestTwinIndex(t *testing.T) {
 // is refused as Consul refuses it; Batches cuts a long list so that each
 // transaction is accepted.
 func TestTwinChunking(t *testing.T) {
-	tw := consulkv.NewTwin()
+	tw := consulkvtest.NewTwin()
 	ctx := t.Context()
 	for _, n := range []int{consulkv.MaxTxnOps, consulkv.MaxTxnOps + 1} {
 		ops := make(api.TxnOps, n)
@@ -101,7 +102,7 @@ func TestTwinFailures(t *testing.T) {
 		{"lost answer", reset, true, consulkv.KindOutcomeUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tw := consulkv.NewTwin()
+			tw := consulkvtest.NewTwin()
 			tw.FailNext(tc.err, tc.applied)
 			_, _, err := tw.Txn(t.Context(), api.TxnOps{set("k", "v")})
 			if !errors.Is(err, tc.err) || consulkv.Classify(err, true) != tc.want {
@@ -118,7 +119,7 @@ func TestTwinFailures(t *testing.T) {
 // TestTwinDeny: a denied write fails as Consul fails it, in a transaction
 // (a per-operation permission text) and as a plain write (HTTP 403).
 func TestTwinDeny(t *testing.T) {
-	tw := consulkv.NewTwin()
+	tw := consulkvtest.NewTwin()
 	tw.Deny("p/offsets/")
 	ctx := t.Context()
 	_, errs, err := tw.Txn(ctx, api.TxnOps{set("p/other", "1"), set("p/offsets/s", "1")})
@@ -136,7 +137,7 @@ func TestTwinDeny(t *testing.T) {
 // TestTwinSessionRelease: a destroyed session's locks are released in one
 // write, values kept.
 func TestTwinSessionRelease(t *testing.T) {
-	tw := consulkv.NewTwin()
+	tw := consulkvtest.NewTwin()
 	ctx := t.Context()
 	s := tw.CreateSession()
 	lock := func(k string) *api.TxnOp {
@@ -164,7 +165,7 @@ func TestTwinSessionRelease(t *testing.T) {
 // and returns the index as it is when its wait ends.
 func TestTwinBlockingQueries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := consulkv.NewTwin()
+		tw := consulkvtest.NewTwin()
 		ctx := context.Background()
 		if _, _, err := tw.Txn(ctx, api.TxnOps{set("watched", "1")}); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package consulkv_test
+package consulkvtest_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/harness/consulkvtest"
 )
 
 // backend is one KV under test: the twin or a real agent.
@@ -205,6 +206,6 @@ func conformance(t *testing.T, b backend) {
 }
 
 func TestTwinConformance(t *testing.T) {
-	tw := consulkv.NewTwin()
+	tw := consulkvtest.NewTwin()
 	conformance(t, backend{kv: tw, prefix: "p", newSession: func(*testing.T) string { return tw.CreateSession() }})
 }

@@ -1,4 +1,4 @@
-package consulkv_test
+package consulkvtest_test
 
 import (
 	"crypto/rand"
@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/harness/consulkvtest"
 	"github.com/shardlease/shardlease/internal/harness/consultest"
 )
 
@@ -44,7 +45,7 @@ func TestAgentRefusesTooMany(t *testing.T) {
 	if !errors.As(err, &se) || se.Code != http.StatusRequestEntityTooLarge || consulkv.Classify(err, true) != consulkv.KindRefused {
 		t.Fatalf("the agent's answer to %d operations = %v; want HTTP 413, refused", len(ops), err)
 	}
-	for name, kv := range map[string]consulkv.KV{"client": consulkv.New(client), "twin": consulkv.NewTwin()} {
+	for name, kv := range map[string]consulkv.KV{"client": consulkv.New(client), "twin": consulkvtest.NewTwin()} {
 		_, _, err := kv.Txn(t.Context(), ops)
 		if !errors.As(err, &se) || se.Code != http.StatusRequestEntityTooLarge || consulkv.Classify(err, true) != consulkv.KindRefused {
 			t.Errorf("%s: %d operations = %v; want HTTP 413, refused", name, len(ops), err)

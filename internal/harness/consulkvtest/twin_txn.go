@@ -1,4 +1,4 @@
-package consulkv
+package consulkvtest
 
 import (
 	"fmt"
