@@ -1,11 +1,16 @@
-package freeport
+package freeporttest
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/shardlease/shardlease/internal/freeport"
+)
 
 // Rigged is a picker for tests of a caller's retry: its first Times calls
-// return Pick's ports with Taken (a port the test holds) in place of the
-// one at index At, as if another process took that port between the pick
-// and the bind; later calls are Pick's. Safe for concurrent use.
+// return freeport.Pick's ports with Taken (a port the test holds) in place
+// of the one at index At, as if another process took that port between the
+// pick and the bind; later calls are freeport.Pick's. Safe for concurrent
+// use.
 type Rigged struct {
 	Taken, At, Times int
 
@@ -13,13 +18,13 @@ type Rigged struct {
 	calls int
 }
 
-// Pick is the rigged Pick.
+// Pick is the rigged freeport.Pick.
 func (r *Rigged) Pick(n int) ([]int, error) {
 	r.mu.Lock()
 	r.calls++
 	rig := r.calls <= r.Times
 	r.mu.Unlock()
-	ports, err := Pick(n)
+	ports, err := freeport.Pick(n)
 	if err == nil && rig {
 		ports[r.At] = r.Taken
 	}
