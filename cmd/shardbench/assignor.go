@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 )
 
 // victimRule says which worker a take-away trial may take away.
@@ -21,10 +20,6 @@ const (
 	// only: the baseline has no assignor).
 	theAssignor
 )
-
-// errNoAssignor: nobody holds P/assignor when a scenario needs to know who
-// does.
-var errNoAssignor = errors.New("no worker holds the assignor lock")
 
 // assignorOf returns the worker whose session holds P/assignor in f, read
 // from that one key (a listing of the prefix would read every shard): ""
@@ -42,20 +37,7 @@ func assignorOf(ctx context.Context, f fleet, must bool) (string, error) {
 // noAssignor is the answer of a fleet without an assignor.
 func noAssignor(f fleet, must bool) (string, error) {
 	if must {
-		return "", fmt.Errorf("%s: %w (it has no assignor)", f.system(), errNoAssignor)
+		return "", fmt.Errorf("%s: %w (it has no assignor)", f.system(), procfleet.ErrNoAssignor)
 	}
 	return "", nil
-}
-
-// readAssignor reads P/assignor through c and returns its holder's worker
-// ID ("" while it is free, an error then if must).
-func readAssignor(ctx context.Context, c *consul.Coordinator, prefix string, must bool) (string, error) {
-	k, err := c.WatchAssignor(ctx, 0)
-	if err != nil {
-		return "", fmt.Errorf("%s: reading P/assignor: %w", prefix, err)
-	}
-	if must && !k.Held() {
-		return "", fmt.Errorf("%s: %w (P/assignor %+v)", prefix, errNoAssignor, k)
-	}
-	return k.Worker, nil
 }

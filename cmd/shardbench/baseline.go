@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/harness/apilock"
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -47,10 +48,10 @@ type blFleet struct {
 	mu      sync.Mutex
 	workers map[string]*blWorker
 	reaping sync.WaitGroup
-	started startLog
+	started procfleet.StartLog
 }
 
-func (f *blFleet) starts() *startLog { return &f.started }
+func (f *blFleet) starts() *procfleet.StartLog { return &f.started }
 
 type blWorker struct {
 	sev    *severable
@@ -95,7 +96,7 @@ func (f *blFleet) add(ctx context.Context, id string) error {
 	cfg.ID, cfg.Consul = id, f.env.apiConfig(bw.sev)
 	bw.conns = cfg.Consul.Transport
 	cfg.OnStart = func(s string) func() {
-		f.started.record(s)
+		f.started.Record(s)
 		return nil
 	}
 	if err := cfg.Validate(); err != nil {
@@ -163,7 +164,7 @@ func invalidateHeld(c *api.Client, prefix, id string) {
 	}
 }
 
-func (f *blFleet) view(ctx context.Context, after uint64) (view, error) {
+func (f *blFleet) view(ctx context.Context, after uint64) (procfleet.View, error) {
 	f.mu.Lock()
 	members := make([]string, 0, len(f.workers))
 	for id := range f.workers {
@@ -177,16 +178,16 @@ func (f *blFleet) view(ctx context.Context, after uint64) (view, error) {
 // query past after): the owner of a held lock is its value. members are
 // the workers the harness runs: the baselines keep no member list of their
 // own (a tuned worker's member key says only that its session lives).
-func baselineView(ctx context.Context, c *api.Client, prefix string, after uint64, members []string) (view, error) {
+func baselineView(ctx context.Context, c *api.Client, prefix string, after uint64, members []string) (procfleet.View, error) {
 	q := (&api.QueryOptions{WaitIndex: after, WaitTime: time.Minute}).WithContext(ctx)
 	pairs, meta, err := c.KV().List(apilock.ShardsPrefix(prefix), q)
 	if err != nil {
-		return view{}, err
+		return procfleet.View{}, err
 	}
-	v := view{index: meta.LastIndex, owners: map[string]string{}, members: members}
+	v := procfleet.View{Index: meta.LastIndex, Owners: map[string]string{}, Members: members}
 	for _, p := range pairs {
 		if p.Session != "" {
-			v.owners[p.Key[len(apilock.ShardsPrefix(prefix)):]] = string(p.Value)
+			v.Owners[p.Key[len(apilock.ShardsPrefix(prefix)):]] = string(p.Value)
 		}
 	}
 	return v, nil

@@ -175,7 +175,7 @@ func blColdTrial(ctx context.Context, env *benchEnv, system string, size coldSiz
 		refused += bw.sev.requests.refused.Load()
 	}
 	f.mu.Unlock()
-	return at.Sub(began).Seconds(), float64(refused) / float64(max(acquired, 1)), v.spread(), nil
+	return at.Sub(began).Seconds(), float64(refused) / float64(max(acquired, 1)), v.Spread(), nil
 }
 
 func coldMetric(what string, size coldSize) string {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
@@ -163,7 +164,7 @@ func consulSteady(ctx context.Context, o steadyOptions, n int, progress io.Write
 // Consul client, session, request counter and acquire counter.
 type steadyFleet struct {
 	n, want  int
-	observer *consul.Coordinator
+	observer *procfleet.Observer
 	store    *offmem.Store
 	stop     context.CancelFunc
 	workers  []*benchWorker
@@ -181,11 +182,11 @@ func coldStart(ctx context.Context, o steadyOptions, n int, progress io.Writer) 
 	if r.Liveness == "" {
 		r.Liveness = string(consul.LivenessCheck)
 	}
-	observer, err := consul.New(cfg)
+	observer, err := procfleet.NewObserver(cfg)
 	if err != nil {
 		return nil, r, err
 	}
-	snap, err := observer.Watch(ctx, 0)
+	snap, err := observer.Snapshot(ctx, 0)
 	if err != nil {
 		observer.Close()
 		return nil, r, fmt.Errorf("reading %s: %w", cfg.Prefix, err)
@@ -234,7 +235,7 @@ func coldStart(ctx context.Context, o steadyOptions, n int, progress io.Writer) 
 			return nil, r, fmt.Errorf("%w after %v (%d of %d shards owned by live workers, max−min %d)", errNotConverged, o.converge, owned, n, spread)
 		}
 		octx, cancel := context.WithTimeout(ctx, time.Until(start.Add(o.converge))+time.Second)
-		next, err := observer.Watch(octx, snap.Index)
+		next, err := observer.Snapshot(octx, snap.Index)
 		cancel()
 		if ctx.Err() != nil {
 			f.close()
@@ -316,7 +317,7 @@ func requestRate(ctx context.Context, counters []*consul.RequestCounter, d time.
 // converged reads the prefix once and reports whether the fleet is still
 // converged.
 func (f *steadyFleet) converged(ctx context.Context) bool {
-	snap, err := f.observer.Watch(ctx, 0)
+	snap, err := f.observer.Snapshot(ctx, 0)
 	return err == nil && converged(snap, f.n, f.want)
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 )
@@ -140,8 +141,8 @@ func blLoad(ctx context.Context, env *benchEnv, system string, workers, n int, w
 			return result{}, err
 		}
 	}
-	if _, _, err := waitFor(ctx, f, 3*time.Minute, "every shard locked", func(v view) bool {
-		return len(v.members) == workers && v.ownedByMembers() == n
+	if _, _, err := waitFor(ctx, f, 3*time.Minute, "every shard locked", func(v procfleet.View) bool {
+		return len(v.Members) == workers && v.OwnedByMembers() == n
 	}); err != nil {
 		return result{}, err
 	}

@@ -83,7 +83,7 @@ func (f *steadyFleet) totals() []int64 {
 // assignor returns the index in f.workers of the worker holding
 // P/assignor, or -1 while nobody does.
 func (f *steadyFleet) assignor(ctx context.Context) (int, error) {
-	holder, err := readAssignor(ctx, f.observer, "coordinator-load", false)
+	holder, err := f.observer.AssignorWorker(ctx, false)
 	if err != nil {
 		return -1, err
 	}

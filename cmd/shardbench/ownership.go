@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -91,16 +92,16 @@ func newFleet(env *benchEnv, system, scenario string, shape fleetShape) (fleet, 
 // baseline, no member above its cap of ⌈shards/workers⌉ (the first
 // workers up take more and give it back as the others join). The default
 // baseline never balances.
-func ready(f fleet, shards, workers int) func(view) bool {
-	return func(v view) bool {
-		if len(v.members) != workers || v.ownedByMembers() != shards {
+func ready(f fleet, shards, workers int) func(procfleet.View) bool {
+	return func(v procfleet.View) bool {
+		if len(v.Members) != workers || v.OwnedByMembers() != shards {
 			return false
 		}
 		switch f.system() {
 		case systemShardlease:
-			return v.spread() <= 1
+			return v.Spread() <= 1
 		case systemTuned:
-			for _, n := range v.counts() {
+			for _, n := range v.Counts() {
 				if n > (shards+workers-1)/workers {
 					return false
 				}
@@ -172,11 +173,11 @@ func (r *fleetRun) victim(ctx context.Context, i int, pick victimRule) (string, 
 		return "", nil, err
 	}
 	if pick == theAssignor {
-		return assignor, v.shardsOf(assignor), nil
+		return assignor, v.ShardsOf(assignor), nil
 	}
 	var owning []string
-	for _, m := range v.members {
-		if len(v.shardsOf(m)) > 0 && (pick == anyWorker || m != assignor) {
+	for _, m := range v.Members {
+		if len(v.ShardsOf(m)) > 0 && (pick == anyWorker || m != assignor) {
 			owning = append(owning, m)
 		}
 	}
@@ -185,15 +186,15 @@ func (r *fleetRun) victim(ctx context.Context, i int, pick victimRule) (string, 
 	}
 	slices.Sort(owning)
 	id := owning[i%len(owning)]
-	return id, v.shardsOf(id), nil
+	return id, v.ShardsOf(id), nil
 }
 
 // reownedBy is the failover condition: every shard in lost is owned by a
 // worker other than gone.
-func reownedBy(gone string, lost []string) func(view) bool {
-	return func(v view) bool {
+func reownedBy(gone string, lost []string) func(procfleet.View) bool {
+	return func(v procfleet.View) bool {
 		for _, s := range lost {
-			if w, ok := v.owners[s]; !ok || w == gone {
+			if w, ok := v.Owners[s]; !ok || w == gone {
 				return false
 			}
 		}
@@ -202,9 +203,9 @@ func reownedBy(gone string, lost []string) func(view) bool {
 }
 
 // keepsAll reports whether worker id still owns every shard in lost.
-func keepsAll(v view, id string, lost []string) bool {
+func keepsAll(v procfleet.View, id string, lost []string) bool {
 	for _, s := range lost {
-		if v.owners[s] != id {
+		if v.Owners[s] != id {
 			return false
 		}
 	}
@@ -238,7 +239,7 @@ func takeAway(ctx context.Context, env *benchEnv, system, scenario string, crash
 		// splits into Consul's detection and the takeover after it.
 		var freed time.Time
 		done := reownedBy(id, lost)
-		_, t1, err := waitFor(ctx, r.f, within, fmt.Sprintf("%s's %d shards owned again", id, len(lost)), func(v view) bool {
+		_, t1, err := waitFor(ctx, r.f, within, fmt.Sprintf("%s's %d shards owned again", id, len(lost)), func(v procfleet.View) bool {
 			if freed.IsZero() && !keepsAll(v, id, lost) {
 				freed = time.Now()
 			}
@@ -273,17 +274,17 @@ func takeAway(ctx context.Context, env *benchEnv, system, scenario string, crash
 // handlersStarted waits until every shard of lost has a handler that
 // started after t0 and returns the latest start. The observer saw every
 // shard owned, so the handlers are starting or have started.
-func handlersStarted(ctx context.Context, l *startLog, lost []string, t0 time.Time) (time.Time, error) {
+func handlersStarted(ctx context.Context, l *procfleet.StartLog, lost []string, t0 time.Time) (time.Time, error) {
 	if len(lost) == 0 {
 		return time.Time{}, errors.New("the victim owned no shard: nothing to time")
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if at, ok := l.last(lost, t0); ok {
+		if at, ok := l.Last(lost, t0); ok {
 			return at, nil
 		}
 		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("owned again, but the new handlers of %s did not start within 10 s", l.notStarted(lost, t0))
+			return time.Time{}, fmt.Errorf("owned again, but the new handlers of %s did not start within 10 s", l.NotStarted(lost, t0))
 		}
 		select {
 		case <-ctx.Done():

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/internal/offsetlog"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -50,7 +50,7 @@ type restartFigures struct {
 	kvMoves   []float64 // owner changes to another worker the observer saw
 	longest   []float64 // the longest time a shard had no running handler, s
 	spread    []float64 // max − min over live workers at rest (restSpread)
-	spreadAll []float64 // max − min over live workers at every view
+	spreadAll []float64 // max − min over live workers at every procfleet.View
 	overTwo   []float64 // the longest stretch of views with max − min > 2, s
 	seconds   []float64 // the whole rolling restart, s
 }
@@ -117,11 +117,10 @@ func restartRows(env *benchEnv, size coldSize, down, grace time.Duration, trials
 // given rejoin grace and runs trials rolling restarts on it.
 func restartVariant(ctx context.Context, env *benchEnv, size coldSize, down, grace time.Duration, trials int) (restartFigures, error) {
 	var fig restartFigures
-	pf, err := newProcFleet(env, systemShardlease, "rolling-restart", size.shards, shard.DefaultPolicy)
+	pf, err := newProcFleet(env, systemShardlease, "rolling-restart", size.shards, shard.DefaultPolicy, "--rejoin-grace", grace.String())
 	if err != nil {
 		return fig, err
 	}
-	pf.args = append(pf.args, "--rejoin-grace", grace.String())
 	r := &fleetRun{env: env, f: pf, workers: size.workers, shards: size.shards, next: 1}
 	defer pf.close()
 	for range size.workers {
@@ -152,7 +151,7 @@ func restartOnce(ctx context.Context, r *fleetRun, pf *procFleet, down time.Dura
 	go func() {
 		defer close(watched)
 		// Ends when stopWatch is called; its "not reached" error is that.
-		_, _, _ = waitFor(watchCtx, r.f, time.Hour, "the end of the rolling restart", func(v view) bool { obs.see(v); return false })
+		_, _, _ = waitFor(watchCtx, r.f, time.Hour, "the end of the rolling restart", func(v procfleet.View) bool { obs.see(v); return false })
 	}()
 	defer func() { stopWatch(); <-watched }()
 	t0 := time.Now()
@@ -199,11 +198,7 @@ func restartOnce(ctx context.Context, r *fleetRun, pf *procFleet, down time.Dura
 func runningEverywhere(ctx context.Context, pf *procFleet, shards int) ([]offsetlog.Interval, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		paths, err := filepath.Glob(filepath.Join(pf.dir, "*.jsonl"))
-		if err != nil {
-			return nil, err
-		}
-		_, ivs, err := offsetlog.ReadAll(paths...)
+		_, ivs, err := offsetlog.ReadAll(pf.historyFiles()...)
 		if err != nil {
 			return nil, err
 		}
@@ -275,7 +270,7 @@ type restartObserver struct {
 	shards    int // the fleet's
 	mu        sync.Mutex
 	spread    int // the largest restSpread
-	spreadAll int // the largest spread over live workers at any view
+	spreadAll int // the largest spread over live workers at any procfleet.View
 	owner     map[string]string
 	moves     int
 	overSince time.Time     // the first view of the current stretch with a spread above 2
@@ -288,20 +283,20 @@ func newRestartObserver(shards int) *restartObserver {
 
 // see takes one view: a shard held by another worker than the one last
 // seen holding it is a move (a free shard keeps its last owner).
-func (o *restartObserver) see(v view) {
+func (o *restartObserver) see(v procfleet.View) {
 	o.seeAt(v, time.Now())
 }
 
-func (o *restartObserver) seeAt(v view, now time.Time) {
+func (o *restartObserver) seeAt(v procfleet.View, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for s, w := range v.owners {
+	for s, w := range v.Owners {
 		if last, ok := o.owner[s]; ok && last != w {
 			o.moves++
 		}
 		o.owner[s] = w
 	}
-	n := v.spread()
+	n := v.Spread()
 	o.spreadAll = max(o.spreadAll, n)
 	switch {
 	case n > 2 && o.overSince.IsZero():
@@ -332,14 +327,14 @@ func (o *restartObserver) figures() (spread, spreadAll, moves int, overTwo time.
 // fleet of shards shards is at rest: every shard owned by a live worker,
 // every live worker owning at least one (no hand-off, failover or join
 // under way); false otherwise.
-func restSpread(v view, shards int) (int, bool) {
-	if len(v.members) == 0 || v.ownedByMembers() != shards {
+func restSpread(v procfleet.View, shards int) (int, bool) {
+	if len(v.Members) == 0 || v.OwnedByMembers() != shards {
 		return 0, false
 	}
-	for _, n := range v.counts() {
+	for _, n := range v.Counts() {
 		if n == 0 {
 			return 0, false
 		}
 	}
-	return v.spread(), true
+	return v.Spread(), true
 }

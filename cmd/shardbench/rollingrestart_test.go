@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/internal/offsetlog"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -58,16 +59,16 @@ func owners(ws ...string) map[string]string {
 func TestRestSpreadOnlyAtRest(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		v      view
+		v      procfleet.View
 		spread int
 		ok     bool
 	}{
-		{"balanced", view{owners: owners("w1", "w2", "w1", "w2", "w3", "w3"), members: []string{"w1", "w2", "w3"}}, 0, true},
-		{"uneven", view{owners: owners("w1", "w1", "w1", "w1", "w2", "w3"), members: []string{"w1", "w2", "w3"}}, 3, true},
-		{"a shard free", view{owners: owners("w1", "w1", "w2", "w2", "w3"), members: []string{"w1", "w2", "w3"}}, 0, false},
-		{"held by a worker gone", view{owners: owners("w1", "w1", "w2", "w2", "w3", "w4"), members: []string{"w1", "w2", "w3"}}, 0, false},
-		{"a joiner with none", view{owners: owners("w1", "w1", "w2", "w2", "w3", "w3"), members: []string{"w1", "w2", "w3", "w4"}}, 0, false},
-		{"no members", view{}, 0, false},
+		{"balanced", procfleet.View{Owners: owners("w1", "w2", "w1", "w2", "w3", "w3"), Members: []string{"w1", "w2", "w3"}}, 0, true},
+		{"uneven", procfleet.View{Owners: owners("w1", "w1", "w1", "w1", "w2", "w3"), Members: []string{"w1", "w2", "w3"}}, 3, true},
+		{"a shard free", procfleet.View{Owners: owners("w1", "w1", "w2", "w2", "w3"), Members: []string{"w1", "w2", "w3"}}, 0, false},
+		{"held by a worker gone", procfleet.View{Owners: owners("w1", "w1", "w2", "w2", "w3", "w4"), Members: []string{"w1", "w2", "w3"}}, 0, false},
+		{"a joiner with none", procfleet.View{Owners: owners("w1", "w1", "w2", "w2", "w3", "w3"), Members: []string{"w1", "w2", "w3", "w4"}}, 0, false},
+		{"no members", procfleet.View{}, 0, false},
 	} {
 		n, ok := restSpread(tc.v, 6)
 		if n != tc.spread || ok != tc.ok {
@@ -81,11 +82,11 @@ func TestRestSpreadOnlyAtRest(t *testing.T) {
 // back to the same worker is none.
 func TestRestartObserverCountsOwnerChanges(t *testing.T) {
 	o := newRestartObserver(2)
-	for _, v := range []view{
-		{owners: map[string]string{"a": "w1", "b": "w2"}, members: []string{"w1", "w2"}},
-		{owners: map[string]string{"b": "w2"}, members: []string{"w2"}},                  // a free
-		{owners: map[string]string{"a": "w1", "b": "w2"}, members: []string{"w1", "w2"}}, // back to w1
-		{owners: map[string]string{"a": "w2", "b": "w2"}, members: []string{"w1", "w2"}}, // a moved
+	for _, v := range []procfleet.View{
+		{Owners: map[string]string{"a": "w1", "b": "w2"}, Members: []string{"w1", "w2"}},
+		{Owners: map[string]string{"b": "w2"}, Members: []string{"w2"}},                  // a free
+		{Owners: map[string]string{"a": "w1", "b": "w2"}, Members: []string{"w1", "w2"}}, // back to w1
+		{Owners: map[string]string{"a": "w2", "b": "w2"}, Members: []string{"w1", "w2"}}, // a moved
 	} {
 		o.see(v)
 	}
@@ -100,11 +101,11 @@ func TestRestartObserverCountsOwnerChanges(t *testing.T) {
 // within 2, and one still open at the end counts too.
 func TestRestartObserverTimesTheImbalance(t *testing.T) {
 	members := []string{"w1", "w2"}
-	even := view{owners: owners("w1", "w2", "w1", "w2"), members: members}
-	uneven := view{owners: owners("w1", "w1", "w1", "w1"), members: members} // 4 − 0
+	even := procfleet.View{Owners: owners("w1", "w2", "w1", "w2"), Members: members}
+	uneven := procfleet.View{Owners: owners("w1", "w1", "w1", "w1"), Members: members} // 4 − 0
 	o := newRestartObserver(4)
 	t0 := time.Unix(1000, 0)
-	for i, v := range []view{even, uneven, uneven, even, uneven, even} {
+	for i, v := range []procfleet.View{even, uneven, uneven, even, uneven, even} {
 		o.seeAt(v, t0.Add(time.Duration(i)*time.Second))
 	}
 	// Stretches: views 1–3 (2 s) and 4–5 (1 s).

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 )
 
 // scaleOut adds a 13th worker to a ready fleet of 12 and measures how many
@@ -113,10 +115,10 @@ func scaleOutSystem(ctx context.Context, env *benchEnv, system string, shape fle
 			mbytes = append(mbytes, float64(sl.received()-read0)/bytesPerMB)
 			read = fmt.Sprintf("; the fleet read %.2f MB", mbytes[len(mbytes)-1])
 		}
-		moves = append(moves, float64(moved(before, after)))
-		spreads = append(spreads, float64(after.spread()))
+		moves = append(moves, float64(procfleet.Moved(before, after)))
+		spreads = append(spreads, float64(after.Spread()))
 		env.logf("shardbench: %s %s %d × %d trial %d: %s joined; %d shards moved, max−min %d after %v%s",
-			scenario, system, r.workers, r.shards, i+1, id, moved(before, after), after.spread(), time.Since(t0).Round(time.Millisecond), read)
+			scenario, system, r.workers, r.shards, i+1, id, procfleet.Moved(before, after), after.Spread(), time.Since(t0).Round(time.Millisecond), read)
 		// Back to the starting size for the next trial.
 		<-r.f.stop(id)
 		if err := r.settle(ctx); err != nil {

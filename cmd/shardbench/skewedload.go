@@ -281,7 +281,7 @@ func awaitCountBalance(ctx context.Context, fleets []*skewedFleet, shape skewedS
 		ready := true
 		for _, sf := range fleets {
 			v := sf.track.view()
-			ready = ready && len(v.owners) == shape.shards && len(v.members) == shape.workers && v.spread() <= 1
+			ready = ready && len(v.Owners) == shape.shards && len(v.Members) == shape.workers && v.Spread() <= 1
 		}
 		if ready {
 			return nil

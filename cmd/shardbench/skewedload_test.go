@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -77,7 +78,7 @@ func TestLoadModel(t *testing.T) {
 // counts for nothing.
 func TestSampleLoads(t *testing.T) {
 	loads := map[shard.ID]float64{"a": 6, "b": 2, "c": 1, "d": 1, "e": 2, "f": 1, "g": 1}
-	v := view{owners: map[string]string{"a": "w1", "b": "w2", "c": "w2", "d": "gone", "e": "w3", "f": "w3", "g": "w4"}, members: []string{"w1", "w2", "w3", "w4"}}
+	v := procfleet.View{Owners: map[string]string{"a": "w1", "b": "w2", "c": "w2", "d": "gone", "e": "w3", "f": "w3", "g": "w4"}, Members: []string{"w1", "w2", "w3", "w4"}}
 	s, ok := sampleLoads(v, loads, time.Unix(0, 0), 0.10)
 	// total 14 over 4 members: mean 3.5; w1 6, w2 and w3 3, w4 1. As the
 	// band reads it, w1's shard a (6) is above the band around the mean of
@@ -87,7 +88,7 @@ func TestSampleLoads(t *testing.T) {
 		s.pinned != 1 || math.Abs(s.bandMax-9.0/7) > 1e-9 || math.Abs(s.bandMin-3.0/7) > 1e-9 {
 		t.Errorf("sample %+v, %v; want max 1.714, min 0.286, floor 1.714; pinned 1, band max 1.286, band min 0.429", s, ok)
 	}
-	if _, ok := sampleLoads(view{owners: v.owners}, loads, time.Unix(0, 0), 0.10); ok {
+	if _, ok := sampleLoads(procfleet.View{Owners: v.Owners}, loads, time.Unix(0, 0), 0.10); ok {
 		t.Error("a sample without members: want none")
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/shard"
-	"github.com/shardlease/shardlease/shard/consul"
 )
 
 // What skewed-load measures of a fleet: the observer's view of who owns
@@ -21,7 +21,7 @@ import (
 // every move (a shard whose owner became another worker).
 type loadTrack struct {
 	mu    sync.Mutex
-	cur   view
+	cur   procfleet.View
 	own   map[shard.ID]float64 // the fleet's own figures: a diagnostic only
 	last  map[string]string    // the last owner seen of each shard
 	moves []time.Time
@@ -30,10 +30,10 @@ type loadTrack struct {
 func newLoadTrack() *loadTrack { return &loadTrack{last: map[string]string{}} }
 
 // follow watches observer's prefix until ctx ends.
-func (t *loadTrack) follow(ctx context.Context, observer *consul.Coordinator) {
+func (t *loadTrack) follow(ctx context.Context, observer *procfleet.Observer) {
 	var after uint64
 	for {
-		snap, err := observer.Watch(ctx, after)
+		snap, err := observer.Snapshot(ctx, after)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -45,16 +45,16 @@ func (t *loadTrack) follow(ctx context.Context, observer *consul.Coordinator) {
 			}
 			continue
 		}
-		t.see(snapshotView(snap), snap.ShardLoads(), time.Now())
+		t.see(procfleet.SnapshotView(snap), snap.ShardLoads(), time.Now())
 		after = shard.NextIndex(after, snap.Index)
 	}
 }
 
 // see records view v and the fleet's own loads, seen at at.
-func (t *loadTrack) see(v view, own map[shard.ID]float64, at time.Time) {
+func (t *loadTrack) see(v procfleet.View, own map[shard.ID]float64, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for s, w := range v.owners {
+	for s, w := range v.Owners {
 		if prev, ok := t.last[s]; ok && prev != w {
 			t.moves = append(t.moves, at)
 		}
@@ -64,13 +64,13 @@ func (t *loadTrack) see(v view, own map[shard.ID]float64, at time.Time) {
 }
 
 // view is the latest view.
-func (t *loadTrack) view() view {
+func (t *loadTrack) view() procfleet.View {
 	v, _ := t.latest()
 	return v
 }
 
 // latest is the latest view and the fleet's own loads with it.
-func (t *loadTrack) latest() (view, map[shard.ID]float64) {
+func (t *loadTrack) latest() (procfleet.View, map[shard.ID]float64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.cur, t.own
@@ -105,31 +105,31 @@ type loadSample struct {
 // sampleLoads computes a sample from view v and the shards' true loads.
 // The mean is the fleet's whole load over its live workers, so that a
 // shard in hand-off still counts; ok is false without live workers.
-func sampleLoads(v view, loads map[shard.ID]float64, at time.Time, tol float64) (loadSample, bool) {
-	if len(v.members) == 0 {
+func sampleLoads(v procfleet.View, loads map[shard.ID]float64, at time.Time, tol float64) (loadSample, bool) {
+	if len(v.Members) == 0 {
 		return loadSample{}, false
 	}
-	per := make(map[string]float64, len(v.members))
-	heaviest := make(map[string]float64, len(v.members)) // each worker's heaviest shard
-	for _, m := range v.members {
+	per := make(map[string]float64, len(v.Members))
+	heaviest := make(map[string]float64, len(v.Members)) // each worker's heaviest shard
+	for _, m := range v.Members {
 		per[m] = 0
 	}
 	var total, top float64
 	for id, l := range loads {
 		total += l
 		top = math.Max(top, l)
-		if w, ok := v.owners[string(id)]; ok {
+		if w, ok := v.Owners[string(id)]; ok {
 			if _, live := per[w]; live {
 				per[w] += l
 				heaviest[w] = math.Max(heaviest[w], l)
 			}
 		}
 	}
-	mean := total / float64(len(v.members))
+	mean := total / float64(len(v.Members))
 	if !(mean > 0) {
 		return loadSample{}, false
 	}
-	s := loadSample{at: at, max: math.Inf(-1), min: math.Inf(1), floor: top / mean, members: len(v.members)}
+	s := loadSample{at: at, max: math.Inf(-1), min: math.Inf(1), floor: top / mean, members: len(v.Members)}
 	for _, l := range per {
 		s.max, s.min = math.Max(s.max, l/mean), math.Min(s.min, l/mean)
 	}

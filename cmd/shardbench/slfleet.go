@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
@@ -44,15 +45,15 @@ type slFleet struct {
 	o        slOptions
 	cfg      consul.Config
 	store    *offmem.Store
-	observer *consul.Coordinator
+	observer *procfleet.Observer
 
 	mu      sync.Mutex
 	workers map[string]*slWorker
 	reaping sync.WaitGroup
-	started startLog
+	started procfleet.StartLog
 }
 
-func (f *slFleet) starts() *startLog { return &f.started }
+func (f *slFleet) starts() *procfleet.StartLog { return &f.started }
 
 type slWorker struct {
 	sev    *severable
@@ -75,7 +76,7 @@ func newSLFleet(env *benchEnv, scenario string, o slOptions) (*slFleet, error) {
 	if o.liveness != "" {
 		cfg.Liveness = o.liveness
 	}
-	observer, err := consul.New(cfg)
+	observer, err := procfleet.NewObserver(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +103,7 @@ func (f *slFleet) add(ctx context.Context, id string) error {
 		// The handler notes its start, holds its shard and does nothing
 		// else: the figures are the coordination's own.
 		Handler: worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
-			f.started.record(string(c.Shard))
+			f.started.Record(string(c.Shard))
 			if f.o.hold != nil {
 				f.o.hold(ctx, c)
 			}
@@ -153,37 +154,13 @@ func (f *slFleet) stop(id string) <-chan struct{} {
 	return sw.done
 }
 
-func (f *slFleet) view(ctx context.Context, after uint64) (view, error) {
-	return shardleaseView(ctx, f.observer, after)
+func (f *slFleet) view(ctx context.Context, after uint64) (procfleet.View, error) {
+	return f.observer.View(ctx, after)
 }
 
 // assignor returns the worker holding P/assignor.
 func (f *slFleet) assignor(ctx context.Context, must bool) (string, error) {
-	return readAssignor(ctx, f.observer, f.cfg.Prefix, must)
-}
-
-// shardleaseView reads a shardlease fleet through observer (a blocking
-// query past after): the shards' owners and the live members.
-func shardleaseView(ctx context.Context, observer *consul.Coordinator, after uint64) (view, error) {
-	snap, err := observer.Watch(ctx, after)
-	if err != nil {
-		return view{}, err
-	}
-	return snapshotView(snap), nil
-}
-
-// snapshotView is a shardlease snapshot as a view.
-func snapshotView(snap shard.Snapshot) view {
-	v := view{index: snap.Index, owners: map[string]string{}}
-	for s, w := range snap.Owners() {
-		v.owners[string(s)] = w
-	}
-	for _, m := range snap.Members {
-		if m.Live() {
-			v.members = append(v.members, m.ID)
-		}
-	}
-	return v
+	return f.observer.AssignorWorker(ctx, must)
 }
 
 func (f *slFleet) close() {

@@ -141,7 +141,7 @@ func followStuck(ctx context.Context, f *slFleet, shards int, span time.Duration
 	lastAt, lastUnowned := start, shards
 	var unowned time.Duration
 	for {
-		snap, err := f.observer.Watch(wctx, after)
+		snap, err := f.observer.Snapshot(wctx, after)
 		now := time.Now()
 		if err != nil {
 			if ctx.Err() != nil {
