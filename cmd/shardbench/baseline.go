@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/apilock"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/shard"
@@ -26,9 +27,9 @@ import (
 // TTL, renewal interval and lock-delay; for the default one, with --small,
 // a 10 s session TTL and a 1 ms lock-delay so that a smoke run ends sooner
 // (its figures are not results).
-func baselineConfig(env *benchEnv, system, prefix string, shards int, policy shard.LeasePolicy) apilock.Config {
-	cfg := apilock.Config{Prefix: prefix, Shards: apilock.ShardNames(shards), Mode: apilock.Default, Quick: env.small}
-	if system == systemTuned {
+func baselineConfig(env *bench.Env, system, prefix string, shards int, policy shard.LeasePolicy) apilock.Config {
+	cfg := apilock.Config{Prefix: prefix, Shards: apilock.ShardNames(shards), Mode: apilock.Default, Quick: env.Small}
+	if system == bench.SystemTuned {
 		cfg.Mode, cfg.Quick = apilock.Tuned, false
 		cfg.TTL, cfg.RenewEvery, cfg.LockDelay = policy.TTL, policy.RenewEvery, policy.EffectiveLockDelay()
 	}
@@ -38,7 +39,7 @@ func baselineConfig(env *benchEnv, system, prefix string, shards int, policy sha
 // blFleet is baseline workers in this process, each with its own Consul
 // client.
 type blFleet struct {
-	env      *benchEnv
+	env      *bench.Env
 	sys      string
 	cfg      apilock.Config // every worker's, but for ID, Consul and OnStart
 	observer *api.Client
@@ -62,30 +63,26 @@ type blWorker struct {
 
 // newBaselineFleet makes a fleet of system (systemBaseline, or systemTuned
 // to policy).
-func newBaselineFleet(env *benchEnv, system, scenario string, shards int, policy shard.LeasePolicy) (*blFleet, error) {
-	cfg := env.apiConfig(nil)
+func newBaselineFleet(env *bench.Env, system, scenario string, shards int, policy shard.LeasePolicy) (*blFleet, error) {
+	cfg := env.APIConfig()
 	c, err := api.NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}
-	prefix := fmt.Sprintf("shardbench/%s-%s-%s", scenario, system, randomHex(4))
+	prefix := fmt.Sprintf("shardbench/%s-%s-%s", scenario, system, bench.RandomHex(4))
 	return &blFleet{
 		env: env, sys: system, cfg: baselineConfig(env, system, prefix, shards, policy),
 		observer: c, observerConns: cfg.Transport, workers: map[string]*blWorker{},
 	}, nil
 }
 
-// apiConfig is a fresh client config for the run's agent, with its own
-// pooled transport (api.DefaultConfig's), wrapped by sev when not nil.
-func (e *benchEnv) apiConfig(sev *severable) *api.Config {
-	cfg := *e.consul
-	cfg.Transport = api.DefaultConfig().Transport
-	cfg.HttpClient = nil
-	if sev != nil {
-		sev.base = cfg.Transport
-		cfg.HttpClient = &http.Client{Transport: sev}
-	}
-	return &cfg
+// apiConfigVia is a fresh client config for env's agent whose transport
+// sev wraps.
+func apiConfigVia(env *bench.Env, sev *severable) *api.Config {
+	cfg := env.APIConfig()
+	sev.base = cfg.Transport
+	cfg.HttpClient = &http.Client{Transport: sev}
+	return cfg
 }
 
 func (f *blFleet) system() string { return f.sys }
@@ -93,7 +90,7 @@ func (f *blFleet) system() string { return f.sys }
 func (f *blFleet) add(ctx context.Context, id string) error {
 	bw := &blWorker{sev: newSeverable(nil), done: make(chan struct{})}
 	cfg := f.cfg
-	cfg.ID, cfg.Consul = id, f.env.apiConfig(bw.sev)
+	cfg.ID, cfg.Consul = id, apiConfigVia(f.env, bw.sev)
 	bw.conns = cfg.Consul.Transport
 	cfg.OnStart = func(s string) func() {
 		f.started.Record(s)
@@ -126,7 +123,7 @@ func (f *blFleet) crash(id string) {
 	}
 	bw.sev.sever()
 	bw.cancel() // its Run now fails every call and returns
-	if f.env.small && f.sys == systemBaseline {
+	if f.env.Small && f.sys == bench.SystemBaseline {
 		invalidateHeld(f.observer, f.cfg.Prefix, id)
 	}
 	f.reaping.Add(1)

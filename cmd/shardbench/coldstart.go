@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -26,8 +27,8 @@ type coldSize struct{ workers, shards int }
 // coldSizes: the goal's size for shardlease; the goal's 100 workers over a
 // tenth of the shards, which shows where this machine's limit lies; and
 // the size both systems run.
-func coldSizes(env *benchEnv) (goal, fewer, common coldSize) {
-	if env.small {
+func coldSizes(env *bench.Env) (goal, fewer, common coldSize) {
+	if env.Small {
 		return coldSize{10, 200}, coldSize{10, 50}, coldSize{3, 16}
 	}
 	return coldSize{100, 10000}, coldSize{100, 1000}, coldSize{12, 128}
@@ -41,16 +42,16 @@ const (
 
 // coldWithin bounds one shardlease cold start; past it the trial counts as
 // not converged and the figure is the bound.
-func coldWithin(env *benchEnv) time.Duration {
-	if env.small {
+func coldWithin(env *bench.Env) time.Duration {
+	if env.Small {
 		return 30 * time.Second
 	}
 	return 2 * time.Minute
 }
 
-func coldStartScenario(ctx context.Context, env *benchEnv) ([]result, error) {
+func coldStartScenario(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
 	goal, fewer, common := coldSizes(env)
-	var rows []result
+	var rows []bench.Result
 	for _, size := range []coldSize{goal, fewer, common} {
 		rs, err := slColdStart(ctx, env, size, size == goal)
 		rows = append(rows, rs...)
@@ -60,7 +61,7 @@ func coldStartScenario(ctx context.Context, env *benchEnv) ([]result, error) {
 	}
 	// Both baselines at the common size: the default one, and the tuned
 	// one on the policy shardlease's cold starts run.
-	for _, system := range []string{systemBaseline, systemTuned} {
+	for _, system := range []string{bench.SystemBaseline, bench.SystemTuned} {
 		rs, err := blColdStart(ctx, env, system, common)
 		rows = append(rows, rs...)
 		if err != nil {
@@ -74,15 +75,15 @@ func coldStartScenario(ctx context.Context, env *benchEnv) ([]result, error) {
 // on a fresh prefix. A trial that does not converge within coldWithin
 // counts with that bound as its time, and ends the size's trials: each
 // such trial costs minutes and says the same.
-func slColdStart(ctx context.Context, env *benchEnv, size coldSize, withGoal bool) ([]result, error) {
+func slColdStart(ctx context.Context, env *bench.Env, size coldSize, withGoal bool) ([]bench.Result, error) {
 	o := steadyOptions{
-		consul: env.coordConfig("shardbench/cold-start"), workers: size.workers,
+		consul: env.CoordConfig("shardbench/cold-start"), workers: size.workers,
 		policy: shard.DefaultPolicy, converge: coldWithin(env),
 	}
 	var secs, ratios, calls, moves []float64
 	converged, notes := 0, ""
-	for trial := range env.trials {
-		f, r, err := coldStart(ctx, o, size.shards, env.log)
+	for trial := range env.Trials {
+		f, r, err := coldStart(ctx, o, size.shards, env.Log)
 		switch {
 		case err == nil:
 			converged++
@@ -97,62 +98,62 @@ func slColdStart(ctx context.Context, env *benchEnv, size coldSize, withGoal boo
 		ratio := float64(r.FailedAcquires) / float64(max(granted, 1))
 		secs, ratios = append(secs, r.ColdStartSeconds), append(ratios, ratio)
 		calls, moves = append(calls, float64(r.AcquireCalls)), append(moves, float64(r.Moves))
-		env.logf("shardbench: cold-start shardlease %d × %d trial %d: %.2fs; %d acquire calls asked for %d shards, %d not granted (%.4f per granted), %d errors, %d hand-offs, %d requests",
+		env.Logf("shardbench: cold-start shardlease %d × %d trial %d: %.2fs; %d acquire calls asked for %d shards, %d not granted (%.4f per granted), %d errors, %d hand-offs, %d requests",
 			size.workers, size.shards, trial+1, r.ColdStartSeconds, r.AcquireCalls, r.ShardsAsked, r.FailedAcquires, ratio, r.AcquireErrors, r.Moves, r.ColdRequests)
 		if err != nil {
-			env.logf("shardbench: cold-start shardlease %d × %d: %v; no more trials at this size", size.workers, size.shards, err)
+			env.Logf("shardbench: cold-start shardlease %d × %d: %v; no more trials at this size", size.workers, size.shards, err)
 			break
 		}
 	}
-	timeRow := measured("cold-start", systemShardlease, coldMetric("time until all owned (shardlease: and max−min <= 1)", size), "s", secs).
-		with("workers", float64(size.workers)).with("shards", float64(size.shards)).
-		with("acquire_calls_p50", percentile(calls, 50)).with("handoffs_p50", percentile(moves, 50))
-	failRow := measured("cold-start", systemShardlease, coldMetric("failed ÷ successful acquire attempts", size), "ratio", ratios)
+	timeRow := bench.Measured("cold-start", bench.SystemShardlease, coldMetric("time until all owned (shardlease: and max−min <= 1)", size), "s", secs).
+		With("workers", float64(size.workers)).With("shards", float64(size.shards)).
+		With("acquire_calls_p50", bench.Percentile(calls, 50)).With("handoffs_p50", bench.Percentile(moves, 50))
+	failRow := bench.Measured("cold-start", bench.SystemShardlease, coldMetric("failed ÷ successful acquire attempts", size), "ratio", ratios)
 	if converged < len(secs) {
-		timeRow = timeRow.with("converged_trials", float64(converged))
+		timeRow = timeRow.With("converged_trials", float64(converged))
 		timeRow.Note = fmt.Sprintf("converged in %d of %d trials; the others count as the %v bound (last: %s)", converged, len(secs), o.converge, notes)
 		failRow.Note = "counted until the bound in the trials that did not converge"
 	}
-	timeRow.Policy, failRow.Policy = policyDefault, policyDefault
+	timeRow.Policy, failRow.Policy = bench.PolicyDefault, bench.PolicyDefault
 	if withGoal {
-		timeRow = timeRow.withGoal(fmt.Sprintf("p99 <= %.0fs", coldGoalSeconds), converged == len(secs) && timeRow.P99 <= coldGoalSeconds)
-		failRow = failRow.withGoal(fmt.Sprintf("p99 <= %.2f", coldGoalFailed), converged == len(secs) && failRow.P99 <= coldGoalFailed)
+		timeRow = timeRow.WithGoal(fmt.Sprintf("p99 <= %.0fs", coldGoalSeconds), converged == len(secs) && timeRow.P99 <= coldGoalSeconds)
+		failRow = failRow.WithGoal(fmt.Sprintf("p99 <= %.2f", coldGoalFailed), converged == len(secs) && failRow.P99 <= coldGoalFailed)
 	}
-	return []result{timeRow, failRow}, nil
+	return []bench.Result{timeRow, failRow}, nil
 }
 
 // blColdStart runs env.trials cold starts of a baseline (the tuned one on
 // shard.DefaultPolicy). Neither balances, so its time is until every
 // shard is locked, and the row says how far from balanced that was.
-func blColdStart(ctx context.Context, env *benchEnv, system string, size coldSize) ([]result, error) {
+func blColdStart(ctx context.Context, env *bench.Env, system string, size coldSize) ([]bench.Result, error) {
 	var secs, ratios, spreads []float64
-	for trial := range env.trials {
+	for trial := range env.Trials {
 		s, ratio, spread, err := blColdTrial(ctx, env, system, size)
 		if err != nil {
 			return nil, err
 		}
 		secs, ratios, spreads = append(secs, s), append(ratios, ratio), append(spreads, float64(spread))
-		env.logf("shardbench: cold-start %s %d × %d trial %d: every shard locked after %.2fs, max−min %d; %.4f refused acquires per granted",
+		env.Logf("shardbench: cold-start %s %d × %d trial %d: every shard locked after %.2fs, max−min %d; %.4f refused acquires per granted",
 			system, size.workers, size.shards, trial+1, s, spread, ratio)
 	}
-	timeRow := measured("cold-start", system, coldMetric("time until all owned (shardlease: and max−min <= 1)", size), "s", secs).
-		with("workers", float64(size.workers)).with("shards", float64(size.shards)).
-		with("max_minus_min_p50", percentile(spreads, 50))
+	timeRow := bench.Measured("cold-start", system, coldMetric("time until all owned (shardlease: and max−min <= 1)", size), "s", secs).
+		With("workers", float64(size.workers)).With("shards", float64(size.shards)).
+		With("max_minus_min_p50", bench.Percentile(spreads, 50))
 	timeRow.Note = "the baselines never balance: the time is until every shard is locked, at the max−min given"
-	failRow := measured("cold-start", system, coldMetric("failed ÷ successful acquire attempts", size), "ratio", ratios)
+	failRow := bench.Measured("cold-start", system, coldMetric("failed ÷ successful acquire attempts", size), "ratio", ratios)
 	failRow.Note = "KV acquires (PUT ?acquire) Consul answered false, per one it answered true"
-	timeRow.Policy, failRow.Policy = policyDefaults, policyDefaults
-	if system == systemTuned {
-		timeRow.Policy, failRow.Policy = policyDefault, policyDefault
-		timeRow = timeRow.withNote("tuned: until, besides, no worker holds more than ⌈N/W⌉; a worker tries at most ⌈N/W⌉ shards, W the members it sees, so the first ones up take more and give back")
+	timeRow.Policy, failRow.Policy = bench.PolicyDefaults, bench.PolicyDefaults
+	if system == bench.SystemTuned {
+		timeRow.Policy, failRow.Policy = bench.PolicyDefault, bench.PolicyDefault
+		timeRow = timeRow.WithNote("tuned: until, besides, no worker holds more than ⌈N/W⌉; a worker tries at most ⌈N/W⌉ shards, W the members it sees, so the first ones up take more and give back")
 	}
-	return []result{timeRow, failRow}, nil
+	return []bench.Result{timeRow, failRow}, nil
 }
 
 // blColdTrial starts a fresh baseline fleet and waits until it is ready:
 // every shard locked by one of its workers (and, tuned, none above its
 // cap).
-func blColdTrial(ctx context.Context, env *benchEnv, system string, size coldSize) (seconds, failedPerGranted float64, spread int, err error) {
+func blColdTrial(ctx context.Context, env *bench.Env, system string, size coldSize) (seconds, failedPerGranted float64, spread int, err error) {
 	f, err := newBaselineFleet(env, system, "cold-start", size.shards, shard.DefaultPolicy)
 	if err != nil {
 		return 0, 0, 0, err

@@ -9,15 +9,12 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/pgtest"
 	offconsul "github.com/shardlease/shardlease/offsets/consul"
 	"github.com/shardlease/shardlease/offsets/offsetstest/fencecost"
 	"github.com/shardlease/shardlease/offsets/postgres"
 )
-
-// postgresDSN is --postgres: the PostgreSQL commit-throughput uses. Empty:
-// a throwaway cluster is started (internal/harness/pgtest) and removed after.
-var postgresDSN string
 
 // commit-throughput: per offsets backend, the fenced commit against the
 // same write without the check (fencecost's pairs, the ones the FenceCost
@@ -29,8 +26,8 @@ var postgresDSN string
 // throughput").
 const commitGoal = 0.9
 
-func commitWindow(env *benchEnv) time.Duration {
-	if env.small {
+func commitWindow(env *bench.Env) time.Duration {
+	if env.Small {
 		return 200 * time.Millisecond
 	}
 	return 2 * time.Second
@@ -62,24 +59,24 @@ func modes(suffix string, ps ...fencecost.Pair) []commitPair {
 	return out
 }
 
-func commitThroughput(ctx context.Context, env *benchEnv) ([]result, error) {
+func commitThroughput(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
 	openers := []struct {
 		system string
-		open   func(context.Context, *benchEnv) (commitBackend, error)
+		open   func(context.Context, *bench.Env) (commitBackend, error)
 	}{
 		{"memory", openMemoryPairs},
 		{"bolt", openBoltPairs},
 		{"consul", openConsulPairs},
 		{"postgres", openPostgresPairs},
 	}
-	var rows []result
+	var rows []bench.Result
 	for _, o := range openers {
 		b, err := o.open(ctx, env)
 		if err != nil {
 			// A backend that cannot run (no PostgreSQL here) is a row
 			// saying why, not the end of the run.
-			env.logf("shardbench: commit-throughput: %s: %v", o.system, err)
-			rows = append(rows, result{Scenario: "commit-throughput", System: o.system, Metric: "fenced ÷ unfenced commits/s",
+			env.Logf("shardbench: commit-throughput: %s: %v", o.system, err)
+			rows = append(rows, bench.Result{Scenario: "commit-throughput", System: o.system, Metric: "fenced ÷ unfenced commits/s",
 				Unit: "ratio", Note: "not measured: " + err.Error()})
 			continue
 		}
@@ -95,11 +92,11 @@ func commitThroughput(ctx context.Context, env *benchEnv) ([]result, error) {
 
 // measurePairs runs each pair of b for env.trials windows and makes one row
 // per pair.
-func measurePairs(ctx context.Context, env *benchEnv, b commitBackend) ([]result, error) {
-	var rows []result
+func measurePairs(ctx context.Context, env *bench.Env, b commitBackend) ([]bench.Result, error) {
+	var rows []bench.Result
 	for _, p := range b.pairs {
 		var ratios, fenced, unfenced, cost []float64
-		for trial := range env.trials {
+		for trial := range env.Trials {
 			t, err := fencecost.Measure(ctx, p.Pair, commitWindow(env))
 			if err != nil {
 				return rows, err
@@ -108,25 +105,25 @@ func measurePairs(ctx context.Context, env *benchEnv, b commitBackend) ([]result
 			fenced = append(fenced, t.FencedRate())
 			unfenced = append(unfenced, t.UnfencedRate())
 			cost = append(cost, t.CostPercent())
-			env.logf("shardbench: commit-throughput %s, %s, trial %d: fenced %.0f/s, unfenced %.0f/s, ratio %.3f (%d iterations)",
+			env.Logf("shardbench: commit-throughput %s, %s, trial %d: fenced %.0f/s, unfenced %.0f/s, ratio %.3f (%d iterations)",
 				b.system, p.mode, trial+1, t.FencedRate(), t.UnfencedRate(), t.Ratio(), t.Iterations)
 		}
-		row := measured("commit-throughput", b.system, "fenced ÷ unfenced commits/s, "+p.mode, "ratio", ratios).
-			with("fenced_commits_per_s_p50", percentile(fenced, 50)).
-			with("unfenced_commits_per_s_p50", percentile(unfenced, 50)).
-			with("fence_cost_percent_p50", percentile(cost, 50))
-		row = row.withGoal(fmt.Sprintf("p50 >= %.1f", commitGoal), row.P50 >= commitGoal)
+		row := bench.Measured("commit-throughput", b.system, "fenced ÷ unfenced commits/s, "+p.mode, "ratio", ratios).
+			With("fenced_commits_per_s_p50", bench.Percentile(fenced, 50)).
+			With("unfenced_commits_per_s_p50", bench.Percentile(unfenced, 50)).
+			With("fence_cost_percent_p50", bench.Percentile(cost, 50))
+		row = row.WithGoal(fmt.Sprintf("p50 >= %.1f", commitGoal), row.P50 >= commitGoal)
 		rows = append(rows, row)
 	}
 	return rows, nil
 }
 
-func openMemoryPairs(context.Context, *benchEnv) (commitBackend, error) {
+func openMemoryPairs(context.Context, *bench.Env) (commitBackend, error) {
 	p, closeStore := fencecost.Memory()
 	return commitBackend{system: "memory", pairs: modes("", p), close: closeStore}, nil
 }
 
-func openBoltPairs(context.Context, *benchEnv) (commitBackend, error) {
+func openBoltPairs(context.Context, *bench.Env) (commitBackend, error) {
 	dir, err := os.MkdirTemp("", "shardbench-bolt-")
 	if err != nil {
 		return commitBackend{}, err
@@ -139,13 +136,13 @@ func openBoltPairs(context.Context, *benchEnv) (commitBackend, error) {
 	return commitBackend{system: "bolt", pairs: modes("", p), close: func() { closeStore(); os.RemoveAll(dir) }}, nil
 }
 
-func openConsulPairs(_ context.Context, env *benchEnv) (commitBackend, error) {
-	client, err := api.NewClient(env.apiConfig(nil))
+func openConsulPairs(_ context.Context, env *bench.Env) (commitBackend, error) {
+	client, err := api.NewClient(env.APIConfig())
 	if err != nil {
 		return commitBackend{}, err
 	}
-	prefix := "shardbench/commits-" + randomHex(4)
-	st, err := offconsul.New(offconsul.Config{Client: client, Address: env.consul.Address, Prefix: prefix})
+	prefix := "shardbench/commits-" + bench.RandomHex(4)
+	st, err := offconsul.New(offconsul.Config{Client: client, Address: env.Consul.Address, Prefix: prefix})
 	if err != nil {
 		return commitBackend{}, err
 	}
@@ -163,8 +160,8 @@ func openConsulPairs(_ context.Context, env *benchEnv) (commitBackend, error) {
 // server's durability (every commit waits for its WAL flush, so the disk's
 // fsync dominates) and with synchronous_commit=off for the benchmark's
 // connections, which leaves the statements' own cost to compare.
-func openPostgresPairs(ctx context.Context, _ *benchEnv) (commitBackend, error) {
-	dsn, stop := postgresDSN, func() {}
+func openPostgresPairs(ctx context.Context, env *bench.Env) (commitBackend, error) {
+	dsn, stop := env.PostgresDSN, func() {}
 	if dsn == "" {
 		srv, err := pgtest.Launch()
 		if err != nil {
@@ -174,7 +171,7 @@ func openPostgresPairs(ctx context.Context, _ *benchEnv) (commitBackend, error) 
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	table := "shardbench_offsets_" + randomHex(4)
+	table := "shardbench_offsets_" + bench.RandomHex(4)
 	durable, err := postgres.Open(octx, postgres.Config{DSN: dsn, Table: table})
 	if err != nil {
 		stop()

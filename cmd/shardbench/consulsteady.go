@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/shard"
@@ -177,7 +176,7 @@ type steadyFleet struct {
 // already closed.
 func coldStart(ctx context.Context, o steadyOptions, n int, progress io.Writer) (*steadyFleet, steadyResult, error) {
 	cfg := o.consul
-	cfg.Prefix = fmt.Sprintf("%s/steady-%d-%s", o.consul.Prefix, n, randomHex(4))
+	cfg.Prefix = fmt.Sprintf("%s/steady-%d-%s", o.consul.Prefix, n, bench.RandomHex(4))
 	r := steadyResult{Shards: n, Workers: o.workers, Prefix: cfg.Prefix, Liveness: string(cfg.Liveness), Policy: o.policy}
 	if r.Liveness == "" {
 		r.Liveness = string(consul.LivenessCheck)
@@ -414,10 +413,4 @@ func printSteady(w io.Writer, rs []steadyResult) {
 		fmt.Fprintf(w, "%d shards, steady state per worker per second: %s (liveness %s, renew every %v, window %.0fs)\n",
 			r.Shards, endpoints(r.ByEndpoint), r.Liveness, r.Policy.RenewEvery, r.WindowSeconds)
 	}
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

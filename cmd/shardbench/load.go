@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
@@ -30,8 +31,8 @@ import (
 // baseline's (12 workers at each shard count), and the length of each
 // measured window (one per trial). The largest shardlease size is the
 // cold-start goal's: building it is a cold start of 100 workers.
-func loadSize(env *benchEnv) (slSizes []coldSize, blWorkers int, blShards []int, window time.Duration) {
-	if env.small {
+func loadSize(env *bench.Env) (slSizes []coldSize, blWorkers int, blShards []int, window time.Duration) {
+	if env.Small {
 		return []coldSize{{3, 16}, {3, 64}, {10, 200}}, 3, []int{16}, 2 * time.Second
 	}
 	return []coldSize{{12, 128}, {12, 4096}, {100, 10000}}, 12, []int{128, baselineLoadShards}, 20 * time.Second
@@ -51,9 +52,9 @@ const (
 	loadTolerance = 0.05
 )
 
-func coordinatorLoad(ctx context.Context, env *benchEnv) ([]result, error) {
+func coordinatorLoad(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
 	slSizes, blWorkers, blShards, window := loadSize(env)
-	var rows []result
+	var rows []bench.Result
 	var first float64
 	for i, size := range slSizes {
 		rs, err := slLoad(ctx, env, size.workers, size.shards, window)
@@ -63,11 +64,11 @@ func coordinatorLoad(ctx context.Context, env *benchEnv) ([]result, error) {
 		if i == 0 {
 			first = rs[0].P50
 		} else if first > 0 {
-			rs[0] = rs[0].with(fmt.Sprintf("ratio_to_%d_shards", slSizes[0].shards), rs[0].P50/first)
+			rs[0] = rs[0].With(fmt.Sprintf("ratio_to_%d_shards", slSizes[0].shards), rs[0].P50/first)
 		}
 		rows = append(rows, rs...)
 	}
-	for _, system := range []string{systemBaseline, systemTuned} {
+	for _, system := range []string{bench.SystemBaseline, bench.SystemTuned} {
 		for _, n := range blShards {
 			row, err := blLoad(ctx, env, system, blWorkers, n, window)
 			if err != nil {
@@ -82,76 +83,76 @@ func coordinatorLoad(ctx context.Context, env *benchEnv) ([]result, error) {
 // slLoad starts a shardlease fleet, lets it converge and settle, and
 // measures env.trials windows: a row of the rate per worker, and one of
 // the assignor's worker's own rate beside the others'.
-func slLoad(ctx context.Context, env *benchEnv, workers, n int, window time.Duration) ([]result, error) {
+func slLoad(ctx context.Context, env *bench.Env, workers, n int, window time.Duration) ([]bench.Result, error) {
 	o := steadyOptions{
-		consul: env.coordConfig("shardbench/coordinator-load"), workers: workers,
+		consul: env.CoordConfig("shardbench/coordinator-load"), workers: workers,
 		// The default policy: renew every 2 s (a check update and a
 		// session read per renewal).
 		policy: shard.DefaultPolicy, converge: 3 * time.Minute,
 	}
-	f, cold, err := coldStart(ctx, o, n, env.log)
+	f, cold, err := coldStart(ctx, o, n, env.Log)
 	if err != nil {
 		return nil, err
 	}
 	defer f.close()
-	env.logf("shardbench: coordinator-load shardlease: %d workers own %d shards after %.2fs; settling, then %d windows of %v",
-		workers, n, cold.ColdStartSeconds, env.trials, window)
+	env.Logf("shardbench: coordinator-load shardlease: %d workers own %d shards after %.2fs; settling, then %d windows of %v",
+		workers, n, cold.ColdStartSeconds, env.Trials, window)
 	time.Sleep(o.policy.RenewEvery)
 	var samples []float64
 	var last map[string]float64
 	var asg assignorLoad
-	for trial := range env.trials {
+	for trial := range env.Trials {
 		rate, byEP, err := asg.window(ctx, f, window)
 		if err != nil {
 			return nil, err
 		}
 		samples, last = append(samples, rate), byEP
-		env.logf("shardbench: coordinator-load shardlease %d × %d trial %d: %.3f requests per worker per second (%s); %s",
+		env.Logf("shardbench: coordinator-load shardlease %d × %d trial %d: %.3f requests per worker per second (%s); %s",
 			workers, n, trial+1, rate, endpoints(byEP), asg.last())
 	}
 	steady := f.converged(ctx)
 	if !steady {
-		env.logf("shardbench: coordinator-load shardlease %d shards: warning: not converged at the end", n)
+		env.Logf("shardbench: coordinator-load shardlease %d shards: warning: not converged at the end", n)
 	}
-	row := loadRow(systemShardlease, n, workers, samples, last)
-	row.Policy = policyDefault
+	row := loadRow(bench.SystemShardlease, n, workers, samples, last)
+	row.Policy = bench.PolicyDefault
 	if !steady {
 		// A fleet that lost workers or shards meanwhile was not in the
 		// steady state this row is about: say so beside the figure.
-		row = row.withNote("not converged at the end of the windows: the rate includes workers rejoining")
+		row = row.WithNote("not converged at the end of the windows: the rate includes workers rejoining")
 	}
-	row = row.withGoal(fmt.Sprintf("p99 <= %.2f (1 per second, %.0f %% for a renewal at a window's edge), the same at every size",
+	row = row.WithGoal(fmt.Sprintf("p99 <= %.2f (1 per second, %.0f %% for a renewal at a window's edge), the same at every size",
 		loadGoal+loadTolerance, 100*loadTolerance), row.P99 <= loadGoal+loadTolerance)
-	return []result{row, asg.row(workers, n, env.trials)}, nil
+	return []bench.Result{row, asg.row(workers, n, env.Trials)}, nil
 }
 
 // blLoad starts a fleet of a baseline (the tuned one on the default
 // policy, as shardlease's rows), waits until every shard is locked, lets
 // the waiting locks settle into their blocking queries, and measures
 // env.trials windows.
-func blLoad(ctx context.Context, env *benchEnv, system string, workers, n int, window time.Duration) (result, error) {
+func blLoad(ctx context.Context, env *bench.Env, system string, workers, n int, window time.Duration) (bench.Result, error) {
 	f, err := newBaselineFleet(env, system, "coordinator-load", n, shard.DefaultPolicy)
 	if err != nil {
-		return result{}, err
+		return bench.Result{}, err
 	}
 	defer f.close()
 	began := time.Now()
 	for i := range workers {
 		if err := f.add(ctx, workerID(i+1)); err != nil {
-			return result{}, err
+			return bench.Result{}, err
 		}
 	}
 	if _, _, err := waitFor(ctx, f, 3*time.Minute, "every shard locked", func(v procfleet.View) bool {
 		return len(v.Members) == workers && v.OwnedByMembers() == n
 	}); err != nil {
-		return result{}, err
+		return bench.Result{}, err
 	}
-	env.logf("shardbench: coordinator-load %s: %d workers hold all %d shards after %v; settling, then %d windows of %v",
-		system, workers, n, time.Since(began).Round(time.Millisecond), env.trials, window)
+	env.Logf("shardbench: coordinator-load %s: %d workers hold all %d shards after %v; settling, then %d windows of %v",
+		system, workers, n, time.Since(began).Round(time.Millisecond), env.Trials, window)
 	// A waiting api.Lock's blocking query lasts LockWaitTime (15 s): let
 	// the burst of the start pass.
 	settle := 15 * time.Second
-	if env.small {
+	if env.Small {
 		settle = time.Second
 	}
 	time.Sleep(settle)
@@ -163,29 +164,29 @@ func blLoad(ctx context.Context, env *benchEnv, system string, workers, n int, w
 	f.mu.Unlock()
 	var samples []float64
 	var last map[string]float64
-	for trial := range env.trials {
+	for trial := range env.Trials {
 		rate, byEP, _, err := requestRate(ctx, counters, window)
 		if err != nil {
-			return result{}, err
+			return bench.Result{}, err
 		}
 		samples, last = append(samples, rate), byEP
-		env.logf("shardbench: coordinator-load %s %d shards trial %d: %.3f requests per worker per second (%s)",
+		env.Logf("shardbench: coordinator-load %s %d shards trial %d: %.3f requests per worker per second (%s)",
 			system, n, trial+1, rate, endpoints(byEP))
 	}
 	row := loadRow(system, n, workers, samples, last)
-	row.Policy = policyDefaults
-	if system == systemTuned {
-		row.Policy = policyDefault
+	row.Policy = bench.PolicyDefaults
+	if system == bench.SystemTuned {
+		row.Policy = bench.PolicyDefault
 	}
-	return row.with("per_shard", row.P50/float64(n)), nil
+	return row.With("per_shard", row.P50/float64(n)), nil
 }
 
 // loadRow is one size's row, with the last window's rate per endpoint.
-func loadRow(system string, shards, workers int, samples []float64, byEP map[string]float64) result {
-	row := measured("coordinator-load", system, fmt.Sprintf("Consul requests per worker per second, %d workers × %d shards", workers, shards),
-		"req/s", samples).with("shards", float64(shards)).with("workers", float64(workers))
+func loadRow(system string, shards, workers int, samples []float64, byEP map[string]float64) bench.Result {
+	row := bench.Measured("coordinator-load", system, fmt.Sprintf("Consul requests per worker per second, %d workers × %d shards", workers, shards),
+		"req/s", samples).With("shards", float64(shards)).With("workers", float64(workers))
 	for ep, r := range byEP {
-		row = row.with(ep, r)
+		row = row.With(ep, r)
 	}
 	return row
 }

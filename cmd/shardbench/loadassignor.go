@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/shardlease/shardlease/internal/bench"
 )
 
 // assignorLoad collects, over coordinator-load's windows, the requests per
@@ -60,13 +62,13 @@ func (a *assignorLoad) last() string {
 
 // row is the assignor's own row: p50/p99 of its worker's rate, with the
 // others' rate per worker beside it.
-func (a *assignorLoad) row(workers, shards, trials int) result {
-	row := measured("coordinator-load", systemShardlease,
+func (a *assignorLoad) row(workers, shards, trials int) bench.Result {
+	row := bench.Measured("coordinator-load", bench.SystemShardlease,
 		fmt.Sprintf("Consul requests per second of the assignor's worker, %d workers × %d shards", workers, shards), "req/s", a.own).
-		with("others_per_worker_p50", percentile(a.others, 50)).with("others_per_worker_p99", percentile(a.others, 99)).
-		with("shards", float64(shards)).with("workers", float64(workers))
+		With("others_per_worker_p50", bench.Percentile(a.others, 50)).With("others_per_worker_p99", bench.Percentile(a.others, 99)).
+		With("shards", float64(shards)).With("workers", float64(workers))
 	if a.skipped > 0 {
-		row = row.withNote(fmt.Sprintf("%d of %d windows left out: the assignor changed during them", a.skipped, trials))
+		row = row.WithNote(fmt.Sprintf("%d of %d windows left out: the assignor changed during them", a.skipped, trials))
 	}
 	return row
 }

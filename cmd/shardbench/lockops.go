@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/shard/consul"
 )
 
@@ -20,16 +21,16 @@ import (
 // N lock operations, so N ÷ (b) is the floor under its time on this agent.
 
 // lockOpsWindow is how long each trial of each mode sends locks.
-func lockOpsWindow(env *benchEnv) time.Duration {
-	if env.small {
+func lockOpsWindow(env *bench.Env) time.Duration {
+	if env.Small {
 		return 300 * time.Millisecond
 	}
 	return 3 * time.Second
 }
 
-func lockOps(ctx context.Context, env *benchEnv) ([]result, error) {
+func lockOps(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
 	const scenario = "lock-ops"
-	client, err := api.NewClient(env.apiConfig(nil))
+	client, err := api.NewClient(env.APIConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +46,7 @@ func lockOps(ctx context.Context, env *benchEnv) ([]result, error) {
 	rates := make([][]float64, len(modes))
 	requests := make([][]float64, len(modes))
 	window := lockOpsWindow(env)
-	for trial := range env.trials {
+	for trial := range env.Trials {
 		for i, m := range modes {
 			ops, reqs, elapsed, err := lockBurst(ctx, client, m.perTxn, m.withGet, window)
 			if err != nil {
@@ -53,16 +54,16 @@ func lockOps(ctx context.Context, env *benchEnv) ([]result, error) {
 			}
 			rates[i] = append(rates[i], float64(ops)/elapsed.Seconds())
 			requests[i] = append(requests[i], float64(reqs)/elapsed.Seconds())
-			env.logf("shardbench: %s trial %d: %s: %d locks in %d requests in %v (%.0f/s)",
+			env.Logf("shardbench: %s trial %d: %s: %d locks in %d requests in %v (%.0f/s)",
 				scenario, trial+1, m.metric, ops, reqs, elapsed.Round(time.Millisecond), float64(ops)/elapsed.Seconds())
 		}
 	}
-	var rows []result
+	var rows []bench.Result
 	for i, m := range modes {
-		row := measured(scenario, "consul", m.metric, "ops/s", rates[i])
-		row = row.with("requests_per_s_p50", percentile(requests[i], 50))
+		row := bench.Measured(scenario, "consul", m.metric, "ops/s", rates[i])
+		row = row.With("requests_per_s_p50", bench.Percentile(requests[i], 50))
 		if m.perTxn > 0 {
-			row = row.with("ops_per_request", float64(m.perTxn))
+			row = row.With("ops_per_request", float64(m.perTxn))
 		}
 		rows = append(rows, row)
 	}
@@ -74,7 +75,7 @@ func lockOps(ctx context.Context, env *benchEnv) ([]result, error) {
 // and the session. It returns the locks granted, the requests sent and the
 // time they took.
 func lockBurst(ctx context.Context, client *api.Client, perTxn int, withGet bool, window time.Duration) (ops, reqs int, elapsed time.Duration, err error) {
-	prefix := "shardbench/lock-ops-" + randomHex(4)
+	prefix := "shardbench/lock-ops-" + bench.RandomHex(4)
 	// No TTL (nothing renews it during the burst) and no lock-delay.
 	sid, _, err := client.Session().Create(&api.SessionEntry{Name: "shardbench lock-ops", LockDelay: 0, Behavior: api.SessionBehaviorDelete},
 		(&api.WriteOptions{}).WithContext(ctx))

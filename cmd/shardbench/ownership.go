@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -33,36 +34,28 @@ type fleetShape struct {
 
 // ownershipShape is the fleet every system runs: 12 workers over 128
 // shards, or with --small 3 over 16, on the fast-failover policy.
-func ownershipShape(env *benchEnv) fleetShape {
+func ownershipShape(env *bench.Env) fleetShape {
 	size := coldSize{12, 128}
-	if env.small {
+	if env.Small {
 		size = coldSize{3, 16}
 	}
-	return fleetShape{coldSize: size, policy: fastFailover, policyName: policyFast}
+	return fleetShape{coldSize: size, policy: fastFailover, policyName: bench.PolicyFast}
 }
 
 // defaultShape is ownershipShape on shardlease's default policy.
-func defaultShape(env *benchEnv) fleetShape {
+func defaultShape(env *bench.Env) fleetShape {
 	s := ownershipShape(env)
-	s.policy, s.policyName = shard.DefaultPolicy, policyDefault
+	s.policy, s.policyName = shard.DefaultPolicy, bench.PolicyDefault
 	return s
 }
-
-// The names of the policies in a row's Policy: shardlease's two (which the
-// tuned baseline is tuned to), and the default baseline's settings.
-const (
-	policyFast     = "shard.FastPolicy"
-	policyDefault  = "shard.DefaultPolicy"
-	policyDefaults = "api.Lock defaults"
-)
 
 // scaleShape is the large fleet, cold-start's goal size (100 ×
 // 10,000; with --small 10 × 200), on the default policy as cold-start runs
 // it: 100 workers renewing every 300 ms would load a small machine's agent
 // for nothing a join or a hand-off measures.
-func scaleShape(env *benchEnv) fleetShape {
+func scaleShape(env *bench.Env) fleetShape {
 	goal, _, _ := coldSizes(env)
-	return fleetShape{coldSize: goal, policy: shard.DefaultPolicy, policyName: policyDefault, atScale: true}
+	return fleetShape{coldSize: goal, policy: shard.DefaultPolicy, policyName: bench.PolicyDefault, atScale: true}
 }
 
 // metric names a row's metric, with the fleet's size when it is at scale.
@@ -77,11 +70,11 @@ func (s fleetShape) metric(what string) string {
 const settleWithin = 2 * time.Minute
 
 // newFleet makes a fresh fleet of system for a scenario.
-func newFleet(env *benchEnv, system, scenario string, shape fleetShape) (fleet, error) {
+func newFleet(env *bench.Env, system, scenario string, shape fleetShape) (fleet, error) {
 	switch {
 	case shape.processes:
 		return newProcFleet(env, system, scenario, shape.shards, shape.policy)
-	case system == systemShardlease:
+	case system == bench.SystemShardlease:
 		return newSLFleet(env, scenario, slOptions{shards: shape.shards, policy: shape.policy})
 	}
 	return newBaselineFleet(env, system, scenario, shape.shards, shape.policy)
@@ -98,9 +91,9 @@ func ready(f fleet, shards, workers int) func(procfleet.View) bool {
 			return false
 		}
 		switch f.system() {
-		case systemShardlease:
+		case bench.SystemShardlease:
 			return v.Spread() <= 1
-		case systemTuned:
+		case bench.SystemTuned:
 			for _, n := range v.Counts() {
 				if n > (shards+workers-1)/workers {
 					return false
@@ -113,7 +106,7 @@ func ready(f fleet, shards, workers int) func(procfleet.View) bool {
 
 // fleetRun holds what every trial of an ownership scenario shares.
 type fleetRun struct {
-	env             *benchEnv
+	env             *bench.Env
 	f               fleet
 	workers, shards int
 	next            int // the number of the next worker to add
@@ -121,12 +114,12 @@ type fleetRun struct {
 
 // startFleet adds the workers of the fleet both systems run and waits
 // until it is ready.
-func startFleet(ctx context.Context, env *benchEnv, system, scenario string) (*fleetRun, error) {
+func startFleet(ctx context.Context, env *bench.Env, system, scenario string) (*fleetRun, error) {
 	return startShaped(ctx, env, system, scenario, ownershipShape(env))
 }
 
 // startShaped adds shape's workers and waits until the fleet is ready.
-func startShaped(ctx context.Context, env *benchEnv, system, scenario string, shape fleetShape) (*fleetRun, error) {
+func startShaped(ctx context.Context, env *bench.Env, system, scenario string, shape fleetShape) (*fleetRun, error) {
 	workers, shards := shape.workers, shape.shards
 	f, err := newFleet(env, system, scenario, shape)
 	if err != nil {
@@ -144,7 +137,7 @@ func startShaped(ctx context.Context, env *benchEnv, system, scenario string, sh
 		f.close()
 		return nil, err
 	}
-	env.logf("shardbench: %s %s: %d workers own %d shards after %v", scenario, system, workers, shards, time.Since(began).Round(time.Millisecond))
+	env.Logf("shardbench: %s %s: %d workers own %d shards after %v", scenario, system, workers, shards, time.Since(began).Round(time.Millisecond))
 	return r, nil
 }
 
@@ -215,7 +208,7 @@ func keepsAll(v procfleet.View, id string, lost []string) bool {
 // takeAway measures, over the trials, the time from taking one worker
 // away (crash or clean stop) until its shards are owned again, for one
 // system; a new worker replaces it between trials.
-func takeAway(ctx context.Context, env *benchEnv, system, scenario string, crash bool, pick victimRule, shape fleetShape, trials int, within time.Duration) (takeAwayFigures, error) {
+func takeAway(ctx context.Context, env *bench.Env, system, scenario string, crash bool, pick victimRule, shape fleetShape, trials int, within time.Duration) (takeAwayFigures, error) {
 	var fig takeAwayFigures
 	r, err := startShaped(ctx, env, system, scenario, shape)
 	if err != nil {
@@ -256,7 +249,7 @@ func takeAway(ctx context.Context, env *benchEnv, system, scenario string, crash
 		fig.handlers = append(fig.handlers, started.Sub(t0).Seconds())
 		fig.freed = append(fig.freed, freed.Sub(t0).Seconds())
 		fig.shards = append(fig.shards, float64(len(lost)))
-		env.logf("shardbench: %s %s trial %d: %s's %d shards owned again after %v, their new handlers all started after %v (first freed after %v)",
+		env.Logf("shardbench: %s %s trial %d: %s's %d shards owned again after %v, their new handlers all started after %v (first freed after %v)",
 			scenario, system, i+1, id, len(lost), t1.Sub(t0).Round(time.Millisecond), started.Sub(t0).Round(time.Millisecond), freed.Sub(t0).Round(time.Millisecond))
 		if stopped != nil {
 			<-stopped

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/internal/harness/shardproc"
 	"github.com/shardlease/shardlease/shard"
@@ -27,7 +28,7 @@ import (
 // wall clock (shardd: after its claim was fenced; apilockd: after its lock
 // was acquired, with no fence).
 type procFleet struct {
-	env    *benchEnv
+	env    *bench.Env
 	sys    string
 	dir    string // binaries, logs and histories; removed with the fleet
 	procs  *procfleet.Fleet
@@ -46,15 +47,15 @@ type procFleet struct {
 // and prepares a fleet on a fresh prefix: shardlease on policy, the tuned
 // baseline tuned to it, or the default baseline. extra are every worker's
 // further arguments.
-func newProcFleet(env *benchEnv, system, scenario string, shards int, policy shard.LeasePolicy, extra ...string) (*procFleet, error) {
+func newProcFleet(env *bench.Env, system, scenario string, shards int, policy shard.LeasePolicy, extra ...string) (*procFleet, error) {
 	dir, err := os.MkdirTemp("", "shardbench-procs-")
 	if err != nil {
 		return nil, err
 	}
 	f := &procFleet{env: env, sys: system, dir: dir, live: map[string]*procfleet.Worker{},
-		prefix: fmt.Sprintf("shardbench/%s-%s-p-%s", scenario, system, randomHex(4))}
+		prefix: fmt.Sprintf("shardbench/%s-%s-p-%s", scenario, system, bench.RandomHex(4))}
 	pkg := "github.com/shardlease/shardlease/internal/harness/apilock/apilockd"
-	if system == systemShardlease {
+	if system == bench.SystemShardlease {
 		pkg = "github.com/shardlease/shardlease/cmd/shardd"
 	}
 	bin, err := shardproc.BuildPackage(dir, pkg)
@@ -62,15 +63,15 @@ func newProcFleet(env *benchEnv, system, scenario string, shards int, policy sha
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	addr := env.consul.Address
+	addr := env.Consul.Address
 	var args []string
-	if system == systemShardlease {
+	if system == bench.SystemShardlease {
 		// No commits: the workers' histories hold their fences and handler
 		// runs, and the figures are the coordination's own.
 		args = []string{"worker", "--consul", addr, "--prefix", f.prefix, "--shards", strconv.Itoa(shards),
 			"--ttl", policy.TTL.String(), "--renew", policy.RenewEvery.String(), "--pause-budget", policy.PauseBudget.String(),
 			"--lock-delay", policy.EffectiveLockDelay().String(), "--rate", "1", "--commit-every", "1h", "--log-level", "warn"}
-		if f.slObs, err = procfleet.NewObserver(env.coordConfig(f.prefix)); err != nil {
+		if f.slObs, err = procfleet.NewObserver(env.CoordConfig(f.prefix)); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
@@ -81,7 +82,7 @@ func newProcFleet(env *benchEnv, system, scenario string, shards int, policy sha
 		if cfg.Quick {
 			args = append(args, "--quick")
 		}
-		conf := env.apiConfig(nil)
+		conf := env.APIConfig()
 		if f.blObs, err = api.NewClient(conf); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
@@ -128,7 +129,7 @@ func (f *procFleet) crash(id string) {
 		return
 	}
 	w.Signal(syscall.SIGKILL)
-	if f.env.small && f.sys == systemBaseline {
+	if f.env.Small && f.sys == bench.SystemBaseline {
 		invalidateHeld(f.blObs, f.prefix, id)
 	}
 	f.reaping.Add(1)
@@ -147,7 +148,7 @@ func (f *procFleet) stop(id string) <-chan struct{} {
 	go func() {
 		defer close(done)
 		if err := w.Stop(30 * time.Second); err != nil {
-			f.env.logf("shardbench: %s %s: %v", f.sys, id, err)
+			f.env.Logf("shardbench: %s %s: %v", f.sys, id, err)
 		}
 	}()
 	return done

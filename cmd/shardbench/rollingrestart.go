@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/internal/offsetlog"
 	"github.com/shardlease/shardlease/shard"
@@ -28,8 +29,8 @@ const rejoinGrace = 10 * time.Second
 
 // restartShape is the rolling restart's fleet and down time: 12 workers
 // over 128 shards and 3 s down, or with --small 3 over 16 and 1 s down.
-func restartShape(env *benchEnv) (coldSize, time.Duration) {
-	if env.small {
+func restartShape(env *bench.Env) (coldSize, time.Duration) {
+	if env.Small {
 		return coldSize{3, 16}, time.Second
 	}
 	return coldSize{12, 128}, 3 * time.Second
@@ -37,11 +38,11 @@ func restartShape(env *benchEnv) (coldSize, time.Duration) {
 
 // restartTrials is how many rolling restarts each variant runs: --trials
 // with --small, else at least 3 (one takes a minute or two).
-func restartTrials(env *benchEnv) int {
-	if env.small {
-		return env.trials
+func restartTrials(env *bench.Env) int {
+	if env.Small {
+		return env.Trials
 	}
-	return max(env.trials, 3)
+	return max(env.Trials, 3)
 }
 
 // restartFigures are one variant's samples, one per rolling restart.
@@ -55,10 +56,10 @@ type restartFigures struct {
 	seconds   []float64 // the whole rolling restart, s
 }
 
-func rollingRestart(ctx context.Context, env *benchEnv) ([]result, error) {
+func rollingRestart(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
 	size, down := restartShape(env)
 	trials := restartTrials(env)
-	var rows []result
+	var rows []bench.Result
 	for _, grace := range []time.Duration{rejoinGrace, 0} {
 		fig, err := restartVariant(ctx, env, size, down, grace, trials)
 		if len(fig.moves) > 0 {
@@ -72,52 +73,52 @@ func rollingRestart(ctx context.Context, env *benchEnv) ([]result, error) {
 }
 
 // restartRows makes a variant's rows, each with the goal issue 16 sets.
-func restartRows(env *benchEnv, size coldSize, down, grace time.Duration, trials int, fig restartFigures, err error) []result {
+func restartRows(env *bench.Env, size coldSize, down, grace time.Duration, trials int, fig restartFigures, err error) []bench.Result {
 	const scenario = "rolling-restart"
 	with := "rejoin grace " + grace.String()
 	if grace == 0 {
 		with = "no rejoin grace"
 	}
-	common := func(r result) result {
-		r = withPolicy(r, policyDefault, shard.DefaultPolicy).
-			with("restart_s_p50", percentile(fig.seconds, 50)).with("down_s", down.Seconds()).with("rejoin_grace_s", grace.Seconds())
-		r = r.withNote(fmt.Sprintf("%d `shardd worker` processes × %d shards, each in turn: SIGTERM, its exit, %v down, started again with the same --id, the fleet ready again before the next",
+	common := func(r bench.Result) bench.Result {
+		r = r.WithPolicy(bench.PolicyDefault, shard.DefaultPolicy).
+			With("restart_s_p50", bench.Percentile(fig.seconds, 50)).With("down_s", down.Seconds()).With("rejoin_grace_s", grace.Seconds())
+		r = r.WithNote(fmt.Sprintf("%d `shardd worker` processes × %d shards, each in turn: SIGTERM, its exit, %v down, started again with the same --id, the fleet ready again before the next",
 			size.workers, size.shards, down))
 		if err != nil {
-			r = r.withNote(fmt.Sprintf("only %d of %d trials: %v", len(fig.moves), trials, err))
+			r = r.WithNote(fmt.Sprintf("only %d of %d trials: %v", len(fig.moves), trials, err))
 		}
 		return r
 	}
-	moves := common(measured(scenario, systemShardlease, "shard moves over the rolling restart, "+with, "moves", fig.moves)).
-		with("kv_moves_max", slices.Max(fig.kvMoves)).
-		withNote("a move: a shard's handler run followed by one on another worker ID (the workers' histories); free and back to the same ID is none; kv_moves: owner changes to another ID in the observer's views")
-	gap := common(measured(scenario, systemShardlease, "longest time a shard has no running handler, "+with, "s", fig.longest)).
-		withNote("over every shard, from a handler's end line to the shard's next start line in the workers' histories, across processes (wall clocks)")
+	moves := common(bench.Measured(scenario, bench.SystemShardlease, "shard moves over the rolling restart, "+with, "moves", fig.moves)).
+		With("kv_moves_max", slices.Max(fig.kvMoves)).
+		WithNote("a move: a shard's handler run followed by one on another worker ID (the workers' histories); free and back to the same ID is none; kv_moves: owner changes to another ID in the observer's views")
+	gap := common(bench.Measured(scenario, bench.SystemShardlease, "longest time a shard has no running handler, "+with, "s", fig.longest)).
+		WithNote("over every shard, from a handler's end line to the shard's next start line in the workers' histories, across processes (wall clocks)")
 	if grace > 0 {
 		goal := down + time.Second
-		return []result{
-			moves.withGoal("max = 0", moves.Max == 0),
-			gap.withGoal(fmt.Sprintf("max <= %v", goal), gap.Max <= goal.Seconds()),
+		return []bench.Result{
+			moves.WithGoal("max = 0", moves.Max == 0),
+			gap.WithGoal(fmt.Sprintf("max <= %v", goal), gap.Max <= goal.Seconds()),
 		}
 	}
-	spread := common(measured(scenario, systemShardlease, "max − min of shards per live worker during the rolling restart, "+with, "shards", fig.spread)).
-		with("every_view_max", slices.Max(fig.spreadAll)).with("over_2_s_max", slices.Max(fig.overTwo)).
-		withNote("over the live workers, at every observer view from the first SIGTERM until the fleet is ready after the last start in which the fleet is at rest: " +
+	spread := common(bench.Measured(scenario, bench.SystemShardlease, "max − min of shards per live worker during the rolling restart, "+with, "shards", fig.spread)).
+		With("every_view_max", slices.Max(fig.spreadAll)).With("over_2_s_max", slices.Max(fig.overTwo)).
+		WithNote("over the live workers, at every observer view from the first SIGTERM until the fleet is ready after the last start in which the fleet is at rest: " +
 			"every shard owned by a live worker and every live worker owning one (no hand-off, failover or join under way); every_view_max counts every view. " +
 			"A worker that starts again owns nothing until the hand-offs to it finish, so at some view the spread is a whole share; " +
 			"over_2_s is the longest stretch of views in which max − min was above 2")
-	return []result{
-		moves.withGoal(fmt.Sprintf("max <= %d", 2*size.shards), moves.Max <= float64(2*size.shards)),
-		gap.withGoal("max <= 1s", gap.Max <= 1),
-		spread.withGoal("max <= 2", spread.Max <= 2),
+	return []bench.Result{
+		moves.WithGoal(fmt.Sprintf("max <= %d", 2*size.shards), moves.Max <= float64(2*size.shards)),
+		gap.WithGoal("max <= 1s", gap.Max <= 1),
+		spread.WithGoal("max <= 2", spread.Max <= 2),
 	}
 }
 
 // restartVariant starts a fleet of `shardd worker` processes with the
 // given rejoin grace and runs trials rolling restarts on it.
-func restartVariant(ctx context.Context, env *benchEnv, size coldSize, down, grace time.Duration, trials int) (restartFigures, error) {
+func restartVariant(ctx context.Context, env *bench.Env, size coldSize, down, grace time.Duration, trials int) (restartFigures, error) {
 	var fig restartFigures
-	pf, err := newProcFleet(env, systemShardlease, "rolling-restart", size.shards, shard.DefaultPolicy, "--rejoin-grace", grace.String())
+	pf, err := newProcFleet(env, bench.SystemShardlease, "rolling-restart", size.shards, shard.DefaultPolicy, "--rejoin-grace", grace.String())
 	if err != nil {
 		return fig, err
 	}
@@ -136,7 +137,7 @@ func restartVariant(ctx context.Context, env *benchEnv, size coldSize, down, gra
 			return fig, err
 		}
 		n := len(fig.moves) - 1
-		env.logf("shardbench: rolling-restart, rejoin grace %v, trial %d: %v, %v moves (%v seen in Consul), longest without a handler %.3fs, max−min at rest %v (at any view %v)",
+		env.Logf("shardbench: rolling-restart, rejoin grace %v, trial %d: %v, %v moves (%v seen in Consul), longest without a handler %.3fs, max−min at rest %v (at any view %v)",
 			grace, i+1, time.Duration(fig.seconds[n]*float64(time.Second)).Round(time.Millisecond), fig.moves[n], fig.kvMoves[n], fig.longest[n], fig.spread[n], fig.spreadAll[n])
 	}
 	return fig, nil
@@ -179,7 +180,7 @@ func restartOnce(ctx context.Context, r *fleetRun, pf *procFleet, down time.Dura
 	}
 	rf := restartRuns(ivs, t0.UnixNano())
 	if rf.shard != "" {
-		r.env.logf("shardbench: rolling-restart: the longest time without a handler, %v, was %s's", rf.longest.Round(time.Millisecond), rf.shard)
+		r.env.Logf("shardbench: rolling-restart: the longest time without a handler, %v, was %s's", rf.longest.Round(time.Millisecond), rf.shard)
 	}
 	spread, spreadAll, kvMoves, overTwo := obs.figures()
 	fig.moves = append(fig.moves, float64(rf.moves))

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 )
 
@@ -18,21 +19,21 @@ import (
 // shardlease alone does the same on the large fleet: a 101st worker joins
 // 100 over 10,000 shards, and the bytes the whole fleet reads from Consul
 // until it is balanced again are counted too.
-func scaleOut(ctx context.Context, env *benchEnv) ([]result, error) {
+func scaleOut(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
 	fast, def := ownershipShape(env), defaultShape(env)
-	var rows []result
+	var rows []bench.Result
 	for _, run := range []struct {
 		system string
 		shape  fleetShape
 	}{
-		{systemShardlease, fast}, {systemTuned, fast}, {systemShardlease, def}, {systemTuned, def},
-		{systemBaseline, fast}, {systemShardlease, scaleShape(env)},
+		{bench.SystemShardlease, fast}, {bench.SystemTuned, fast}, {bench.SystemShardlease, def}, {bench.SystemTuned, def},
+		{bench.SystemBaseline, fast}, {bench.SystemShardlease, scaleShape(env)},
 	} {
 		rs, err := scaleOutSystem(ctx, env, run.system, run.shape)
 		for i := range rs {
 			rs[i].Policy = run.shape.policyName
-			if run.system == systemBaseline {
-				rs[i].Policy = policyDefaults
+			if run.system == bench.SystemBaseline {
+				rs[i].Policy = bench.PolicyDefaults
 			}
 		}
 		rows = append(rows, rs...)
@@ -45,8 +46,8 @@ func scaleOut(ctx context.Context, env *benchEnv) ([]result, error) {
 
 // baselineWindow is how long the baseline is watched for a balance it
 // never reaches.
-func baselineWindow(env *benchEnv) time.Duration {
-	if env.small {
+func baselineWindow(env *bench.Env) time.Duration {
+	if env.Small {
 		return 2 * time.Second
 	}
 	return 10 * time.Second
@@ -60,7 +61,7 @@ const (
 	commonGoalSecond = 1.0
 )
 
-func scaleOutSystem(ctx context.Context, env *benchEnv, system string, shape fleetShape) ([]result, error) {
+func scaleOutSystem(ctx context.Context, env *bench.Env, system string, shape fleetShape) ([]bench.Result, error) {
 	const scenario = "scale-out"
 	r, err := startShaped(ctx, env, system, scenario, shape)
 	if err != nil {
@@ -68,7 +69,7 @@ func scaleOutSystem(ctx context.Context, env *benchEnv, system string, shape fle
 	}
 	defer r.f.close()
 	within := 30 * time.Second
-	if system != systemShardlease {
+	if system != bench.SystemShardlease {
 		within = baselineWindow(env)
 	}
 	// Only shardlease's fleet counts bytes; listing is one full read of
@@ -82,7 +83,7 @@ func scaleOutSystem(ctx context.Context, env *benchEnv, system string, shape fle
 	}
 	var secs, moves, spreads, mbytes []float64
 	converged := 0
-	for i := range env.trials {
+	for i := range env.Trials {
 		before, err := r.f.view(ctx, 0)
 		if err != nil {
 			return nil, err
@@ -101,7 +102,7 @@ func scaleOutSystem(ctx context.Context, env *benchEnv, system string, shape fle
 		case err == nil:
 			converged++
 			secs = append(secs, t1.Sub(t0).Seconds())
-		case system != systemShardlease && ctx.Err() == nil:
+		case system != bench.SystemShardlease && ctx.Err() == nil:
 			// Expected of a baseline: it does not balance. Take the last view.
 			secs = append(secs, within.Seconds())
 			if after, err = r.f.view(ctx, 0); err != nil {
@@ -117,7 +118,7 @@ func scaleOutSystem(ctx context.Context, env *benchEnv, system string, shape fle
 		}
 		moves = append(moves, float64(procfleet.Moved(before, after)))
 		spreads = append(spreads, float64(after.Spread()))
-		env.logf("shardbench: %s %s %d × %d trial %d: %s joined; %d shards moved, max−min %d after %v%s",
+		env.Logf("shardbench: %s %s %d × %d trial %d: %s joined; %d shards moved, max−min %d after %v%s",
 			scenario, system, r.workers, r.shards, i+1, id, procfleet.Moved(before, after), after.Spread(), time.Since(t0).Round(time.Millisecond), read)
 		// Back to the starting size for the next trial.
 		<-r.f.stop(id)
@@ -126,32 +127,32 @@ func scaleOutSystem(ctx context.Context, env *benchEnv, system string, shape fle
 		}
 	}
 	lo, hi := r.shards/(r.workers+1), (r.shards+r.workers)/(r.workers+1)
-	timeRow := measured(scenario, system, shape.metric("time until max−min <= 1"), "s", secs)
-	moveRow := measured(scenario, system, shape.metric("shards moved"), "shards", moves).with("ideal", float64(hi))
-	spreadRow := measured(scenario, system, shape.metric("max−min when measured"), "shards", spreads)
-	rows := []result{timeRow, moveRow, spreadRow}
+	timeRow := bench.Measured(scenario, system, shape.metric("time until max−min <= 1"), "s", secs)
+	moveRow := bench.Measured(scenario, system, shape.metric("shards moved"), "shards", moves).With("ideal", float64(hi))
+	spreadRow := bench.Measured(scenario, system, shape.metric("max−min when measured"), "shards", spreads)
+	rows := []bench.Result{timeRow, moveRow, spreadRow}
 	switch {
 	case shape.atScale:
-		rows[0] = timeRow.withGoal(fmt.Sprintf("p99 <= %.0fs", joinGoalSeconds), converged == env.trials && timeRow.P99 <= joinGoalSeconds)
-		rows[1] = moveRow.withGoal(fmt.Sprintf("%d or %d (floor, ceil of %d/%d)", lo, hi, r.shards, r.workers+1),
+		rows[0] = timeRow.WithGoal(fmt.Sprintf("p99 <= %.0fs", joinGoalSeconds), converged == env.Trials && timeRow.P99 <= joinGoalSeconds)
+		rows[1] = moveRow.WithGoal(fmt.Sprintf("%d or %d (floor, ceil of %d/%d)", lo, hi, r.shards, r.workers+1),
 			slices.Min(moves) >= float64(lo) && slices.Max(moves) <= float64(hi))
 		round := float64(listing) * float64(r.workers) / bytesPerMB
-		bytesRow := measured(scenario, system, shape.metric("bytes all workers read from Consul, join until max−min <= 1"), "MB", mbytes).
-			with("listing_MB", float64(listing)/bytesPerMB).with("protocol1_round_MB", round).
-			withNote(fmt.Sprintf("response heads and bodies, 1 MB = 10^6 bytes; one round of protocol 1 (every one of %d workers lists the prefix once) would read %.1f MB",
+		bytesRow := bench.Measured(scenario, system, shape.metric("bytes all workers read from Consul, join until max−min <= 1"), "MB", mbytes).
+			With("listing_MB", float64(listing)/bytesPerMB).With("protocol1_round_MB", round).
+			WithNote(fmt.Sprintf("response heads and bodies, 1 MB = 10^6 bytes; one round of protocol 1 (every one of %d workers lists the prefix once) would read %.1f MB",
 				r.workers, round))
-		rows = append(rows, bytesRow.withGoal(fmt.Sprintf("p99 <= %.0f MB", joinGoalMBytes), bytesRow.P99 <= joinGoalMBytes))
+		rows = append(rows, bytesRow.WithGoal(fmt.Sprintf("p99 <= %.0f MB", joinGoalMBytes), bytesRow.P99 <= joinGoalMBytes))
 		for i := range rows {
-			rows[i] = rows[i].with("workers", float64(r.workers)).with("shards", float64(r.shards))
+			rows[i] = rows[i].With("workers", float64(r.workers)).With("shards", float64(r.shards))
 		}
-		rows[0] = withPolicy(rows[0], shape.policyName, shape.policy)
-	case system == systemShardlease:
-		rows[0] = timeRow.withGoal(fmt.Sprintf("p99 <= %.0fs", commonGoalSecond), timeRow.P99 <= commonGoalSecond)
-		rows[1] = moveRow.withGoal(fmt.Sprintf("<= %d (ceil(%d/%d))", hi, r.shards, r.workers+1), moveRow.P99 <= float64(hi))
+		rows[0] = rows[0].WithPolicy(shape.policyName, shape.policy)
+	case system == bench.SystemShardlease:
+		rows[0] = timeRow.WithGoal(fmt.Sprintf("p99 <= %.0fs", commonGoalSecond), timeRow.P99 <= commonGoalSecond)
+		rows[1] = moveRow.WithGoal(fmt.Sprintf("<= %d (ceil(%d/%d))", hi, r.shards, r.workers+1), moveRow.P99 <= float64(hi))
 	}
-	if converged < env.trials {
-		rows[0] = rows[0].with("converged_trials", float64(converged)).withNote(fmt.Sprintf(
-			"max−min ≤ 1 reached in %d of %d trials; the figure of the others is the %v observation window", converged, env.trials, within))
+	if converged < env.Trials {
+		rows[0] = rows[0].With("converged_trials", float64(converged)).WithNote(fmt.Sprintf(
+			"max−min ≤ 1 reached in %d of %d trials; the figure of the others is the %v observation window", converged, env.Trials, within))
 	}
 	return rows, nil
 }
@@ -161,4 +162,4 @@ func scaleOutSystem(ctx context.Context, env *benchEnv, system string, shape fle
 // meets.
 type balanced struct{ fleet }
 
-func (balanced) system() string { return systemShardlease }
+func (balanced) system() string { return bench.SystemShardlease }

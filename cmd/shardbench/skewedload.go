@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
@@ -43,9 +44,6 @@ import (
 // band counts without that shard, and every worker so read must be within
 // ±10 % of the mean. The noise, the tripling and the sampling are the
 // benchmark's; each row is one run's, not a trial's.
-
-// systemCountBased is the count-balancing fleet's system in the rows.
-const systemCountBased = "count-based"
 
 // skewedTolerance is the load-aware fleet's band: ±10 % of the mean.
 const skewedTolerance = 0.10
@@ -85,8 +83,8 @@ type skewedShape struct {
 // skewedShapeFor is 12 workers × 128 shards over about 12 minutes, or with
 // --small 3 × 24 over about 35 s (a size at which the band is within reach:
 // the heaviest of 24 Zipf loads is under a third of their sum).
-func skewedShapeFor(env *benchEnv) skewedShape {
-	if env.small {
+func skewedShapeFor(env *bench.Env) skewedShape {
+	if env.Small {
 		return skewedShape{workers: 3, shards: 24, ready: 30 * time.Second, converge: 10 * time.Second,
 			noiseEvery: time.Second, noise: 20 * time.Second, hotAfter: 10 * time.Second, hotWindow: 10 * time.Second,
 			sampleEvery: 250 * time.Millisecond, traceEvery: 1}
@@ -215,11 +213,11 @@ type skewedFleet struct {
 	system string
 	fleet  *slFleet
 	track  *loadTrack
-	trace  *loadTrace
+	trace  *bench.LoadTrace
 	fig    loadFigures
 }
 
-func skewedLoad(ctx context.Context, env *benchEnv) ([]result, error) {
+func skewedLoad(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
 	shape := skewedShapeFor(env)
 	ids := shard.Config{Shards: shape.shards}.IDs()
 	model := newLoadModel(ids, shape.workers, skewedSeed)
@@ -232,13 +230,13 @@ func skewedLoad(ctx context.Context, env *benchEnv) ([]result, error) {
 	for _, v := range []struct {
 		system string
 		lb     *rebalance.LoadPolicy
-	}{{systemShardlease, &rebalance.LoadPolicy{Tolerance: skewedTolerance}}, {systemCountBased, nil}} {
+	}{{bench.SystemShardlease, &rebalance.LoadPolicy{Tolerance: skewedTolerance}}, {bench.SystemCountBased, nil}} {
 		f, err := newSLFleet(env, "skewed-load", slOptions{shards: shape.shards, policy: skewedPolicy, loadBalance: v.lb, hold: table.report})
 		if err != nil {
 			return nil, err
 		}
 		defer f.close()
-		sf := &skewedFleet{system: v.system, fleet: f, track: newLoadTrack(), trace: &loadTrace{Tolerance: skewedTolerance}}
+		sf := &skewedFleet{system: v.system, fleet: f, track: newLoadTrack(), trace: &bench.LoadTrace{Tolerance: skewedTolerance}}
 		fleets = append(fleets, sf)
 	}
 	// The followers end before the fleets close (deferred calls run last
@@ -258,14 +256,14 @@ func skewedLoad(ctx context.Context, env *benchEnv) ([]result, error) {
 	if err := awaitCountBalance(ctx, fleets, shape); err != nil {
 		return nil, err
 	}
-	env.logf("shardbench: skewed-load: both fleets count-balanced; loads Zipf(1.1) seed %d, hot shard %s (%.2f × the mean shard)",
+	env.Logf("shardbench: skewed-load: both fleets count-balanced; loads Zipf(1.1) seed %d, hot shard %s (%.2f × the mean shard)",
 		skewedSeed, ids[model.hot], model.base[model.hot])
 	if err := runSkewed(ctx, env, fleets, &model, table, shape); err != nil {
 		return nil, err
 	}
-	var rows []result
+	var rows []bench.Result
 	for _, sf := range fleets {
-		env.logf("shardbench: skewed-load: %s: %s", sf.system, sf.fig)
+		env.Logf("shardbench: skewed-load: %s: %s", sf.system, sf.fig)
 		rows = append(rows, skewedRows(env, shape, sf, &model)...)
 	}
 	return rows, nil
@@ -301,76 +299,76 @@ func awaitCountBalance(ctx context.Context, fleets []*skewedFleet, shape skewedS
 // 17's goals, the count-based fleet's are the comparison. The scenario
 // runs once (about 12 minutes): p50, p99 and max of the ratio row are over
 // its samples, the other rows are one figure each.
-func skewedRows(env *benchEnv, shape skewedShape, sf *skewedFleet, model *loadModel) []result {
+func skewedRows(env *bench.Env, shape skewedShape, sf *skewedFleet, model *loadModel) []bench.Result {
 	const scenario = "skewed-load"
 	fig := sf.fig
 	size := fmt.Sprintf("%d workers × %d shards", shape.workers, shape.shards)
 	noise := fmt.Sprintf("±20 %% load noise every %v", shape.noiseEvery)
 
-	ratio := measured(scenario, sf.system, "max worker load ÷ mean after convergence, "+noise+", "+size, "ratio", fig.ratios).
-		with("samples", float64(len(fig.ratios))).with("floor_p50", fig.floor).with("seed", skewedSeed)
+	ratio := bench.Measured(scenario, sf.system, "max worker load ÷ mean after convergence, "+noise+", "+size, "ratio", fig.ratios).
+		With("samples", float64(len(fig.ratios))).With("floor_p50", fig.floor).With("seed", skewedSeed)
 	ratio.Trials, ratio.Trace = 1, sf.trace
 	samplesNote := fmt.Sprintf("over one run's samples, one every %v, but while the fleet answers the tripling", shape.sampleEvery)
-	ratio = ratio.withNote(samplesNote)
+	ratio = ratio.WithNote(samplesNote)
 	if fig.floor > 1+skewedTolerance {
-		ratio = ratio.withNote("out of reach for any placement: the heaviest shard alone is floor_p50 × the mean worker load, so issue 17's goal is read on the next row, as its band reads a worker pinned by such a shard")
+		ratio = ratio.WithNote("out of reach for any placement: the heaviest shard alone is floor_p50 × the mean worker load, so issue 17's goal is read on the next row, as its band reads a worker pinned by such a shard")
 	}
-	band := measured(scenario, sf.system, "max worker load ÷ mean, pinned workers as issue 17's band reads them, on the shards' expected loads, after convergence, "+noise+", "+size, "ratio", fig.bandRatios).
-		with("pinned_p50", fig.pinned)
+	band := bench.Measured(scenario, sf.system, "max worker load ÷ mean, pinned workers as issue 17's band reads them, on the shards' expected loads, after convergence, "+noise+", "+size, "ratio", fig.bandRatios).
+		With("pinned_p50", fig.pinned)
 	band.Trials = 1
 	if len(fig.ownBand) > 0 {
-		band = band.with("own_view_p50", percentile(fig.ownBand, 50)).with("own_view_p99", percentile(fig.ownBand, 99)).
-			withNote("own_view is the same ratio from the loads the fleet's loads keys carry (smoothed; sent on a 5 % change, a new level, or a 1 % change in the three intervals after a new level or three intervals after the last write), a diagnostic of what the assignor saw, not the figure")
+		band = band.With("own_view_p50", bench.Percentile(fig.ownBand, 50)).With("own_view_p99", bench.Percentile(fig.ownBand, 99)).
+			WithNote("own_view is the same ratio from the loads the fleet's loads keys carry (smoothed; sent on a 5 % change, a new level, or a 1 % change in the three intervals after a new level or three intervals after the last write), a diagnostic of what the assignor saw, not the figure")
 	}
-	band = band.withNote(samplesNote + "; the expected loads are the Zipf loads (the hot shard's tripled once it is) without the noise, which is drawn afresh every " + shape.noiseEvery.String() + " and averages away: no placement kept longer than one draw can follow it (the next row is the same ratio on the instantaneous loads); a worker whose heaviest shard alone is above the band around the others' mean is pinned: that shard and the worker leave the mean, and it reads 1 + its other shards' load ÷ the mean; the times below count a fleet in the band when every worker so read is within it")
-	noisy := measured(scenario, sf.system, "max worker load ÷ mean, pinned workers as issue 17's band reads them, on the instantaneous loads (noise included), after convergence, "+noise+", "+size, "ratio", fig.noisyBand)
+	band = band.WithNote(samplesNote + "; the expected loads are the Zipf loads (the hot shard's tripled once it is) without the noise, which is drawn afresh every " + shape.noiseEvery.String() + " and averages away: no placement kept longer than one draw can follow it (the next row is the same ratio on the instantaneous loads); a worker whose heaviest shard alone is above the band around the others' mean is pinned: that shard and the worker leave the mean, and it reads 1 + its other shards' load ÷ the mean; the times below count a fleet in the band when every worker so read is within it")
+	noisy := bench.Measured(scenario, sf.system, "max worker load ÷ mean, pinned workers as issue 17's band reads them, on the instantaneous loads (noise included), after convergence, "+noise+", "+size, "ratio", fig.noisyBand)
 	noisy.Trials = 1
-	noisy = noisy.withNote(samplesNote + "; the row above's ratio with each shard's load as drawn at that moment: what the noise adds to the placement's spread")
+	noisy = noisy.WithNote(samplesNote + "; the row above's ratio with each shard's load as drawn at that moment: what the noise adds to the placement's spread")
 
 	convergeS, convergeNote := fig.converge, ""
 	if math.IsNaN(convergeS) {
 		convergeS, convergeNote = shape.converge.Seconds(), "not in the band at the end of the convergence window: the figure is the window; end_band_max and end_band_min are the band's reading then"
 	}
-	converge := measured(scenario, sf.system, "time to converge from a count-balanced start to Zipf(1.1) loads, "+size, "s", []float64{convergeS}).
-		with("end_band_max", fig.endMax).with("end_band_min", fig.endMin)
+	converge := bench.Measured(scenario, sf.system, "time to converge from a count-balanced start to Zipf(1.1) loads, "+size, "s", []float64{convergeS}).
+		With("end_band_max", fig.endMax).With("end_band_min", fig.endMin)
 	if convergeNote != "" {
-		converge = converge.withNote(convergeNote)
+		converge = converge.WithNote(convergeNote)
 	}
 
 	perMin := float64(fig.noiseMoves) / fig.noiseMinutes
-	moves := measured(scenario, sf.system, "moves per minute, whole fleet, under "+noise+" after convergence, "+size, "moves/min", []float64{perMin}).
-		with("moves", float64(fig.noiseMoves)).with("minutes", fig.noiseMinutes).with("hot_moves", float64(fig.hotMoves))
-	moves = moves.withNote("hot_moves answer the tripled shard (until the fleet is back in the band) and are not in the rate")
+	moves := bench.Measured(scenario, sf.system, "moves per minute, whole fleet, under "+noise+" after convergence, "+size, "moves/min", []float64{perMin}).
+		With("moves", float64(fig.noiseMoves)).With("minutes", fig.noiseMinutes).With("hot_moves", float64(fig.hotMoves))
+	moves = moves.WithNote("hot_moves answer the tripled shard (until the fleet is back in the band) and are not in the rate")
 
 	backS, backNote := fig.back, ""
 	if math.IsNaN(backS) {
 		backS, backNote = shape.noise.Seconds()-shape.hotAfter.Seconds(), "never back in the band: the figure is the rest of the noise phase"
 	}
-	back := measured(scenario, sf.system, "time back within the band after one hot shard's load triples, "+size, "s", []float64{backS}).
-		with("left_band", map[bool]float64{true: 1, false: 0}[fig.leftBand]).with("hot_share", model.base[model.hot]*3/float64(len(model.base)))
+	back := bench.Measured(scenario, sf.system, "time back within the band after one hot shard's load triples, "+size, "s", []float64{backS}).
+		With("left_band", map[bool]float64{true: 1, false: 0}[fig.leftBand]).With("hot_share", model.base[model.hot]*3/float64(len(model.base)))
 	if backNote != "" {
-		back = back.withNote(backNote)
+		back = back.WithNote(backNote)
 	}
 
-	if sf.system == systemShardlease {
+	if sf.system == bench.SystemShardlease {
 		if fig.floor <= 1+skewedTolerance { // reachable: the plain ratio carries the goal too
-			ratio = ratio.withGoal(fmt.Sprintf("p99 <= %.2f", skewedGoalRatio), ratio.P99 <= skewedGoalRatio)
+			ratio = ratio.WithGoal(fmt.Sprintf("p99 <= %.2f", skewedGoalRatio), ratio.P99 <= skewedGoalRatio)
 		}
-		band = band.withGoal(fmt.Sprintf("p99 <= %.2f", skewedGoalRatio), band.P99 <= skewedGoalRatio)
-		converge = converge.withGoal(fmt.Sprintf("<= %.0fs", skewedGoalConverge), convergeNote == "" && convergeS <= skewedGoalConverge)
-		moves = moves.withGoal(fmt.Sprintf("<= %.0f", skewedGoalMoves), perMin <= skewedGoalMoves)
-		back = back.withGoal(fmt.Sprintf("<= %.0fs", skewedGoalBack), backNote == "" && backS <= skewedGoalBack)
+		band = band.WithGoal(fmt.Sprintf("p99 <= %.2f", skewedGoalRatio), band.P99 <= skewedGoalRatio)
+		converge = converge.WithGoal(fmt.Sprintf("<= %.0fs", skewedGoalConverge), convergeNote == "" && convergeS <= skewedGoalConverge)
+		moves = moves.WithGoal(fmt.Sprintf("<= %.0f", skewedGoalMoves), perMin <= skewedGoalMoves)
+		back = back.WithGoal(fmt.Sprintf("<= %.0fs", skewedGoalBack), backNote == "" && backS <= skewedGoalBack)
 	}
-	rows := []result{ratio, band, noisy, converge, moves, back}
-	rows[0] = rows[0].with("least_live_workers", float64(fig.leastMembers))
+	rows := []bench.Result{ratio, band, noisy, converge, moves, back}
+	rows[0] = rows[0].With("least_live_workers", float64(fig.leastMembers))
 	if fig.leastMembers < shape.workers {
 		for i := range rows {
-			rows[i] = rows[i].withNote(fmt.Sprintf("a worker's session lapsed during the run (least_live_workers of %d live at one time): the figures include failover", shape.workers))
+			rows[i] = rows[i].WithNote(fmt.Sprintf("a worker's session lapsed during the run (least_live_workers of %d live at one time): the figures include failover", shape.workers))
 		}
 	}
-	if env.trials > 1 {
+	if env.Trials > 1 {
 		for i := range rows {
-			rows[i] = rows[i].withNote(fmt.Sprintf("one run, not %d trials", env.trials))
+			rows[i] = rows[i].WithNote(fmt.Sprintf("one run, not %d trials", env.Trials))
 		}
 	}
 	return rows

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"encoding/xml"
-	"errors"
-	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -177,12 +173,12 @@ func TestFiguresOf(t *testing.T) {
 // shard puts it out of reach; a fleet that never reached the band misses
 // its goal with the window as its figure and a note saying so.
 func TestSkewedRows(t *testing.T) {
-	env := &benchEnv{trials: 1}
-	shape := skewedShapeFor(&benchEnv{small: true})
+	env := &bench.Env{Trials: 1}
+	shape := skewedShapeFor(&bench.Env{Small: true})
 	model := newLoadModel(shard.Config{Shards: shape.shards}.IDs(), shape.workers, skewedSeed)
 	fig := loadFigures{ratios: []float64{1.05, 1.08}, bandRatios: []float64{1.05, 1.08}, noisyBand: []float64{1.2, 1.3}, floor: 0.6, converge: math.NaN(), endMax: 1.05, endMin: 0.89, back: 4, noiseMoves: 3, hotMoves: 2, noiseMinutes: 0.25, leastMembers: shape.workers}
-	aware := skewedRows(env, shape, &skewedFleet{system: systemShardlease, fig: fig, trace: &loadTrace{}}, &model)
-	counted := skewedRows(env, shape, &skewedFleet{system: systemCountBased, fig: fig, trace: &loadTrace{}}, &model)
+	aware := skewedRows(env, shape, &skewedFleet{system: bench.SystemShardlease, fig: fig, trace: &bench.LoadTrace{}}, &model)
+	counted := skewedRows(env, shape, &skewedFleet{system: bench.SystemCountBased, fig: fig, trace: &bench.LoadTrace{}}, &model)
 	if len(aware) != 6 || len(counted) != 6 {
 		t.Fatalf("%d and %d rows, want 6 each", len(aware), len(counted))
 	}
@@ -191,7 +187,7 @@ func TestSkewedRows(t *testing.T) {
 		if (r.Met == nil) != (wantMet[i] == nil) || (r.Met != nil && *r.Met != *wantMet[i]) || r.Trials != 1 {
 			t.Errorf("load-aware %s: met %v, %d trials; want met %v, 1 trial", r.Metric, r.Met, r.Trials, wantMet[i])
 		}
-		if counted[i].Met != nil || counted[i].System != systemCountBased || counted[i].Metric != r.Metric {
+		if counted[i].Met != nil || counted[i].System != bench.SystemCountBased || counted[i].Metric != r.Metric {
 			t.Errorf("count-based %s: want the same metric without a goal, got %+v", r.Metric, counted[i])
 		}
 	}
@@ -205,118 +201,14 @@ func TestSkewedRows(t *testing.T) {
 		t.Errorf("no worker lapsed, yet the note says so: %q", aware[0].Note)
 	}
 	fig.leastMembers = shape.workers - 1
-	if r := skewedRows(env, shape, &skewedFleet{system: systemShardlease, fig: fig, trace: &loadTrace{}}, &model); !strings.Contains(r[4].Note, "lapsed") {
+	if r := skewedRows(env, shape, &skewedFleet{system: bench.SystemShardlease, fig: fig, trace: &bench.LoadTrace{}}, &model); !strings.Contains(r[4].Note, "lapsed") {
 		t.Errorf("a worker lapsed, and the moves row does not say so: %q", r[4].Note)
 	}
 	if aware[4].P50 != 12 || aware[4].Extra["hot_moves"] != 2 || aware[0].Trace == nil {
 		t.Errorf("moves row %+v, ratio row's trace %v", aware[4], aware[0].Trace)
 	}
 	fig.floor = 2.6
-	if r := skewedRows(env, shape, &skewedFleet{system: systemShardlease, fig: fig, trace: &loadTrace{}}, &model); r[0].Met != nil || !strings.Contains(r[0].Note, "out of reach") {
+	if r := skewedRows(env, shape, &skewedFleet{system: bench.SystemShardlease, fig: fig, trace: &bench.LoadTrace{}}, &model); r[0].Met != nil || !strings.Contains(r[0].Note, "out of reach") {
 		t.Errorf("a floor of 2.6: the plain ratio row has goal %v and note %q, want none and a note saying it is out of reach", r[0].Met, r[0].Note)
 	}
-}
-
-// TestLoadPlot: --docs draws img/load.svg beside the ownership plot from a
-// run with skewed-load's traces, as SVG naming both fleets, and the
-// section links it with no number that is not the run's; a run of
-// skewed-load alone draws no ownership plot, a run without it no load plot.
-func TestLoadPlot(t *testing.T) {
-	rep := sampleReport()
-	for _, sys := range []string{systemShardlease, systemCountBased} {
-		tr := &loadTrace{Tolerance: 0.1, NoiseS: 3, TripledS: 6}
-		for i := range 10 {
-			tr.add(loadSample{at: time.Unix(int64(i), 0), max: 1.5, bandMax: 1 + float64(i%3)/10, bandMin: 0.9, floor: 0.7}, time.Unix(0, 0))
-		}
-		r := measured("skewed-load", sys, "max worker load ÷ mean", "ratio", []float64{1.05, 1.2})
-		r.Trace = tr
-		rep.Results = append(rep.Results, r)
-	}
-	dir := t.TempDir()
-	doc := filepath.Join(dir, "benchmarks.md")
-	if err := os.WriteFile(doc, []byte(docsBegin+"\n"+docsEnd+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := docsFor(doc)
-	if err := writeDocs(rep, p); err != nil {
-		t.Fatal(err)
-	}
-	texts, err := svgTexts(p.loadPlot)
-	if err != nil {
-		t.Fatalf("%s: %v", p.loadPlot, err)
-	}
-	for _, want := range []string{"load-aware", "count-based"} {
-		if !strings.Contains(texts, want) {
-			t.Errorf("%s names no %q; its texts: %s", p.loadPlot, want, texts)
-		}
-	}
-	b, err := os.ReadFile(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	section, err := extractSection(string(b))
-	if err != nil || !strings.Contains(section, "](img/load.svg)") {
-		t.Errorf("the section does not show img/load.svg (%v):\n%s", err, section)
-	}
-	if stray := strayNumbers(section, rep); len(stray) > 0 {
-		t.Errorf("numbers in the section that are no figure of the run: %v", stray)
-	}
-
-	// A run of skewed-load alone has no ownership plot to draw or show.
-	alone := filepath.Join(t.TempDir(), "benchmarks.md")
-	if err := os.WriteFile(alone, []byte(docsBegin+"\n"+docsEnd+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeDocs(report{Results: rep.Results[len(rep.Results)-2:]}, docsFor(alone)); err != nil {
-		t.Fatalf("a run of skewed-load alone: %v", err)
-	}
-	if b, err := os.ReadFile(alone); err != nil || strings.Contains(string(b), "ownership.svg") || !strings.Contains(string(b), "load.svg") {
-		t.Errorf("a run of skewed-load alone (%v): want the load plot and no ownership plot in\n%s", err, b)
-	}
-
-	other := filepath.Join(t.TempDir(), "benchmarks.md")
-	if err := os.WriteFile(other, []byte(docsBegin+"\n"+docsEnd+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeDocs(sampleReport(), docsFor(other)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(docsFor(other).loadPlot); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a run without skewed-load drew a load plot: %v", err)
-	}
-}
-
-// svgTexts parses path as XML with an <svg> root and returns its text.
-func svgTexts(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	dec := xml.NewDecoder(f)
-	var texts []string
-	root := ""
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", err
-		}
-		switch tok := tok.(type) {
-		case xml.StartElement:
-			if root == "" {
-				root = tok.Name.Local
-			}
-		case xml.CharData:
-			if s := strings.TrimSpace(string(tok)); s != "" {
-				texts = append(texts, s)
-			}
-		}
-	}
-	if root != "svg" {
-		return "", errors.New("the root element is " + root + ", not svg")
-	}
-	return strings.Join(texts, " | "), nil
 }

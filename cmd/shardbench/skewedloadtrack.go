@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -229,7 +230,7 @@ type loadFigures struct {
 
 func (f loadFigures) String() string {
 	return fmt.Sprintf("max ÷ mean under noise p50 %.3f p99 %.3f (floor %.3f), as the band reads it p50 %.3f p99 %.3f; converged after %.1fs; back in the band %.1fs after the tripling (left it: %v); %d moves in %.1f min of noise, %d answering the tripling; at least %d live workers",
-		percentile(f.ratios, 50), percentile(f.ratios, 99), f.floor, percentile(f.bandRatios, 50), percentile(f.bandRatios, 99), f.converge, f.back, f.leftBand, f.noiseMoves, f.noiseMinutes, f.hotMoves, f.leastMembers)
+		bench.Percentile(f.ratios, 50), bench.Percentile(f.ratios, 99), f.floor, bench.Percentile(f.bandRatios, 50), bench.Percentile(f.bandRatios, 99), f.converge, f.back, f.leftBand, f.noiseMoves, f.noiseMinutes, f.hotMoves, f.leastMembers)
 }
 
 // figuresOf computes a fleet's figures from its samples and moves. The
@@ -282,7 +283,7 @@ func figuresOf(samples []loadSample, moves []time.Time, tl skewedTimeline, tol f
 			}
 		}
 	}
-	f.floor, f.pinned = percentile(floors, 50), percentile(pinned, 50)
+	f.floor, f.pinned = bench.Percentile(floors, 50), bench.Percentile(pinned, 50)
 	for i, s := range samples {
 		if i == 0 || s.members < f.leastMembers {
 			f.leastMembers = s.members
@@ -300,32 +301,15 @@ func figuresOf(samples []loadSample, moves []time.Time, tl skewedTimeline, tol f
 	return f
 }
 
-// loadTrace is a fleet's worker load over the scenario as the plot draws
-// it: seconds since the loads became skewed, and per sample max and min
-// worker load ÷ mean as the band reads them (BandMax, BandMin), plain
-// max ÷ mean and the floor.
-type loadTrace struct {
-	Tolerance float64   `json:"tolerance"`
-	NoiseS    float64   `json:"noise_s"`   // when the noise began
-	TripledS  float64   `json:"tripled_s"` // when the hot shard's load tripled
-	T         []float64 `json:"t"`
-	BandMax   []float64 `json:"band_max"`
-	BandMin   []float64 `json:"band_min"`
-	Max       []float64 `json:"max"`
-	Floor     []float64 `json:"floor"`
-}
-
-// add appends sample s, rounded to what a plot shows.
-func (tr *loadTrace) add(s loadSample, skewed time.Time) {
-	round := func(v float64, unit float64) float64 { return math.Round(v/unit) * unit }
-	tr.T = append(tr.T, round(s.at.Sub(skewed).Seconds(), 0.01))
-	tr.BandMax, tr.BandMin = append(tr.BandMax, round(s.bandMax, 0.001)), append(tr.BandMin, round(s.bandMin, 0.001))
-	tr.Max, tr.Floor = append(tr.Max, round(s.max, 0.001)), append(tr.Floor, round(s.floor, 0.001))
+// addSample appends sample s, taken after the skew began at skewed, to
+// tr.
+func addSample(tr *bench.LoadTrace, s loadSample, skewed time.Time) {
+	tr.Add(s.at.Sub(skewed).Seconds(), s.bandMax, s.bandMin, s.max, s.floor)
 }
 
 // runSkewed plays the loads' timeline from the count-balanced start and
 // samples both fleets until its end, then computes their figures.
-func runSkewed(ctx context.Context, env *benchEnv, fleets []*skewedFleet, model *loadModel, table *loadTable, shape skewedShape) error {
+func runSkewed(ctx context.Context, env *bench.Env, fleets []*skewedFleet, model *loadModel, table *loadTable, shape skewedShape) error {
 	tick := time.NewTicker(shape.sampleEvery)
 	defer tick.Stop()
 	tl := skewedTimeline{skewed: time.Now()}
@@ -343,14 +327,14 @@ func runSkewed(ctx context.Context, env *benchEnv, fleets []*skewedFleet, model 
 		if !now.Before(nextNoise) {
 			if tl.noise.IsZero() {
 				tl.noise = now
-				env.logf("shardbench: skewed-load: noise begins, %v after the skew", now.Sub(tl.skewed).Round(time.Millisecond))
+				env.Logf("shardbench: skewed-load: noise begins, %v after the skew", now.Sub(tl.skewed).Round(time.Millisecond))
 			}
 			model.renoise()
 			nextNoise, changed = nextNoise.Add(shape.noiseEvery), true
 		}
 		if !model.hotOn && !now.Before(hotAt) {
 			model.hotOn, tl.tripled, changed = true, now, true
-			env.logf("shardbench: skewed-load: shard %s's load tripled, %v into the noise", model.ids[model.hot], now.Sub(tl.noise).Round(time.Millisecond))
+			env.Logf("shardbench: skewed-load: shard %s's load tripled, %v into the noise", model.ids[model.hot], now.Sub(tl.noise).Round(time.Millisecond))
 		}
 		if changed {
 			table.set(model.loads())
@@ -372,7 +356,7 @@ func runSkewed(ctx context.Context, env *benchEnv, fleets []*skewedFleet, model 
 			}
 			samples[i] = append(samples[i], s)
 			if n%shape.traceEvery == 0 || changed {
-				sf.trace.add(s, tl.skewed)
+				addSample(sf.trace, s, tl.skewed)
 			}
 		}
 		select {

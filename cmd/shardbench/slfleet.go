@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/rebalance"
@@ -41,7 +42,7 @@ var fastFailover = shard.FastPolicy
 // client (and so its own connections) and session, as separate processes
 // would have.
 type slFleet struct {
-	env      *benchEnv
+	env      *bench.Env
 	o        slOptions
 	cfg      consul.Config
 	store    *offmem.Store
@@ -62,17 +63,8 @@ type slWorker struct {
 	done   chan struct{}
 }
 
-// coordConfig is the coordinator config for the run's agent.
-func (e *benchEnv) coordConfig(prefix string) consul.Config {
-	c := consul.DefaultConfig()
-	c.Address, c.Scheme, c.Token, c.TokenFile = e.consul.Address, e.consul.Scheme, e.consul.Token, e.consul.TokenFile
-	c.Datacenter, c.TLS = e.consul.Datacenter, e.consul.TLSConfig
-	c.Prefix = prefix
-	return c
-}
-
-func newSLFleet(env *benchEnv, scenario string, o slOptions) (*slFleet, error) {
-	cfg := env.coordConfig(fmt.Sprintf("shardbench/%s-sl-%s", scenario, randomHex(4)))
+func newSLFleet(env *bench.Env, scenario string, o slOptions) (*slFleet, error) {
+	cfg := env.CoordConfig(fmt.Sprintf("shardbench/%s-sl-%s", scenario, bench.RandomHex(4)))
 	if o.liveness != "" {
 		cfg.Liveness = o.liveness
 	}
@@ -83,7 +75,7 @@ func newSLFleet(env *benchEnv, scenario string, o slOptions) (*slFleet, error) {
 	return &slFleet{env: env, o: o, cfg: cfg, store: offmem.New(), observer: observer, workers: map[string]*slWorker{}}, nil
 }
 
-func (f *slFleet) system() string { return systemShardlease }
+func (f *slFleet) system() string { return bench.SystemShardlease }
 
 func (f *slFleet) add(ctx context.Context, id string) error {
 	sw := &slWorker{sev: newSeverable(nil), done: make(chan struct{})}
@@ -124,7 +116,7 @@ func (f *slFleet) add(ctx context.Context, id string) error {
 	go func() {
 		defer close(sw.done)
 		if err := w.Run(wctx); err != nil && wctx.Err() == nil {
-			f.env.logf("shardbench: worker %s ended: %v", id, err)
+			f.env.Logf("shardbench: worker %s ended: %v", id, err)
 		}
 		sw.coord.Close()
 	}()

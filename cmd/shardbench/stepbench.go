@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/rebalance"
 )
 
@@ -20,23 +21,23 @@ import (
 const systemRebalance = "rebalance"
 
 // stepSize is the fleet and how many runs of each state one trial times.
-func stepSize(env *benchEnv) (workers, shards, runsPerTrial int) {
-	if env.small {
+func stepSize(env *bench.Env) (workers, shards, runsPerTrial int) {
+	if env.Small {
 		return 50, 2000, 1
 	}
 	return 1000, 100_000, 10
 }
 
-func assignorStep(ctx context.Context, env *benchEnv) ([]result, error) {
+func assignorStep(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
 	workers, shards, per := stepSize(env)
 	began := time.Now()
 	cold, steady, join, leave, err := stepStates(workers, shards)
 	if err != nil {
 		return nil, err
 	}
-	env.logf("shardbench: assignor-step: states of %d workers × %d shards built in %v; %d runs of each",
-		workers, shards, time.Since(began).Round(time.Millisecond), per*env.trials)
-	var rows []result
+	env.Logf("shardbench: assignor-step: states of %d workers × %d shards built in %v; %d runs of each",
+		workers, shards, time.Since(began).Round(time.Millisecond), per*env.Trials)
+	var rows []bench.Result
 	for _, c := range []struct {
 		name, what string
 		s          rebalance.State
@@ -49,7 +50,7 @@ func assignorStep(ctx context.Context, env *benchEnv) ([]result, error) {
 	} {
 		var ms, allocMB []float64
 		var d rebalance.Decision
-		for range per * env.trials {
+		for range per * env.Trials {
 			if err := ctx.Err(); err != nil {
 				return rows, err
 			}
@@ -60,11 +61,11 @@ func assignorStep(ctx context.Context, env *benchEnv) ([]result, error) {
 			}
 			ms, allocMB = append(ms, took.Seconds()*1000), append(allocMB, mb)
 		}
-		row := measured("assignor-step", systemRebalance, fmt.Sprintf("rebalance.Step, %s, %d workers × %d shards", c.what, workers, shards), "ms", ms).
-			with("alloc_mb_p50", percentile(allocMB, 50)).with("keys_written", float64(len(d.Assign))).with("moves", float64(len(d.Moves))).
-			with("runs_per_trial", float64(per))
-		row = row.withGoal(fmt.Sprintf("p99 <= %v", c.goal), row.P99 <= float64(c.goal.Milliseconds()))
-		env.logf("shardbench: assignor-step %s: p50 %.2f ms, p99 %.2f ms over %d runs; %d keys written, %d moves",
+		row := bench.Measured("assignor-step", systemRebalance, fmt.Sprintf("rebalance.Step, %s, %d workers × %d shards", c.what, workers, shards), "ms", ms).
+			With("alloc_mb_p50", bench.Percentile(allocMB, 50)).With("keys_written", float64(len(d.Assign))).With("moves", float64(len(d.Moves))).
+			With("runs_per_trial", float64(per))
+		row = row.WithGoal(fmt.Sprintf("p99 <= %v", c.goal), row.P99 <= float64(c.goal.Milliseconds()))
+		env.Logf("shardbench: assignor-step %s: p50 %.2f ms, p99 %.2f ms over %d runs; %d keys written, %d moves",
 			c.name, row.P50, row.P99, len(ms), len(d.Assign), len(d.Moves))
 		rows = append(rows, row)
 	}

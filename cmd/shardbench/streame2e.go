@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/shardlease/shardlease/examples/jetstream/pipeline"
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/natstest"
 	"github.com/shardlease/shardlease/internal/pgserver"
 	"github.com/shardlease/shardlease/offsets/postgres"
@@ -48,8 +49,8 @@ type streamSize struct {
 	pace                time.Duration // between rounds of the paced load
 }
 
-func streamSizeFor(env *benchEnv) streamSize {
-	if env.small {
+func streamSizeFor(env *bench.Env) streamSize {
+	if env.Small {
 		return streamSize{workers: 3, partitions: 8, backlog: 50, paced: 10, pace: 50 * time.Millisecond}
 	}
 	return streamSize{workers: 12, partitions: 128, backlog: 500, paced: 40, pace: 200 * time.Millisecond}
@@ -64,9 +65,9 @@ type streamRun struct {
 	failed         int64     // transactions failed otherwise
 }
 
-func streamE2E(ctx context.Context, env *benchEnv) ([]result, error) {
+func streamE2E(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
 	size := streamSizeFor(env)
-	dsn := postgresDSN
+	dsn := env.PostgresDSN
 	if dsn == "" {
 		pg, err := pgserver.Launch()
 		if err != nil {
@@ -97,15 +98,15 @@ func streamE2E(ctx context.Context, env *benchEnv) ([]result, error) {
 
 	var runs [2][]streamRun
 	var ratios, cost []float64
-	for trial := range env.trials {
+	for trial := range env.Trials {
 		rs, err := runStreams(ctx, logs, pool, dsn, size)
 		if err != nil {
 			return nil, fmt.Errorf("trial %d: %w", trial+1, err)
 		}
 		for v, r := range rs {
 			runs[v] = append(runs[v], r)
-			env.logf("shardbench: stream-e2e trial %d, %s: %.0f events/s (%.1f events a transaction), latency p50 %.1f ms p99 %.1f ms; %d transactions refused, %d failed",
-				trial+1, variantName[v], r.eventsPerSec, r.eventsPerBatch, 1000*percentile(r.latencies, 50), 1000*percentile(r.latencies, 99), r.refused, r.failed)
+			env.Logf("shardbench: stream-e2e trial %d, %s: %.0f events/s (%.1f events a transaction), latency p50 %.1f ms p99 %.1f ms; %d transactions refused, %d failed",
+				trial+1, variantName[v], r.eventsPerSec, r.eventsPerBatch, 1000*bench.Percentile(r.latencies, 50), 1000*bench.Percentile(r.latencies, 99), r.refused, r.failed)
 		}
 		ratios = append(ratios, rs[0].eventsPerSec/rs[1].eventsPerSec)
 		cost = append(cost, 100*(1-rs[0].eventsPerSec/rs[1].eventsPerSec))
@@ -120,25 +121,25 @@ func streamE2E(ctx context.Context, env *benchEnv) ([]result, error) {
 	}
 	rate := func(v int) []float64 { return each(v, func(r streamRun) float64 { return r.eventsPerSec }) }
 	perBatch := func(v int) []float64 { return each(v, func(r streamRun) float64 { return r.eventsPerBatch }) }
-	ratio := measured("stream-e2e", streamSystem, "fenced ÷ unfenced events/s, JetStream → handler → PostgreSQL, "+where, "ratio", ratios).
-		with("fenced_events_per_s_p50", percentile(rate(0), 50)).
-		with("unfenced_events_per_s_p50", percentile(rate(1), 50)).
-		with("fence_cost_percent_p50", percentile(cost, 50)).
-		with("fenced_events_per_batch_p50", percentile(perBatch(0), 50)).
-		with("unfenced_events_per_batch_p50", percentile(perBatch(1), 50)).
-		with("fenced_tx_refused_max", slices.Max(each(0, func(r streamRun) float64 { return float64(r.refused) }))).
-		with("tx_failed_max", slices.Max(append(each(0, func(r streamRun) float64 { return float64(r.failed) }), each(1, func(r streamRun) float64 { return float64(r.failed) })...))).
-		withNote(fmt.Sprintf("both variants at once, a backlog of %d events per partition each, published while the handlers are held; events ÷ (last effect committed − release)", size.backlog))
-	ratio = ratio.withGoal(fmt.Sprintf("p50 >= %.1f", streamGoal), ratio.P50 >= streamGoal)
-	rows := []result{ratio}
+	ratio := bench.Measured("stream-e2e", streamSystem, "fenced ÷ unfenced events/s, JetStream → handler → PostgreSQL, "+where, "ratio", ratios).
+		With("fenced_events_per_s_p50", bench.Percentile(rate(0), 50)).
+		With("unfenced_events_per_s_p50", bench.Percentile(rate(1), 50)).
+		With("fence_cost_percent_p50", bench.Percentile(cost, 50)).
+		With("fenced_events_per_batch_p50", bench.Percentile(perBatch(0), 50)).
+		With("unfenced_events_per_batch_p50", bench.Percentile(perBatch(1), 50)).
+		With("fenced_tx_refused_max", slices.Max(each(0, func(r streamRun) float64 { return float64(r.refused) }))).
+		With("tx_failed_max", slices.Max(append(each(0, func(r streamRun) float64 { return float64(r.failed) }), each(1, func(r streamRun) float64 { return float64(r.failed) })...))).
+		WithNote(fmt.Sprintf("both variants at once, a backlog of %d events per partition each, published while the handlers are held; events ÷ (last effect committed − release)", size.backlog))
+	ratio = ratio.WithGoal(fmt.Sprintf("p50 >= %.1f", streamGoal), ratio.P50 >= streamGoal)
+	rows := []bench.Result{ratio}
 	for v, name := range []string{"fenced (FencedTx)", "unfenced (a plain transaction)"} {
-		rows = append(rows, measured("stream-e2e", streamSystem, "events/s, "+name+", "+where, "events/s", rate(v)))
+		rows = append(rows, bench.Measured("stream-e2e", streamSystem, "events/s, "+name+", "+where, "events/s", rate(v)))
 		var lat []float64
 		for _, r := range runs[v] {
 			lat = append(lat, r.latencies...)
 		}
-		row := measured("stream-e2e", streamSystem, "publish → committed effect, "+name+", "+where, "s", lat).
-			withNote(fmt.Sprintf("every event of a steady load, one event per partition every %v; p50/p99/max over the events of all trials", size.pace))
+		row := bench.Measured("stream-e2e", streamSystem, "publish → committed effect, "+name+", "+where, "s", lat).
+			WithNote(fmt.Sprintf("every event of a steady load, one event per partition every %v; p50/p99/max over the events of all trials", size.pace))
 		row.Trials = len(runs[v])
 		rows = append(rows, row)
 	}
@@ -235,7 +236,7 @@ type streamPipe struct {
 // startPipe creates a fresh stream and schema and starts a fleet on them,
 // its handlers held, and waits until it has settled.
 func startPipe(ctx context.Context, js jetstream.JetStream, pool *pgxpool.Pool, dsn string, size streamSize, unfenced bool) (*streamPipe, error) {
-	p := &streamPipe{js: js, held: make(chan struct{}), pool: pool, tables: pipeline.Tables{Schema: "shardbench_stream_" + randomHex(4)}}
+	p := &streamPipe{js: js, held: make(chan struct{}), pool: pool, tables: pipeline.Tables{Schema: "shardbench_stream_" + bench.RandomHex(4)}}
 	ctx, p.cancel = context.WithCancel(ctx)
 	if _, err := pipeline.CreateStream(ctx, js); err != nil {
 		p.cancel()

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -24,8 +25,8 @@ import (
 // assignment a worker could be stuck in: no baseline row.
 
 // stuckSize is the fleet, the stuck worker included, and each trial's length.
-func stuckSize(env *benchEnv) (workers, shards int, span time.Duration) {
-	if env.small {
+func stuckSize(env *bench.Env) (workers, shards int, span time.Duration) {
+	if env.Small {
 		return 3, 16, 15 * time.Second
 	}
 	return 12, 128, 3 * time.Minute
@@ -62,13 +63,13 @@ type stuckFigures struct {
 // stuckTrials caps the trials of stuck-worker.
 const stuckTrials = 2
 
-func stuckWorker(ctx context.Context, env *benchEnv) ([]result, error) {
+func stuckWorker(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
 	workers, shards, span := stuckSize(env)
 	var unowned, changes, moved, allOwned []float64
 	marked := 0
 	// Each trial takes the whole span (3 minutes): at most two, so that a
 	// run of every scenario stays well under an hour; the rows say so.
-	trials := min(env.trials, stuckTrials)
+	trials := min(env.Trials, stuckTrials)
 	for trial := range trials {
 		fig, err := stuckTrial(ctx, env, workers, shards, span)
 		if err != nil {
@@ -79,30 +80,30 @@ func stuckWorker(ctx context.Context, env *benchEnv) ([]result, error) {
 		if fig.stuckMarked && fig.stuckOwns == 0 {
 			marked++
 		}
-		env.logf("shardbench: stuck-worker trial %d: unowned shard-time %.3f %% over %v; every shard owned after %.2fs; %d shards changed owner, at most %d times; stuck marked %v, owning %d",
+		env.Logf("shardbench: stuck-worker trial %d: unowned shard-time %.3f %% over %v; every shard owned after %.2fs; %d shards changed owner, at most %d times; stuck marked %v, owning %d",
 			trial+1, 100*fig.unowned, span, fig.allOwned, fig.moved, fig.maxChanges, fig.stuckMarked, fig.stuckOwns)
 	}
 	what := fmt.Sprintf("%d workers × %d shards, one never acquiring, %v", workers, shards, span)
-	unownedRow := measured("stuck-worker", systemShardlease, "unowned shard-time, "+what, "%", unowned).
-		with("all_owned_s_p50", percentile(allOwned, 50)).with("stuck_marked_trials", float64(marked))
-	unownedRow = withPolicy(unownedRow, policyFast, fastFailover).
-		withGoal(fmt.Sprintf("p99 <= %.0f %%", 100*stuckGoalUnowned), unownedRow.P99 <= 100*stuckGoalUnowned)
-	changesRow := measured("stuck-worker", systemShardlease, "most owner changes of one shard after its first placement, "+what, "changes", changes).
-		with("shards_moved_p50", percentile(moved, 50))
-	changesRow = changesRow.withGoal(fmt.Sprintf("p99 <= %d", stuckGoalChanges), changesRow.P99 <= stuckGoalChanges)
-	if trials < env.trials {
-		note := fmt.Sprintf("%d trials of %v each, not %d", trials, span, env.trials)
-		unownedRow, changesRow = unownedRow.withNote(note), changesRow.withNote(note)
+	unownedRow := bench.Measured("stuck-worker", bench.SystemShardlease, "unowned shard-time, "+what, "%", unowned).
+		With("all_owned_s_p50", bench.Percentile(allOwned, 50)).With("stuck_marked_trials", float64(marked))
+	unownedRow = unownedRow.WithPolicy(bench.PolicyFast, fastFailover).
+		WithGoal(fmt.Sprintf("p99 <= %.0f %%", 100*stuckGoalUnowned), unownedRow.P99 <= 100*stuckGoalUnowned)
+	changesRow := bench.Measured("stuck-worker", bench.SystemShardlease, "most owner changes of one shard after its first placement, "+what, "changes", changes).
+		With("shards_moved_p50", bench.Percentile(moved, 50))
+	changesRow = changesRow.WithGoal(fmt.Sprintf("p99 <= %d", stuckGoalChanges), changesRow.P99 <= stuckGoalChanges)
+	if trials < env.Trials {
+		note := fmt.Sprintf("%d trials of %v each, not %d", trials, span, env.Trials)
+		unownedRow, changesRow = unownedRow.WithNote(note), changesRow.WithNote(note)
 	}
 	if marked < len(unowned) {
-		unownedRow = unownedRow.withNote(fmt.Sprintf("the stuck worker was marked stuck and owned nothing at the end of only %d of %d trials", marked, len(unowned)))
+		unownedRow = unownedRow.WithNote(fmt.Sprintf("the stuck worker was marked stuck and owned nothing at the end of only %d of %d trials", marked, len(unowned)))
 	}
-	return []result{unownedRow, changesRow}, nil
+	return []bench.Result{unownedRow, changesRow}, nil
 }
 
 // stuckTrial starts a fresh fleet, the stuck worker among the others, and
 // follows it for span.
-func stuckTrial(ctx context.Context, env *benchEnv, workers, shards int, span time.Duration) (stuckFigures, error) {
+func stuckTrial(ctx context.Context, env *bench.Env, workers, shards int, span time.Duration) (stuckFigures, error) {
 	f, err := newSLFleet(env, "stuck-worker", slOptions{shards: shards, policy: fastFailover,
 		coordinator: func(id string, c shard.Coordinator) shard.Coordinator {
 			if id == stuckID {

@@ -7,14 +7,15 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/shard"
 )
 
-func crashFailover(ctx context.Context, env *benchEnv) ([]result, error) {
+func crashFailover(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
 	return takeAwayRows(ctx, env, "crash-failover", true)
 }
 
-func gracefulHandoff(ctx context.Context, env *benchEnv) ([]result, error) {
+func gracefulHandoff(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
 	return takeAwayRows(ctx, env, "graceful-handoff", false)
 }
 
@@ -26,11 +27,11 @@ const minOwnershipTrials = 20
 
 // takeAwayTrials is how many trials a take-away row runs: --trials with
 // --small, else at least minOwnershipTrials.
-func takeAwayTrials(env *benchEnv) int {
-	if env.small {
-		return env.trials
+func takeAwayTrials(env *bench.Env) int {
+	if env.Small {
+		return env.Trials
 	}
-	return max(env.trials, minOwnershipTrials)
+	return max(env.Trials, minOwnershipTrials)
 }
 
 // takeAwayVariant is one row of a take-away scenario.
@@ -48,7 +49,7 @@ type takeAwayVariant struct {
 // stop of a worker and of the assignor's, and a crash of the assignor's.
 // --small leaves out the crashes on the default policy (about 20 s each:
 // a 10 s check TTL and a 10 s lock-delay), the large fleet's included.
-func takeAwayVariants(env *benchEnv, crash bool) []takeAwayVariant {
+func takeAwayVariants(env *bench.Env, crash bool) []takeAwayVariant {
 	const metric = "time until its shards have new handlers running"
 	assignorGone := metric + ", the assignor's worker stopped"
 	if crash {
@@ -57,19 +58,19 @@ func takeAwayVariants(env *benchEnv, crash bool) []takeAwayVariant {
 	fast, def, scale := ownershipShape(env), defaultShape(env), scaleShape(env)
 	fast.processes, def.processes = true, true
 	vs := []takeAwayVariant{
-		{systemShardlease, metric, notAssignor, fast}, {systemShardlease, assignorGone, theAssignor, fast},
-		{systemTuned, metric, anyWorker, fast},
+		{bench.SystemShardlease, metric, notAssignor, fast}, {bench.SystemShardlease, assignorGone, theAssignor, fast},
+		{bench.SystemTuned, metric, anyWorker, fast},
 	}
-	slow := crash && env.small
+	slow := crash && env.Small
 	if !slow {
-		vs = append(vs, takeAwayVariant{systemShardlease, metric, notAssignor, def}, takeAwayVariant{systemTuned, metric, anyWorker, def})
+		vs = append(vs, takeAwayVariant{bench.SystemShardlease, metric, notAssignor, def}, takeAwayVariant{bench.SystemTuned, metric, anyWorker, def})
 	}
-	vs = append(vs, takeAwayVariant{systemBaseline, metric, anyWorker, fast})
+	vs = append(vs, takeAwayVariant{bench.SystemBaseline, metric, anyWorker, fast})
 	if !crash {
-		vs = append(vs, takeAwayVariant{systemShardlease, metric, notAssignor, scale})
+		vs = append(vs, takeAwayVariant{bench.SystemShardlease, metric, notAssignor, scale})
 	}
 	if !slow {
-		vs = append(vs, takeAwayVariant{systemShardlease, assignorGone, theAssignor, scale})
+		vs = append(vs, takeAwayVariant{bench.SystemShardlease, assignorGone, theAssignor, scale})
 	}
 	return vs
 }
@@ -78,7 +79,7 @@ func takeAwayVariants(env *benchEnv, crash bool) []takeAwayVariant {
 // times what the policy's detection and lock-delay take.
 func takeAwayWithin(v takeAwayVariant) time.Duration {
 	switch {
-	case v.system == systemBaseline:
+	case v.system == bench.SystemBaseline:
 		// A 15 s session TTL (which Consul may stretch to 30 s), a 15 s
 		// lock-delay and a 5 s retry.
 		return 2 * time.Minute
@@ -92,8 +93,8 @@ func takeAwayWithin(v takeAwayVariant) time.Duration {
 // comparison share scenario, metric and Policy: shardlease's and the tuned
 // baseline's name the shardlease policy, the default baseline's
 // policyDefaults.
-func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash bool) ([]result, error) {
-	var rows []result
+func takeAwayRows(ctx context.Context, env *bench.Env, scenario string, crash bool) ([]bench.Result, error) {
+	var rows []bench.Result
 	for _, v := range takeAwayVariants(env, crash) {
 		trials := takeAwayTrials(env)
 		fig, err := takeAway(ctx, env, v.system, scenario, crash, v.pick, v.shape, trials, takeAwayWithin(v))
@@ -104,24 +105,24 @@ func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash boo
 		// handler running, as the workers report it: when work resumes.
 		// The time the observer saw every shard owned again is beside it
 		// (kv_visible_s); it lags by one listing of the prefix.
-		row := measured(scenario, v.system, v.shape.metric(v.metric), "s", fig.handlers).with("shards_per_trial_p50", percentile(fig.shards, 50)).
-			with("first_freed_s_p50", percentile(fig.freed, 50)).with("first_freed_s_p99", percentile(fig.freed, 99)).
-			with("kv_visible_s_p50", percentile(fig.secs, 50)).with("kv_visible_s_p99", percentile(fig.secs, 99))
+		row := bench.Measured(scenario, v.system, v.shape.metric(v.metric), "s", fig.handlers).With("shards_per_trial_p50", bench.Percentile(fig.shards, 50)).
+			With("first_freed_s_p50", bench.Percentile(fig.freed, 50)).With("first_freed_s_p99", bench.Percentile(fig.freed, 99)).
+			With("kv_visible_s_p50", bench.Percentile(fig.secs, 50)).With("kv_visible_s_p99", bench.Percentile(fig.secs, 99))
 		if err != nil {
-			row = row.withNote(fmt.Sprintf("only %d of %d trials: %v", len(fig.secs), trials, err))
+			row = row.WithNote(fmt.Sprintf("only %d of %d trials: %v", len(fig.secs), trials, err))
 		}
 		if v.shape.processes {
-			row = row.withNote("each worker an OS process (crash: SIGKILL; stop: SIGTERM); the time ends at the new handlers' start lines, by the workers' wall clocks")
+			row = row.WithNote("each worker an OS process (crash: SIGKILL; stop: SIGTERM); the time ends at the new handlers' start lines, by the workers' wall clocks")
 		} else {
-			row = row.withNote("in-process workers (crash: their Consul connection cut)")
+			row = row.WithNote("in-process workers (crash: their Consul connection cut)")
 		}
 		switch v.system {
-		case systemShardlease:
-			row = shardleaseTakeAwayGoal(withPolicy(row, v.shape.policyName, v.shape.policy), crash, v)
-		case systemTuned:
+		case bench.SystemShardlease:
+			row = shardleaseTakeAwayGoal(row.WithPolicy(v.shape.policyName, v.shape.policy), crash, v)
+		case bench.SystemTuned:
 			row = withTunedPolicy(row, v.shape.policyName, v.shape.policy)
 		default:
-			row = withDefaultsPolicy(row, env.small)
+			row = withDefaultsPolicy(row, env.Small)
 		}
 		rows = append(rows, row)
 		if err != nil {
@@ -133,57 +134,44 @@ func takeAwayRows(ctx context.Context, env *benchEnv, scenario string, crash boo
 
 // shardleaseTakeAwayGoal states a shardlease row's goal, on the fast
 // policy (docs/benchmarks.md, "Results"), and what its victim was.
-func shardleaseTakeAwayGoal(row result, crash bool, v takeAwayVariant) result {
-	fast := v.shape.policyName == policyFast
+func shardleaseTakeAwayGoal(row bench.Result, crash bool, v takeAwayVariant) bench.Result {
+	fast := v.shape.policyName == bench.PolicyFast
 	switch {
 	case !crash && v.pick == theAssignor:
-		return row.withNote("the victim holds P/assignor: it resigns, and a new assignor is elected and lists the fleet before the shards move; no goal of its own")
+		return row.WithNote("the victim holds P/assignor: it resigns, and a new assignor is elected and lists the fleet before the shards move; no goal of its own")
 	case crash && v.pick == theAssignor:
 		// P/assignor is freed with the shards; the next candidate takes
 		// it a lock-delay (and up to a quarter more) later, lists the
 		// fleet and assigns before anyone can acquire.
-		row = row.withNote("the victim holds P/assignor: a new assignor is elected before the shards move")
+		row = row.WithNote("the victim holds P/assignor: a new assignor is elected before the shards move")
 		if !fast {
 			return row
 		}
-		return row.withGoal("p99 <= 3.5s", row.P99 <= 3.5)
+		return row.WithGoal("p99 <= 3.5s", row.P99 <= 3.5)
 	case !crash:
-		row = row.withNote("never the assignor's worker (its stop is another row)")
+		row = row.WithNote("never the assignor's worker (its stop is another row)")
 		goal := 100 * time.Millisecond
 		if v.shape.atScale {
 			goal = 500 * time.Millisecond
 		}
-		return row.withGoal(fmt.Sprintf("p99 <= %v", goal), row.P99 <= goal.Seconds())
+		return row.WithGoal(fmt.Sprintf("p99 <= %v", goal), row.P99 <= goal.Seconds())
 	}
 	// Detection is about the check TTL after the victim's last renewal and
 	// the takeover a lock-delay and one Acquire after that, so every
 	// failover pays the lock-delay rule's floor (ttl − pause).
-	row = row.withNote("never the assignor's worker (its crash is another row)")
+	row = row.WithNote("never the assignor's worker (its crash is another row)")
 	if !fast {
 		return row
 	}
-	return row.withGoal("p99 <= 3s", row.P99 <= 3)
-}
-
-// withPolicy adds the lease policy the shardlease workers ran with to a
-// row: its name, its four numbers as extra figures, and a note showing
-// that it meets both rules of shard.LeasePolicy, the second of which
-// (lock-delay ≥ ttl − pause, the step-down deadline) sets how long a
-// crashed worker's shards stay closed after Consul frees them.
-func withPolicy(r result, name string, p shard.LeasePolicy) result {
-	r.Policy = name
-	r = r.with("check_ttl_s", p.TTL.Seconds()).with("renew_s", p.RenewEvery.Seconds()).
-		with("pause_budget_s", p.PauseBudget.Seconds()).with("lock_delay_s", p.EffectiveLockDelay().Seconds())
-	return r.withNote(fmt.Sprintf("policy %s: 2 × renew %v + pause %v = %v ≤ ttl %v; lock-delay %v ≥ ttl − pause = %v",
-		name, p.RenewEvery, p.PauseBudget, p.Need(), p.TTL, p.EffectiveLockDelay(), p.MinLockDelay()))
+	return row.WithGoal("p99 <= 3s", row.P99 <= 3)
 }
 
 // withTunedPolicy names the shardlease policy the tuned baseline was tuned
 // to, with the settings it took from it.
-func withTunedPolicy(r result, name string, p shard.LeasePolicy) result {
+func withTunedPolicy(r bench.Result, name string, p shard.LeasePolicy) bench.Result {
 	r.Policy = name
-	r = r.with("check_ttl_s", p.TTL.Seconds()).with("renew_s", p.RenewEvery.Seconds()).with("lock_delay_s", p.EffectiveLockDelay().Seconds())
-	return r.withNote(fmt.Sprintf("api.Lock tuned to %s: one session per worker bound to a TTL check of %v passed every %v, lock-delay %v; "+
+	r = r.With("check_ttl_s", p.TTL.Seconds()).With("renew_s", p.RenewEvery.Seconds()).With("lock_delay_s", p.EffectiveLockDelay().Seconds())
+	return r.WithNote(fmt.Sprintf("api.Lock tuned to %s: one session per worker bound to a TTL check of %v passed every %v, lock-delay %v; "+
 		"at most ⌈N/W⌉ shards a worker; a try refused in lock-delay retried a lock-delay later; no fence: the time ends when the lock is acquired",
 		name, p.TTL, p.RenewEvery, p.EffectiveLockDelay()))
 }
@@ -191,15 +179,15 @@ func withTunedPolicy(r result, name string, p shard.LeasePolicy) result {
 // withDefaultsPolicy states the default baseline's settings: api.Lock's
 // own (with --small, a 10 s session TTL and a 1 ms lock-delay, and a
 // crashed worker's sessions destroyed by the harness).
-func withDefaultsPolicy(r result, small bool) result {
-	r.Policy = policyDefaults
+func withDefaultsPolicy(r bench.Result, small bool) bench.Result {
+	r.Policy = bench.PolicyDefaults
 	ttl, _ := time.ParseDuration(api.DefaultLockSessionTTL)
 	delay, how := 15*time.Second, "" // the session default
 	if small {
 		ttl, delay, how = 10*time.Second, time.Millisecond, " (--small: a crashed worker's sessions are destroyed by the harness)"
 	}
-	r = r.with("session_ttl_s", ttl.Seconds()).with("lock_delay_s", delay.Seconds()).with("lock_retry_s", api.DefaultLockRetryTime.Seconds())
-	return r.withNote(fmt.Sprintf("api.Lock defaults%s: one session per lock, session TTL %v (Consul acts on it after up to twice that), lock-delay %v, "+
+	r = r.With("session_ttl_s", ttl.Seconds()).With("lock_delay_s", delay.Seconds()).With("lock_retry_s", api.DefaultLockRetryTime.Seconds())
+	return r.WithNote(fmt.Sprintf("api.Lock defaults%s: one session per lock, session TTL %v (Consul acts on it after up to twice that), lock-delay %v, "+
 		"a retry %v after a refusal in lock-delay, %v blocking queries; never rebalances; no fence: the time ends when the lock is acquired",
 		how, ttl, delay, api.DefaultLockRetryTime, api.DefaultLockWaitTime))
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -21,47 +21,48 @@ import (
 // rendered from the JSON as committed, so `shardbench docs` regenerates
 // it without running anything, and a test compares the two.
 const (
-	docsBegin = "<!-- shardbench:begin -->"
-	docsEnd   = "<!-- shardbench:end -->"
+	DocsBegin = "<!-- shardbench:begin -->"
+	DocsEnd   = "<!-- shardbench:end -->"
 )
 
-// docsPaths are the files one run's documents go to.
-type docsPaths struct {
-	doc, json, plot string
-	loadPlot        string // drawn only from a run with skewed-load's traces
+// DocsPaths are the files one run's documents go to.
+type DocsPaths struct {
+	Doc, JSON, Plot string
+	LoadPlot        string // drawn only from a run with skewed-load's traces
 }
 
-// docsFor places a run's JSON and plot relative to the document doc.
-func docsFor(doc string) docsPaths {
+// DocsFor places a run's JSON and plot relative to the document doc.
+func DocsFor(doc string) DocsPaths {
 	dir := filepath.Dir(doc)
-	return docsPaths{doc: doc, json: filepath.Join(dir, "bench", "run.json"), plot: filepath.Join(dir, "img", "ownership.svg"),
-		loadPlot: filepath.Join(dir, "img", loadPlotName)}
+	return DocsPaths{Doc: doc, JSON: filepath.Join(dir, "bench", "run.json"), Plot: filepath.Join(dir, "img", "ownership.svg"),
+		LoadPlot: filepath.Join(dir, "img", loadPlotName)}
 }
 
-// writeDocs writes rep as the JSON of p and regenerates p's plot and
-// section from that JSON.
-func writeDocs(rep report, p docsPaths) error {
-	old, ok, err := readOldRun(p.json)
+// WriteDocs writes rep as the JSON of p and regenerates p's plot and
+// section from that JSON. A run of some of suite's scenarios updates the
+// JSON already there (docsmerge.go).
+func WriteDocs(rep Report, p DocsPaths, suite Suite) error {
+	old, ok, err := readOldRun(p.JSON)
 	if err != nil {
 		return err
 	}
-	if rep, err = mergeRun(old, ok, rep); err != nil {
+	if rep, err = mergeRun(old, ok, rep, suite); err != nil {
 		return err
 	}
 	var b bytes.Buffer
-	rep.writeJSON(&b)
-	if err := os.MkdirAll(filepath.Dir(p.json), 0o755); err != nil {
+	rep.WriteJSON(&b)
+	if err := os.MkdirAll(filepath.Dir(p.JSON), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(p.json, b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(p.JSON, b.Bytes(), 0o644); err != nil {
 		return err
 	}
-	return renderDocs(p)
+	return RenderDocs(p)
 }
 
-// readReport reads a run's JSON.
-func readReport(path string) (report, error) {
-	var rep report
+// ReadReport reads a run's JSON.
+func ReadReport(path string) (Report, error) {
+	var rep Report
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return rep, err
@@ -72,39 +73,44 @@ func readReport(path string) (report, error) {
 	return rep, nil
 }
 
-// renderDocs regenerates p's plot and the section of p's document from
+// RenderDocs regenerates p's plot and the section of p's document from
 // p's JSON.
-func renderDocs(p docsPaths) error {
-	rep, err := readReport(p.json)
+func RenderDocs(p DocsPaths) error {
+	rep, err := ReadReport(p.JSON)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p.plot), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p.Plot), 0o755); err != nil {
 		return err
 	}
 	// Each plot is drawn only from a run with its rows (a run of
 	// skewed-load alone has no ownership comparison); a run without them
 	// leaves the plot of an earlier one, and the section does not show it.
 	if len(ownershipGroups(rep.Results)) > 0 {
-		if err := writeOwnershipPlot(rep, p.plot); err != nil {
-			return fmt.Errorf("plot %s: %w", p.plot, err)
+		if err := WriteOwnershipPlot(rep, p.Plot); err != nil {
+			return fmt.Errorf("plot %s: %w", p.Plot, err)
 		}
 	}
 	if len(loadTraces(rep.Results)) > 0 {
-		if err := writeLoadPlot(rep, p.loadPlot); err != nil {
-			return fmt.Errorf("plot %s: %w", p.loadPlot, err)
+		if err := writeLoadPlot(rep, p.LoadPlot); err != nil {
+			return fmt.Errorf("plot %s: %w", p.LoadPlot, err)
 		}
 	}
-	doc, err := os.ReadFile(p.doc)
+	doc, err := os.ReadFile(p.Doc)
 	if err != nil {
 		return err
 	}
-	section := rep.docSection(relTo(p.doc, p.json), relTo(p.doc, p.plot))
-	out, err := replaceSection(string(doc), section)
+	out, err := replaceSection(string(doc), p.Section(rep))
 	if err != nil {
-		return fmt.Errorf("%s: %w", p.doc, err)
+		return fmt.Errorf("%s: %w", p.Doc, err)
 	}
-	return os.WriteFile(p.doc, []byte(out), 0o644)
+	return os.WriteFile(p.Doc, []byte(out), 0o644)
+}
+
+// Section is rep's generated section of p's document, linking p's JSON and
+// plot relative to the document.
+func (p DocsPaths) Section(rep Report) string {
+	return rep.DocSection(relTo(p.Doc, p.JSON), relTo(p.Doc, p.Plot))
 }
 
 // relTo is path relative to doc's directory, with forward slashes.
@@ -118,33 +124,34 @@ func relTo(doc, path string) string {
 
 // replaceSection replaces what lies between doc's markers by section.
 func replaceSection(doc, section string) (string, error) {
-	head, rest, ok := strings.Cut(doc, docsBegin)
+	head, rest, ok := strings.Cut(doc, DocsBegin)
 	if !ok {
-		return "", fmt.Errorf("no %s marker", docsBegin)
+		return "", fmt.Errorf("no %s marker", DocsBegin)
 	}
-	_, tail, ok := strings.Cut(rest, docsEnd)
+	_, tail, ok := strings.Cut(rest, DocsEnd)
 	if !ok {
-		return "", fmt.Errorf("no %s marker after %s", docsEnd, docsBegin)
+		return "", fmt.Errorf("no %s marker after %s", DocsEnd, DocsBegin)
 	}
-	return head + docsBegin + "\n" + section + docsEnd + tail, nil
+	return head + DocsBegin + "\n" + section + DocsEnd + tail, nil
 }
 
-// extractSection returns what lies between doc's markers.
-func extractSection(doc string) (string, error) {
-	_, rest, ok := strings.Cut(doc, docsBegin+"\n")
+// ExtractSection returns what lies between doc's markers.
+func ExtractSection(doc string) (string, error) {
+	_, rest, ok := strings.Cut(doc, DocsBegin+"\n")
 	if !ok {
-		return "", fmt.Errorf("no %s marker", docsBegin)
+		return "", fmt.Errorf("no %s marker", DocsBegin)
 	}
-	section, _, ok := strings.Cut(rest, docsEnd)
+	section, _, ok := strings.Cut(rest, DocsEnd)
 	if !ok {
 		return "", errors.New("no end marker")
 	}
 	return section, nil
 }
 
-// docSection is the generated part of docs/benchmarks.md: how the run
-// ran, its goals, the plot, the table and a paragraph per scenario.
-func (r report) docSection(jsonPath, plotPath string) string {
+// DocSection is the generated part of docs/benchmarks.md: how the run
+// ran, its goals, the plot, the table and a paragraph per scenario, with
+// links to its JSON and plot at the paths given.
+func (r Report) DocSection(jsonPath, plotPath string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<!-- generated by shardbench from %s (cmd/shardbench/docs.go): edit neither by hand -->\n\n", jsonPath)
 	if r.Small {
@@ -180,15 +187,15 @@ func (r report) docSection(jsonPath, plotPath string) string {
 		"(under one: shardlease is faster or cheaper). Each baseline row follows the first shardlease row compared with it; " +
 		"the default baseline runs on api.Lock's own settings and serves every policy's row. " +
 		"p50, p99 and max are nearest-rank over the row's trials.\n\n")
-	r.writeMarkdown(&b)
+	r.WriteMarkdown(&b)
 	b.WriteString("\n#### What the figures say\n\n")
 	r.writeProse(&b)
 	return b.String()
 }
 
 // writeGoals states how many rows met their goals and names the others.
-func (r report) writeGoals(w io.Writer) {
-	total, missed := 0, r.missed()
+func (r Report) writeGoals(w io.Writer) {
+	total, missed := 0, r.Missed()
 	for _, res := range r.Results {
 		if res.Met != nil {
 			total++
@@ -212,7 +219,7 @@ func (r report) writeGoals(w io.Writer) {
 
 // writeProse writes, per scenario, what its compared and goal-bearing rows
 // say, every number taken from the rows.
-func (r report) writeProse(w io.Writer) {
+func (r Report) writeProse(w io.Writer) {
 	var order []string
 	for _, res := range r.Results {
 		if len(order) == 0 || order[len(order)-1] != res.Scenario {
@@ -231,14 +238,14 @@ func (r report) writeProse(w io.Writer) {
 		fmt.Fprint(w, ":\n\n")
 		quiet := false
 		for i, res := range r.Results {
-			if res.Scenario != name || (res.System == systemBaseline || res.System == systemTuned) && firstComparedWith(r.Results, &r.Results[i]) != nil {
+			if res.Scenario != name || (res.System == SystemBaseline || res.System == SystemTuned) && firstComparedWith(r.Results, &r.Results[i]) != nil {
 				continue // said with its shardlease row
 			}
-			c := comparison{}
-			if res.System == systemShardlease {
-				c = compare(r.Results, res)
+			c := Comparison{}
+			if res.System == SystemShardlease {
+				c = Compare(r.Results, res)
 			}
-			if res.Met == nil && c.baseline == nil && c.tuned == nil {
+			if res.Met == nil && c.Baseline == nil && c.Tuned == nil {
 				quiet = true
 				continue
 			}
@@ -252,7 +259,7 @@ func (r report) writeProse(w io.Writer) {
 }
 
 // rowSentence says what one row and its baselines measured.
-func rowSentence(res result, c comparison) string {
+func rowSentence(res Result, c Comparison) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%s*", res.Metric)
 	if res.Policy != "" {
@@ -265,8 +272,8 @@ func rowSentence(res result, c comparison) string {
 	b.WriteString("." + extraSentence(res))
 	for _, o := range []struct {
 		name string
-		row  *result
-	}{{"the default api.Lock baseline", c.baseline}, {"the tuned api.Lock baseline", c.tuned}} {
+		row  *Result
+	}{{"the default api.Lock baseline", c.Baseline}, {"the tuned api.Lock baseline", c.Tuned}} {
 		if o.row == nil {
 			continue
 		}
@@ -291,7 +298,7 @@ func policySuffix(p string) string {
 }
 
 // figures is a row's p50, p99 and max with its unit.
-func figures(r result) string {
+func figures(r Result) string {
 	unit := ""
 	if r.Unit != "" && r.Unit != "ratio" {
 		unit = " " + r.Unit
@@ -300,7 +307,7 @@ func figures(r result) string {
 }
 
 // extraSentence explains the extra figures whose meaning is fixed.
-func extraSentence(r result) string {
+func extraSentence(r Result) string {
 	x := r.Extra
 	var parts []string
 	if v, ok := x["first_freed_s_p50"]; ok {

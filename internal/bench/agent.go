@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -15,12 +15,14 @@ import (
 	"github.com/shardlease/shardlease/internal/harness/consultest"
 )
 
-// benchAgent is the Consul agent a run uses: given, or started here.
-type benchAgent struct {
-	config  *api.Config
-	version string // e.g. "1.14.8"
-	mode    string // how it runs, for the report
-	stop    func()
+// Agent is the Consul agent a run uses: given, or started here.
+type Agent struct {
+	Config  *api.Config
+	Version string // e.g. "1.14.8"
+	Mode    string // how it runs, for the report
+	// Stop stops an agent started here (and removes its directory), or
+	// closes the given one's idle connections.
+	Stop func()
 }
 
 // maxConnsPerClient lifts Consul's per-client-IP HTTP connection limit
@@ -32,9 +34,10 @@ type benchAgent struct {
 // this process (and so the agent it starts) may raise itself to.
 const maxConnsPerClient = 16384
 
-// connsPerClient is maxConnsPerClient, or less where the hard limit on open
-// files is lower.
-func connsPerClient() int {
+// ConnsPerClient is maxConnsPerClient, or less where the hard limit on
+// open files is lower: the http_max_conns_per_client of the agent
+// ObtainConsul starts.
+func ConnsPerClient() int {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Max < maxConnsPerClient+100 {
 		return max(200, int(lim.Max)-100)
@@ -42,13 +45,14 @@ func connsPerClient() int {
 	return maxConnsPerClient
 }
 
-// obtainConsul connects to addr, or (addr empty) starts a dev agent from
-// bin/consul, building it with scripts/consul.sh if it is missing.
-func obtainConsul(ctx context.Context, addr string, log io.Writer) (*benchAgent, error) {
+// ObtainConsul connects to addr, or (addr empty) starts a dev agent from
+// bin/consul, building it with scripts/consul.sh if it is missing. The
+// caller stops it with Agent.Stop.
+func ObtainConsul(ctx context.Context, addr string, log io.Writer) (*Agent, error) {
 	if addr != "" {
 		cfg := api.DefaultConfig()
 		cfg.Address = addr
-		a := &benchAgent{config: cfg, stop: cfg.Transport.CloseIdleConnections}
+		a := &Agent{Config: cfg, Stop: cfg.Transport.CloseIdleConnections}
 		return a, a.describe(ctx, "given agent "+addr)
 	}
 	if _, err := consultest.FindBinary(); err != nil {
@@ -64,15 +68,15 @@ func obtainConsul(ctx context.Context, addr string, log io.Writer) (*benchAgent,
 	if err != nil {
 		return nil, err
 	}
-	agent, err := consultest.Launch(dir, consultest.WithHCL(fmt.Sprintf("limits { http_max_conns_per_client = %d }", connsPerClient())))
+	agent, err := consultest.Launch(dir, consultest.WithHCL(fmt.Sprintf("limits { http_max_conns_per_client = %d }", ConnsPerClient())))
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	fmt.Fprintf(log, "shardbench: started a dev agent on %s (log %s)\n", agent.HTTPAddr, agent.LogPath)
-	a := &benchAgent{config: agent.Config(), stop: func() { agent.Stop(); os.RemoveAll(dir) }}
+	a := &Agent{Config: agent.Config(), Stop: func() { agent.Stop(); os.RemoveAll(dir) }}
 	if err := a.describe(ctx, "dev agent started by shardbench (one server, in-memory Raft, loopback)"); err != nil {
-		a.stop()
+		a.Stop()
 		return nil, err
 	}
 	return a, nil
@@ -95,27 +99,27 @@ func buildConsul(ctx context.Context, log io.Writer) error {
 
 // describe reads the agent's version and role, which also checks that it
 // answers.
-func (a *benchAgent) describe(ctx context.Context, how string) error {
-	client, err := api.NewClient(a.config)
+func (a *Agent) describe(ctx context.Context, how string) error {
+	client, err := api.NewClient(a.Config)
 	if err != nil {
 		return err
 	}
 	self, err := client.Agent().Self() // (no context: the client's own timeouts apply)
 	if err != nil {
-		return fmt.Errorf("consul agent %s: %w", a.config.Address, err)
+		return fmt.Errorf("consul agent %s: %w", a.Config.Address, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cfg := self["Config"]
-	a.version, _ = cfg["Version"].(string)
+	a.Version, _ = cfg["Version"].(string)
 	server, _ := cfg["Server"].(bool)
-	a.mode = fmt.Sprintf("%s; server=%v", how, server)
+	a.Mode = fmt.Sprintf("%s; server=%v", how, server)
 	if raft, err := client.Operator().RaftGetConfiguration((&api.QueryOptions{}).WithContext(ctx)); err == nil {
-		a.mode += fmt.Sprintf(", %d Raft server(s)", len(raft.Servers))
+		a.Mode += fmt.Sprintf(", %d Raft server(s)", len(raft.Servers))
 	}
 	if dbg, ok := self["DebugConfig"]; ok {
 		if n, ok := dbg["HTTPMaxConnsPerClient"].(float64); ok {
-			a.mode += fmt.Sprintf(", http_max_conns_per_client=%.0f", n)
+			a.Mode += fmt.Sprintf(", http_max_conns_per_client=%.0f", n)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"errors"
@@ -22,18 +22,46 @@ import (
 // loadPlotName is the load plot's file, beside the ownership plot.
 const loadPlotName = "load.svg"
 
+// SystemCountBased is skewed-load's count-balancing fleet in its rows, the
+// comparison for the load-aware one (SystemShardlease).
+const SystemCountBased = "count-based"
+
+// LoadTrace is a fleet's worker load over the skewed-load scenario as the
+// plot draws it: seconds since the loads became skewed, and per sample max
+// and min worker load ÷ mean as the band reads them (BandMax, BandMin),
+// plain max ÷ mean and the floor.
+type LoadTrace struct {
+	Tolerance float64   `json:"tolerance"`
+	NoiseS    float64   `json:"noise_s"`   // when the noise began
+	TripledS  float64   `json:"tripled_s"` // when the hot shard's load tripled
+	T         []float64 `json:"t"`
+	BandMax   []float64 `json:"band_max"`
+	BandMin   []float64 `json:"band_min"`
+	Max       []float64 `json:"max"`
+	Floor     []float64 `json:"floor"`
+}
+
+// Add appends one sample taken t seconds after the skew, rounded to what a
+// plot shows.
+func (tr *LoadTrace) Add(t, bandMax, bandMin, max, floor float64) {
+	round := func(v float64, unit float64) float64 { return math.Round(v/unit) * unit }
+	tr.T = append(tr.T, round(t, 0.01))
+	tr.BandMax, tr.BandMin = append(tr.BandMax, round(bandMax, 0.001)), append(tr.BandMin, round(bandMin, 0.001))
+	tr.Max, tr.Floor = append(tr.Max, round(max, 0.001)), append(tr.Floor, round(floor, 0.001))
+}
+
 // loadPlotFleets are the fleets plotted, in legend order, with colours.
 var loadPlotFleets = []struct {
 	system, label string
 	color         color.RGBA
 }{
-	{systemShardlease, "load-aware", color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}},
-	{systemCountBased, systemCountBased, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}},
+	{SystemShardlease, "load-aware", color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}},
+	{SystemCountBased, SystemCountBased, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}},
 }
 
 // loadTraces are the run's skewed-load traces by system.
-func loadTraces(rs []result) map[string]*loadTrace {
-	out := map[string]*loadTrace{}
+func loadTraces(rs []Result) map[string]*LoadTrace {
+	out := map[string]*LoadTrace{}
 	for _, r := range rs {
 		if r.Scenario == "skewed-load" && r.Trace != nil && len(r.Trace.T) > 0 {
 			out[r.System] = r.Trace
@@ -44,7 +72,7 @@ func loadTraces(rs []result) map[string]*loadTrace {
 
 // writeLoadPlot draws rep's skewed-load traces to path, whose extension
 // chooses the format.
-func writeLoadPlot(rep report, path string) error {
+func writeLoadPlot(rep Report, path string) error {
 	traces := loadTraces(rep.Results)
 	if len(traces) == 0 {
 		return errors.New("no skewed-load trace to plot")
@@ -58,7 +86,7 @@ func writeLoadPlot(rep report, path string) error {
 	p.X.Label.Text = "seconds since the loads became skewed (count-balanced start)"
 	p.Y.Label.Text = "worker load ÷ mean"
 	p.Legend.Top = true
-	var any *loadTrace
+	var any *LoadTrace
 	hi, end := 1.0, 0.0
 	for _, f := range loadPlotFleets {
 		tr, ok := traces[f.system]

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"errors"
@@ -20,12 +20,12 @@ import (
 // beside the document (old; ok false when there is none): rep itself when
 // it ran every scenario or nothing was there before, else old with rep's
 // scenarios replaced.
-func mergeRun(old report, ok bool, rep report) (report, error) {
-	if !ok || ranEveryScenario(rep) {
+func mergeRun(old Report, ok bool, rep Report, suite Suite) (Report, error) {
+	if !ok || ranEveryScenario(rep, suite) {
 		return rep, nil
 	}
 	if old.Small != rep.Small {
-		return report{}, fmt.Errorf("this run is %s but the document's is %s: a run updates a document of its own kind (remove its JSON to start afresh)",
+		return Report{}, fmt.Errorf("this run is %s but the document's is %s: a run updates a document of its own kind (remove its JSON to start afresh)",
 			smallWord(rep.Small), smallWord(old.Small))
 	}
 	ran := map[string]bool{}
@@ -47,15 +47,14 @@ func mergeRun(old report, ok bool, rep report) (report, error) {
 		s.Commit, s.Started = rep.Commit, rep.Started
 		out.Scenarios = append(out.Scenarios, s)
 	}
-	order := scenarioOrder()
-	slices.SortStableFunc(out.Scenarios, func(a, b scenarioRun) int { return order(a.Name) - order(b.Name) })
+	slices.SortStableFunc(out.Scenarios, func(a, b ScenarioRun) int { return suite.rank(a.Name) - suite.rank(b.Name) })
 	for _, r := range old.Results {
 		if !ran[r.Scenario] {
 			out.Results = append(out.Results, r)
 		}
 	}
 	out.Results = append(out.Results, rep.Results...)
-	slices.SortStableFunc(out.Results, func(a, b result) int { return order(a.Scenario) - order(b.Scenario) })
+	slices.SortStableFunc(out.Results, func(a, b Result) int { return suite.rank(a.Scenario) - suite.rank(b.Scenario) })
 	for _, e := range old.Errors {
 		if !ran[e.Scenario] {
 			out.Errors = append(out.Errors, e)
@@ -67,33 +66,22 @@ func mergeRun(old report, ok bool, rep report) (report, error) {
 
 // readOldRun reads the report at path for mergeRun: ok false when there
 // is none.
-func readOldRun(path string) (report, bool, error) {
-	old, err := readReport(path)
+func readOldRun(path string) (Report, bool, error) {
+	old, err := ReadReport(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return report{}, false, nil
+		return Report{}, false, nil
 	}
 	return old, err == nil, err
 }
 
-// ranEveryScenario reports whether rep ran every scenario shardbench has.
-func ranEveryScenario(rep report) bool {
-	for _, s := range scenarios {
-		if !slices.ContainsFunc(rep.Scenarios, func(r scenarioRun) bool { return r.Name == s.name }) {
+// ranEveryScenario reports whether rep ran every scenario of suite.
+func ranEveryScenario(rep Report, suite Suite) bool {
+	for _, s := range suite {
+		if !slices.ContainsFunc(rep.Scenarios, func(r ScenarioRun) bool { return r.Name == s.Name }) {
 			return false
 		}
 	}
 	return true
-}
-
-// scenarioOrder ranks scenario names in the order `--scenario all` runs
-// them; an unknown name ranks last.
-func scenarioOrder() func(string) int {
-	return func(name string) int {
-		if i := slices.IndexFunc(scenarios, func(s benchScenario) bool { return s.name == name }); i >= 0 {
-			return i
-		}
-		return len(scenarios)
-	}
 }
 
 func smallWord(small bool) string {
@@ -106,7 +94,7 @@ func smallWord(small bool) string {
 // rerunSince names the scenarios measured by another run than the
 // report's own (Commit, Started), with theirs, for the section's header;
 // "" when there are none.
-func (r report) rerunSince() string {
+func (r Report) rerunSince() string {
 	var parts []string
 	for _, s := range r.Scenarios {
 		if (s.Commit == "" || s.Commit == r.Commit) && (s.Started.IsZero() || s.Started.Equal(r.Started)) {

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"errors"
@@ -22,35 +22,35 @@ var plotSystems = []struct {
 	name  string
 	color color.RGBA
 }{
-	{systemShardlease, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}},
-	{systemBaseline, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}},
-	{systemTuned, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}},
+	{SystemShardlease, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}},
+	{SystemBaseline, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}},
+	{SystemTuned, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}},
 }
 
 // plotGroup is one comparison on the x axis.
 type plotGroup struct {
 	label string
-	rows  map[string]result // by system
+	rows  map[string]Result // by system
 }
 
 // ownershipGroups are the comparisons to plot: every shardlease row in
 // seconds that has a baseline, in the results' order, but for one with no
 // positive p50, which a log scale cannot show.
-func ownershipGroups(rs []result) []plotGroup {
+func ownershipGroups(rs []Result) []plotGroup {
 	var out []plotGroup
 	for _, r := range rs {
-		if r.System != systemShardlease || r.Unit != "s" || !(r.P50 > 0) {
+		if r.System != SystemShardlease || r.Unit != "s" || !(r.P50 > 0) {
 			continue
 		}
-		c := compare(rs, r)
-		if c.baseline == nil && c.tuned == nil {
+		c := Compare(rs, r)
+		if c.Baseline == nil && c.Tuned == nil {
 			continue
 		}
-		g := plotGroup{label: r.Scenario, rows: map[string]result{systemShardlease: r}}
+		g := plotGroup{label: r.Scenario, rows: map[string]Result{SystemShardlease: r}}
 		if r.Policy != "" {
 			g.label += "\n" + r.Policy
 		}
-		for _, b := range []*result{c.baseline, c.tuned} {
+		for _, b := range []*Result{c.Baseline, c.Tuned} {
 			if b != nil {
 				g.rows[b.System] = *b
 			}
@@ -60,9 +60,9 @@ func ownershipGroups(rs []result) []plotGroup {
 	return out
 }
 
-// writeOwnershipPlot draws rep's ownership comparisons to path, whose
+// WriteOwnershipPlot draws rep's ownership comparisons to path, whose
 // extension (.svg, .png, …) chooses the format.
-func writeOwnershipPlot(rep report, path string) error {
+func WriteOwnershipPlot(rep Report, path string) error {
 	groups := ownershipGroups(rep.Results)
 	if len(groups) == 0 {
 		return errors.New("no shardlease time row with a baseline to plot")
