@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/shardlease/shardlease/internal/bench"
+	"github.com/shardlease/shardlease/internal/bench/assignorstep"
 )
 
 // noBaseline lists the scenarios with shardlease rows and no baseline
@@ -28,9 +29,9 @@ func checkAssignorRows(t *testing.T, rep bench.Report) {
 		{"coordinator-load", bench.SystemShardlease, "of the assignor's worker, 10 workers × 200 shards", false},
 		{"stuck-worker", bench.SystemShardlease, "unowned shard-time", true},
 		{"stuck-worker", bench.SystemShardlease, "most owner changes of one shard", true},
-		{"assignor-step", systemRebalance, "cold", true},
-		{"assignor-step", systemRebalance, "steady (", true},
-		{"assignor-step", systemRebalance, "one join", true},
+		{"assignor-step", assignorstep.SystemRebalance, "cold", true},
+		{"assignor-step", assignorstep.SystemRebalance, "steady (", true},
+		{"assignor-step", assignorstep.SystemRebalance, "one join", true},
 	} {
 		found := 0
 		for _, r := range rep.Results {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/shardlease/shardlease/internal/bench"
+	"github.com/shardlease/shardlease/internal/bench/steady"
 	"github.com/shardlease/shardlease/internal/harness/benchtest"
 	"github.com/shardlease/shardlease/internal/harness/consultest"
 )
@@ -35,7 +36,7 @@ func TestConsulSteadyReportsItsFigures(t *testing.T) {
 		t.Fatalf("%d result lines, want 2:\n%s", len(lines), stdout.String())
 	}
 	for i, want := range []int{16, 64} {
-		var r steadyResult
+		var r steady.Result
 		if err := json.Unmarshal([]byte(lines[i]), &r); err != nil {
 			t.Fatalf("line %d: %v: %s", i, err, lines[i])
 		}

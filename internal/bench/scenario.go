@@ -84,3 +84,11 @@ func (s Suite) Run(ctx context.Context, env *Env, rep *Report) {
 		env.Logf("shardbench: %s done in %v", sc.Name, time.Since(began).Round(time.Millisecond))
 	}
 }
+
+// Declare makes the scenario name: run with the parameters sizes holds for
+// the run's size (Sizes.For).
+func Declare[P any](name, summary string, sizes Sizes[P], run func(ctx context.Context, env *Env, p P) ([]Result, error)) Scenario {
+	return Scenario{Name: name, Summary: summary, Run: func(ctx context.Context, env *Env) ([]Result, error) {
+		return run(ctx, env, sizes.For(env))
+	}}
+}
