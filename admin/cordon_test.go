@@ -139,7 +139,7 @@ func freezeAndUnfreeze(t *testing.T, e *env) {
 		t.Fatalf("Freeze = %+v, %v; want changed with %+v", f, err, want)
 	}
 	// The workers' coordinator (the assignor's) reads the freeze too.
-	s, err := e.coord.Watch(ctx, 0)
+	s, err := e.coord.Fleet().Watch(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func (o Operator) Freeze(ctx context.Context, reason string) (Freeze, error) {
 		return Freeze{Mark: s.Freeze}, nil
 	}
 	mark := &shard.Mark{By: o.By, At: o.now().UTC(), Reason: reason}
-	if err := o.Coordinator.SetFreeze(ctx, mark); err != nil {
+	if err := o.Coordinator.Fleet().SetFreeze(ctx, mark); err != nil {
 		return Freeze{}, fmt.Errorf("%w: freeze of fleet %s: %w", ErrWrite, o.Name, err)
 	}
 	return Freeze{Mark: mark, Changed: true}, nil
@@ -59,7 +59,7 @@ func (o Operator) Unfreeze(ctx context.Context) (Freeze, error) {
 	if s.Freeze == nil {
 		return Freeze{}, nil
 	}
-	if err := o.Coordinator.SetFreeze(ctx, nil); err != nil {
+	if err := o.Coordinator.Fleet().SetFreeze(ctx, nil); err != nil {
 		return Freeze{Mark: s.Freeze}, fmt.Errorf("%w: unfreeze of fleet %s: %w", ErrWrite, o.Name, err)
 	}
 	return Freeze{Mark: s.Freeze, Changed: true}, nil

@@ -111,7 +111,7 @@ func newEnv(t *testing.T, workers, operator shard.Coordinator, put func(rel, val
 // configure stores a fleet config of n shards and returns its IDs.
 func (e *env) configure(n int) []shard.ID {
 	e.t.Helper()
-	cfg, err := e.coord.Configure(e.t.Context(), shard.Config{Shards: n})
+	cfg, err := e.coord.Fleet().Configure(e.t.Context(), shard.Config{Shards: n})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -142,12 +142,12 @@ func refused(t *testing.T, what string, err, want error, msg string) {
 func (e *env) join(worker string, shards ...shard.ID) shard.SessionID {
 	e.t.Helper()
 	ctx := e.t.Context()
-	sid, err := e.coord.CreateSession(ctx, shard.SessionSpec{Worker: worker, TTL: time.Minute, LockDelay: time.Second})
+	sid, err := e.coord.Sessions().Create(ctx, shard.SessionSpec{Worker: worker, TTL: time.Minute, LockDelay: time.Second})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.t.Cleanup(func() { _ = e.coord.DestroySession(context.Background(), sid) })
-	if err := e.coord.Join(ctx, sid, shard.Member{ID: worker, Weight: 1}); err != nil {
+	e.t.Cleanup(func() { _ = e.coord.Sessions().Destroy(context.Background(), sid) })
+	if err := e.coord.Members().Join(ctx, sid, shard.Member{ID: worker, Weight: 1}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.sessions[worker] = sid
@@ -162,9 +162,9 @@ func (e *env) acquire(worker string, shards ...shard.ID) {
 	}
 	want := make([]shard.Acquisition, len(shards))
 	for i, id := range shards {
-		want[i] = shard.Acquisition{Shard: id, Reason: "test"}
+		want[i] = shard.AcquireShard(id, "test")
 	}
-	claims, err := e.coord.Acquire(e.t.Context(), e.sessions[worker], want)
+	claims, err := e.coord.Locks().Acquire(e.t.Context(), e.sessions[worker], want)
 	if err != nil || len(claims) != len(shards) {
 		e.t.Fatalf("%s acquiring %v: %d claims, %v", worker, shards, len(claims), err)
 	}
@@ -172,7 +172,7 @@ func (e *env) acquire(worker string, shards ...shard.ID) {
 
 func (e *env) release(worker string, shards ...shard.ID) {
 	e.t.Helper()
-	if err := e.coord.Release(e.t.Context(), e.sessions[worker], shards, "test"); err != nil {
+	if err := e.coord.Locks().Release(e.t.Context(), e.sessions[worker], shard.ShardLocks(shards), "test"); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -180,14 +180,14 @@ func (e *env) release(worker string, shards ...shard.ID) {
 // stop ends worker's session: its member key stays, dead.
 func (e *env) stop(worker string) {
 	e.t.Helper()
-	if err := e.coord.DestroySession(e.t.Context(), e.sessions[worker]); err != nil {
+	if err := e.coord.Sessions().Destroy(e.t.Context(), e.sessions[worker]); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
 func (e *env) snapshot() shard.Snapshot {
 	e.t.Helper()
-	s, err := e.op.Coordinator.Watch(e.t.Context(), 0)
+	s, err := e.op.Coordinator.Fleet().Watch(e.t.Context(), 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}

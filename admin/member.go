@@ -52,7 +52,7 @@ func (o Operator) editMember(ctx context.Context, id string, e memberEdit) (flee
 		ms, _ := s.Member(id)
 		m := ms.Member
 		e.apply(&m)
-		err = o.Coordinator.Join(ctx, ms.Session, m)
+		err = o.Coordinator.Members().Join(ctx, ms.Session, m)
 		switch {
 		case err == nil:
 			return f, w, true, nil

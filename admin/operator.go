@@ -57,7 +57,7 @@ func (e *NoFleetError) Unwrap() error { return ErrNoFleet }
 // Snapshot lists the fleet once. The coordinator's errors are returned as
 // they are; a listing without a valid config key is a *NoFleetError.
 func (o Operator) Snapshot(ctx context.Context) (shard.Snapshot, error) {
-	s, err := o.Coordinator.Watch(ctx, 0)
+	s, err := o.Coordinator.Fleet().Watch(ctx, 0)
 	if err != nil {
 		return s, err
 	}
@@ -92,7 +92,7 @@ func (o Operator) follow(ctx context.Context, fn func(fleetview.Fleet) error, on
 	if onError == nil {
 		onError = RetryTransient
 	}
-	return fleetview.Follow(ctx, o.Coordinator, func(s shard.Snapshot) error { return fn(o.build(s)) }, onError)
+	return fleetview.Follow(ctx, o.Coordinator.Fleet().Watch, func(s shard.Snapshot) error { return fn(o.build(s)) }, onError)
 }
 
 // RetryTransient is the default onError of the operations that follow the

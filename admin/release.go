@@ -92,7 +92,7 @@ func (o Operator) Release(ctx context.Context, held ShardInfo, reason string) er
 	if reason == "" {
 		reason = DefaultReleaseReason
 	}
-	if err := o.Coordinator.Release(ctx, held.Session, []shard.ID{held.ID}, reason); err != nil {
+	if err := o.Coordinator.Locks().Release(ctx, held.Session, []shard.Lock{shard.ShardLock(held.ID)}, reason); err != nil {
 		if errors.Is(err, shard.ErrSessionInvalid) {
 			return fmt.Errorf("%s: its owner's session ended meanwhile, so it is free already: %w", held.ID, ErrOwnerGone)
 		}

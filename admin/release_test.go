@@ -110,16 +110,17 @@ func releaseRefusals(t *testing.T, e *env) {
 	}
 
 	// The holder's session ends between the check and the release.
-	gone := admin.Operator{Coordinator: sessionEnds{e.coord}, Name: "orders"}
+	gone := admin.Operator{Coordinator: shard.Intercept(e.coord, sessionEnds), Name: "orders"}
 	now, _ := e.op.Shard(ctx, "0")
 	if err := gone.Release(ctx, now, ""); !errors.Is(err, admin.ErrOwnerGone) {
 		t.Errorf("Release after the owner's session ended: %v, want ErrOwnerGone", err)
 	}
 }
 
-// sessionEnds is a coordinator whose releases find the session gone.
-type sessionEnds struct{ shard.Coordinator }
-
-func (sessionEnds) Release(context.Context, shard.SessionID, []shard.ID, string) error {
-	return fmt.Errorf("renew: %w", shard.ErrSessionInvalid)
+// sessionEnds makes a coordinator's releases find the session gone.
+func sessionEnds(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+	if call.Op == shard.OpRelease {
+		return fmt.Errorf("renew: %w", shard.ErrSessionInvalid)
+	}
+	return invoke(ctx)
 }

@@ -208,8 +208,8 @@ func (e *Election) process(ctx context.Context, c *worker.Claim) error {
 // assignment; the one-shard fleet's listing is small, so each instance
 // follows it with a blocking query of its own.
 func (e *Election) follow(ctx context.Context) {
-	_ = shard.Follow(ctx, e.cfg.Coordinator, shard.FollowOptions{}, func(s shard.Snapshot) error {
+	_ = shard.Follow(ctx, e.cfg.Coordinator.Fleet().Watch, shard.FollowOptions{}, func(s shard.Snapshot) (time.Time, error) {
 		e.roles.snapshot(s)
-		return nil
+		return time.Time{}, nil
 	})
 }

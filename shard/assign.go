@@ -12,8 +12,8 @@ import (
 // Assignment is a worker's assignment key, P/assign/<worker>: the shards
 // the assignor wants the worker to own. It is advice, never authority: a
 // shard is owned by whoever holds its lock, whatever any assignment says.
-// Only the assignor writes assignment keys (Coordinator.Assign); each
-// worker watches its own (Coordinator.WatchAssignment).
+// Only the assignor writes assignment keys (Assignments.Assign); each
+// worker watches its own (Assignments.Watch).
 type Assignment struct {
 	// Epoch is the assignor epoch that wrote the key. Assign sets it.
 	Epoch Token `json:"epoch"`
@@ -58,34 +58,7 @@ type Assignment struct {
 	OutOfBand time.Time        `json:"out_of_band,omitzero"`
 }
 
-// AssignorKey is P/assignor: the assignor lock, held with a worker's own
-// session, so the assignor dies with its worker.
-type AssignorKey struct {
-	// Index is the blocking-query index to wait on next (see NextIndex).
-	// In a Snapshot it is the key's ModifyIndex, 0 when the key is missing.
-	Index uint64 `json:"index"`
-	// Worker and Session name the holder; both are empty while the lock is
-	// free (missing key, released, or its session ended). Worker is also
-	// empty when the value cannot be read (then Problem says why): the
-	// lock is real all the same.
-	Worker  string    `json:"worker,omitempty"`
-	Session SessionID `json:"session,omitempty"`
-	// Epoch is the holder's epoch: the key's ModifyIndex, which is that of
-	// the acquiring write as long as nothing else writes the key. 0 when
-	// free. Epochs strictly increase across holders, also after the key
-	// was deleted (they are coordinator write indexes, like Token).
-	Epoch Token `json:"epoch,omitempty"`
-	// Since is when the holder took the lock (from its value).
-	Since time.Time `json:"since,omitzero"`
-	// Problem is non-empty when the key's value cannot be read as
-	// {worker, since} (overwritten by hand); it names the key.
-	Problem string `json:"problem,omitempty"`
-}
-
-// Held reports whether a session holds the assignor lock.
-func (k AssignorKey) Held() bool { return k.Session != "" }
-
-// AssignmentKey is one assignment key as WatchAssignment sees it.
+// AssignmentKey is one assignment key as Assignments.Watch sees it.
 type AssignmentKey struct {
 	// Index is the blocking-query index to wait on next (see NextIndex).
 	Index uint64

@@ -52,10 +52,10 @@ type Member struct {
 	// handlers report it (worker.Claim.ReportLoad) or as derived from their
 	// commit rate, rounded to three significant digits. It is not part of
 	// the member key: the worker writes it to a key of its own, P/loads/<id>
-	// (Coordinator.ReportLoad), so that a load report never rewrites the
+	// (Members.ReportLoad), so that a load report never rewrites the
 	// member key and can never overwrite an operator's drain or cordon.
 	// Snapshots fill it from that key while the member's live session
-	// holds it; Join never writes it, and WatchMember, which reads the
+	// holds it; Join never writes it, and Members.Watch, which reads the
 	// member key alone, does not fill it. A member key written
 	// before loads had their own key may still carry a "load" field: it is
 	// read as the member's Load when no loads key of its session exists (the
@@ -87,15 +87,6 @@ type MemberState struct {
 // Live reports whether the member's key is held by a session.
 func (m MemberState) Live() bool { return m.Session != "" }
 
-// Owner is the value of a shard lock key: who acquired it, why, and when; and,
-// once released voluntarily, why it was released. It holds no secrets.
-type Owner struct {
-	Worker   string    `json:"worker"`
-	Reason   string    `json:"reason,omitempty"`
-	Since    time.Time `json:"since"`
-	Released string    `json:"released,omitempty"`
-}
-
 // ShardState is a shard lock key as seen in a snapshot. Session is empty when
 // the shard is free. Token is the key's current modify index: while the key is
 // held, the fencing token of its owner's claim.
@@ -118,12 +109,13 @@ type Snapshot struct {
 	Config  *Config       `json:"config,omitempty"`
 	Members []MemberState `json:"members"`
 	Shards  []ShardState  `json:"shards"`
-	// Assignor is P/assignor (Index: its modify index, 0 when missing).
-	Assignor AssignorKey `json:"assignor"`
+	// Assignor is AssignorLock's key (Index: its modify index, 0 when
+	// missing); its Token is the assignor's epoch.
+	Assignor LockKey `json:"assignor"`
 	// Assignments are the assignment keys that can be read, by worker.
 	// Never nil in a snapshot a coordinator returned.
 	Assignments map[string]Assignment `json:"assignments"`
-	// Freeze is P/freeze (see Coordinator.SetFreeze): nil when the fleet is
+	// Freeze is P/freeze (see Fleet.SetFreeze): nil when the fleet is
 	// not frozen. A freeze key whose value cannot be read counts as a
 	// freeze (with a zero Mark) and is listed in Problems.
 	Freeze *Mark `json:"freeze,omitempty"`
@@ -132,7 +124,7 @@ type Snapshot struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-// MemberKey is one member key as WatchMember sees it.
+// MemberKey is one member key as Members.Watch sees it.
 type MemberKey struct {
 	// Index is the blocking-query index to wait on next (see NextIndex).
 	Index uint64
@@ -146,52 +138,88 @@ type MemberKey struct {
 	Problem string
 }
 
-// Acquisition asks for one shard lock, with the reason recorded in its value.
-type Acquisition struct {
-	Shard  ID
-	Reason string
+// Coordinator is a fleet's coordination service, seen through one small
+// interface per concern: sessions, locks, the member registry, the
+// assignments, and the fleet's own keys. It mirrors the few Consul
+// operations shardlease uses; shard/memory and shard/consul implement it,
+// and Intercept wraps one to fail, delay or watch its calls.
+//
+// Every method of every part is safe for concurrent use, honours ctx, and
+// wraps the package's sentinel errors. Each accessor returns the same
+// part on every call.
+type Coordinator interface {
+	Sessions() Sessions
+	Locks() Locks
+	Members() Members
+	Assignments() Assignments
+	Fleet() Fleet
 }
 
-// Coordinator is the seam between shardlease and its lock service. It mirrors
-// the few Consul operations shardlease uses. All methods are safe for
-// concurrent use, honour ctx, and wrap the package's sentinel errors.
-type Coordinator interface {
-	// Configure stores cfg as the fleet's config if none is stored yet, and
-	// returns the stored config. If a different config is stored it returns
-	// it with an error wrapping ErrConfigMismatch.
-	Configure(ctx context.Context, cfg Config) (Config, error)
-
-	// CreateSession opens a session.
-	CreateSession(ctx context.Context, spec SessionSpec) (SessionID, error)
-	// RenewSession resets the session's TTL. ErrSessionInvalid when the
-	// session is gone: everything it held is released.
-	RenewSession(ctx context.Context, id SessionID) error
-	// DestroySession ends a session and releases every key it holds at once.
-	// It is an invalidation, as in Consul: the shards it still held stay
-	// locked for the session's lock-delay (a worker stopping on purpose
+// Sessions are the coordinator's sessions: one per worker (not per
+// shard), whose liveness is the worker's, so that renewal costs the same
+// whatever the worker owns.
+type Sessions interface {
+	// Create opens a session.
+	Create(ctx context.Context, spec SessionSpec) (SessionID, error)
+	// Renew resets the session's TTL. ErrSessionInvalid when the session
+	// is gone: everything it held is released.
+	Renew(ctx context.Context, id SessionID) error
+	// Destroy ends a session and releases every key it holds at once. It
+	// is an invalidation, as in Consul: the locks it still held stay
+	// closed for the session's lock-delay (a worker stopping on purpose
 	// releases them first). Destroying a missing session is not an error.
-	DestroySession(ctx context.Context, id SessionID) error
+	Destroy(ctx context.Context, id SessionID) error
+}
 
-	// Join acquires the member key of m.ID with the session, or updates it
-	// if the session already holds it. ErrMemberExists when another live
-	// session holds it.
-	Join(ctx context.Context, id SessionID, m Member) error
-
-	// Acquire tries to lock each shard with the session, in as few
-	// coordinator writes as the coordinator allows, and returns a Claim for
-	// each shard it locked. A shard held by another session, or inside its
-	// lock-delay, is left out of the result; that is not an error. Shards the
-	// session already holds are returned with their current token.
+// Locks are the fleet's locks (see Lock): each shard's, and each role's.
+type Locks interface {
+	// Acquire tries to take each lock of want with the session, in as
+	// few coordinator writes as the coordinator allows, and returns a
+	// Grant for each lock the session holds afterwards, in the order
+	// asked for (a lock asked for twice counts once, with its first
+	// reason). Its value is an Owner naming the session's worker, the
+	// reason and the time. A lock held by another session, or inside its
+	// lock-delay, is left out of the result; that is not an error. Locks
+	// the session already holds are returned with their current token,
+	// without a write.
 	//
-	// When the work takes several writes and one fails, Acquire returns the
-	// claims the earlier writes granted together with the error: those
-	// shards are locked by the session, and dropping them would leave them
-	// held by a worker that does not run them until its next look.
-	Acquire(ctx context.Context, id SessionID, want []Acquisition) ([]Claim, error)
-	// Release unlocks the shards the session holds among shards and records
-	// why in their value. Shards it does not hold are ignored.
-	Release(ctx context.Context, id SessionID, shards []ID, why string) error
+	// When the work takes several writes and one fails, Acquire returns
+	// the grants the earlier writes made together with the error: those
+	// locks are held by the session, and dropping them would leave them
+	// held by a worker that does not know it.
+	//
+	// Errors, before anything is written: a lock name that Lock.Validate
+	// refuses wraps ErrInvalidArgument, a shard outside the fleet's
+	// config ErrUnknownShard; a gone session wraps ErrSessionInvalid.
+	Acquire(ctx context.Context, id SessionID, want []Acquisition) ([]Grant, error)
+	// Release unlocks the locks the session holds among locks and records
+	// why in their value (Owner.Released), keeping the rest of it. A
+	// voluntary release sets no lock-delay: another session may take the
+	// lock at once. Locks it does not hold are ignored; a gone session
+	// wraps ErrSessionInvalid.
+	Release(ctx context.Context, id SessionID, locks []Lock, why string) error
+	// Watch returns the lock's key as soon as its index is greater than
+	// after (at once when after is 0), or when the coordinator's blocking
+	// wait ends; callers follow NextIndex. A candidate for a role waits
+	// on it for the holder to go, and the holder for its own removal. The
+	// end of a lock-delay is not a write and wakes nobody.
+	Watch(ctx context.Context, lock Lock, after uint64) (LockKey, error)
+}
 
+// Members is the fleet's member registry: one key per worker,
+// P/members/<id>, held by the worker's session, and its loads key.
+type Members interface {
+	// Join acquires the member key of m.ID with the session, or updates
+	// it if the session already holds it. ErrMemberExists when another
+	// live session holds it.
+	Join(ctx context.Context, id SessionID, m Member) error
+	// Watch returns worker id's member key as soon as the key's index is
+	// greater than after (at once when after is 0), or when the
+	// coordinator's blocking wait ends; callers follow NextIndex. It is
+	// how a worker learns promptly that its session was ended by someone
+	// else (the key loses its session) or that its registration was
+	// deleted or overwritten, without listing the fleet.
+	Watch(ctx context.Context, id string, after uint64) (MemberKey, error)
 	// ReportLoad writes the loads of the shards worker runs to
 	// P/loads/<worker>, a key of its own held by the session, so that the
 	// worker's member key, where operators set drains and cordons, is not
@@ -199,67 +227,23 @@ type Coordinator interface {
 	// Member.Load). The session must be the live holder of worker's member
 	// key: a gone session wraps ErrSessionInvalid, any other session (or a
 	// member key that is missing or dead) ErrNotMember, and nothing is
-	// written. The key dies with the session (its figures stop counting) and
-	// is deleted with the dead member key. A bad figure, an empty worker or
-	// loads that would not fit in MaxLoadBytes wrap ErrInvalidArgument, a
-	// shard outside the fleet's config ErrUnknownShard, all before anything
-	// is written. It does not modify load.
+	// written. The key dies with the session (its figures stop counting)
+	// and is deleted with the dead member key. A bad figure, an empty
+	// worker or loads that would not fit in MaxLoadBytes wrap
+	// ErrInvalidArgument, a shard outside the fleet's config
+	// ErrUnknownShard, all before anything is written. It does not modify
+	// load.
 	ReportLoad(ctx context.Context, id SessionID, worker string, load map[ID]float64) error
+}
 
-	// WatchMember returns worker id's member key as soon as the key's index
-	// is greater than after (at once when after is 0), or when the
-	// coordinator's blocking wait ends; callers follow NextIndex. It is how a
-	// worker learns promptly that its session was ended by someone else
-	// (the key loses its session) or that its registration was deleted or
-	// overwritten, without listing the fleet.
-	WatchMember(ctx context.Context, id string, after uint64) (MemberKey, error)
-
-	// Watch returns the fleet's snapshot as soon as its index is greater
-	// than after (at once when after is 0). It blocks until then or until
-	// ctx ends. Callers follow the blocking-query rules of NextIndex.
-	//
-	// A snapshot lists the whole prefix, assignment keys included; a worker
-	// of protocol 2 does not need it (only the assignor, dashboards and
-	// operators' tools list the fleet).
-	Watch(ctx context.Context, after uint64) (Snapshot, error)
-
-	// The assignor (protocol 2). Every worker is a candidate: it campaigns
-	// for P/assignor with its own session, and the holder writes every
-	// worker's assignment key. The assignor holds no state that is not in
-	// the coordinator, so a new one rebuilds everything from a Snapshot.
-
-	// Campaign tries to lock P/assignor with the session, its value naming
-	// worker, and returns the holder's epoch: the coordinator index of the
-	// write that took the lock, read in the same transaction. held is false
-	// (epoch 0, no error) when another session holds the lock or it is in
-	// lock-delay after its last holder's session was invalidated; the
-	// caller waits (WatchAssignor) and campaigns again — also once the
-	// lock-delay is over, which wakes no watcher. A session that already
-	// holds the lock gets its current epoch without a write. The epoch is
-	// the key's modify index, so any later write to the key (an operator's
-	// put) moves it: Assign with the old epoch is then refused, and the
-	// holder campaigns again to learn the new one.
-	//
-	// The lock dies with the session: when the session is invalidated
-	// (expiry, destroy, a failed check) P/assignor is free again after the
-	// session's lock-delay, exactly as its shard locks are. A gone session
-	// wraps ErrSessionInvalid; an empty worker ErrInvalidArgument.
-	Campaign(ctx context.Context, id SessionID, worker string) (epoch Token, held bool, err error)
-	// Resign releases P/assignor if the session holds it, keeping its
-	// value; no lock-delay, so another candidate may take it at once. Not
-	// holding it is not an error; a gone session wraps ErrSessionInvalid.
-	Resign(ctx context.Context, id SessionID) error
-	// WatchAssignor returns P/assignor as soon as its index is greater than
-	// after (at once when after is 0), or when the coordinator's blocking
-	// wait ends; callers follow NextIndex. Candidates wait on it for the
-	// holder to go, and the holder for its own removal.
-	WatchAssignor(ctx context.Context, after uint64) (AssignorKey, error)
+// Assignments are the assignor's word to each worker, P/assign/<worker>.
+type Assignments interface {
 	// Assign writes the assignment keys of set, P/assign/<worker> for each
 	// worker (nil: the key is deleted), each value's Epoch set to epoch.
 	// It takes as few coordinator transactions as the coordinator's cap
 	// allows (Consul: 128 operations per /v1/txn), workers in sorted
 	// order, and EACH transaction first checks that the session still
-	// holds P/assignor at exactly epoch: a paused or deposed assignor's
+	// holds AssignorLock at exactly epoch: a paused or deposed assignor's
 	// writes are refused by the coordinator itself. When a check fails,
 	// nothing of that transaction is written and the error wraps
 	// ErrNotAssignor; transactions before it stay written (the error says
@@ -272,39 +256,38 @@ type Coordinator interface {
 	// ErrUnknownShard, and an unconfigured fleet ErrInvalidArgument. An
 	// empty set writes and checks nothing. Assign does not modify set.
 	Assign(ctx context.Context, id SessionID, epoch Token, set map[string]*Assignment) error
-	// WatchAssignment returns worker's assignment key as soon as its index
-	// is greater than after (at once when after is 0), or when the
+	// Watch returns worker's assignment key as soon as its index is
+	// greater than after (at once when after is 0), or when the
 	// coordinator's blocking wait ends; callers follow NextIndex. It reads
 	// one key, so a worker follows its own assignment without listing the
-	// fleet, and writes of other workers' keys do not wake it while its key
-	// exists. (While the key is missing, Consul answers with an index of
-	// the whole store, so other writes may wake it; see shard/consul.) A
-	// value that cannot be read is returned with Exists set and Problem
+	// fleet, and writes of other workers' keys do not wake it while its
+	// key exists. (While the key is missing, Consul answers with an index
+	// of the whole store, so other writes may wake it; see shard/consul.)
+	// A value that cannot be read is returned with Exists set and Problem
 	// saying why. An empty worker wraps ErrInvalidArgument.
-	WatchAssignment(ctx context.Context, worker string, after uint64) (AssignmentKey, error)
-
-	// SetFreeze writes the fleet-wide freeze, P/freeze, as a plain write
-	// held by no session (it outlives the assignor and whoever set it), or
-	// deletes it when mark is nil; deleting a missing freeze is not an
-	// error. While it exists the assignor starts no hand-off between live
-	// workers and only places shards that no live worker holds. Snapshots
-	// carry it in Freeze. A mark with an empty By wraps ErrInvalidArgument.
-	SetFreeze(ctx context.Context, mark *Mark) error
+	Watch(ctx context.Context, worker string, after uint64) (AssignmentKey, error)
 }
 
-// NextIndex applies Consul's blocking-query rules to the index a watch
-// returned: an index that went backwards means the coordinator's state was
-// reset, so the next watch must start over from 0; an index of 0 is never
-// waited on (it would return at once forever), so it becomes 1. Otherwise the
-// returned index is the next one to wait on; an unchanged index means nothing
-// changed (a timeout) and the caller simply waits again.
-func NextIndex(prev, got uint64) uint64 {
-	switch {
-	case got < prev:
-		return 0
-	case got == 0:
-		return 1
-	default:
-		return got
-	}
+// Fleet is the fleet's own keys and its whole view.
+type Fleet interface {
+	// Configure stores cfg as the fleet's config if none is stored yet,
+	// and returns the stored config. If a different config is stored it
+	// returns it with an error wrapping ErrConfigMismatch.
+	Configure(ctx context.Context, cfg Config) (Config, error)
+	// SetFreeze writes the fleet-wide freeze, P/freeze, as a plain write
+	// held by no session (it outlives the assignor and whoever set it),
+	// or deletes it when mark is nil; deleting a missing freeze is not an
+	// error. While it exists the assignor starts no hand-off between live
+	// workers and only places shards that no live worker holds. Snapshots
+	// carry it in Freeze. A mark with an empty By wraps
+	// ErrInvalidArgument.
+	SetFreeze(ctx context.Context, mark *Mark) error
+	// Watch returns the fleet's snapshot as soon as its index is greater
+	// than after (at once when after is 0). It blocks until then or until
+	// ctx ends. Callers follow the blocking-query rules of NextIndex.
+	//
+	// A snapshot lists the whole prefix, assignment keys included; a
+	// worker does not need it (only the assignor, dashboards and
+	// operators' tools list the fleet).
+	Watch(ctx context.Context, after uint64) (Snapshot, error)
 }

@@ -30,7 +30,7 @@ var (
 	ErrPermissionDenied = errors.New("shard: permission denied")
 	// ErrNotAssignor: an Assign was refused because the session does not
 	// hold P/assignor at the epoch given (it never held it, it lost it with
-	// its session or a Resign, another session took it, or it holds it at a
+	// its session or released it, another session took it, or it holds it at a
 	// later epoch). Nothing of the refused transaction was written. The
 	// caller is not the assignor: it stops assigning and campaigns again.
 	ErrNotAssignor = errors.New("shard: not the assignor")

@@ -13,7 +13,6 @@ import (
 // flaky fails its first fails listings, then answers with index 1, 1, 2,
 // 3, … (a repeated index is a blocking query that timed out).
 type flaky struct {
-	shard.Coordinator
 	fails, calls int
 }
 
@@ -33,12 +32,12 @@ func TestFollow(t *testing.T) {
 		c := &flaky{fails: 6}
 		start := time.Now()
 		var got []uint64
-		err := shard.Follow(t.Context(), c, shard.FollowOptions{}, func(s shard.Snapshot) error {
+		err := shard.Follow(t.Context(), c.Watch, shard.FollowOptions{}, func(s shard.Snapshot) (time.Time, error) {
 			got = append(got, s.Index)
 			if len(got) == 3 {
-				return shard.ErrStopFollowing
+				return time.Time{}, shard.ErrStopFollowing
 			}
-			return nil
+			return time.Time{}, nil
 		})
 		if err != nil {
 			t.Fatalf("Follow = %v, want nil after ErrStopFollowing", err)
@@ -53,14 +52,60 @@ func TestFollow(t *testing.T) {
 		}
 
 		boom := errors.New("boom")
-		if err := shard.Follow(t.Context(), &flaky{}, shard.FollowOptions{}, func(shard.Snapshot) error { return boom }); err != boom {
+		if err := shard.Follow(t.Context(), (&flaky{}).Watch, shard.FollowOptions{}, func(shard.Snapshot) (time.Time, error) { return time.Time{}, boom }); err != boom {
 			t.Errorf("fn's error came back as %v", err)
 		}
 		stop := 0
-		err = shard.Follow(t.Context(), &flaky{fails: 100}, shard.FollowOptions{OnError: func(error) bool { stop++; return stop < 2 }},
-			func(shard.Snapshot) error { return nil })
+		err = shard.Follow(t.Context(), (&flaky{fails: 100}).Watch, shard.FollowOptions{OnError: func(error) bool { stop++; return stop < 2 }},
+			func(shard.Snapshot) (time.Time, error) { return time.Time{}, nil })
 		if err == nil || stop != 2 {
 			t.Errorf("OnError refusing the second failure: Follow = %v after %d failures", err, stop)
+		}
+	})
+}
+
+// still answers index 1 at once, then blocks until its context ends: a
+// key that never changes.
+type still struct{ calls int }
+
+func (s *still) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) {
+	s.calls++
+	if after == 0 {
+		return shard.Snapshot{Index: 1}, nil
+	}
+	<-ctx.Done()
+	return shard.Snapshot{}, ctx.Err()
+}
+
+// TestFollowAgain: a time fn returns calls it again with the last answer
+// when nothing changed by then; ErrFollowAgain reads again from index 0
+// after a backoff.
+func TestFollowAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var at []time.Duration
+		err := shard.Follow(t.Context(), (&still{}).Watch, shard.FollowOptions{}, func(s shard.Snapshot) (time.Time, error) {
+			at = append(at, time.Since(start))
+			if len(at) == 3 {
+				return time.Time{}, shard.ErrStopFollowing
+			}
+			return time.Now().Add(time.Second), nil
+		})
+		if err != nil || len(at) != 3 || at[0] != 0 || at[1] != time.Second || at[2] != 2*time.Second {
+			t.Fatalf("Follow = %v, fn called at %v, want at 0s, 1s, 2s", err, at)
+		}
+
+		w := &still{}
+		calls := 0
+		err = shard.Follow(t.Context(), w.Watch, shard.FollowOptions{}, func(s shard.Snapshot) (time.Time, error) {
+			calls++
+			if calls == 3 {
+				return time.Time{}, shard.ErrStopFollowing
+			}
+			return time.Time{}, shard.ErrFollowAgain
+		})
+		if err != nil || calls != 3 || w.calls != 3 {
+			t.Fatalf("Follow = %v after %d calls of fn and %d reads, want 3 and 3: each ErrFollowAgain reads from index 0 again", err, calls, w.calls)
 		}
 	})
 }

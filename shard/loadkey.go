@@ -6,7 +6,7 @@ import (
 	"math"
 )
 
-// MaxLoadBytes bounds the JSON value of a loads key (Coordinator.ReportLoad).
+// MaxLoadBytes bounds the JSON value of a loads key (Members.ReportLoad).
 // Consul stores a value of up to 512 KiB and sends it base64-encoded in a
 // /v1/txn body that may not exceed 512 KiB either: 352 KiB of JSON is about
 // 470 KiB encoded, with room for the transaction around it. A worker of

@@ -40,7 +40,7 @@ func TestAssignmentKeyEditedByHand(t *testing.T) {
 				var held faults.Gate // closed: the assignor's writes wait
 				for _, id := range ids {
 					f.startWrapped(f.config(id, f.events.waiting(id)), func(c shard.Coordinator) shard.Coordinator {
-						return gatedAssign{c, &held}
+						return gatedAssign(c, &held)
 					})
 				}
 				settle(20 * time.Second)
@@ -105,16 +105,13 @@ func TestAssignmentKeyEditedByHand(t *testing.T) {
 
 // gatedAssign is a coordinator whose Assign waits while gate is closed: an
 // assignor slow to write, so that a worker sees its key as edited.
-type gatedAssign struct {
-	shard.Coordinator
-	gate *faults.Gate
-}
-
-func (g gatedAssign) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
-	if !g.gate.Wait(ctx) {
-		return context.Cause(ctx)
-	}
-	return g.Coordinator.Assign(ctx, id, epoch, set)
+func gatedAssign(c shard.Coordinator, gate *faults.Gate) shard.Coordinator {
+	return shard.Intercept(c, func(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+		if call.Op == shard.OpAssign && !gate.Wait(ctx) {
+			return context.Cause(ctx)
+		}
+		return invoke(ctx)
+	})
 }
 
 // notAssignor is the first of ids that does not hold P/assignor in s.

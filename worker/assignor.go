@@ -26,7 +26,7 @@ func (w *Worker) campaign(term context.Context, l *lease) {
 	for term.Err() == nil {
 		if try {
 			ctx, cancel := context.WithTimeout(term, w.cfg.Policy.RenewEvery)
-			epoch, held, err := w.cfg.Coordinator.Campaign(ctx, l.session, w.cfg.ID)
+			epoch, held, err := shard.TryLock(ctx, w.cfg.Coordinator.Locks(), l.session, shard.AssignorLock, "campaign")
 			cancel()
 			switch {
 			case term.Err() != nil:
@@ -61,7 +61,7 @@ func (w *Worker) campaign(term context.Context, l *lease) {
 			ld := w.cfg.Policy.EffectiveLockDelay()
 			ctx, cancel = context.WithTimeout(term, ld+w.jitter.between(25*time.Millisecond, 25*time.Millisecond+ld/4))
 		}
-		k, err := w.cfg.Coordinator.WatchAssignor(ctx, index)
+		k, err := w.cfg.Coordinator.Locks().Watch(ctx, shard.AssignorLock, index)
 		timedOut := ctx.Err() != nil
 		cancel()
 		switch {
@@ -114,7 +114,7 @@ func (w *Worker) lead(term context.Context, l *lease, epoch shard.Token) {
 		if !wake.IsZero() {
 			ctx, cancel = context.WithDeadline(term, wake)
 		}
-		snap, err := w.cfg.Coordinator.Watch(ctx, index)
+		snap, err := w.cfg.Coordinator.Fleet().Watch(ctx, index)
 		woke := ctx.Err() != nil && term.Err() == nil
 		cancel()
 		switch {
@@ -140,9 +140,9 @@ func (w *Worker) lead(term context.Context, l *lease, epoch shard.Token) {
 		for _, p := range problems.fresh(snap.Problems) {
 			log.Warn("the coordinator reports a problem under the fleet prefix (ignored, never taken as an owner, an assignment or a config)", zap.String("problem", p))
 		}
-		if snap.Assignor.Session != l.session || snap.Assignor.Epoch != epoch {
+		if snap.Assignor.Session != l.session || snap.Assignor.Token != epoch {
 			log.Info("no longer the fleet's assignor", zap.String("holder", snap.Assignor.Worker),
-				zap.Uint64("holder_epoch", uint64(snap.Assignor.Epoch)))
+				zap.Uint64("holder_epoch", uint64(snap.Assignor.Token)))
 			return
 		}
 		next, err := w.assign(term, l, epoch, snap, &gather, log)
@@ -200,7 +200,7 @@ func (w *Worker) assign(term context.Context, l *lease, epoch shard.Token, snap 
 	}
 	ctx, cancel := context.WithTimeout(term, w.cfg.Policy.StepDownAfter())
 	defer cancel()
-	if err := w.cfg.Coordinator.Assign(ctx, l.session, epoch, set); err != nil {
+	if err := w.cfg.Coordinator.Assignments().Assign(ctx, l.session, epoch, set); err != nil {
 		return time.Time{}, err
 	}
 	w.m.assignmentsWritten.Add(float64(len(set)))

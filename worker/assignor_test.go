@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,7 +12,7 @@ import (
 )
 
 // assignorOf returns the fleet's assignor key.
-func (f *fleet) assignorOf() shard.AssignorKey { return f.snapshot().Assignor }
+func (f *fleet) assignorOf() shard.LockKey { return f.snapshot().Assignor }
 
 // TestOneAssignorAndItsCrash: a fleet has exactly one assignor, which
 // holds P/assignor with its own worker's session. When that worker
@@ -47,8 +48,8 @@ func TestOneAssignorAndItsCrash(t *testing.T) {
 		crashed.faults.Set(faults.Fail)
 		settle(testPolicy.TTL + testPolicy.LockDelay + 10*time.Second)
 		now := f.assignorOf()
-		if !now.Held() || now.Worker == old.Worker || now.Epoch <= old.Epoch {
-			t.Fatalf("after the assignor's worker crashed: assignor %+v, want another worker with an epoch above %d", now, old.Epoch)
+		if !now.Held() || now.Worker == old.Worker || now.Token <= old.Token {
+			t.Fatalf("after the assignor's worker crashed: assignor %+v, want another worker with an epoch above %d", now, old.Token)
 		}
 		c := counts(f.owners())
 		if c[old.Worker] != 0 || len(c) != 3 || spread(c) > 1 || c[ids[0]]+c[ids[1]]+c[ids[2]]+c[ids[3]] != 16 {
@@ -61,12 +62,13 @@ func TestOneAssignorAndItsCrash(t *testing.T) {
 	})
 }
 
-// neverAcquires is a live worker's coordinator that takes nothing it is
+// neverAcquires makes a live worker's coordinator take no shard it is
 // given: its Acquire grants nothing.
-type neverAcquires struct{ shard.Coordinator }
-
-func (neverAcquires) Acquire(context.Context, shard.SessionID, []shard.Acquisition) ([]shard.Claim, error) {
-	return nil, nil
+func neverAcquires(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+	if call.Op == shard.OpAcquire && !slices.Contains(call.Locks, shard.AssignorLock) {
+		return nil
+	}
+	return invoke(ctx)
 }
 
 // TestStuckWorkerDoesNotFlap: 12 workers over 128 shards for 3 minutes, one
@@ -82,7 +84,7 @@ func TestStuckWorkerDoesNotFlap(t *testing.T) {
 		for i := range 11 {
 			f.start(string(rune('a'+i)), nil)
 		}
-		f.startWrapped(f.config("stuck", f.events.waiting("stuck")), func(c shard.Coordinator) shard.Coordinator { return neverAcquires{c} })
+		f.startWrapped(f.config("stuck", f.events.waiting("stuck")), func(c shard.Coordinator) shard.Coordinator { return shard.Intercept(c, neverAcquires) })
 
 		var unowned time.Duration
 		const every = 100 * time.Millisecond
@@ -158,7 +160,7 @@ func TestPausedAssignorCannotWrite(t *testing.T) {
 			check("while the old assignor is frozen")
 		}
 		now := f.assignorOf()
-		if now.Worker == old.Worker || now.Epoch <= old.Epoch {
+		if now.Worker == old.Worker || now.Token <= old.Token {
 			t.Fatalf("the assignor is still %+v after its worker froze for 30 s", now)
 		}
 		paused.faults.Set(faults.Healthy) // it wakes and acts on its old epoch

@@ -36,7 +36,7 @@ func TestAssignorRoleEndsEveryWay(t *testing.T) {
 						t.Fatal("DeleteAssignor: no key")
 					}
 				case "session destroyed":
-					if err := f.coord.DestroySession(context.Background(), old.Session); err != nil {
+					if err := f.coord.Sessions().Destroy(context.Background(), old.Session); err != nil {
 						t.Fatal(err)
 					}
 				case "session expired":
@@ -46,15 +46,15 @@ func TestAssignorRoleEndsEveryWay(t *testing.T) {
 				// it (a quarter of the lock-delay at most) and a listing.
 				settle(testPolicy.TTL + testPolicy.LockDelay + testPolicy.LockDelay/4 + 2*time.Second)
 				now := f.assignorOf()
-				if !now.Held() || now.Epoch <= old.Epoch {
-					t.Fatalf("after the role ended (%s): assignor %+v, want one with an epoch above %d", how, now, old.Epoch)
+				if !now.Held() || now.Token <= old.Token {
+					t.Fatalf("after the role ended (%s): assignor %+v, want one with an epoch above %d", how, now, old.Token)
 				}
 				leaders := 0
 				for _, id := range ids {
 					if e := f.running[id].w.Status().AssignorEpoch; e != 0 {
 						leaders++
-						if e != now.Epoch {
-							t.Errorf("%s says it is the assignor at epoch %d; the key says %d", id, e, now.Epoch)
+						if e != now.Token {
+							t.Errorf("%s says it is the assignor at epoch %d; the key says %d", id, e, now.Token)
 						}
 					}
 				}

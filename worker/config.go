@@ -65,7 +65,7 @@ type Config struct {
 	ShardWeight func(shard.ID) float64
 	// LoadReportEvery is how often the worker samples its shards' smoothed
 	// loads and, when they changed by more than 5 % of its total, writes
-	// them to its loads key (shard.Coordinator.ReportLoad): one write per
+	// them to its loads key (shard.Members.ReportLoad): one write per
 	// interval, plus at most one brought forward when a shard's load moves
 	// to a new level (see LoadHalfLife), and none
 	// while nothing changed, so the assignor, woken by every such write,

@@ -77,7 +77,7 @@
 // handler reports its shard's load with Claim.ReportLoad, or the worker
 // derives it from the claim's accepted commits per second; each figure is
 // smoothed (Config.LoadHalfLife) and written to the worker's loads key,
-// P/loads/<id> (shard.Coordinator.ReportLoad; snapshots show it as
+// P/loads/<id> (shard.Members.ReportLoad; snapshots show it as
 // shard.Member.Load), sampled every Config.LoadReportEvery and written
 // only when the worker's total, or one shard as a part of it, moved by more
 // than 5 %; a shard whose load jumps to a new level (beyond 1.5 × or ÷ its

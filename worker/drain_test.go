@@ -44,7 +44,7 @@ func TestOperatorDrainIsHonouredAndSurvivesARejoin(t *testing.T) {
 		m := member()
 		drained := m.Member
 		drained.Draining = true
-		if err := f.coord.Join(ctx, m.Session, drained); err != nil {
+		if err := f.coord.Members().Join(ctx, m.Session, drained); err != nil {
 			t.Fatalf("setting Draining on a's member key: %v", err)
 		}
 		settle(30 * time.Second)
@@ -59,7 +59,7 @@ func TestOperatorDrainIsHonouredAndSurvivesARejoin(t *testing.T) {
 
 		// The worker loses its session (as after a pause past the TTL) and
 		// rejoins with a new one: the operator's request must stay.
-		if err := f.coord.DestroySession(ctx, m.Session); err != nil {
+		if err := f.coord.Sessions().Destroy(ctx, m.Session); err != nil {
 			t.Fatal(err)
 		}
 		settle(30 * time.Second)
@@ -77,7 +77,7 @@ func TestOperatorDrainIsHonouredAndSurvivesARejoin(t *testing.T) {
 		// Withdrawing the drain gives a its share back.
 		undrained := again.Member
 		undrained.Draining = false
-		if err := f.coord.Join(ctx, again.Session, undrained); err != nil {
+		if err := f.coord.Members().Join(ctx, again.Session, undrained); err != nil {
 			t.Fatal(err)
 		}
 		settle(30 * time.Second)

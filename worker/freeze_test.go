@@ -23,7 +23,7 @@ func TestFreezeOutlivesTheAssignor(t *testing.T) {
 			f.start(id, nil)
 		}
 		settle(10 * time.Second)
-		if err := f.coord.SetFreeze(t.Context(), &shard.Mark{By: "ops", At: time.Now(), Reason: "incident"}); err != nil {
+		if err := f.coord.Fleet().SetFreeze(t.Context(), &shard.Mark{By: "ops", At: time.Now(), Reason: "incident"}); err != nil {
 			t.Fatal(err)
 		}
 		settle(2 * time.Second)
@@ -52,7 +52,7 @@ func TestFreezeOutlivesTheAssignor(t *testing.T) {
 			}
 		}
 
-		if err := f.coord.SetFreeze(t.Context(), nil); err != nil {
+		if err := f.coord.Fleet().SetFreeze(t.Context(), nil); err != nil {
 			t.Fatal(err)
 		}
 		settle(10 * time.Second)

@@ -106,7 +106,7 @@ func (f *fleet) stop(id string) error {
 
 func (f *fleet) snapshot() shard.Snapshot {
 	f.t.Helper()
-	s, err := f.coord.Watch(context.Background(), 0)
+	s, err := f.coord.Fleet().Watch(context.Background(), 0)
 	if err != nil {
 		f.t.Fatalf("snapshot: %v", err)
 	}

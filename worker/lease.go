@@ -29,7 +29,7 @@ type lease struct {
 }
 
 // newLease starts the term of session, created at created (the start of the
-// CreateSession call, which counts as its first renewal).
+// Sessions.Create call, which counts as its first renewal).
 func newLease(parent context.Context, session shard.SessionID, created time.Time, p shard.LeasePolicy) *lease {
 	ctx, cancel := context.WithCancelCause(parent)
 	l := &lease{ctx: ctx, session: session, cancel: cancel, stepDownAfter: p.StepDownAfter()}
@@ -95,7 +95,7 @@ func (w *Worker) renew(l *lease) {
 	for sleepCtx(l.ctx.Done(), wait) {
 		start := time.Now()
 		ctx, cancel := context.WithDeadline(l.ctx, l.deadline())
-		err := w.cfg.Coordinator.RenewSession(ctx, l.session)
+		err := w.cfg.Coordinator.Sessions().Renew(ctx, l.session)
 		cancel()
 		w.m.renewSeconds.Observe(time.Since(start).Seconds())
 		switch {

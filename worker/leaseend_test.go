@@ -93,7 +93,7 @@ func TestSessionEndedByOthersNeverOverlaps(t *testing.T) {
 				time.Sleep(offset)
 				a.faults.Set(faults.Hang)
 				sid := a.w.Status().Session
-				if err := f.coord.DestroySession(context.Background(), sid); err != nil {
+				if err := f.coord.Sessions().Destroy(context.Background(), sid); err != nil {
 					t.Fatal(err)
 				}
 				cut := time.Now()
@@ -129,7 +129,7 @@ func TestSessionEndedByOthersNoticedAtOnce(t *testing.T) {
 				a := f.start("a", nil)
 				settle(5*time.Second + offset)
 				old := a.w.Status().Session
-				if err := f.coord.DestroySession(context.Background(), old); err != nil {
+				if err := f.coord.Sessions().Destroy(context.Background(), old); err != nil {
 					t.Fatal(err)
 				}
 				ended := time.Now()
@@ -318,11 +318,15 @@ type partialAcquire struct {
 	shard.Coordinator
 }
 
-func (p partialAcquire) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acquisition) ([]shard.Claim, error) {
+func (p partialAcquire) Locks() shard.Locks { return partialLocks{p.Coordinator.Locks()} }
+
+type partialLocks struct{ shard.Locks }
+
+func (p partialLocks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acquisition) ([]shard.Grant, error) {
 	if len(want) < 2 {
-		return p.Coordinator.Acquire(ctx, id, want)
+		return p.Locks.Acquire(ctx, id, want)
 	}
-	got, err := p.Coordinator.Acquire(ctx, id, want[:len(want)/2])
+	got, err := p.Locks.Acquire(ctx, id, want[:len(want)/2])
 	if err != nil {
 		return got, err
 	}

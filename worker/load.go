@@ -16,7 +16,7 @@ import (
 // second, CPU seconds per second). The worker smooths it (an exponentially
 // weighted mean with half-life Config.LoadHalfLife, the reported value
 // holding until the next report) and carries it to the assignor in its
-// loads key (shard.Coordinator.ReportLoad) at a bounded rate (Config.LoadReportEvery). A handler may
+// loads key (shard.Members.ReportLoad) at a bounded rate (Config.LoadReportEvery). A handler may
 // call it as often as it likes; it takes a lock and does no I/O.
 //
 // A negative, NaN or infinite load is bad input: it is ignored, counted

@@ -32,7 +32,7 @@ const (
 // reportLoad is the loop's tick every Config.LoadReportEvery: it samples
 // the meters of the shards running now, sets the load gauges and, when a
 // figure changed noticeably (loadChanged), writes them to this worker's
-// loads key (Coordinator.ReportLoad): one write per tick at most (loadClock
+// loads key (Members.ReportLoad): one write per tick at most (loadClock
 // bounds the ticks). The member key, where operators set drains and
 // cordons, is not written, so a report can never overwrite an operator's
 // mark. shifted is when a shard's load last moved to a new level (zero:
@@ -65,7 +65,7 @@ func (lp *loop) reportLoad(ctx context.Context, now, shifted time.Time) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, w.cfg.Policy.RenewEvery)
 	defer cancel()
-	if err := w.cfg.Coordinator.ReportLoad(wctx, lp.lease.session, w.cfg.ID, loads); err != nil {
+	if err := w.cfg.Coordinator.Members().ReportLoad(wctx, lp.lease.session, w.cfg.ID, loads); err != nil {
 		w.log.Warn("writing the shards' loads failed; trying again at the next report", zap.Error(err))
 		return
 	}

@@ -14,13 +14,12 @@ import (
 
 // cordonMidReport is a worker's coordinator that, once armed, has an
 // operator cordon the worker in the middle of its next load report: after
-// the worker's fresh read of its member key (WatchMember from 0, which a
+// the worker's fresh read of its member key (Members.Watch from 0, which a
 // report that copies the operator's marks before rewriting the key makes
 // first) or, if the report reads nothing, just before its loads are
 // written (ReportLoad). Either way the cordon lands between whatever the
 // report read and what it writes.
 type cordonMidReport struct {
-	shard.Coordinator
 	op    *memoryOperator
 	armed atomic.Bool
 
@@ -38,14 +37,14 @@ type memoryOperator struct {
 }
 
 func (o *memoryOperator) cordon(ctx context.Context) error {
-	snap, err := o.coord.Watch(ctx, 0)
+	snap, err := o.coord.Fleet().Watch(ctx, 0)
 	if err != nil {
 		return err
 	}
 	ms, _ := snap.Member(o.worker)
 	m := ms.Member
 	m.Cordon = &shard.Mark{By: "ops", At: time.Now(), Reason: "disk"}
-	return o.coord.Join(ctx, ms.Session, m)
+	return o.coord.Members().Join(ctx, ms.Session, m)
 }
 
 func (c *cordonMidReport) strike(ctx context.Context) {
@@ -59,17 +58,18 @@ func (c *cordonMidReport) strike(ctx context.Context) {
 	c.mu.Unlock()
 }
 
-func (c *cordonMidReport) WatchMember(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
-	k, err := c.Coordinator.WatchMember(ctx, id, after)
-	if after == 0 && err == nil {
+func (c *cordonMidReport) intercept(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+	switch call.Op {
+	case shard.OpWatchMember:
+		err := invoke(ctx)
+		if call.After == 0 && err == nil {
+			c.strike(ctx)
+		}
+		return err
+	case shard.OpReportLoad:
 		c.strike(ctx)
 	}
-	return k, err
-}
-
-func (c *cordonMidReport) ReportLoad(ctx context.Context, id shard.SessionID, worker string, load map[shard.ID]float64) error {
-	c.strike(ctx)
-	return c.Coordinator.ReportLoad(ctx, id, worker, load)
+	return invoke(ctx)
 }
 
 // TestCordonDuringLoadReportSurvives: an operator's cordon written while
@@ -85,7 +85,7 @@ func TestCordonDuringLoadReportSurvives(t *testing.T) {
 		cfg := f.config("a", reporting(&load))
 		cfg.LoadBalance = &rebalance.LoadPolicy{}
 		mid := &cordonMidReport{op: &memoryOperator{coord: f.coord, worker: "a"}}
-		f.startWrapped(cfg, func(c shard.Coordinator) shard.Coordinator { mid.Coordinator = c; return mid })
+		f.startWrapped(cfg, func(c shard.Coordinator) shard.Coordinator { return shard.Intercept(c, mid.intercept) })
 		settle(30 * time.Second)
 		if ms, _ := f.snapshot().Member("a"); len(ms.Load) != 4 || ms.Cordon != nil {
 			t.Fatalf("member a after 30 s: loads %v, cordon %+v; want 4 shards' loads and no cordon", ms.Load, ms.Cordon)

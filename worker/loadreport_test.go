@@ -16,25 +16,24 @@ import (
 // loadWrites counts the writes of loads (ReportLoad), and the member-key
 // writes that carry loads, which there must be none of.
 type loadWrites struct {
-	shard.Coordinator
 	mu        sync.Mutex
 	n, joined int
 }
 
-func (c *loadWrites) ReportLoad(ctx context.Context, id shard.SessionID, worker string, load map[shard.ID]float64) error {
-	c.mu.Lock()
-	c.n++
-	c.mu.Unlock()
-	return c.Coordinator.ReportLoad(ctx, id, worker, load)
+func (c *loadWrites) wrap(co shard.Coordinator) shard.Coordinator {
+	return shard.Intercept(co, c.intercept)
 }
 
-func (c *loadWrites) Join(ctx context.Context, id shard.SessionID, m shard.Member) error {
-	if m.Load != nil {
-		c.mu.Lock()
+func (c *loadWrites) intercept(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+	c.mu.Lock()
+	switch {
+	case call.Op == shard.OpReportLoad:
+		c.n++
+	case call.Op == shard.OpJoin && call.Member.Load != nil:
 		c.joined++
-		c.mu.Unlock()
 	}
-	return c.Coordinator.Join(ctx, id, m)
+	c.mu.Unlock()
+	return invoke(ctx)
 }
 
 func (c *loadWrites) count() int {
@@ -76,7 +75,7 @@ func startReporting(t *testing.T, n int) (*fleet, *atomic.Int64, *loadWrites) {
 	cfg := f.config("a", reporting(load))
 	cfg.LoadBalance = &rebalance.LoadPolicy{}
 	writes := &loadWrites{}
-	f.startWrapped(cfg, func(c shard.Coordinator) shard.Coordinator { writes.Coordinator = c; return writes })
+	f.startWrapped(cfg, writes.wrap)
 	return f, load, writes
 }
 
@@ -110,7 +109,7 @@ func TestLoadWritesBounded(t *testing.T) {
 
 		m := ms.Member
 		m.Cordon = &shard.Mark{By: "ops", At: time.Now(), Reason: "disk"}
-		if err := f.coord.Join(context.Background(), ms.Session, m); err != nil {
+		if err := f.coord.Members().Join(context.Background(), ms.Session, m); err != nil {
 			t.Fatalf("cordoning a: %v", err)
 		}
 		before := writes.count()
@@ -170,7 +169,7 @@ func TestNoLoadWritesInCountMode(t *testing.T) {
 		var load atomic.Int64
 		load.Store(10)
 		writes := &loadWrites{}
-		f.startWrapped(f.config("a", reporting(&load)), func(c shard.Coordinator) shard.Coordinator { writes.Coordinator = c; return writes })
+		f.startWrapped(f.config("a", reporting(&load)), writes.wrap)
 		settle(60 * time.Second)
 		if n := writes.count(); n != 0 {
 			t.Fatalf("%d load writes without LoadBalance, want none", n)
@@ -267,7 +266,7 @@ func TestLoadFollowedAfterShift(t *testing.T) {
 		}))
 		cfg.LoadBalance = &rebalance.LoadPolicy{}
 		writes := &loadWrites{}
-		f.startWrapped(cfg, func(c shard.Coordinator) shard.Coordinator { writes.Coordinator = c; return writes })
+		f.startWrapped(cfg, writes.wrap)
 		settle(40 * time.Second)
 		shown := func(id shard.ID) float64 { return shownLoad(f, id) }
 		loads[0].Store(400)  // a new level on shard 0: written within a second or two

@@ -115,7 +115,7 @@ func (lp *loop) watchAssignment(ctx context.Context) {
 	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: lp.w.jitter}
 	var index uint64
 	for {
-		k, err := lp.w.cfg.Coordinator.WatchAssignment(ctx, lp.w.cfg.ID, index)
+		k, err := lp.w.cfg.Coordinator.Assignments().Watch(ctx, lp.w.cfg.ID, index)
 		if ctx.Err() != nil {
 			return
 		}
@@ -219,7 +219,7 @@ func (lp *loop) reconcile() {
 	var acquire []shard.Acquisition
 	for _, id := range lp.w.shards { // in the fleet's order, so batches are stable
 		if _, busy := lp.runners[id]; want[id] && !busy {
-			acquire = append(acquire, shard.Acquisition{Shard: id, Reason: lp.acquireReason(id).String()})
+			acquire = append(acquire, shard.AcquireShard(id, lp.acquireReason(id).String()))
 		}
 	}
 	started := lp.acquire(acquire)
@@ -250,9 +250,9 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 	}
 	ctx, cancel := lp.opCtx()
 	defer cancel()
-	got, err := lp.w.cfg.Coordinator.Acquire(ctx, lp.lease.session, want)
+	got, err := lp.w.cfg.Coordinator.Locks().Acquire(ctx, lp.lease.session, want)
 	var started []shard.ID
-	for _, c := range got {
+	for _, c := range shard.Claims(got) {
 		if _, busy := lp.runners[c.Shard]; busy {
 			continue
 		}
@@ -265,8 +265,8 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 	if err != nil {
 		var unknown []shard.ID
 		for _, a := range want {
-			if !slices.Contains(started, a.Shard) {
-				unknown = append(unknown, a.Shard)
+			if id, _ := a.Lock.Shard(); !slices.Contains(started, id) {
+				unknown = append(unknown, id)
 			}
 		}
 		lp.w.log.Warn("acquire failed; running what it granted, releasing the rest in case it was granted unseen",

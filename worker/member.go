@@ -33,7 +33,7 @@ func (w *Worker) guardMember(ctx context.Context, l *lease, m shard.Member) {
 	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
 	var index uint64
 	for ctx.Err() == nil {
-		k, err := w.cfg.Coordinator.WatchMember(ctx, w.cfg.ID, index)
+		k, err := w.cfg.Coordinator.Members().Watch(ctx, w.cfg.ID, index)
 		if ctx.Err() != nil {
 			return
 		}
@@ -59,7 +59,7 @@ func (w *Worker) guardMember(ctx context.Context, l *lease, m shard.Member) {
 		}
 		why := describeMemberKey(k, l.session)
 		jctx, cancel := context.WithTimeout(ctx, w.cfg.Policy.RenewEvery)
-		err = w.cfg.Coordinator.Join(jctx, l.session, m)
+		err = w.cfg.Coordinator.Members().Join(jctx, l.session, m)
 		cancel()
 		if errors.Is(err, shard.ErrSessionInvalid) {
 			l.end(fmt.Errorf("%w: %w", ErrLost, err)) // ended meanwhile: the term is over
@@ -83,7 +83,7 @@ func (w *Worker) guardMember(ctx context.Context, l *lease, m shard.Member) {
 func (w *Worker) sessionAlive(l *lease) bool {
 	start := time.Now()
 	ctx, cancel := context.WithDeadline(l.ctx, l.deadline())
-	err := w.cfg.Coordinator.RenewSession(ctx, l.session)
+	err := w.cfg.Coordinator.Sessions().Renew(ctx, l.session)
 	cancel()
 	switch {
 	case err == nil:
@@ -141,7 +141,7 @@ func (w *Worker) noteDraining(l *lease, on bool) {
 func (w *Worker) keptCordon(l *lease) *shard.Mark {
 	ctx, cancel := context.WithTimeout(l.ctx, w.cfg.Policy.RenewEvery)
 	defer cancel()
-	k, err := w.cfg.Coordinator.WatchMember(ctx, w.cfg.ID, 0)
+	k, err := w.cfg.Coordinator.Members().Watch(ctx, w.cfg.ID, 0)
 	if err != nil || !k.Exists || k.Problem != "" {
 		return w.cordon.Load()
 	}

@@ -30,13 +30,13 @@ func TestOperatorStateMetrics(t *testing.T) {
 			other = "b"
 		}
 		ctx := t.Context()
-		if err := f.coord.SetFreeze(ctx, &shard.Mark{By: "carol", At: time.Now()}); err != nil {
+		if err := f.coord.Fleet().SetFreeze(ctx, &shard.Mark{By: "carol", At: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 		m, _ := s.Member(other)
 		cordoned := m.Member
 		cordoned.Cordon = &shard.Mark{By: "alice", At: time.Now()}
-		if err := f.coord.Join(ctx, m.Session, cordoned); err != nil {
+		if err := f.coord.Members().Join(ctx, m.Session, cordoned); err != nil {
 			t.Fatal(err)
 		}
 		settle(5 * time.Second)

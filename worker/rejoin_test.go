@@ -110,7 +110,7 @@ func TestCordonSurvivesRestart(t *testing.T) {
 		mark := &shard.Mark{By: "ops", At: time.Now(), Reason: "disk"}
 		m := ms.Member
 		m.Cordon = mark
-		if err := f.coord.Join(context.Background(), ms.Session, m); err != nil {
+		if err := f.coord.Members().Join(context.Background(), ms.Session, m); err != nil {
 			t.Fatalf("cordoning b: %v", err)
 		}
 		settle(2 * time.Second)
@@ -148,14 +148,16 @@ func startsOf(evs []event) []event {
 // shard.ErrUnavailable, as a coordinator under load or a short network
 // fault would.
 type failFirstMarks struct {
-	shard.Coordinator
 	mu sync.Mutex
 	n  int
 }
 
-func (c *failFirstMarks) Join(ctx context.Context, s shard.SessionID, m shard.Member) error {
+func (c *failFirstMarks) intercept(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+	if call.Op != shard.OpJoin {
+		return invoke(ctx)
+	}
 	c.mu.Lock()
-	fail := !m.RejoinUntil.IsZero() && c.n > 0
+	fail := !call.Member.RejoinUntil.IsZero() && c.n > 0
 	if fail {
 		c.n--
 	}
@@ -163,7 +165,7 @@ func (c *failFirstMarks) Join(ctx context.Context, s shard.SessionID, m shard.Me
 	if fail {
 		return fmt.Errorf("%w: refused by the test", shard.ErrUnavailable)
 	}
-	return c.Coordinator.Join(ctx, s, m)
+	return invoke(ctx)
 }
 
 // TestRejoinMarkRetried: when the write that says "I will be back" fails
@@ -181,7 +183,9 @@ func TestRejoinMarkRetried(t *testing.T) {
 		}
 		c := f.config("c", f.events.waiting("c"))
 		c.RejoinGrace = 30 * time.Second
-		f.startWrapped(c, func(co shard.Coordinator) shard.Coordinator { return &failFirstMarks{Coordinator: co, n: 3} })
+		f.startWrapped(c, func(co shard.Coordinator) shard.Coordinator {
+			return shard.Intercept(co, (&failFirstMarks{n: 3}).intercept)
+		})
 		settle(10 * time.Second)
 		before := f.owners()
 		if n := counts(before)["c"]; n != 4 {
@@ -202,7 +206,7 @@ func TestRejoinMarkRetried(t *testing.T) {
 	})
 }
 
-// unlockedAfterMark plays Consul's DestroySession, which unlocks the
+// unlockedAfterMark plays Consul's Sessions.Destroy, which unlocks the
 // member key before it destroys the session: once the worker has written
 // its rejoin mark, its own member key reads as held by no session. It
 // counts the Joins made after the mark.
@@ -215,22 +219,41 @@ type unlockedAfterMark struct {
 	registered []shard.Member
 }
 
-func (c *unlockedAfterMark) Join(ctx context.Context, s shard.SessionID, m shard.Member) error {
-	err := c.Coordinator.Join(ctx, s, m)
+func (c *unlockedAfterMark) wrap(co shard.Coordinator) shard.Coordinator {
+	c.Coordinator = shard.Intercept(co, c.intercept)
+	return c
+}
+
+func (c *unlockedAfterMark) intercept(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+	err := invoke(ctx)
+	if call.Op != shard.OpJoin {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.marked {
 		c.afterMark++
-		c.registered = append(c.registered, m)
+		c.registered = append(c.registered, *call.Member)
 	}
-	if err == nil && !m.RejoinUntil.IsZero() {
+	if err == nil && !call.Member.RejoinUntil.IsZero() {
 		c.marked = true
 	}
 	return err
 }
 
-func (c *unlockedAfterMark) WatchMember(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
-	k, err := c.Coordinator.WatchMember(ctx, id, after)
+// Members is the member registry whose Watch shows the destroy's unlock.
+func (c *unlockedAfterMark) Members() shard.Members {
+	return unlockedMembers{c.Coordinator.Members(), c}
+}
+
+type unlockedMembers struct {
+	shard.Members
+	c *unlockedAfterMark
+}
+
+func (um unlockedMembers) Watch(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
+	c := um.c
+	k, err := um.Members.Watch(ctx, id, after)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.marked && !c.faked && k.Exists {
@@ -261,7 +284,7 @@ func TestRejoinMarkIsTheLastWrite(t *testing.T) {
 		b := f.config("b", slow)
 		b.RejoinGrace = 30 * time.Second
 		wrapped := &unlockedAfterMark{}
-		f.startWrapped(b, func(c shard.Coordinator) shard.Coordinator { wrapped.Coordinator = c; return wrapped })
+		f.startWrapped(b, wrapped.wrap)
 		settle(10 * time.Second)
 		if err := f.stop("b"); err != nil {
 			t.Fatalf("stopping b: %v", err)

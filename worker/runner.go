@@ -92,7 +92,7 @@ func (lp *loop) release(ids []shard.ID, why string) {
 	}
 	ctx, cancel := lp.opCtx()
 	defer cancel()
-	if err := lp.w.cfg.Coordinator.Release(ctx, lp.lease.session, ids, why); err != nil {
+	if err := lp.w.cfg.Coordinator.Locks().Release(ctx, lp.lease.session, shard.ShardLocks(ids), why); err != nil {
 		lp.w.log.Warn("release failed; the shards stay held until the next round or the session ends",
 			zap.Int("shards", len(ids)), zap.Error(err))
 		return
@@ -200,7 +200,7 @@ func (lp *loop) shutdown(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
 	defer cancel()
 	if len(held) > 0 {
-		if err := lp.w.cfg.Coordinator.Release(ctx, lp.lease.session, held, "shutdown"); err == nil {
+		if err := lp.w.cfg.Coordinator.Locks().Release(ctx, lp.lease.session, shard.ShardLocks(held), "shutdown"); err == nil {
 			lp.w.m.releases.WithLabelValues("shutdown").Add(float64(len(held)))
 		}
 	}
@@ -292,7 +292,7 @@ func (lp *loop) announceLeave(ctx context.Context, now time.Time) {
 			deadline = giveUp
 		}
 		attempt, cancel := context.WithDeadline(ctx, deadline)
-		err := lp.w.cfg.Coordinator.Join(attempt, lp.lease.session, m)
+		err := lp.w.cfg.Coordinator.Members().Join(attempt, lp.lease.session, m)
 		cancel()
 		if err == nil {
 			return
@@ -316,7 +316,7 @@ func (lp *loop) resign(ctx context.Context) {
 	lp.stopCandidate()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
 	defer cancel()
-	if err := lp.w.cfg.Coordinator.Resign(ctx, lp.lease.session); err != nil {
+	if err := lp.w.cfg.Coordinator.Locks().Release(ctx, lp.lease.session, []shard.Lock{shard.AssignorLock}, "resign"); err != nil {
 		lp.w.log.Warn("resigning the assignor role failed; it ends with the session", zap.Error(err))
 	}
 }

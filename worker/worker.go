@@ -116,7 +116,7 @@ func isFatal(err error) bool {
 func (w *Worker) configure(ctx context.Context) error {
 	retry := backoff{base: 100 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
 	for {
-		stored, err := w.cfg.Coordinator.Configure(ctx, w.cfg.Fleet)
+		stored, err := w.cfg.Coordinator.Fleet().Configure(ctx, w.cfg.Fleet)
 		switch {
 		case err == nil:
 			return nil
@@ -139,7 +139,7 @@ func (w *Worker) configure(ctx context.Context) error {
 func (w *Worker) term(ctx context.Context) error {
 	p := w.cfg.Policy
 	created := time.Now()
-	sid, err := w.cfg.Coordinator.CreateSession(ctx, p.SessionSpec(w.cfg.ID))
+	sid, err := w.cfg.Coordinator.Sessions().Create(ctx, p.SessionSpec(w.cfg.ID))
 	if err != nil {
 		return fmt.Errorf("creating session: %w", err)
 	}
@@ -183,7 +183,7 @@ func (w *Worker) renewNow(ctx context.Context, sid shard.SessionID) (time.Time, 
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, w.cfg.Policy.StepDownAfter())
 	defer cancel()
-	err := w.cfg.Coordinator.RenewSession(rctx, sid)
+	err := w.cfg.Coordinator.Sessions().Renew(rctx, sid)
 	if err == nil && time.Since(start) > w.cfg.Policy.RenewEvery {
 		err = fmt.Errorf("renewal took %v, more than the renewal interval %v", time.Since(start), w.cfg.Policy.RenewEvery)
 	}
@@ -200,7 +200,7 @@ func (w *Worker) join(ctx context.Context, l *lease) (shard.Member, error) {
 	giveUp := time.Now().Add(2*w.cfg.Policy.TTL + w.cfg.Policy.RenewEvery)
 	retry := backoff{base: 100 * time.Millisecond, max: 2 * time.Second, j: w.jitter}
 	for {
-		err := w.cfg.Coordinator.Join(l.ctx, l.session, m)
+		err := w.cfg.Coordinator.Members().Join(l.ctx, l.session, m)
 		if err == nil {
 			return m, nil
 		}
@@ -230,7 +230,7 @@ func (w *Worker) join(ctx context.Context, l *lease) (shard.Member, error) {
 func (w *Worker) destroy(ctx context.Context, sid shard.SessionID) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.Policy.RenewEvery)
 	defer cancel()
-	if err := w.cfg.Coordinator.DestroySession(dctx, sid); err != nil {
+	if err := w.cfg.Coordinator.Sessions().Destroy(dctx, sid); err != nil {
 		w.log.Warn("destroying session failed; it will expire by its TTL", zap.String("session", string(sid)), zap.Error(err))
 	}
 }

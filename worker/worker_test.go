@@ -153,7 +153,7 @@ func TestStalledRenewalStepsDownBeforeTheSessionExpires(t *testing.T) {
 		if d := lostAt.Sub(stalled); d > testPolicy.StepDownAfter()+200*time.Millisecond {
 			t.Errorf("a stepped down %v after the stall, later than the local deadline %v", d, testPolicy.StepDownAfter())
 		}
-		if !hasSession(f.coord.Sessions(), sid) {
+		if !hasSession(f.coord.LiveSessions(), sid) {
 			t.Errorf("session %s already expired on the coordinator when a stepped down: too late", sid)
 		}
 
@@ -398,12 +398,12 @@ func TestDuplicateIDAndForeignConfigDoNotDisturbOwners(t *testing.T) {
 // or later (a new session after a loss), Run returns the error at once
 // instead of retrying forever as if the coordinator were unreachable.
 func TestPermissionDeniedStopsTheWorker(t *testing.T) {
-	for _, op := range []string{"configure", "create session", "join"} {
-		t.Run(op, func(t *testing.T) {
+	for _, op := range []shard.Op{shard.OpConfigure, shard.OpCreateSession, shard.OpJoin} {
+		t.Run(string(op), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := newFleet(t, 8)
 				cfg := f.config("a", f.events.waiting("a"))
-				cfg.Coordinator = &refusing{Coordinator: f.coord, op: op}
+				cfg.Coordinator = refusing(f.coord, op)
 				w, err := worker.New(cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -427,35 +427,11 @@ func TestPermissionDeniedStopsTheWorker(t *testing.T) {
 }
 
 // refusing denies one operation for lack of permission, as an ACL would.
-type refusing struct {
-	shard.Coordinator
-	op string
-}
-
-func (r *refusing) deny(op string) error {
-	if op != r.op {
-		return nil
-	}
-	return fmt.Errorf("%w: %s: the token lacks key write", shard.ErrPermissionDenied, op)
-}
-
-func (r *refusing) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
-	if err := r.deny("configure"); err != nil {
-		return shard.Config{}, err
-	}
-	return r.Coordinator.Configure(ctx, cfg)
-}
-
-func (r *refusing) CreateSession(ctx context.Context, spec shard.SessionSpec) (shard.SessionID, error) {
-	if err := r.deny("create session"); err != nil {
-		return "", err
-	}
-	return r.Coordinator.CreateSession(ctx, spec)
-}
-
-func (r *refusing) Join(ctx context.Context, id shard.SessionID, m shard.Member) error {
-	if err := r.deny("join"); err != nil {
-		return err
-	}
-	return r.Coordinator.Join(ctx, id, m)
+func refusing(c shard.Coordinator, op shard.Op) shard.Coordinator {
+	return shard.Intercept(c, func(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+		if call.Op == op {
+			return fmt.Errorf("%w: %s: the token lacks key write", shard.ErrPermissionDenied, op)
+		}
+		return invoke(ctx)
+	})
 }

@@ -69,7 +69,7 @@ func TestStatusTable(t *testing.T) {
 		// The assignor, its epoch and since when; the shards w4 had went
 		// to others by its assignment.
 		a := snap.Assignor
-		if want := fmt.Sprintf("assignor: %s (epoch %d, since 00:", a.Worker, a.Epoch); !a.Held() || !strings.Contains(out, want) {
+		if want := fmt.Sprintf("assignor: %s (epoch %d, since 00:", a.Worker, a.Token); !a.Held() || !strings.Contains(out, want) {
 			t.Errorf("status output lacks %q (P/assignor %+v)", want, a)
 		}
 		if !strings.Contains(out, "rebalanced from w4 (shutdown)") {
@@ -85,7 +85,7 @@ func TestStatusTable(t *testing.T) {
 		}
 		given := snap.Assignments["w3"]
 		given.Stuck, given.StuckSession = true, w3
-		if err := f.coord.Assign(t.Context(), a.Session, a.Epoch, map[string]*shard.Assignment{"w3": &given}); err != nil {
+		if err := f.coord.Assignments().Assign(t.Context(), a.Session, a.Token, map[string]*shard.Assignment{"w3": &given}); err != nil {
 			t.Fatal(err)
 		}
 		_, out, _ = f.run(t.Context(), "", "status", "-prefix", "orders", "-no-shards")
@@ -192,12 +192,12 @@ func TestStatusJSON(t *testing.T) {
 			t.Errorf("events %+v: want the latest acquisitions", got.Events)
 		}
 		snap := f.snapshot()
-		if a := got.Assignor; !a.Held || a.Worker != snap.Assignor.Worker || a.Epoch != snap.Assignor.Epoch || a.Since.IsZero() {
-			t.Errorf("assignor %+v, want %s at epoch %d", a, snap.Assignor.Worker, snap.Assignor.Epoch)
+		if a := got.Assignor; !a.Held || a.Worker != snap.Assignor.Worker || a.Epoch != snap.Assignor.Token || a.Since.IsZero() {
+			t.Errorf("assignor %+v, want %s at epoch %d", a, snap.Assignor.Worker, snap.Assignor.Token)
 		}
 		for _, w := range got.Workers {
-			if w.Assigned != 8 || w.AssignedEpoch != snap.Assignor.Epoch {
-				t.Errorf("worker %+v: want 8 assigned by epoch %d", w, snap.Assignor.Epoch)
+			if w.Assigned != 8 || w.AssignedEpoch != snap.Assignor.Token {
+				t.Errorf("worker %+v: want 8 assigned by epoch %d", w, snap.Assignor.Token)
 			}
 		}
 	})
@@ -264,7 +264,7 @@ func TestWatchShowsAssignorChanges(t *testing.T) {
 		out := <-done
 		t.Logf("\n%s", out)
 		want := regexp.MustCompile(fmt.Sprintf(`(?m)^\d\d:\d\d:\d\d\.\d{3}  assignor %s elected \(epoch %d\): took the assignor lock`,
-			next, f.snapshot().Assignor.Epoch))
+			next, f.snapshot().Assignor.Token))
 		if next == "" || !want.MatchString(out) {
 			t.Errorf("watch output does not match %s (the assignor was %q)", want, old)
 		}

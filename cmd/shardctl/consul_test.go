@@ -194,7 +194,7 @@ func TestAgainstConsul(t *testing.T) {
 
 func view(t *testing.T, c shard.Coordinator, name string) fleetview.Fleet {
 	t.Helper()
-	s, err := c.Watch(t.Context(), 0)
+	s, err := c.Fleet().Watch(t.Context(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

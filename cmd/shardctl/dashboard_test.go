@@ -18,18 +18,18 @@ import (
 func TestDashboardCommand(t *testing.T) {
 	ctx := context.Background()
 	c := memory.New()
-	if _, err := c.Configure(ctx, shard.Config{Shards: 3}); err != nil {
+	if _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 3}); err != nil {
 		t.Fatal(err)
 	}
-	sid, err := c.CreateSession(ctx, shard.SessionSpec{Worker: "w1", TTL: time.Hour})
+	sid, err := c.Sessions().Create(ctx, shard.SessionSpec{Worker: "w1", TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.DestroySession(ctx, sid)
-	if err := c.Join(ctx, sid, shard.Member{ID: "w1", Version: "v3"}); err != nil {
+	defer c.Sessions().Destroy(ctx, sid)
+	if err := c.Members().Join(ctx, sid, shard.Member{ID: "w1", Version: "v3"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Acquire(ctx, sid, []shard.Acquisition{{Shard: "stream/shard-001", Reason: "initial: never owned"}}); err != nil {
+	if _, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard("stream/shard-001", "initial: never owned")}); err != nil {
 		t.Fatal(err)
 	}
 

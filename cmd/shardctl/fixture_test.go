@@ -81,7 +81,7 @@ func (f *fixture) stop(id string) {
 }
 
 func (f *fixture) snapshot() shard.Snapshot {
-	s, err := f.coord.Watch(context.Background(), 0)
+	s, err := f.coord.Fleet().Watch(context.Background(), 0)
 	if err != nil {
 		f.t.Fatal(err)
 	}

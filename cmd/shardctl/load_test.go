@@ -37,7 +37,7 @@ func TestStatusLoadColumns(t *testing.T) {
 					load[id] = per[m.ID]
 				}
 			}
-			if err := f.coord.ReportLoad(context.Background(), m.Session, m.ID, load); err != nil {
+			if err := f.coord.Members().ReportLoad(context.Background(), m.Session, m.ID, load); err != nil {
 				t.Fatalf("writing %s's loads: %v", m.ID, err)
 			}
 		}

@@ -47,7 +47,7 @@ blocking query (at most one every 250 ms) show as one.
 	}
 
 	var lastErr string
-	err = fleetview.Follow(ctx, &after{Coordinator: fc.coord, index: first.Index}, func(s shard.Snapshot) error {
+	err = fleetview.Follow(ctx, after(fc.coord.Fleet(), first.Index), func(s shard.Snapshot) error {
 		if lastErr != "" {
 			fmt.Fprintf(a.stderr, "shardctl watch: back in contact with %s\n", fc.addr)
 			lastErr = ""
@@ -81,16 +81,13 @@ blocking query (at most one every 250 ms) show as one.
 	return fc.explain(err, "read")
 }
 
-// after starts a coordinator's watches after a known index, so Follow's
+// after is a fleet's Watch that starts after a known index, so Follow's
 // first query blocks instead of returning the snapshot already shown.
-type after struct {
-	shard.Coordinator
-	index uint64
-}
-
-func (w *after) Watch(ctx context.Context, idx uint64) (shard.Snapshot, error) {
-	if idx == 0 && w.index != 0 {
-		idx, w.index = w.index, 0
+func after(f shard.Fleet, index uint64) func(context.Context, uint64) (shard.Snapshot, error) {
+	return func(ctx context.Context, idx uint64) (shard.Snapshot, error) {
+		if idx == 0 && index != 0 {
+			idx, index = index, 0
+		}
+		return f.Watch(ctx, idx)
 	}
-	return w.Coordinator.Watch(ctx, idx)
 }

@@ -99,7 +99,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 	// its handler starts. The story's writes go to reg.
 	store := offmem.New()
 	defer store.Close()
-	paused := &pausable{Coordinator: coordA}
+	paused := newPausable(coordA)
 
 	aFirst, aLate, bWrite := make(chan step, 1), make(chan step, 1), make(chan step, 1)
 	wake := make(chan struct{}) // closed when A's process resumes
@@ -169,7 +169,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 		return res, err
 	}
 	res.tokenB, res.writeB, res.takeover = b.token, b.accepted, time.Since(pausedAt)
-	if s, err := coordB.Watch(ctx, 0); err == nil {
+	if s, err := coordB.Fleet().Watch(ctx, 0); err == nil {
 		if st, ok := s.Shard(lock); ok {
 			res.takeoverReason = st.Owner.Reason
 		}

@@ -306,7 +306,7 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 			break
 		}
 	}
-	snap, err := coords.observer.Watch(ctx, 0)
+	snap, err := coords.observer.Fleet().Watch(ctx, 0)
 	if err != nil {
 		return res, err
 	}
@@ -415,7 +415,7 @@ func (s *story) stopFleet() {
 
 // owned is how many shards id holds now.
 func (s *story) owned(ctx context.Context, c shard.Coordinator, id string) int {
-	snap, err := c.Watch(ctx, 0)
+	snap, err := c.Fleet().Watch(ctx, 0)
 	if err != nil {
 		return 0
 	}
@@ -425,7 +425,7 @@ func (s *story) owned(ctx context.Context, c shard.Coordinator, id string) int {
 // waitOwned waits until every shard is owned by a worker not in dead.
 func (s *story) waitOwned(ctx context.Context, c shard.Coordinator, dead map[string]bool) error {
 	for {
-		snap, err := c.Watch(ctx, 0)
+		snap, err := c.Fleet().Watch(ctx, 0)
 		if err != nil {
 			return err
 		}

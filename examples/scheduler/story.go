@@ -149,7 +149,7 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 		s.hosts[h.ID] = h
 		e, err := election.New(election.Config{
 			ID: h.ID, Name: "invoice-scheduler",
-			Coordinator: netsim.Coordinator{Coordinator: coord, H: h},
+			Coordinator: netsim.Coordinator(coord, h),
 			Offsets:     netsim.Store{Store: checkpoints, H: h},
 			Lead:        s.lead(h),
 			OnChange:    s.onChange(h),

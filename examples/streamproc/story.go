@@ -158,7 +158,7 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 		hosts[h.ID] = h
 		w, err := worker.New(worker.Config{
 			ID: h.ID, Fleet: fleet,
-			Coordinator: netsim.Coordinator{Coordinator: coord, H: h},
+			Coordinator: netsim.Coordinator(coord, h),
 			Offsets:     netsim.Store{Store: audit, H: h},
 			Handler:     s.handler(h),
 			Policy:      o.policy, DrainTimeout: 2 * time.Second,
@@ -209,7 +209,7 @@ func (s *story) script(ctx context.Context, coord *memory.Coordinator, base offs
 	}
 	victim.Set(netsim.Dead)
 	died := time.Now()
-	snap, err = coord.Watch(ctx, 0)
+	snap, err = coord.Fleet().Watch(ctx, 0)
 	if err != nil {
 		return err
 	}
@@ -288,7 +288,7 @@ func (s *story) script(ctx context.Context, coord *memory.Coordinator, base offs
 	})
 	cancel()
 	if err != nil { // not settled in time: judge the fleet as it is now
-		if snap, err = coord.Watch(ctx, 0); err != nil {
+		if snap, err = coord.Fleet().Watch(ctx, 0); err != nil {
 			return err
 		}
 	}
@@ -349,7 +349,7 @@ func (s *story) startAfter(id shard.ID, t time.Time) (started, bool) {
 
 func (s *story) waitFor(ctx context.Context, coord *memory.Coordinator, ok func(shard.Snapshot) bool) (shard.Snapshot, error) {
 	for {
-		snap, err := coord.Watch(ctx, 0)
+		snap, err := coord.Fleet().Watch(ctx, 0)
 		if err != nil {
 			return snap, err
 		}

@@ -19,11 +19,11 @@ func TestAssignmentsInChromium(t *testing.T) {
 	wd := startBrowser(t)
 	c, sessions := smallFleet(t)
 	ctx := context.Background()
-	epoch, held, err := c.Campaign(ctx, sessions["a"], "a")
+	epoch, held, err := shard.TryLock(ctx, c.Locks(), sessions["a"], shard.AssignorLock, "campaign")
 	if err != nil || !held {
 		t.Fatalf("Campaign = %d, %v, %v", epoch, held, err)
 	}
-	err = c.Assign(ctx, sessions["a"], epoch, map[string]*shard.Assignment{
+	err = c.Assignments().Assign(ctx, sessions["a"], epoch, map[string]*shard.Assignment{
 		"a": {Since: time.Now(), Shards: []shard.ID{"stream/shard-000", "stream/shard-001", "stream/shard-003"}},
 		"b": {Since: time.Now(), Shards: []shard.ID{"stream/shard-002"}, Stuck: true, StuckSession: sessions["b"]},
 	})

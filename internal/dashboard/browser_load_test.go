@@ -62,7 +62,7 @@ func TestLoadInChromium(t *testing.T) {
 	carry := func(loads map[string]map[shard.ID]float64) {
 		t.Helper()
 		for id, l := range loads {
-			if err := c.ReportLoad(context.Background(), sessions[id], id, l); err != nil {
+			if err := c.Members().ReportLoad(context.Background(), sessions[id], id, l); err != nil {
 				t.Fatal(err)
 			}
 		}

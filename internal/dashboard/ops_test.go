@@ -26,11 +26,11 @@ func opsFleet(t *testing.T, at, rejoin time.Time) *memory.Coordinator {
 	} {
 		m := shard.Member{ID: id, Version: "v9", Weight: 1}
 		edit(&m)
-		if err := c.Join(ctx, sessions[id], m); err != nil {
+		if err := c.Members().Join(ctx, sessions[id], m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.SetFreeze(ctx, &shard.Mark{By: "carol", At: at, Reason: "incident 42"}); err != nil {
+	if err := c.Fleet().SetFreeze(ctx, &shard.Mark{By: "carol", At: at, Reason: "incident 42"}); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -113,7 +113,7 @@ return {Freeze: fr.hidden ? '' : fr.textContent, FreezeBy: fr.dataset.by || '',
 	}
 
 	// Lifting the freeze takes the banner down and is a move of its own.
-	if err := c.SetFreeze(context.Background(), nil); err != nil {
+	if err := c.Fleet().SetFreeze(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; {

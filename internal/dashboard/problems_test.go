@@ -36,23 +36,23 @@ func TestProblemsShown(t *testing.T) {
 	}
 	ctx := t.Context()
 	worker := coordinator()
-	runs, err := worker.Configure(ctx, shard.Config{Shards: 16})
+	runs, err := worker.Fleet().Configure(ctx, shard.Config{Shards: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sid, err := worker.CreateSession(ctx, shard.SessionSpec{Worker: "w1", TTL: time.Minute})
+	sid, err := worker.Sessions().Create(ctx, shard.SessionSpec{Worker: "w1", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = worker.DestroySession(context.Background(), sid) })
-	if err := worker.Join(ctx, sid, shard.Member{ID: "w1", Weight: 1}); err != nil {
+	t.Cleanup(func() { _ = worker.Sessions().Destroy(context.Background(), sid) })
+	if err := worker.Members().Join(ctx, sid, shard.Member{ID: "w1", Weight: 1}); err != nil {
 		t.Fatal(err)
 	}
 	want := make([]shard.Acquisition, 0, runs.Shards)
 	for _, id := range runs.IDs() {
-		want = append(want, shard.Acquisition{Shard: id, Reason: "initial: never owned"})
+		want = append(want, shard.AcquireShard(id, "initial: never owned"))
 	}
-	if _, err := worker.Acquire(ctx, sid, want); err != nil {
+	if _, err := worker.Locks().Acquire(ctx, sid, want); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := agent.Client(t).KV().Put(&api.KVPair{Key: prefix + "/config", Value: []byte(`{"shards":8,"name":"stream/shard"}`)}, nil); err != nil {

@@ -152,7 +152,7 @@ func (s *Server) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
-		_ = fleetview.Follow(ctx, s.o.Coordinator, func(snap shard.Snapshot) error {
+		_ = fleetview.Follow(ctx, s.o.Coordinator.Fleet().Watch, func(snap shard.Snapshot) error {
 			select { // only the latest matters
 			case <-snaps:
 			default:

@@ -63,30 +63,30 @@ func get(t *testing.T, url string) (int, string, http.Header) {
 func smallFleet(t *testing.T) (*memory.Coordinator, map[string]shard.SessionID) {
 	ctx := context.Background()
 	c := memory.New()
-	if _, err := c.Configure(ctx, shard.Config{Shards: 4}); err != nil {
+	if _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 4}); err != nil {
 		t.Fatal(err)
 	}
 	sessions := map[string]shard.SessionID{}
 	for i, id := range []string{"a", "b"} {
-		sid, err := c.CreateSession(ctx, shard.SessionSpec{Worker: id, TTL: time.Hour})
+		sid, err := c.Sessions().Create(ctx, shard.SessionSpec{Worker: id, TTL: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Join(ctx, sid, shard.Member{ID: id, Version: "v9", Weight: 1}); err != nil {
+		if err := c.Members().Join(ctx, sid, shard.Member{ID: id, Version: "v9", Weight: 1}); err != nil {
 			t.Fatal(err)
 		}
-		want := []shard.Acquisition{{Shard: shard.ID("stream/shard-00" + string(rune('0'+2*i))), Reason: "initial: never owned"}}
+		want := []shard.Acquisition{shard.AcquireShard(shard.ID("stream/shard-00"+string(rune('0'+2*i))), "initial: never owned")}
 		if i == 0 {
-			want = append(want, shard.Acquisition{Shard: "stream/shard-001", Reason: "initial: never owned"})
+			want = append(want, shard.AcquireShard("stream/shard-001", "initial: never owned"))
 		}
-		if _, err := c.Acquire(ctx, sid, want); err != nil {
+		if _, err := c.Locks().Acquire(ctx, sid, want); err != nil {
 			t.Fatal(err)
 		}
 		sessions[id] = sid
 	}
 	t.Cleanup(func() {
 		for _, sid := range sessions {
-			_ = c.DestroySession(context.Background(), sid)
+			_ = c.Sessions().Destroy(context.Background(), sid)
 		}
 	})
 	return c, sessions
@@ -218,10 +218,10 @@ func TestEventStream(t *testing.T) {
 	next(func(f fleetview.Fleet) bool { return f.Summary.Owned == 3 })
 
 	ctx := context.Background()
-	if err := c.Release(ctx, sessions["a"], []shard.ID{"stream/shard-001"}, "rebalance"); err != nil {
+	if err := c.Locks().Release(ctx, sessions["a"], shard.ShardLocks([]shard.ID{"stream/shard-001"}), "rebalance"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Acquire(ctx, sessions["b"], []shard.Acquisition{{Shard: "stream/shard-001", Reason: "rebalanced from a (rebalance)"}}); err != nil {
+	if _, err := c.Locks().Acquire(ctx, sessions["b"], []shard.Acquisition{shard.AcquireShard("stream/shard-001", "rebalanced from a (rebalance)")}); err != nil {
 		t.Fatal(err)
 	}
 	f := next(func(f fleetview.Fleet) bool {
@@ -286,7 +286,7 @@ func TestMetricsAndCrash(t *testing.T) {
 
 // TestUnreachableCoordinator: the page stays up and says why it is stale.
 func TestUnreachableCoordinator(t *testing.T) {
-	base := serve(t, dashboard.Options{Coordinator: unreachable{memory.New()}})
+	base := serve(t, dashboard.Options{Coordinator: shard.Intercept(memory.New(), unreachable)})
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		code, body, _ := get(t, base+"/api/v1/fleet")
@@ -303,8 +303,9 @@ func TestUnreachableCoordinator(t *testing.T) {
 	}
 }
 
-type unreachable struct{ *memory.Coordinator }
-
-func (unreachable) Watch(context.Context, uint64) (shard.Snapshot, error) {
-	return shard.Snapshot{}, errors.New("coordinator unavailable: no route to the agent")
+func unreachable(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+	if call.Op == shard.OpWatchFleet {
+		return errors.New("coordinator unavailable: no route to the agent")
+	}
+	return invoke(ctx)
 }

@@ -123,7 +123,7 @@ func (c *consulBackend) Open(ctx context.Context, floor shard.Token) (shard.Coor
 	deadline := time.Now().Add(10 * time.Second)
 	wait := 100 * time.Millisecond
 	for {
-		snap, err := obs.Watch(ctx, 0)
+		snap, err := obs.Fleet().Watch(ctx, 0)
 		switch {
 		case err == nil && snap.Index <= uint64(floor):
 			return nil, fmt.Errorf("demo: the offsets in the data dir were written with tokens up to %d, but Consul at %s is only at index %d (was its data wiped?): use a fresh --data dir",

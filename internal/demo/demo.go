@@ -27,6 +27,7 @@ type demo struct {
 	rng     *rand.Rand
 	start   time.Time
 	out     io.Writer
+	outMu   sync.Mutex // say is called from the handlers too (violations)
 
 	fleet inproc.Fleet[struct{}]
 
@@ -67,12 +68,14 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Summary, error) {
 		o:       o,
 		backend: backend,
 		coord:   coord,
-		store:   inproc.NewAuditor(store, inproc.AuditOptions{}),
 		reg:     o.Registry,
 		rng:     rand.New(rand.NewPCG(o.Seed, o.Seed>>1|1)),
 		start:   time.Now(),
 		out:     progress,
 	}
+	// Every broken invariant is said as it happens, with what broke it:
+	// the summary counts them, and a count alone cannot be investigated.
+	d.store = inproc.NewAuditor(store, inproc.AuditOptions{Violation: func(msg string) { d.say("INVARIANT BROKEN: %s", msg) }})
 	if d.reg == nil {
 		d.reg = prometheus.NewRegistry()
 	}
@@ -103,6 +106,8 @@ func (d *demo) nextID() string {
 
 // say prints a progress line stamped with the time since the start.
 func (d *demo) say(format string, args ...any) {
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
 	fmt.Fprintf(d.out, "[%6.1fs] %s\n", time.Since(d.start).Seconds(), fmt.Sprintf(format, args...))
 }
 

@@ -38,7 +38,7 @@ type Summary struct {
 type fleetState struct{ workers, owned, spread int }
 
 func (d *demo) fleetState() fleetState {
-	snap, err := d.coord.Watch(context.Background(), 0)
+	snap, err := d.coord.Fleet().Watch(context.Background(), 0)
 	if err != nil {
 		return fleetState{}
 	}

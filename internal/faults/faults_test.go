@@ -15,16 +15,16 @@ func TestModes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := Wrap(memory.New())
 		ctx := context.Background()
-		if _, err := f.CreateSession(ctx, shard.SessionSpec{Worker: "a", TTL: time.Second}); err != nil {
+		if _, err := f.Sessions().Create(ctx, shard.SessionSpec{Worker: "a", TTL: time.Second}); err != nil {
 			t.Fatalf("healthy: %v", err)
 		}
 		f.Set(Fail)
-		if _, err := f.Watch(ctx, 0); !errors.Is(err, shard.ErrUnavailable) {
+		if _, err := f.Fleet().Watch(ctx, 0); !errors.Is(err, shard.ErrUnavailable) {
 			t.Fatalf("fail mode: %v, want ErrUnavailable", err)
 		}
 		f.Set(Hang)
 		done := make(chan error, 1)
-		go func() { _, err := f.Watch(ctx, 0); done <- err }()
+		go func() { _, err := f.Fleet().Watch(ctx, 0); done <- err }()
 		time.Sleep(time.Hour)
 		synctest.Wait()
 		select {
@@ -39,7 +39,7 @@ func TestModes(t *testing.T) {
 		f.Set(Hang)
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		if _, err := f.Watch(cctx, 0); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := f.Fleet().Watch(cctx, 0); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("a hung call ignored its context: %v", err)
 		}
 	})

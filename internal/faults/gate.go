@@ -3,6 +3,8 @@ package faults
 import (
 	"context"
 	"sync"
+
+	"github.com/shardlease/shardlease/shard"
 )
 
 // Gate freezes the goroutines that pass through it while it is closed, the
@@ -39,13 +41,5 @@ func (g *Gate) Wait(ctx context.Context) bool {
 	g.mu.Lock()
 	ch := g.closed
 	g.mu.Unlock()
-	if ch == nil {
-		return true
-	}
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return shard.Hold(ctx, ch) == nil
 }

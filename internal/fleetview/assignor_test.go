@@ -14,7 +14,7 @@ import (
 // key for c, dead, carries a stuck mark about c's old session.
 func withAssignor() shard.Snapshot {
 	s := fixture()
-	s.Assignor = shard.AssignorKey{Index: 8, Worker: "a", Session: "s-a", Epoch: 8, Since: t0.Add(8 * time.Second)}
+	s.Assignor = shard.LockKey{Index: 8, Session: "s-a", Token: 8, Owner: shard.Owner{Worker: "a", Since: t0.Add(8 * time.Second)}}
 	s.Assignments = map[string]shard.Assignment{
 		"a": {Epoch: 8, Since: t0.Add(9 * time.Second), Shards: []shard.ID{"stream/shard-000", "stream/shard-003"}},
 		"b": {Epoch: 8, Since: t0},
@@ -88,13 +88,13 @@ func TestDiffReportsAssignorChanges(t *testing.T) {
 	a := withAssignor()
 	b := withAssignor()
 	b.Index = 20
-	b.Assignor = shard.AssignorKey{Index: 20, Worker: "b", Session: "s-b", Epoch: 20}
+	b.Assignor = shard.LockKey{Index: 20, Session: "s-b", Token: 20, Owner: shard.Owner{Worker: "b"}}
 	again := withAssignor()
 	again.Index = 30
-	again.Assignor.Epoch = 30 // the key was written by hand: the holder campaigned again
+	again.Assignor.Token = 30 // the key was written by hand: the holder campaigned again
 	free := withAssignor()
 	free.Index = 15
-	free.Assignor = shard.AssignorKey{}
+	free.Assignor = shard.LockKey{}
 	for _, tc := range []struct {
 		name       string
 		prev, next shard.Snapshot

@@ -171,19 +171,19 @@ func Diff(prev *shard.Snapshot, next shard.Snapshot, at time.Time) []Event {
 }
 
 // assignorChange is the event for P/assignor changing hands, if it did.
-func assignorChange(prev, next shard.AssignorKey) (Event, bool) {
+func assignorChange(prev, next shard.LockKey) (Event, bool) {
 	switch {
-	case next.Held() && (prev.Session != next.Session || prev.Epoch != next.Epoch):
+	case next.Held() && (prev.Session != next.Session || prev.Token != next.Token):
 		why := "took the assignor lock"
 		switch {
 		case prev.Held() && prev.Worker == next.Worker:
-			why = fmt.Sprintf("took the assignor lock again (its epoch was %d)", prev.Epoch)
+			why = fmt.Sprintf("took the assignor lock again (its epoch was %d)", prev.Token)
 		case prev.Held() && prev.Worker != "":
 			why += ", after " + prev.Worker
 		}
-		return Event{Kind: Elected, Worker: next.Worker, Token: next.Epoch, Reason: why}, true
+		return Event{Kind: Elected, Worker: next.Worker, Token: next.Token, Reason: why}, true
 	case !next.Held() && prev.Held():
-		return Event{Kind: Vacated, Worker: prev.Worker, Token: prev.Epoch,
+		return Event{Kind: Vacated, Worker: prev.Worker, Token: prev.Token,
 			Reason: "the lock is free (it resigned, or its session ended); the next candidate takes it"}, true
 	}
 	return Event{}, false

@@ -319,11 +319,11 @@ type listing struct {
 }
 
 // assignor is the fleet's view of P/assignor.
-func assignor(k shard.AssignorKey) Assignor {
+func assignor(k shard.LockKey) Assignor {
 	if !k.Held() {
 		return Assignor{Problem: k.Problem}
 	}
-	return Assignor{Held: true, Worker: k.Worker, Session: k.Session, Epoch: k.Epoch, Since: k.Since, Problem: k.Problem}
+	return Assignor{Held: true, Worker: k.Worker, Session: k.Session, Epoch: k.Token, Since: k.Since, Problem: k.Problem}
 }
 
 func summarize(f Fleet) Summary {

@@ -172,18 +172,18 @@ func TestTracker(t *testing.T) {
 func TestFollow(t *testing.T) {
 	c := memory.New()
 	ctx := context.Background()
-	if _, err := c.Configure(ctx, shard.Config{Shards: 2}); err != nil {
+	if _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 2}); err != nil {
 		t.Fatal(err)
 	}
-	sid, err := c.CreateSession(ctx, shard.SessionSpec{Worker: "a", TTL: time.Minute})
+	sid, err := c.Sessions().Create(ctx, shard.SessionSpec{Worker: "a", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var seen []uint64
-	err = Follow(ctx, c, func(s shard.Snapshot) error {
+	err = Follow(ctx, c.Fleet().Watch, func(s shard.Snapshot) error {
 		seen = append(seen, s.Index)
 		if len(seen) == 1 {
-			go c.Join(ctx, sid, shard.Member{ID: "a"})
+			go c.Members().Join(ctx, sid, shard.Member{ID: "a"})
 			return nil
 		}
 		return ErrStop
@@ -194,14 +194,14 @@ func TestFollow(t *testing.T) {
 
 	boom := errors.New("boom")
 	calls := 0
-	err = Follow(ctx, failing{boom}, func(shard.Snapshot) error { return nil }, func(err error) bool {
+	err = Follow(ctx, failing{boom}.Watch, func(shard.Snapshot) error { return nil }, func(err error) bool {
 		calls++
 		return calls < 3
 	})
 	if !errors.Is(err, boom) || calls != 3 {
 		t.Fatalf("Follow on a failing coordinator = %v after %d calls, want boom after 3", err, calls)
 	}
-	if err := Follow(ctx, c, func(shard.Snapshot) error { return boom }, nil); !errors.Is(err, boom) {
+	if err := Follow(ctx, c.Fleet().Watch, func(shard.Snapshot) error { return boom }, nil); !errors.Is(err, boom) {
 		t.Fatalf("fn's error: Follow = %v", err)
 	}
 }
@@ -210,39 +210,6 @@ type failing struct{ err error }
 
 func (f failing) Watch(context.Context, uint64) (shard.Snapshot, error) {
 	return shard.Snapshot{}, f.err
-}
-func (failing) Configure(context.Context, shard.Config) (shard.Config, error) {
-	return shard.Config{}, nil
-}
-func (failing) CreateSession(context.Context, shard.SessionSpec) (shard.SessionID, error) {
-	return "", nil
-}
-func (failing) RenewSession(context.Context, shard.SessionID) error       { return nil }
-func (failing) DestroySession(context.Context, shard.SessionID) error     { return nil }
-func (failing) Join(context.Context, shard.SessionID, shard.Member) error { return nil }
-func (failing) Acquire(context.Context, shard.SessionID, []shard.Acquisition) ([]shard.Claim, error) {
-	return nil, nil
-}
-func (failing) Release(context.Context, shard.SessionID, []shard.ID, string) error { return nil }
-func (failing) WatchMember(context.Context, string, uint64) (shard.MemberKey, error) {
-	return shard.MemberKey{}, nil
-}
-func (failing) Campaign(context.Context, shard.SessionID, string) (shard.Token, bool, error) {
-	return 0, false, nil
-}
-func (failing) Resign(context.Context, shard.SessionID) error { return nil }
-func (failing) WatchAssignor(context.Context, uint64) (shard.AssignorKey, error) {
-	return shard.AssignorKey{}, nil
-}
-func (failing) Assign(context.Context, shard.SessionID, shard.Token, map[string]*shard.Assignment) error {
-	return nil
-}
-func (failing) WatchAssignment(context.Context, string, uint64) (shard.AssignmentKey, error) {
-	return shard.AssignmentKey{}, nil
-}
-func (failing) SetFreeze(context.Context, *shard.Mark) error { return nil }
-func (failing) ReportLoad(context.Context, shard.SessionID, string, map[shard.ID]float64) error {
-	return nil
 }
 
 func TestEventStrings(t *testing.T) {

@@ -16,12 +16,14 @@ import (
 // spell is still seen at once (the blocking query returns when it happens).
 const MinSpacing = 250 * time.Millisecond
 
-// Follow is shard.Follow with listings at least MinSpacing apart: fn gets
-// every snapshot whose index moved (the first one at once); onError (nil:
-// retry every error) decides whether a failed listing ends it. It returns
-// nil when ctx ends or fn returns ErrStop.
-func Follow(ctx context.Context, c shard.Coordinator, fn func(shard.Snapshot) error, onError func(error) bool) error {
-	return shard.Follow(ctx, c, shard.FollowOptions{MinSpacing: MinSpacing, OnError: onError}, fn)
+// Follow is shard.Follow of a fleet's listings (watch is a shard.Fleet's
+// Watch), at least MinSpacing apart: fn gets every snapshot whose index
+// moved (the first one at once); onError (nil: retry every error) decides
+// whether a failed listing ends it. It returns nil when ctx ends or fn
+// returns ErrStop.
+func Follow(ctx context.Context, watch func(context.Context, uint64) (shard.Snapshot, error), fn func(shard.Snapshot) error, onError func(error) bool) error {
+	return shard.Follow(ctx, watch, shard.FollowOptions{MinSpacing: MinSpacing, OnError: onError},
+		func(s shard.Snapshot) (time.Time, error) { return time.Time{}, fn(s) })
 }
 
 // ErrStop, returned by Follow's fn, ends Follow with a nil error.

@@ -55,7 +55,7 @@ func TestFollowListsAtABoundedRate(t *testing.T) {
 				}
 				defer cancel()
 				var got []time.Duration
-				err := Follow(ctx, &busy{block: tc.block}, func(shard.Snapshot) error {
+				err := Follow(ctx, (&busy{block: tc.block}).Watch, func(shard.Snapshot) error {
 					got = append(got, time.Since(start))
 					if len(got) > 2*len(tc.want) { // unbounded: fake time stands still
 						return errors.New("listing without a pause")

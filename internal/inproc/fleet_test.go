@@ -83,7 +83,7 @@ func TestCrashIsForGood(t *testing.T) {
 		a, b := start("a"), start("b")
 		time.Sleep(10 * time.Second)
 		held := func(sid shard.SessionID) int {
-			snap, err := coord.Watch(context.Background(), 0)
+			snap, err := coord.Fleet().Watch(context.Background(), 0)
 			if err != nil {
 				t.Fatal(err)
 			}

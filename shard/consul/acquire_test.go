@@ -50,12 +50,13 @@ func TestAcquireFailingMidway(t *testing.T) {
 	}
 	c := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.WrapTransport = failSecondLock })
 	const n = consul.MaxTxnShards + 10
-	cfg, err := c.Configure(t.Context(), shard.Config{Shards: n})
+	cfg, err := c.Fleet().Configure(t.Context(), shard.Config{Shards: n})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sid := newSession(t, c, "w", 10*time.Second, 0)
-	claims, err := c.Acquire(t.Context(), sid, wantOf(cfg.IDs()...))
+	grants, err := c.Locks().Acquire(t.Context(), sid, wantOf(cfg.IDs()...))
+	claims := shard.Claims(grants)
 	if !errors.Is(err, shard.ErrUnavailable) {
 		t.Fatalf("Acquire with its second lock transaction refused = %v, want ErrUnavailable", err)
 	}

@@ -2,11 +2,9 @@ package consul
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/hashicorp/consul/api"
 
@@ -25,144 +23,6 @@ const MaxTxnAssignments = MaxTxnOps - 2
 // before 126 keys do.
 const maxTxnBytes = 480 << 10
 
-// assignorValue is P/assignor's value.
-type assignorValue struct {
-	Worker string    `json:"worker"`
-	Since  time.Time `json:"since"`
-}
-
-// Campaign reads P/assignor and, unless the session holds it already
-// (then its ModifyIndex is the epoch, and nothing is written) or another
-// session does, locks it in one transaction, a lock and a get: the get's
-// ModifyIndex is the epoch. Consul refuses the lock while the key is held
-// or in the lock-delay of its last holder's invalidated session: held is
-// then false. A session Consul does not have wraps shard.ErrSessionInvalid
-// (checked with a session read when the key is held by another).
-func (c *Coordinator) Campaign(ctx context.Context, id shard.SessionID, worker string) (shard.Token, bool, error) {
-	if err := ctxErr(ctx); err != nil {
-		return 0, false, err
-	}
-	if worker == "" {
-		return 0, false, fmt.Errorf("%w: campaign: worker is empty", shard.ErrInvalidArgument)
-	}
-	octx, cancel := c.opCtx(ctx)
-	defer cancel()
-	key := c.assignorKey()
-	kv, _, err := c.kv.Get(octx, key, consulkv.Query{})
-	if err != nil {
-		return 0, false, c.fail(octx, "campaign (read)", err)
-	}
-	switch {
-	case kv != nil && kv.Session == string(id):
-		return shard.Token(kv.ModifyIndex), true, nil
-	case kv != nil && kv.Session != "":
-		return 0, false, c.requireSession(octx, id)
-	}
-
-	value, err := json.Marshal(assignorValue{Worker: worker, Since: now()})
-	if err != nil {
-		return 0, false, err
-	}
-	results, txnErrs, err := c.txn(octx, "campaign", api.TxnOps{
-		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Value: value, Session: string(id)}},
-		{KV: &api.KVTxnOp{Verb: api.KVGet, Key: key}},
-	})
-	if err != nil {
-		return 0, false, err
-	}
-	if len(txnErrs) == 0 {
-		var epoch shard.Token
-		for _, r := range results {
-			if r.KV != nil && r.KV.Key == key && r.KV.Session == string(id) {
-				epoch = max(epoch, shard.Token(r.KV.ModifyIndex))
-			}
-		}
-		return epoch, epoch > 0, nil
-	}
-	lost := false
-	for _, e := range txnErrs {
-		switch consulkv.ClassifyRefusal(e.What) {
-		case consulkv.RefusedBadSession:
-			return 0, false, sessionGone(id, "does not exist (expired, destroyed or never created): "+e.What)
-		case consulkv.RefusedHeld, consulkv.RefusedLockDelay:
-			lost = true
-		case consulkv.RefusedKeyMissing:
-			// The get after a lock that failed on a missing key.
-		default:
-			return 0, false, c.txnFailure("campaign", txnErrs)
-		}
-	}
-	if !lost {
-		return 0, false, c.txnFailure("campaign", txnErrs)
-	}
-	return 0, false, nil
-}
-
-// Resign reads P/assignor and unlocks it if the session holds it, writing
-// its value back unchanged (an unlock sets no lock-delay). Otherwise it
-// only checks that the session exists.
-func (c *Coordinator) Resign(ctx context.Context, id shard.SessionID) error {
-	if err := ctxErr(ctx); err != nil {
-		return err
-	}
-	octx, cancel := c.opCtx(ctx)
-	defer cancel()
-	kv, _, err := c.kv.Get(octx, c.assignorKey(), consulkv.Query{})
-	if err != nil {
-		return c.fail(octx, "resign (read)", err)
-	}
-	if kv == nil || kv.Session != string(id) {
-		return c.requireSession(octx, id)
-	}
-	return c.unlock(octx, id, []*api.KVPair{{Key: kv.Key, Value: kv.Value}}, "resign")
-}
-
-// WatchAssignor is one blocking query on P/assignor (a KV get with
-// WaitIndex after), bounded as Watch's are. Index is Consul's
-// X-Consul-Index for the key: its ModifyIndex while it exists. While it is
-// missing, Consul 1.14 answers with the KV store's highest index: a watch
-// asked with an older index returns at once, and one that is blocked
-// returns when the key is written or WatchWait passes (see
-// WatchAssignment). A held key whose value cannot be read is returned with
-// its session and epoch and Problem saying what is wrong.
-func (c *Coordinator) WatchAssignor(ctx context.Context, after uint64) (shard.AssignorKey, error) {
-	if err := ctxErr(ctx); err != nil {
-		return shard.AssignorKey{}, err
-	}
-	kv, index, err := c.watchKey(ctx, "watch assignor", c.assignorKey(), after)
-	if err != nil {
-		return shard.AssignorKey{}, err
-	}
-	if kv == nil {
-		return shard.AssignorKey{Index: index}, nil
-	}
-	key := decodeAssignor(kv)
-	key.Index = index
-	return key, nil
-}
-
-// decodeAssignor reads P/assignor: its holder, epoch and value, or what is
-// wrong with the value (Problem, prefixed with the key).
-func decodeAssignor(kv *api.KVPair) shard.AssignorKey {
-	key := shard.AssignorKey{Index: kv.ModifyIndex}
-	var v assignorValue
-	err := json.Unmarshal(kv.Value, &v)
-	if err == nil && v.Worker == "" {
-		err = fmt.Errorf("it names no worker")
-	}
-	if err != nil {
-		key.Problem = fmt.Sprintf("%s: malformed assignor value (want JSON {worker, since}): %v", kv.Key, err)
-	}
-	if kv.Session == "" {
-		return key
-	}
-	key.Session, key.Epoch = shard.SessionID(kv.Session), shard.Token(kv.ModifyIndex)
-	if err == nil {
-		key.Worker, key.Since = v.Worker, v.Since
-	}
-	return key
-}
-
 // Assign encodes every assignment first (shard.Config.EncodeAssignment,
 // against the config Configure settled, else the stored one), then writes
 // the keys in sorted worker order: a set per assignment, a delete per nil,
@@ -173,7 +33,8 @@ func decodeAssignor(kv *api.KVPair) shard.AssignorKey {
 // just after, and says how many keys earlier transactions wrote; those
 // stay written. A transaction that fails otherwise (Consul unreachable: its
 // outcome is unknown) returns that error with the same count.
-func (c *Coordinator) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
+func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
+	c := as.c
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -239,8 +100,8 @@ func (c *Coordinator) Assign(ctx context.Context, id shard.SessionID, epoch shar
 // failed: what Consul said, and who holds the key now.
 func (c *Coordinator) notAssignor(ctx context.Context, id shard.SessionID, epoch shard.Token, what string, written, total int) error {
 	holder, err := c.holderOf(ctx, c.assignorKey(), "it is free", func(kv *api.KVPair) string {
-		k := decodeAssignor(kv)
-		return fmt.Sprintf("session %q (worker %q) holds it at epoch %d", k.Session, k.Worker, k.Epoch)
+		k := decodeLock(kv)
+		return fmt.Sprintf("session %q (worker %q) holds it at epoch %d", k.Session, k.Worker, k.Token)
 	})
 	if err != nil {
 		return err
@@ -249,7 +110,7 @@ func (c *Coordinator) notAssignor(ctx context.Context, id shard.SessionID, epoch
 		shard.ErrNotAssignor, id, c.assignorKey(), epoch, what, holder, written, total)
 }
 
-// WatchAssignment is one blocking query on P/assign/<worker> (a KV get with
+// Watch is one blocking query on P/assign/<worker> (a KV get with
 // WaitIndex after), bounded as Watch's are. It reads one key, so a worker
 // follows its assignment without listing the fleet.
 //
@@ -272,7 +133,8 @@ func (c *Coordinator) notAssignor(ctx context.Context, id shard.SessionID, epoch
 // Problem saying what is wrong. An empty worker wraps
 // shard.ErrInvalidArgument; a failure wraps shard.ErrUnavailable (or
 // ErrPermissionDenied).
-func (c *Coordinator) WatchAssignment(ctx context.Context, worker string, after uint64) (shard.AssignmentKey, error) {
+func (as assignments) Watch(ctx context.Context, worker string, after uint64) (shard.AssignmentKey, error) {
+	c := as.c
 	if err := ctxErr(ctx); err != nil {
 		return shard.AssignmentKey{}, err
 	}

@@ -78,13 +78,13 @@ func TestAssignChecksEveryTransaction(t *testing.T) {
 	other := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.Prefix = c.Prefix() })
 	ctx := t.Context()
 	const workers = 300
-	cfg, err := c.Configure(ctx, shard.Config{Shards: workers})
+	cfg, err := c.Fleet().Configure(ctx, shard.Config{Shards: workers})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := newSession(t, c, "a", time.Hour, 0)
 	b := newSession(t, other, "b", time.Hour, 0)
-	epoch, held, err := c.Campaign(ctx, a, "a")
+	epoch, held, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
 	if err != nil || !held {
 		t.Fatalf("Campaign = %d, %v, %v", epoch, held, err)
 	}
@@ -100,7 +100,7 @@ func TestAssignChecksEveryTransaction(t *testing.T) {
 	}
 	first := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	spy.reset(nil)
-	if err := c.Assign(ctx, a, epoch, set(first)); err != nil {
+	if err := c.Assignments().Assign(ctx, a, epoch, set(first)); err != nil {
 		t.Fatal(err)
 	}
 	assignor := c.Prefix() + "/assignor"
@@ -123,10 +123,10 @@ func TestAssignChecksEveryTransaction(t *testing.T) {
 		if n != 2 {
 			return nil
 		}
-		if err := other.DestroySession(ctx, a); err != nil {
+		if err := other.Sessions().Destroy(ctx, a); err != nil {
 			return err
 		}
-		e, held, err := other.Campaign(ctx, b, "b")
+		e, held, err := shard.TryLock(ctx, other.Locks(), b, shard.AssignorLock, "campaign")
 		if err == nil && !held {
 			err = errors.New("b could not take the assignor lock")
 		}
@@ -134,7 +134,7 @@ func TestAssignChecksEveryTransaction(t *testing.T) {
 		return err
 	})
 	second := first.Add(time.Hour)
-	err = c.Assign(ctx, a, epoch, set(second))
+	err = c.Assignments().Assign(ctx, a, epoch, set(second))
 	if spy.err != nil {
 		t.Fatalf("deposing the assignor: %v", spy.err)
 	}
@@ -154,7 +154,7 @@ func TestAssignChecksEveryTransaction(t *testing.T) {
 			t.Fatalf("%s = %+v, want since %v at epoch %d", w, got, want, epoch)
 		}
 	}
-	if snap.Assignor.Session != b || snap.Assignor.Epoch != eb {
+	if snap.Assignor.Session != b || snap.Assignor.Token != eb {
 		t.Fatalf("assignor %+v, want b's session %s at epoch %d", snap.Assignor, b, eb)
 	}
 }
@@ -167,12 +167,12 @@ func TestAssignSplitsLargeTransactions(t *testing.T) {
 	var requests consul.RequestCounter
 	c := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.WrapTransport = requests.Wrap })
 	ctx := t.Context()
-	cfg, err := c.Configure(ctx, shard.Config{Shards: shard.MaxShards})
+	cfg, err := c.Fleet().Configure(ctx, shard.Config{Shards: shard.MaxShards})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := newSession(t, c, "a", time.Hour, 0)
-	epoch, _, err := c.Campaign(ctx, a, "a")
+	epoch, _, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestAssignSplitsLargeTransactions(t *testing.T) {
 	}
 
 	requests.Reset()
-	if err := c.Assign(ctx, a, epoch, set); err != nil {
+	if err := c.Assignments().Assign(ctx, a, epoch, set); err != nil {
 		t.Fatalf("Assign of %d values, %d bytes: %v", workers, total, err)
 	}
 	if n := requests.Counts()["PUT /v1/txn"]; n < 3 {
@@ -233,19 +233,19 @@ func TestWatchAssignmentOfAMissingKey(t *testing.T) {
 	const wait = 2 * time.Second
 	c := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.WatchWait = wait })
 	ctx := t.Context()
-	cfg, err := c.Configure(ctx, shard.Config{Shards: 8})
+	cfg, err := c.Fleet().Configure(ctx, shard.Config{Shards: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ids := cfg.IDs()
 	a := newSession(t, c, "a", time.Hour, 0)
-	epoch, _, err := c.Campaign(ctx, a, "a")
+	epoch, _, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
 	if err != nil {
 		t.Fatal(err)
 	}
 	assign := func(set map[string]*shard.Assignment) {
 		t.Helper()
-		if err := c.Assign(ctx, a, epoch, set); err != nil {
+		if err := c.Assignments().Assign(ctx, a, epoch, set); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -262,13 +262,13 @@ func TestWatchAssignmentOfAMissingKey(t *testing.T) {
 		ch := make(chan result, 1)
 		start := time.Now()
 		go func() {
-			k, err := c.WatchAssignment(ctx, "w-x", after)
+			k, err := c.Assignments().Watch(ctx, "w-x", after)
 			ch <- result{k, err, time.Since(start)}
 		}()
 		return ch
 	}
 
-	k, err := c.WatchAssignment(ctx, "w-x", 0)
+	k, err := c.Assignments().Watch(ctx, "w-x", 0)
 	if err != nil || k.Exists {
 		t.Fatalf("WatchAssignment(w-x, 0) = %+v, %v; want missing", k, err)
 	}
@@ -287,7 +287,7 @@ func TestWatchAssignmentOfAMissingKey(t *testing.T) {
 		t.Fatalf("asked with an index older than the store's: %+v, %v after %v; want missing at once", r.key, r.err, r.at)
 	}
 	// Blocked: the key's write ends it.
-	k, err = c.WatchAssignment(ctx, "w-x", 0)
+	k, err = c.Assignments().Watch(ctx, "w-x", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,11 +308,11 @@ func TestAssignorValueEditedByHand(t *testing.T) {
 	agent := consultest.StartDev(t)
 	c := newCoordinator(t, agent, nil)
 	ctx := t.Context()
-	if _, err := c.Configure(ctx, shard.Config{Shards: 4}); err != nil {
+	if _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 4}); err != nil {
 		t.Fatal(err)
 	}
 	a := newSession(t, c, "a", time.Hour, 0)
-	epoch, _, err := c.Campaign(ctx, a, "a")
+	epoch, _, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,24 +321,24 @@ func TestAssignorValueEditedByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := snapshot(t, c)
-	if k := snap.Assignor; k.Session != a || k.Worker != "" || k.Epoch <= epoch || !strings.HasPrefix(k.Problem, key+": ") {
+	if k := snap.Assignor; k.Session != a || k.Worker != "" || k.Token <= epoch || !strings.HasPrefix(k.Problem, key+": ") {
 		t.Fatalf("snapshot assignor after a hand edit = %+v, want %s holding it at an epoch above %d, with a problem", k, a, epoch)
 	}
-	if !slices.ContainsFunc(snap.Problems, func(p string) bool { return strings.HasPrefix(p, key+": malformed assignor value") }) {
+	if !slices.ContainsFunc(snap.Problems, func(p string) bool { return strings.HasPrefix(p, key+": malformed lock value") }) {
 		t.Fatalf("problems %q do not name %s", snap.Problems, key)
 	}
-	if k, err := c.WatchAssignor(ctx, 0); err != nil || k.Problem == "" || k.Session != a || k.Epoch != snap.Assignor.Epoch {
+	if k, err := c.Locks().Watch(ctx, shard.AssignorLock, 0); err != nil || k.Problem == "" || k.Session != a || k.Token != snap.Assignor.Token {
 		t.Fatalf("WatchAssignor(0) = %+v, %v; want the holder, the new epoch and a problem", k, err)
 	}
 	set := map[string]*shard.Assignment{"w": {}}
-	if err := c.Assign(ctx, a, epoch, set); !errors.Is(err, shard.ErrNotAssignor) {
+	if err := c.Assignments().Assign(ctx, a, epoch, set); !errors.Is(err, shard.ErrNotAssignor) {
 		t.Fatalf("Assign with the epoch from before the edit = %v, want ErrNotAssignor", err)
 	}
-	again, held, err := c.Campaign(ctx, a, "a")
-	if err != nil || !held || again != snap.Assignor.Epoch {
-		t.Fatalf("the holder's Campaign after the edit = %d, %v, %v; want the new epoch %d", again, held, err, snap.Assignor.Epoch)
+	again, held, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
+	if err != nil || !held || again != snap.Assignor.Token {
+		t.Fatalf("the holder's Campaign after the edit = %d, %v, %v; want the new epoch %d", again, held, err, snap.Assignor.Token)
 	}
-	if err := c.Assign(ctx, a, again, set); err != nil {
+	if err := c.Assignments().Assign(ctx, a, again, set); err != nil {
 		t.Fatalf("Assign with the new epoch: %v", err)
 	}
 }

@@ -26,12 +26,12 @@ func TestBadInput(t *testing.T) {
 		t.Parallel()
 		c := newCoordinator(t, agent, nil)
 		ctx := t.Context()
-		if _, err := c.Configure(ctx, shard.Config{Shards: 4}); err != nil {
+		if _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 4}); err != nil {
 			t.Fatal(err)
 		}
 		held := newSession(t, c, "w-held", time.Hour, 0)
 		acquire(t, c, held, "stream/shard-003")
-		if err := c.Join(ctx, held, shard.Member{ID: "w-held", Weight: 1}); err != nil {
+		if err := c.Members().Join(ctx, held, shard.Member{ID: "w-held", Weight: 1}); err != nil {
 			t.Fatal(err)
 		}
 		p := c.Prefix()
@@ -84,10 +84,10 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("value of the taken shard = %+v, want owner w-other", st.Owner)
 		}
 		// The holder still renews and releases its shard normally.
-		if err := c.RenewSession(ctx, held); err != nil {
+		if err := c.Sessions().Renew(ctx, held); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Release(ctx, held, []shard.ID{"stream/shard-003"}, "bye"); err != nil {
+		if err := c.Locks().Release(ctx, held, shard.ShardLocks([]shard.ID{"stream/shard-003"}), "bye"); err != nil {
 			t.Fatal(err)
 		}
 		if st, _ := snapshot(t, c).Shard("stream/shard-003"); st.Held() || st.Owner.Released != "bye" {
@@ -99,7 +99,7 @@ func TestBadInput(t *testing.T) {
 		t.Parallel()
 		c := newCoordinator(t, agent, nil)
 		agent.CLI(t, "kv", "put", c.Prefix()+"/config", "sixty-four")
-		_, err := c.Configure(t.Context(), shard.Config{Shards: 4})
+		_, err := c.Fleet().Configure(t.Context(), shard.Config{Shards: 4})
 		if !errors.Is(err, shard.ErrConfigMismatch) || !strings.Contains(err.Error(), "consul kv delete") {
 			t.Fatalf("Configure over a malformed config = %v, want ErrConfigMismatch saying how to repair", err)
 		}
@@ -125,7 +125,7 @@ func TestBadInput(t *testing.T) {
 		if after <= before {
 			t.Fatalf("token after the delete %d, want above %d", after, before)
 		}
-		if err := c.Release(t.Context(), a, []shard.ID{"s-000"}, "late"); err != nil {
+		if err := c.Locks().Release(t.Context(), a, shard.ShardLocks([]shard.ID{"s-000"}), "late"); err != nil {
 			t.Fatal(err)
 		}
 		if st, _ := snapshot(t, c).Shard("s-000"); st.Session != b || st.Token != shard.Token(after) {
@@ -192,16 +192,16 @@ func TestUnreachable(t *testing.T) {
 			defer c.Close()
 			ctx := t.Context()
 			calls := map[string]func() error{
-				"Configure": func() error { _, err := c.Configure(ctx, shard.Config{Shards: 1}); return err },
+				"Configure": func() error { _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 1}); return err },
 				"CreateSession": func() error {
-					_, err := c.CreateSession(ctx, shard.SessionSpec{Worker: "w", TTL: time.Minute})
+					_, err := c.Sessions().Create(ctx, shard.SessionSpec{Worker: "w", TTL: time.Minute})
 					return err
 				},
 				"Acquire": func() error {
-					_, err := c.Acquire(ctx, "5f4ee3a2-0000-0000-0000-000000000000", []shard.Acquisition{{Shard: "s"}})
+					_, err := c.Locks().Acquire(ctx, "5f4ee3a2-0000-0000-0000-000000000000", []shard.Acquisition{shard.AcquireShard("s", "")})
 					return err
 				},
-				"Watch": func() error { _, err := c.Watch(ctx, 1); return err },
+				"Watch": func() error { _, err := c.Fleet().Watch(ctx, 1); return err },
 			}
 			for name, call := range calls {
 				start := time.Now()
@@ -231,7 +231,7 @@ func TestPermissionDenied(t *testing.T) {
 	admin := newCoordinator(t, agent, nil)
 	prefix := admin.Prefix()
 	ctx := t.Context()
-	if _, err := admin.Configure(ctx, shard.Config{Shards: 2}); err != nil {
+	if _, err := admin.Fleet().Configure(ctx, shard.Config{Shards: 2}); err != nil {
 		t.Fatalf("Configure with the management token: %v", err)
 	}
 
@@ -253,22 +253,22 @@ service "shardlease" { policy = "write" }
 
 	t.Run("NoToken", func(t *testing.T) {
 		c := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.Token, cfg.Prefix = "", prefix })
-		_, err := c.Configure(ctx, shard.Config{Shards: 2})
+		_, err := c.Fleet().Configure(ctx, shard.Config{Shards: 2})
 		wantDenied(t, "Configure", err, prefix)
-		_, err = c.CreateSession(ctx, shard.SessionSpec{Worker: "w", TTL: time.Minute})
+		_, err = c.Sessions().Create(ctx, shard.SessionSpec{Worker: "w", TTL: time.Minute})
 		wantDenied(t, "CreateSession", err, prefix)
-		_, err = c.Watch(ctx, 0)
+		_, err = c.Fleet().Watch(ctx, 0)
 		wantDenied(t, "Watch", err, prefix)
 	})
 	t.Run("ReadOnlyToken", func(t *testing.T) {
 		c := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.Token, cfg.Prefix = tok.SecretID, prefix })
-		if snap, err := c.Watch(ctx, 0); err != nil || snap.Config == nil {
+		if snap, err := c.Fleet().Watch(ctx, 0); err != nil || snap.Config == nil {
 			t.Fatalf("Watch with read access = %+v, %v", snap, err)
 		}
 		sid := newSession(t, c, "w", time.Minute, 0)
-		_, err := c.Acquire(ctx, sid, []shard.Acquisition{{Shard: "stream/shard-000"}})
+		_, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard("stream/shard-000", "")})
 		wantDenied(t, "Acquire", err, prefix)
-		wantDenied(t, "Join", c.Join(ctx, sid, shard.Member{ID: "w"}), prefix)
+		wantDenied(t, "Join", c.Members().Join(ctx, sid, shard.Member{ID: "w"}), prefix)
 	})
 }
 

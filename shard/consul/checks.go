@@ -65,7 +65,7 @@ func (c *Coordinator) registerCheck(ctx context.Context, spec shard.SessionSpec)
 
 // deregisterCheck removes a session's service instance and its check, best
 // effort: one left behind goes critical after its TTL and is removed by the
-// agent a minute later, or by the next CreateSession.
+// agent a minute later, or by the next Sessions.Create.
 func (c *Coordinator) deregisterCheck(ctx context.Context, id string) {
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()

@@ -27,7 +27,7 @@ func TestLeaderChange(t *testing.T) {
 	}
 	c := newCoordinator(t, follower, func(cfg *consul.Config) { cfg.RequestTimeout = 3 * time.Second })
 	ctx := t.Context()
-	fleet, err := c.Configure(ctx, shard.Config{Shards: 32})
+	fleet, err := c.Fleet().Configure(ctx, shard.Config{Shards: 32})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestLeaderChange(t *testing.T) {
 	// only, until calls succeed again.
 	var unavailable int
 	for {
-		errA, errB := c.RenewSession(ctx, a), c.RenewSession(ctx, b)
+		errA, errB := c.Sessions().Renew(ctx, a), c.Sessions().Renew(ctx, b)
 		if errA == nil && errB == nil {
 			break
 		}
@@ -96,7 +96,7 @@ func TestLeaderChange(t *testing.T) {
 	}
 
 	// Hand everything over: tokens keep growing across the leader change.
-	if err := c.Release(ctx, a, ids[:16], "handoff"); err != nil {
+	if err := c.Locks().Release(ctx, a, shard.ShardLocks(ids[:16]), "handoff"); err != nil {
 		t.Fatal(err)
 	}
 	after := acquire(t, c, b, ids[:16]...)
@@ -108,7 +108,7 @@ func TestLeaderChange(t *testing.T) {
 
 	killed.Restart(t)
 	cl.WaitReady(t, 60*time.Second)
-	if err := c.RenewSession(ctx, b); err != nil {
+	if err := c.Sessions().Renew(ctx, b); err != nil {
 		t.Fatal(fmt.Errorf("after the old leader rejoined: %w", err))
 	}
 }

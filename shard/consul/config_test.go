@@ -117,7 +117,7 @@ func TestSessionSpecLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = c.CreateSession(t.Context(), tt.spec)
+		_, err = c.Sessions().Create(t.Context(), tt.spec)
 		if !errors.Is(err, shard.ErrInvalidArgument) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: CreateSession(%+v) = %v, want ErrInvalidArgument naming %q", tt.liveness, tt.spec, err, tt.want)
 		}

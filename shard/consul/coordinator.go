@@ -53,6 +53,33 @@ type Coordinator struct {
 
 var _ shard.Coordinator = (*Coordinator)(nil)
 
+// The coordinator's parts (shard.Coordinator), each a view of it.
+type (
+	sessions    struct{ c *Coordinator }
+	locks       struct{ c *Coordinator }
+	members     struct{ c *Coordinator }
+	assignments struct{ c *Coordinator }
+	fleet       struct{ c *Coordinator }
+)
+
+// Sessions returns the coordinator's sessions (session.go).
+func (c *Coordinator) Sessions() shard.Sessions { return sessions{c} }
+
+// Locks returns the coordinator's locks, each shard's and each role's
+// (locks.go).
+func (c *Coordinator) Locks() shard.Locks { return locks{c} }
+
+// Members returns the coordinator's member registry (members.go,
+// member_watch.go, loads.go).
+func (c *Coordinator) Members() shard.Members { return members{c} }
+
+// Assignments returns the coordinator's assignment keys (assign.go).
+func (c *Coordinator) Assignments() shard.Assignments { return assignments{c} }
+
+// Fleet returns the coordinator's fleet keys and whole view (members.go,
+// freeze.go, watch.go).
+func (c *Coordinator) Fleet() shard.Fleet { return fleet{c} }
+
 // New validates cfg and returns a coordinator. It does not contact Consul:
 // an unreachable agent shows up as shard.ErrUnavailable on the first call.
 func New(cfg Config) (*Coordinator, error) {
@@ -76,7 +103,7 @@ func New(cfg Config) (*Coordinator, error) {
 }
 
 // Close drops the coordinator's idle connections. It does not end sessions
-// (DestroySession does). Calls after Close still work; they reconnect.
+// (Sessions.Destroy does). Calls after Close still work; they reconnect.
 func (c *Coordinator) Close() { c.transport.CloseIdleConnections() }
 
 // Prefix returns the fleet's KV prefix.
@@ -102,17 +129,17 @@ func (c *Coordinator) DeleteFleet(ctx context.Context) error {
 // The fleet's keys (see the package doc).
 func (c *Coordinator) configKey() string           { return c.prefix + "config" }
 func (c *Coordinator) memberKey(id string) string  { return c.prefix + "members/" + id }
-func (c *Coordinator) shardKey(id shard.ID) string { return c.prefix + "shards/" + string(id) }
-func (c *Coordinator) assignorKey() string         { return c.prefix + "assignor" }
+func (c *Coordinator) shardKey(id shard.ID) string { return c.lockKey(shard.ShardLock(id)) }
+func (c *Coordinator) lockKey(l shard.Lock) string { return c.prefix + string(l) }
+func (c *Coordinator) assignorKey() string         { return c.lockKey(shard.AssignorLock) }
 func (c *Coordinator) assignKey(worker string) string {
 	return c.prefix + "assign/" + worker
 }
 
-func (c *Coordinator) shardOfKey(key string) shard.ID {
-	return shard.ID(strings.TrimPrefix(key, c.prefix+"shards/"))
+func (c *Coordinator) lockOfKey(key string) shard.Lock {
+	return shard.Lock(strings.TrimPrefix(key, c.prefix))
 }
 
-func (c *Coordinator) isShardKey(key string) bool { return strings.HasPrefix(key, c.prefix+"shards/") }
 func (c *Coordinator) isMemberKey(key string) bool {
 	return strings.HasPrefix(key, c.prefix+"members/")
 }

@@ -37,11 +37,11 @@
 //   - LivenessCheck (default): the session is bound to serfHealth and to a
 //     TTL health check registered on the agent for it, as an instance of the
 //     service ServiceName (ID CheckIDPrefix + worker + random, for both).
-//     RenewSession passes the check and then reads the session, since a
+//     Sessions.Renew passes the check and then reads the session, since a
 //     check that went critical has already invalidated it. Consul
 //     invalidates the session about SessionSpec.TTL after the last pass.
-//     DestroySession deregisters the instance; a crashed worker's critical
-//     check is removed by the next CreateSession on that agent, or by the
+//     Sessions.Destroy deregisters the instance; a crashed worker's critical
+//     check is removed by the next Sessions.Create on that agent, or by the
 //     agent itself a minute later (DeregisterCriticalServiceAfter). A
 //     service check rather than a node check, because a critical node check
 //     would mark every service on that agent's node unhealthy. Each check
@@ -61,7 +61,7 @@
 //     (Consul 1.14 caps a transaction at 128 operations; a lock is a lock and
 //     a get). A transaction rolled back by a refused lock (held, lock-delay)
 //     is retried without the refused shards.
-//   - Release sets no lock-delay. DestroySession is an invalidation, as
+//   - Release sets no lock-delay. Sessions.Destroy is an invalidation, as
 //     Consul makes it: the shard keys the session still holds stay closed
 //     to everyone for its lock-delay (measured on 1.14.8: a 2 s delay
 //     refused every acquire until 2.0 s after the destroy). Its member keys
@@ -108,7 +108,7 @@
 // shard.ErrUnavailable until the delay ends. A watch index ahead of
 // Consul's blocks (up to WatchWait) instead of returning at once. The
 // watch index is the prefix's X-Consul-Index, not a per-fleet counter.
-// A WatchMember or WatchAssignment on a missing key is answered with the
+// A Members.Watch or Assignments.Watch on a missing key is answered with the
 // KV store's highest index (Consul 1.14.8): asked with an older index it
 // returns at once, still missing; once blocked, other keys' writes do not
 // end it, but its wait's end returns the store's moved index (measured by

@@ -69,7 +69,7 @@ func TestConfigRewrittenUnderARunningFleet(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			c := newCoordinator(t, agent, nil)
-			if _, err := c.Configure(ctx, runs); err != nil {
+			if _, err := c.Fleet().Configure(ctx, runs); err != nil {
 				t.Fatal(err)
 			}
 			sid := newSession(t, c, "w", time.Minute, 0)
@@ -80,7 +80,7 @@ func TestConfigRewrittenUnderARunningFleet(t *testing.T) {
 			}
 
 			tt.rewrite(t, c.Prefix()+"/config")
-			snap, err := c.Watch(ctx, before.Index) // a running watch wakes for it
+			snap, err := c.Fleet().Watch(ctx, before.Index) // a running watch wakes for it
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,12 +97,12 @@ func TestConfigRewrittenUnderARunningFleet(t *testing.T) {
 			}
 			requireProblem(t, snap.Problems, c.Prefix()+"/config: ", tt.problem)
 
-			again, err := c.Acquire(ctx, sid, wantOf(runs.IDs()...))
+			again, err := c.Locks().Acquire(ctx, sid, wantOf(runs.IDs()...))
 			if err != nil || len(again) != runs.Shards {
 				t.Fatalf("Acquire of its own %d shards after the rewrite = %d claims, %v", runs.Shards, len(again), err)
 			}
 			last := runs.IDs()[runs.Shards-1]
-			if err := c.Release(ctx, sid, []shard.ID{last}, "test"); err != nil {
+			if err := c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{last}), "test"); err != nil {
 				t.Fatal(err)
 			}
 			if got := acquire(t, c, sid, last); got[last] <= first[last] {
@@ -114,7 +114,7 @@ func TestConfigRewrittenUnderARunningFleet(t *testing.T) {
 				requireProblem(t, view.Problems, c.Prefix()+"/config: ", tt.view)
 			}
 
-			_, err = newCoordinator(t, agent, func(cfg *consul.Config) { cfg.Prefix = c.Prefix() }).Configure(ctx, runs)
+			_, err = newCoordinator(t, agent, func(cfg *consul.Config) { cfg.Prefix = c.Prefix() }).Fleet().Configure(ctx, runs)
 			if tt.refused == nil {
 				if err != nil {
 					t.Fatalf("a worker starting after P/config was deleted: %v, want it to store its config", err)
@@ -181,7 +181,7 @@ func TestConfigWithoutAProtocol(t *testing.T) {
 		t.Fatalf("an operator's view of a config without a protocol: %+v, want protocol %d", snap.Config, shard.LegacyProtocol)
 	}
 	worker := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.Prefix = view.Prefix() })
-	got, err := worker.Configure(ctx, shard.Config{Shards: 8})
+	got, err := worker.Fleet().Configure(ctx, shard.Config{Shards: 8})
 	if !errors.Is(err, shard.ErrConfigMismatch) || got.Protocol != shard.LegacyProtocol {
 		t.Fatalf("Configure on a protocol 1 fleet = %+v, %v; want its config and ErrConfigMismatch", got, err)
 	}
@@ -192,7 +192,7 @@ func TestConfigWithoutAProtocol(t *testing.T) {
 	}
 
 	running := newCoordinator(t, agent, nil)
-	if _, err := running.Configure(ctx, shard.Config{Shards: 8}); err != nil {
+	if _, err := running.Fleet().Configure(ctx, shard.Config{Shards: 8}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := kv.Put(&api.KVPair{Key: running.Prefix() + "/config", Value: old}, nil); err != nil {

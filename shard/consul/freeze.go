@@ -15,7 +15,8 @@ func (c *Coordinator) freezeKey() string { return c.prefix + "freeze" }
 // SetFreeze writes P/freeze with a plain set (no session: the freeze
 // outlives whoever set it and the assignor), or deletes it when mark is
 // nil; deleting a missing key is not an error.
-func (c *Coordinator) SetFreeze(ctx context.Context, mark *shard.Mark) error {
+func (f fleet) SetFreeze(ctx context.Context, mark *shard.Mark) error {
+	c := f.c
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func TestLifecycle(t *testing.T) {
 		t.Parallel()
 		c := newCoordinator(t, agent, nil)
 		ctx := t.Context()
-		sid, err := c.CreateSession(ctx, shard.SessionSpec{Worker: "w/1", TTL: time.Minute})
+		sid, err := c.Sessions().Create(ctx, shard.SessionSpec{Worker: "w/1", TTL: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,10 +64,10 @@ func TestLifecycle(t *testing.T) {
 		if ch := checkIDs(t)[check]; ch == nil || ch.Status != api.HealthPassing || ch.ServiceName != consul.ServiceName {
 			t.Fatalf("check %s = %+v, want registered, passing, on service %s", check, ch, consul.ServiceName)
 		}
-		if err := c.RenewSession(ctx, sid); err != nil {
+		if err := c.Sessions().Renew(ctx, sid); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.DestroySession(ctx, sid); err != nil {
+		if err := c.Sessions().Destroy(ctx, sid); err != nil {
 			t.Fatal(err)
 		}
 		if ch := checkIDs(t)[check]; ch != nil {
@@ -88,7 +88,7 @@ func TestLifecycle(t *testing.T) {
 		if err := client.Agent().ServiceDeregister(checkOf(t, sid)); err != nil {
 			t.Fatal(err)
 		}
-		err := c.RenewSession(t.Context(), sid)
+		err := c.Sessions().Renew(t.Context(), sid)
 		if !errors.Is(err, shard.ErrSessionInvalid) {
 			t.Fatalf("RenewSession = %v, want ErrSessionInvalid", err)
 		}
@@ -98,11 +98,11 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	// A crashed worker: its session's check goes critical, Consul drops the
-	// session, and the next CreateSession on the agent removes the check.
+	// session, and the next Sessions.Create on the agent removes the check.
 	t.Run("CrashedWorkersCheckIsReaped", func(t *testing.T) {
 		t.Parallel()
 		crashed := newCoordinator(t, agent, nil)
-		sid, err := crashed.CreateSession(t.Context(), shard.SessionSpec{Worker: "crashed", TTL: 500 * time.Millisecond})
+		sid, err := crashed.Sessions().Create(t.Context(), shard.SessionSpec{Worker: "crashed", TTL: 500 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestLifecycle(t *testing.T) {
 		for {
 			// The agent sees its check critical first; the servers drop the
 			// session when the agent syncs that status a moment later. A
-			// parallel subtest's CreateSession may already have reaped the
+			// parallel subtest's Sessions.Create may already have reaped the
 			// critical check (ch == nil): that is the outcome we want too.
 			ch := checkIDs(t)[stale]
 			e, _, err := client.Session().Info(string(sid), nil)
@@ -139,7 +139,7 @@ func TestLifecycle(t *testing.T) {
 		if ch := checkIDs(t)[stale]; ch != nil {
 			t.Fatalf("stale check %s not reaped by the next CreateSession: %+v", stale, ch)
 		}
-		if err := crashed.RenewSession(t.Context(), sid); !errors.Is(err, shard.ErrSessionInvalid) {
+		if err := crashed.Sessions().Renew(t.Context(), sid); !errors.Is(err, shard.ErrSessionInvalid) {
 			t.Fatalf("the crashed worker's renewal = %v, want ErrSessionInvalid", err)
 		}
 	})
@@ -155,10 +155,10 @@ func TestLifecycle(t *testing.T) {
 		a := newSession(t, c, "a", time.Minute, 0)
 		b := newSession(t, c, "b", time.Minute, 0)
 		for _, id := range []string{"gone", "back"} {
-			if err := c.Join(ctx, a, shard.Member{ID: id}); err != nil {
+			if err := c.Members().Join(ctx, a, shard.Member{ID: id}); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.ReportLoad(ctx, a, id, map[shard.ID]float64{"s": 1}); err != nil {
+			if err := c.Members().ReportLoad(ctx, a, id, map[shard.ID]float64{"s": 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -166,7 +166,7 @@ func TestLifecycle(t *testing.T) {
 		if _, err := kv.Put(&api.KVPair{Key: c.Prefix() + "/loads/orphan", Value: []byte(`{}`)}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.DestroySession(ctx, a); err != nil {
+		if err := c.Sessions().Destroy(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 		if p, _, err := kv.Get(c.Prefix()+"/loads/gone", nil); err != nil || p == nil || p.Session != "" {
@@ -178,7 +178,7 @@ func TestLifecycle(t *testing.T) {
 				t.Fatalf("%s right after its session ended = %+v (found %v), want dead", id, m, ok)
 			}
 		}
-		if err := c.Join(ctx, b, shard.Member{ID: "back"}); err != nil {
+		if err := c.Members().Join(ctx, b, shard.Member{ID: "back"}); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
@@ -186,7 +186,7 @@ func TestLifecycle(t *testing.T) {
 		defer cancel()
 		idx := snap.Index
 		for {
-			s, err := c.Watch(wctx, idx)
+			s, err := c.Fleet().Watch(wctx, idx)
 			if err != nil {
 				t.Fatalf("dead member not collected within %v: %v", grace+5*time.Second, err)
 			}
@@ -217,17 +217,17 @@ func TestLifecycle(t *testing.T) {
 		ctx := t.Context()
 		a := newSession(t, c, "a", time.Minute, 0)
 		until := time.Now().Add(rejoin)
-		if err := c.Join(ctx, a, shard.Member{ID: "returning", RejoinUntil: until}); err != nil {
+		if err := c.Members().Join(ctx, a, shard.Member{ID: "returning", RejoinUntil: until}); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.DestroySession(ctx, a); err != nil {
+		if err := c.Sessions().Destroy(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 		wctx, cancel := context.WithTimeout(ctx, rejoin+5*time.Second)
 		defer cancel()
 		idx := snapshot(t, c).Index
 		for {
-			s, err := c.Watch(wctx, idx)
+			s, err := c.Fleet().Watch(wctx, idx)
 			if err != nil {
 				t.Fatalf("returning member not collected within %v of its RejoinUntil: %v", 5*time.Second, err)
 			}
@@ -248,11 +248,11 @@ func TestLifecycle(t *testing.T) {
 		t.Parallel()
 		c := newCoordinator(t, agent, nil)
 		ctx := t.Context()
-		old, err := c.CreateSession(ctx, shard.SessionSpec{Worker: "w", TTL: 500 * time.Millisecond, LockDelay: 10 * time.Second})
+		old, err := c.Sessions().Create(ctx, shard.SessionSpec{Worker: "w", TTL: 500 * time.Millisecond, LockDelay: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Join(ctx, old, shard.Member{ID: "w"}); err != nil {
+		if err := c.Members().Join(ctx, old, shard.Member{ID: "w"}); err != nil {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(10 * time.Second)
@@ -266,7 +266,7 @@ func TestLifecycle(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		again := newSession(t, c, "w", time.Minute, 0)
-		err = c.Join(ctx, again, shard.Member{ID: "w"})
+		err = c.Members().Join(ctx, again, shard.Member{ID: "w"})
 		if !errors.Is(err, shard.ErrUnavailable) || !strings.Contains(err.Error(), "lock-delay") {
 			t.Fatalf("Join inside lock-delay = %v, want ErrUnavailable naming the lock-delay", err)
 		}
@@ -280,7 +280,7 @@ func TestLifecycle(t *testing.T) {
 			var rc consul.RequestCounter
 			c := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.Liveness, cfg.WrapTransport = mode, rc.Wrap })
 			ctx := t.Context()
-			cfg, err := c.Configure(ctx, shard.Config{Shards: 150})
+			cfg, err := c.Fleet().Configure(ctx, shard.Config{Shards: 150})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -296,7 +296,7 @@ func TestLifecycle(t *testing.T) {
 			}
 
 			rc.Reset()
-			if err := c.RenewSession(ctx, sid); err != nil {
+			if err := c.Sessions().Renew(ctx, sid); err != nil {
 				t.Fatal(err)
 			}
 			want := map[consul.Liveness]map[string]int64{
@@ -308,7 +308,7 @@ func TestLifecycle(t *testing.T) {
 			}
 
 			rc.Reset()
-			if _, err := c.Watch(ctx, 0); err != nil {
+			if _, err := c.Fleet().Watch(ctx, 0); err != nil {
 				t.Fatal(err)
 			}
 			if got := rc.Counts(); !equalCounts(got, map[string]int64{"GET /v1/kv": 1}) {

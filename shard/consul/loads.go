@@ -33,7 +33,8 @@ func (c *Coordinator) isLoadsKey(key string) bool { return strings.HasPrefix(key
 // invalidated, not destroyed) wraps shard.ErrUnavailable; one held by
 // another live session (an older session of the same worker ID whose
 // member key was taken over) wraps shard.ErrMemberExists.
-func (c *Coordinator) ReportLoad(ctx context.Context, id shard.SessionID, worker string, load map[shard.ID]float64) error {
+func (ms members) ReportLoad(ctx context.Context, id shard.SessionID, worker string, load map[shard.ID]float64) error {
+	c := ms.c
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}

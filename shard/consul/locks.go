@@ -13,41 +13,44 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// Acquire locks, for the session, every wanted shard that is free and not
-// in lock-delay, and returns a claim for each shard the session holds
-// afterwards, in the order asked for (a shard asked for twice counts once,
+// Acquire locks, for the session, every wanted lock that is free and not
+// in lock-delay, and returns a grant for each lock the session holds
+// afterwards, in the order asked for (a lock asked for twice counts once,
 // with the first reason).
 //
 // It reads the wanted keys first (get-tree, MaxTxnOps per read), so that a
-// shard the session already holds is returned with its current token and
+// lock the session already holds is returned with its current token and
 // not locked again: a re-lock is a write and would move the token. The
-// others are locked MaxTxnShards per transaction, each shard as a lock and
-// a get; the get's ModifyIndex is the claim's token, and every shard of one
+// others are locked MaxTxnShards per transaction, each as a lock and a
+// get; the get's ModifyIndex is the grant's token, and every lock of one
 // transaction shares it. Consul rolls a transaction back if any lock in it
-// fails: the shards it names as held by another session or in lock-delay
+// fails: the locks it names as held by another session or in lock-delay
 // are dropped and the rest sent again, until a transaction commits or
-// nothing is left. Shards left out are not an error.
+// nothing is left. Locks left out are not an error.
 //
-// Errors: an empty shard ID (shard.ErrInvalidArgument) or one outside the
-// fleet's config (shard.ErrUnknownShard: the one Configure settled, else
-// the stored one) before anything is written; a
-// missing session (shard.ErrSessionInvalid); Consul unavailable
-// (shard.ErrUnavailable). An error after some transactions committed
-// returns the claims they granted along with it.
+// Errors: a lock name shard.Lock.Validate refuses
+// (shard.ErrInvalidArgument) or a shard outside the fleet's config
+// (shard.ErrUnknownShard: the one Configure settled, else the stored one)
+// before anything is written; a missing session (shard.ErrSessionInvalid);
+// Consul unavailable (shard.ErrUnavailable). An error after some
+// transactions committed returns the grants they made along with it.
 //
-// Two concurrent Acquire calls of one session for the same shard may both
-// lock it (the second one moves the token); shardlease's worker never does
-// that.
-func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acquisition) ([]shard.Claim, error) {
+// Two concurrent Acquire calls of one session for the same lock may both
+// take it (the second one moves the token); shardlease never does that.
+func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acquisition) ([]shard.Grant, error) {
+	c := l.c
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
+	shardLocks := false
 	for _, a := range want {
-		if a.Shard == "" {
-			return nil, fmt.Errorf("%w: shard id is empty", shard.ErrInvalidArgument)
+		if err := a.Lock.Validate(); err != nil {
+			return nil, err
 		}
+		_, isShard := a.Lock.Shard()
+		shardLocks = shardLocks || isShard
 	}
-	want = uniqueBy(want, func(a shard.Acquisition) shard.ID { return a.Shard })
+	want = uniqueBy(want, func(a shard.Acquisition) shard.Lock { return a.Lock })
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
 	info, err := c.lookup(octx, id)
@@ -57,10 +60,10 @@ func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []sh
 
 	keys := make([]string, 0, len(want)+1)
 	for _, a := range want {
-		keys = append(keys, c.shardKey(a.Shard))
+		keys = append(keys, c.lockKey(a.Lock))
 	}
 	set := c.fleetShards()
-	if set == nil {
+	if set == nil && shardLocks {
 		keys = append(keys, c.configKey()) // not configured: the stored shard set, in the same read
 	}
 	current, err := c.readKeys(octx, "acquire (read)", keys)
@@ -74,21 +77,21 @@ func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []sh
 	}
 	if set != nil {
 		for _, a := range want {
-			if !set.ids[a.Shard] {
+			if sh, ok := a.Lock.Shard(); ok && !set.ids[sh] {
 				return nil, fmt.Errorf("%w: %q is not one of the fleet's %d shards named %q",
-					shard.ErrUnknownShard, a.Shard, set.cfg.Shards, set.cfg.Name)
+					shard.ErrUnknownShard, sh, set.cfg.Shards, set.cfg.Name)
 			}
 		}
 	}
 
-	tokens := make(map[shard.ID]shard.Token, len(want))
+	tokens := make(map[shard.Lock]shard.Token, len(want))
 	alive := false // evidence that the session exists: a key it holds, or a lock it got
 	var toLock []shard.Acquisition
 	for _, a := range want {
-		kv := current[c.shardKey(a.Shard)]
+		kv := current[c.lockKey(a.Lock)]
 		switch {
 		case kv != nil && kv.Session == string(id):
-			tokens[a.Shard] = shard.Token(kv.ModifyIndex)
+			tokens[a.Lock] = shard.Token(kv.ModifyIndex)
 			alive = true
 		case kv != nil && kv.Session != "":
 			// held by another session
@@ -99,12 +102,12 @@ func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []sh
 	since := now()
 	for batch := range slices.Chunk(toLock, MaxTxnShards) {
 		got, err := c.lockBatch(octx, id, info.worker, batch, since)
-		for sh, t := range got {
-			tokens[sh] = t
+		for lk, t := range got {
+			tokens[lk] = t
 			alive = true
 		}
 		if err != nil {
-			return claimsInOrder(want, tokens), err
+			return grantsInOrder(want, tokens), err
 		}
 	}
 	if !alive {
@@ -112,12 +115,12 @@ func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []sh
 			return nil, err
 		}
 	}
-	return claimsInOrder(want, tokens), nil
+	return grantsInOrder(want, tokens), nil
 }
 
-// lockBatch locks up to MaxTxnShards shards in one committed transaction,
+// lockBatch takes up to MaxTxnShards locks in one committed transaction,
 // dropping the ones Consul refuses and trying again with the rest.
-func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker string, batch []shard.Acquisition, since time.Time) (map[shard.ID]shard.Token, error) {
+func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker string, batch []shard.Acquisition, since time.Time) (map[shard.Lock]shard.Token, error) {
 	pending := slices.Clone(batch)
 	for len(pending) > 0 {
 		ops := make(api.TxnOps, 0, 2*len(pending))
@@ -126,7 +129,7 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker 
 			if err != nil {
 				return nil, err
 			}
-			key := c.shardKey(a.Shard)
+			key := c.lockKey(a.Lock)
 			ops = append(ops,
 				&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Value: value, Session: string(id)}},
 				&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGet, Key: key}})
@@ -136,12 +139,12 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker 
 			return nil, err
 		}
 		if len(txnErrs) == 0 {
-			got := make(map[shard.ID]shard.Token, len(pending))
+			got := make(map[shard.Lock]shard.Token, len(pending))
 			for _, r := range results {
 				// The get's entry (the lock's has the same index).
-				if r.KV != nil && r.KV.Session == string(id) && c.isShardKey(r.KV.Key) {
-					sh := c.shardOfKey(r.KV.Key)
-					got[sh] = max(got[sh], shard.Token(r.KV.ModifyIndex))
+				if r.KV != nil && r.KV.Session == string(id) {
+					lk := c.lockOfKey(r.KV.Key)
+					got[lk] = max(got[lk], shard.Token(r.KV.ModifyIndex))
 				}
 			}
 			return got, nil
@@ -180,21 +183,22 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker 
 	return nil, nil
 }
 
-// Release unlocks the shards among ids that the session holds,
+// Release unlocks the locks among ls that the session holds,
 // MaxTxnShards per transaction, recording why in their value
 // (Owner.Released; the rest of the value stays). A voluntary unlock sets no
-// lock-delay. Shards the session does not hold are ignored; a missing
+// lock-delay. Locks the session does not hold are ignored; a missing
 // session wraps shard.ErrSessionInvalid.
-func (c *Coordinator) Release(ctx context.Context, id shard.SessionID, ids []shard.ID, why string) error {
+func (l locks) Release(ctx context.Context, id shard.SessionID, ls []shard.Lock, why string) error {
+	c := l.c
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
 	var keys []string
-	for _, sh := range uniqueBy(ids, func(sh shard.ID) shard.ID { return sh }) {
-		if sh != "" {
-			keys = append(keys, c.shardKey(sh))
+	for _, lk := range uniqueBy(ls, func(lk shard.Lock) shard.Lock { return lk }) {
+		if lk.Validate() == nil {
+			keys = append(keys, c.lockKey(lk))
 		}
 	}
 	current, err := c.readKeys(octx, "release (read)", keys)
@@ -218,6 +222,54 @@ func (c *Coordinator) Release(ctx context.Context, id shard.SessionID, ids []sha
 		return c.requireSession(octx, id)
 	}
 	return c.unlock(octx, id, held, "release")
+}
+
+// Watch is one blocking query on a lock's key (a KV get with WaitIndex
+// after), bounded as the fleet's watches are. Index is Consul's
+// X-Consul-Index for the key: its ModifyIndex while it exists. While it is
+// missing, Consul 1.14 answers with the KV store's highest index: a watch
+// asked with an older index returns at once, and one that is blocked
+// returns when the key is written or WatchWait passes (see
+// assignments.Watch). A held key whose value cannot be read is returned
+// with its session and token and Problem saying what is wrong.
+func (l locks) Watch(ctx context.Context, lock shard.Lock, after uint64) (shard.LockKey, error) {
+	c := l.c
+	if err := ctxErr(ctx); err != nil {
+		return shard.LockKey{}, err
+	}
+	if err := lock.Validate(); err != nil {
+		return shard.LockKey{}, err
+	}
+	kv, index, err := c.watchKey(ctx, "watch lock "+string(lock), c.lockKey(lock), after)
+	if err != nil {
+		return shard.LockKey{}, err
+	}
+	if kv == nil {
+		return shard.LockKey{Index: index}, nil
+	}
+	key := decodeLock(kv)
+	key.Index = index
+	return key, nil
+}
+
+// decodeLock reads a lock's key: its holder, token and value, or what is
+// wrong with the value (Problem, prefixed with the key).
+func decodeLock(kv *api.KVPair) shard.LockKey {
+	key := shard.LockKey{Index: kv.ModifyIndex}
+	var o shard.Owner
+	err := json.Unmarshal(kv.Value, &o)
+	if err == nil && o.Worker == "" {
+		err = fmt.Errorf("it names no worker")
+	}
+	if err != nil {
+		key.Problem = fmt.Sprintf("%s: malformed lock value (want JSON {worker, reason, since, released}): %v", kv.Key, err)
+	} else {
+		key.Owner = o
+	}
+	if kv.Session != "" {
+		key.Session, key.Token = shard.SessionID(kv.Session), shard.Token(kv.ModifyIndex)
+	}
+	return key
 }
 
 // unlock releases keys held by the session with the given values,
@@ -306,20 +358,20 @@ func (c *Coordinator) DeleteFreeShard(ctx context.Context, id shard.ID) (bool, e
 	}
 }
 
-func claimsInOrder(want []shard.Acquisition, tokens map[shard.ID]shard.Token) []shard.Claim {
-	claims := make([]shard.Claim, 0, len(tokens))
+func grantsInOrder(want []shard.Acquisition, tokens map[shard.Lock]shard.Token) []shard.Grant {
+	grants := make([]shard.Grant, 0, len(tokens))
 	for _, a := range want {
-		if t, ok := tokens[a.Shard]; ok {
-			claims = append(claims, shard.Claim{Shard: a.Shard, Token: t})
+		if t, ok := tokens[a.Lock]; ok {
+			grants = append(grants, shard.Grant{Lock: a.Lock, Token: t})
 		}
 	}
-	return claims
+	return grants
 }
 
 // uniqueBy returns xs without the elements whose key was seen before, in
 // order. It does not modify xs.
-func uniqueBy[T any](xs []T, key func(T) shard.ID) []T {
-	seen := make(map[shard.ID]bool, len(xs))
+func uniqueBy[T any, K comparable](xs []T, key func(T) K) []T {
+	seen := make(map[K]bool, len(xs))
 	out := make([]T, 0, len(xs))
 	for _, x := range xs {
 		if k := key(x); !seen[k] {

@@ -43,26 +43,26 @@ func randomName() string {
 // newSession opens a session and destroys it on cleanup.
 func newSession(t *testing.T, c *consul.Coordinator, worker string, ttl, lockDelay time.Duration) shard.SessionID {
 	t.Helper()
-	id, err := c.CreateSession(t.Context(), shard.SessionSpec{Worker: worker, TTL: ttl, LockDelay: lockDelay})
+	id, err := c.Sessions().Create(t.Context(), shard.SessionSpec{Worker: worker, TTL: ttl, LockDelay: lockDelay})
 	if err != nil {
 		t.Fatalf("CreateSession(%s): %v", worker, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = c.DestroySession(ctx, id)
+		_ = c.Sessions().Destroy(ctx, id)
 	})
 	return id
 }
 
 func acquire(t *testing.T, c *consul.Coordinator, sid shard.SessionID, ids ...shard.ID) map[shard.ID]shard.Token {
 	t.Helper()
-	claims, err := c.Acquire(t.Context(), sid, wantOf(ids...))
+	grants, err := c.Locks().Acquire(t.Context(), sid, wantOf(ids...))
 	if err != nil {
 		t.Fatalf("Acquire(%v): %v", ids, err)
 	}
 	got := map[shard.ID]shard.Token{}
-	for _, cl := range claims {
+	for _, cl := range shard.Claims(grants) {
 		got[cl.Shard] = cl.Token
 	}
 	return got
@@ -72,14 +72,14 @@ func acquire(t *testing.T, c *consul.Coordinator, sid shard.SessionID, ids ...sh
 func wantOf(ids ...shard.ID) []shard.Acquisition {
 	want := make([]shard.Acquisition, len(ids))
 	for i, id := range ids {
-		want[i] = shard.Acquisition{Shard: id, Reason: "test"}
+		want[i] = shard.AcquireShard(id, "test")
 	}
 	return want
 }
 
 func snapshot(t *testing.T, c *consul.Coordinator) shard.Snapshot {
 	t.Helper()
-	s, err := c.Watch(t.Context(), 0)
+	s, err := c.Fleet().Watch(t.Context(), 0)
 	if err != nil {
 		t.Fatalf("Watch(0): %v", err)
 	}

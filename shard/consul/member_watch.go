@@ -11,7 +11,7 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// WatchMember is one blocking query on P/members/<id> (a KV get with
+// Watch is one blocking query on P/members/<id> (a KV get with
 // WaitIndex after), bounded as Watch's are. It reads one key, so a worker
 // can follow its own registration without listing the fleet.
 //
@@ -21,7 +21,7 @@ import (
 // unlike on the embedded coordinator, a call asked with an index older
 // than the store's returns at once, and a blocked one, which other keys'
 // writes do not end, returns at WatchWait with the store's moved index —
-// each time with Exists false (see WatchAssignment, whose test measures
+// each time with Exists false (see Assignments.Watch, whose test measures
 // it). A query that waits WatchWait without a change returns the index
 // unchanged; shard.NextIndex tells the caller to wait again, and turns an
 // index that went backwards (a Consul state reset) into a restart from 0. As with Watch, an after ahead of Consul's index
@@ -33,7 +33,8 @@ import (
 // shard.Member, or names another worker, is returned with Exists set and
 // Problem saying what is wrong. An empty id wraps shard.ErrInvalidArgument;
 // a failure wraps shard.ErrUnavailable (or ErrPermissionDenied).
-func (c *Coordinator) WatchMember(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
+func (ms members) Watch(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
+	c := ms.c
 	if err := ctxErr(ctx); err != nil {
 		return shard.MemberKey{}, err
 	}

@@ -36,7 +36,7 @@ func TestWatchMember(t *testing.T) {
 			if _, err := kv.Put(&api.KVPair{Key: key, Value: []byte(tt.value)}, nil); err != nil {
 				t.Fatal(err)
 			}
-			k, err := c.WatchMember(ctx, "w1", 0)
+			k, err := c.Members().Watch(ctx, "w1", 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,12 +52,12 @@ func TestWatchMember(t *testing.T) {
 	}
 
 	t.Run("wait ends unchanged", func(t *testing.T) {
-		k, err := c.WatchMember(ctx, "w1", 0)
+		k, err := c.Members().Watch(ctx, "w1", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		again, err := c.WatchMember(ctx, "w1", k.Index)
+		again, err := c.Members().Watch(ctx, "w1", k.Index)
 		if err != nil || again.Index != k.Index || shard.NextIndex(k.Index, again.Index) != k.Index {
 			t.Fatalf("WatchMember(%d) with nothing changed = %+v, %v; want the same index, to wait on again", k.Index, again, err)
 		}
@@ -67,7 +67,7 @@ func TestWatchMember(t *testing.T) {
 	})
 
 	t.Run("empty id", func(t *testing.T) {
-		if _, err := c.WatchMember(ctx, "", 0); !errors.Is(err, shard.ErrInvalidArgument) {
+		if _, err := c.Members().Watch(ctx, "", 0); !errors.Is(err, shard.ErrInvalidArgument) {
 			t.Fatalf("WatchMember(\"\") = %v, want ErrInvalidArgument", err)
 		}
 	})
@@ -78,7 +78,7 @@ func TestWatchMember(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer down.Close()
-		_, err = down.WatchMember(ctx, "w1", 0)
+		_, err = down.Members().Watch(ctx, "w1", 0)
 		if !errors.Is(err, shard.ErrUnavailable) || !strings.Contains(err.Error(), "watch member w1") {
 			t.Fatalf("WatchMember on a closed port = %v, want ErrUnavailable naming the call", err)
 		}

@@ -22,7 +22,8 @@ import (
 // shard.ConfigMismatch's error, which names both;
 // one that is not a valid config also wraps shard.ErrConfigMismatch and says
 // how to repair it. An invalid cfg gets cfg.Validate's error.
-func (c *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
+func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
+	c := f.c
 	if err := ctxErr(ctx); err != nil {
 		return shard.Config{}, err
 	}
@@ -80,7 +81,8 @@ func (c *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Co
 // too when a session is invalidated, so a crashed worker that restarts at
 // once under the same ID is refused until the delay ends: that refusal
 // wraps shard.ErrUnavailable (retry later), not shard.ErrMemberExists.
-func (c *Coordinator) Join(ctx context.Context, id shard.SessionID, m shard.Member) error {
+func (ms members) Join(ctx context.Context, id shard.SessionID, m shard.Member) error {
+	c := ms.c
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ type sessionInfo struct {
 // bound to as well: a session must not outlive its agent's node.
 const serfHealth = "serfHealth"
 
-// CreateSession opens a Behavior=release session named after the worker,
+// Create opens a Behavior=release session named after the worker,
 // with the spec's lock-delay, and the configured liveness:
 //
 //   - LivenessCheck: a service instance of ServiceName with a TTL check
@@ -37,7 +37,8 @@ const serfHealth = "serfHealth"
 //
 // A bad spec wraps shard.ErrInvalidArgument and names every wrong value.
 // Creating a session writes no key, so a fleet's watch index does not move.
-func (c *Coordinator) CreateSession(ctx context.Context, spec shard.SessionSpec) (shard.SessionID, error) {
+func (ss sessions) Create(ctx context.Context, spec shard.SessionSpec) (shard.SessionID, error) {
+	c := ss.c
 	if err := ctxErr(ctx); err != nil {
 		return "", err
 	}
@@ -148,13 +149,14 @@ func (c *Coordinator) createSession(ctx context.Context, body map[string]any) (s
 	}
 }
 
-// RenewSession proves the session's holder alive. LivenessTTL: a session
+// Renew proves the session's holder alive. LivenessTTL: a session
 // renew (404: gone). LivenessCheck: a pass of the session's check, then a
 // read of the session, because a check that went critical has already
 // invalidated the session and passing it again would not bring it back;
 // an unknown check or a missing session is shard.ErrSessionInvalid, and the
 // orphaned check is deregistered.
-func (c *Coordinator) RenewSession(ctx context.Context, id shard.SessionID) error {
+func (ss sessions) Renew(ctx context.Context, id shard.SessionID) error {
+	c := ss.c
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -196,7 +198,7 @@ func (c *Coordinator) RenewSession(ctx context.Context, id shard.SessionID) erro
 	return nil
 }
 
-// DestroySession ends the session. Consul treats a destroy as an
+// Destroy ends the session. Consul treats a destroy as an
 // invalidation: the shard keys the session still holds are released and
 // stay closed to every session for its lock-delay. That is wanted: a
 // destroy may come from someone other than the session's worker (an
@@ -208,7 +210,8 @@ func (c *Coordinator) RenewSession(ctx context.Context, id shard.SessionID) erro
 // joins (and reports its loads) at once, as on the embedded
 // coordinator, which never puts member keys in lock-delay. Then its service
 // instance and check are deregistered. A missing session is not an error.
-func (c *Coordinator) DestroySession(ctx context.Context, id shard.SessionID) error {
+func (ss sessions) Destroy(ctx context.Context, id shard.SessionID) error {
+	c := ss.c
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}

@@ -49,7 +49,8 @@ const minGCWait = 100 * time.Millisecond
 //
 // A failure wraps shard.ErrUnavailable (or ErrPermissionDenied); the caller
 // backs off and retries.
-func (c *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) {
+func (f fleet) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) {
+	c := f.c
 	for {
 		if err := ctxErr(ctx); err != nil {
 			return shard.Snapshot{}, err
@@ -166,7 +167,7 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 		switch {
 		case kv.Key == c.configKey():
 		case kv.Key == c.assignorKey():
-			snap.Assignor = decodeAssignor(kv)
+			snap.Assignor = decodeLock(kv)
 			if snap.Assignor.Problem != "" {
 				snap.Problems = append(snap.Problems, snap.Assignor.Problem)
 			}

@@ -15,20 +15,20 @@ import (
 // campaign: P/assignor is free at first; a campaign takes it with an
 // epoch, the holder campaigning again gets the same epoch without a write,
 // another session is told no without an error or a write. A candidate
-// waiting on the key is woken by the holder's Resign (not by a Resign of
-// a session that does not hold it); a Resign sets no lock-delay, and the
+// waiting on the key is woken by the holder's release (not by a release
+// by a session that does not hold it); a release sets no lock-delay, and the
 // next holder's epoch is higher, also after an operator deleted the key.
 func (s *suite) campaign(t *testing.T) {
 	c := s.open(t)
 	a := session(t, c, "w-a", long, 0)
 	b := session(t, c, "w-b", long, 0)
 
-	if k := assignor(t, c); k.Held() || k.Index == 0 || k.Epoch != 0 || k.Worker != "" {
+	if k := assignor(t, c); k.Held() || k.Index == 0 || k.Token != 0 || k.Worker != "" {
 		t.Fatalf("WatchAssignor(0) on a fresh fleet = %+v, want free at a non-zero index", k)
 	}
 	e1 := campaignHeld(t, c, a, "w-a")
 	k := assignor(t, c)
-	if k.Session != a || k.Worker != "w-a" || k.Epoch != e1 || k.Since.IsZero() || k.Problem != "" {
+	if k.Session != a || k.Worker != "w-a" || k.Token != e1 || k.Since.IsZero() || k.Problem != "" {
 		t.Fatalf("assignor after w-a's campaign = %+v, want w-a's session %s at epoch %d since a time", k, a, e1)
 	}
 
@@ -42,10 +42,12 @@ func (s *suite) campaign(t *testing.T) {
 	noWrite(t, c, idx, quiet, "campaigns that took nothing")
 
 	k = wakes(t, s.o.timing.Slack, fmt.Sprintf("WatchAssignor(%d)", k.Index), "the holder's Resign", k.Index,
-		func(ctx context.Context) (shard.AssignorKey, error) { return c.WatchAssignor(ctx, k.Index) },
-		func(k shard.AssignorKey) uint64 { return k.Index },
+		func(ctx context.Context) (shard.LockKey, error) {
+			return c.Locks().Watch(ctx, shard.AssignorLock, k.Index)
+		},
+		func(k shard.LockKey) uint64 { return k.Index },
 		func() { resign(t, c, b) }, func() { resign(t, c, a) })
-	if k.Held() || k.Epoch != 0 {
+	if k.Held() || k.Token != 0 {
 		t.Fatalf("assignor after its holder resigned = %+v, want free", k)
 	}
 	e2 := campaignHeld(t, c, b, "w-b")
@@ -78,8 +80,10 @@ func (s *suite) assignorDiesWithSession(t *testing.T) {
 
 	var destroyed time.Time // at or before the coordinator's moment of the destroy
 	k := wakes(t, s.o.timing.Slack, fmt.Sprintf("WatchAssignor(%d)", before.Index), "the holder's session's end", before.Index,
-		func(ctx context.Context) (shard.AssignorKey, error) { return c.WatchAssignor(ctx, before.Index) },
-		func(k shard.AssignorKey) uint64 { return k.Index },
+		func(ctx context.Context) (shard.LockKey, error) {
+			return c.Locks().Watch(ctx, shard.AssignorLock, before.Index)
+		},
+		func(k shard.LockKey) uint64 { return k.Index },
 		func() {}, func() { destroyed = time.Now(); destroy(t, c, a) })
 	if k.Held() {
 		t.Fatalf("assignor after its session was destroyed = %+v, want free", k)
@@ -136,7 +140,7 @@ func (s *suite) assignFenced(t *testing.T) {
 		{"the holder with a later epoch", a, e1 + 1},
 		{"the holder with an earlier epoch", a, e1 - 1},
 	} {
-		if err := c.Assign(ctx, tt.sid, tt.epoch, set); !errors.Is(err, shard.ErrNotAssignor) {
+		if err := c.Assignments().Assign(ctx, tt.sid, tt.epoch, set); !errors.Is(err, shard.ErrNotAssignor) {
 			t.Fatalf("Assign by %s = %v, want ErrNotAssignor", tt.name, err)
 		}
 	}
@@ -160,13 +164,13 @@ func (s *suite) assignFenced(t *testing.T) {
 	// The holder resigns and campaigns again: its old epoch is refused.
 	resign(t, c, a)
 	e2 := campaignHeld(t, c, a, "w-a")
-	if err := c.Assign(ctx, a, e1, map[string]*shard.Assignment{"w-a": nil}); !errors.Is(err, shard.ErrNotAssignor) {
+	if err := c.Assignments().Assign(ctx, a, e1, map[string]*shard.Assignment{"w-a": nil}); !errors.Is(err, shard.ErrNotAssignor) {
 		t.Fatalf("Assign by the holder of epoch %d with its earlier epoch %d = %v, want ErrNotAssignor", e2, e1, err)
 	}
 	// Deposed: b took the lock; a's writes at its last epoch are refused.
 	resign(t, c, a)
 	e3 := campaignHeld(t, c, b, "w-b")
-	err := c.Assign(ctx, a, e2, map[string]*shard.Assignment{"w-a": nil})
+	err := c.Assignments().Assign(ctx, a, e2, map[string]*shard.Assignment{"w-a": nil})
 	if !errors.Is(err, shard.ErrNotAssignor) || !strings.Contains(err.Error(), string(a)) {
 		t.Fatalf("Assign by the deposed assignor = %v, want ErrNotAssignor naming its session", err)
 	}
@@ -180,7 +184,7 @@ func (s *suite) assignFenced(t *testing.T) {
 	}
 
 	destroy(t, c, b)
-	if err := c.Assign(ctx, b, e3, map[string]*shard.Assignment{"w-b": nil}); !errors.Is(err, shard.ErrNotAssignor) {
+	if err := c.Assignments().Assign(ctx, b, e3, map[string]*shard.Assignment{"w-b": nil}); !errors.Is(err, shard.ErrNotAssignor) {
 		t.Fatalf("Assign by an ended session = %v, want ErrNotAssignor", err)
 	}
 	checkAssignments(t, "after an ended session's Assign", snapshot(t, c).Assignments, want)
@@ -235,7 +239,7 @@ func (s *suite) assignBatches(t *testing.T) {
 	}
 }
 
-// watchAssignment: WatchAssignment(0) returns the key at once (missing:
+// watchAssignment: Assignments.Watch(0) returns the key at once (missing:
 // not existing, at a non-zero index); a later call blocks until that key
 // is written or deleted, and writes of other keys — other workers'
 // assignments, shard locks — do not wake it while it exists.
@@ -269,7 +273,9 @@ func (s *suite) watchAssignment(t *testing.T) {
 	watch := func(what string, write func()) shard.AssignmentKey {
 		after := k.Index
 		return wakes(t, s.o.timing.Slack, fmt.Sprintf("WatchAssignment(w-x, %d)", after), what, after,
-			func(ctx context.Context) (shard.AssignmentKey, error) { return c.WatchAssignment(ctx, "w-x", after) },
+			func(ctx context.Context) (shard.AssignmentKey, error) {
+				return c.Assignments().Watch(ctx, "w-x", after)
+			},
 			func(k shard.AssignmentKey) uint64 { return k.Index }, noise, write)
 	}
 	k = watch("its own write", func() {
@@ -297,7 +303,7 @@ func (s *suite) snapshotAssign(t *testing.T) {
 	epoch := campaignHeld(t, c, a, "w-a")
 	assign(t, c, a, epoch, map[string]*shard.Assignment{"w-a": {Shards: ids[:2]}, "w-b": {Shards: ids[2:]}})
 	snap := snapshot(t, c)
-	if k := snap.Assignor; k.Session != a || k.Worker != "w-a" || k.Epoch != epoch || k.Index < uint64(epoch) {
+	if k := snap.Assignor; k.Session != a || k.Worker != "w-a" || k.Token != epoch || k.Index < uint64(epoch) {
 		t.Fatalf("snapshot assignor = %+v, want w-a's session %s at epoch %d", k, a, epoch)
 	}
 	checkAssignments(t, "snapshot", snap.Assignments, map[string]shard.Assignment{
@@ -316,7 +322,7 @@ func (s *suite) snapshotAssign(t *testing.T) {
 
 // malformedAssignment: an assignment key whose value cannot be read (not
 // JSON, shards outside the config) is a problem naming the key, never an
-// assignment; WatchAssignment returns it with Problem set. Readable keys
+// assignment; Assignments.Watch returns it with Problem set. Readable keys
 // beside it are unaffected.
 func (s *suite) malformedAssignment(t *testing.T) {
 	c := s.open(t)
@@ -346,11 +352,14 @@ func (s *suite) malformedAssignment(t *testing.T) {
 
 func campaign(t *testing.T, c shard.Coordinator, sid shard.SessionID, worker string) (shard.Token, bool) {
 	t.Helper()
-	epoch, held, err := c.Campaign(t.Context(), sid, worker)
+	grants, err := c.Locks().Acquire(t.Context(), sid, []shard.Acquisition{{Lock: shard.AssignorLock, Reason: "campaign"}})
 	if err != nil {
 		t.Fatalf("Campaign(%s, %s): %v", sid, worker, err)
 	}
-	return epoch, held
+	if len(grants) == 0 {
+		return 0, false
+	}
+	return grants[0].Token, true
 }
 
 // campaignHeld campaigns and fails the test unless the session holds
@@ -366,22 +375,22 @@ func campaignHeld(t *testing.T, c shard.Coordinator, sid shard.SessionID, worker
 
 func resign(t *testing.T, c shard.Coordinator, sid shard.SessionID) {
 	t.Helper()
-	if err := c.Resign(t.Context(), sid); err != nil {
+	if err := c.Locks().Release(t.Context(), sid, []shard.Lock{shard.AssignorLock}, "resign"); err != nil {
 		t.Fatalf("Resign(%s): %v", sid, err)
 	}
 }
 
 func assign(t *testing.T, c shard.Coordinator, sid shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) {
 	t.Helper()
-	if err := c.Assign(t.Context(), sid, epoch, set); err != nil {
+	if err := c.Assignments().Assign(t.Context(), sid, epoch, set); err != nil {
 		t.Fatalf("Assign(%s, epoch %d, %d keys): %v", sid, epoch, len(set), err)
 	}
 }
 
 // assignor returns P/assignor without blocking.
-func assignor(t *testing.T, c shard.Coordinator) shard.AssignorKey {
+func assignor(t *testing.T, c shard.Coordinator) shard.LockKey {
 	t.Helper()
-	k, err := c.WatchAssignor(t.Context(), 0)
+	k, err := c.Locks().Watch(t.Context(), shard.AssignorLock, 0)
 	if err != nil {
 		t.Fatalf("WatchAssignor(0): %v", err)
 	}
@@ -391,7 +400,7 @@ func assignor(t *testing.T, c shard.Coordinator) shard.AssignorKey {
 // assignment returns worker's assignment key without blocking.
 func assignment(t *testing.T, c shard.Coordinator, worker string) shard.AssignmentKey {
 	t.Helper()
-	k, err := c.WatchAssignment(t.Context(), worker, 0)
+	k, err := c.Assignments().Watch(t.Context(), worker, 0)
 	if err != nil {
 		t.Fatalf("WatchAssignment(%s, 0): %v", worker, err)
 	}

@@ -20,14 +20,15 @@
 // write, an operator's put, the session's end, a delete) and for nothing
 // else; an acquisition larger than one transaction; Configure mismatch
 // naming both configs, or both protocols; Join conflict; argument and
-// gone-session errors; concurrent acquirers never overlap. The assignor:
-// Campaign takes P/assignor with an epoch that increases across holders
-// (also after the key was deleted), is idempotent for the holder and
-// refuses others without a write; Resign frees it at once; the lock dies
+// gone-session errors and lock names; concurrent acquirers never overlap.
+// The assignor: an Acquire of shard.AssignorLock (a campaign) takes
+// P/assignor with an epoch that increases across holders (also after the
+// key was deleted), is idempotent for the holder and refuses others
+// without a write; a Release (a resignation) frees it at once; the lock dies
 // with its session and stays closed for the lock-delay; Assign is refused
 // (ErrNotAssignor, nothing written) to any session but the holder at its
 // exact epoch, splits into transactions of the coordinator's size and
-// writes them all; WatchAssignment wakes for its own key's write and
+// writes them all; Assignments.Watch wakes for its own key's write and
 // deletion and not for other keys while its key exists; snapshots list
 // the assignor and the assignments, and unreadable assignment values as
 // problems.

@@ -35,11 +35,11 @@ func (s *suite) watchIndex(t *testing.T) {
 	wrote := make(chan error, 1)
 	go func() {
 		time.Sleep(writeAfter)
-		_, err := c.Acquire(ctx, sid, wantOf("s-001"))
+		_, err := c.Locks().Acquire(ctx, sid, wantOf("s-001"))
 		wrote <- err
 	}()
 	start = time.Now()
-	next, err := c.Watch(ctx, snap.Index)
+	next, err := c.Fleet().Watch(ctx, snap.Index)
 	waited := time.Since(start)
 	if err := <-wrote; err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func (s *suite) watchIndex(t *testing.T) {
 	cctx, cancel := context.WithCancelCause(ctx)
 	time.AfterFunc(writeAfter, func() { cancel(cause) })
 	start = time.Now()
-	if _, err := c.Watch(cctx, next.Index); !errors.Is(err, cause) {
+	if _, err := c.Fleet().Watch(cctx, next.Index); !errors.Is(err, cause) {
 		t.Fatalf("Watch after cancel = %v, want the cause", err)
 	}
 	if d := time.Since(start); d < writeAfter-50*time.Millisecond || d > writeAfter+s.o.timing.Slack {
@@ -70,7 +70,7 @@ func (s *suite) watchIndex(t *testing.T) {
 	}
 	dctx, dcancel := context.WithTimeout(ctx, writeAfter)
 	defer dcancel()
-	if _, err := c.Watch(dctx, next.Index); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := c.Fleet().Watch(dctx, next.Index); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Watch past its deadline = %v, want DeadlineExceeded", err)
 	}
 
@@ -88,17 +88,17 @@ func (s *suite) configure(t *testing.T) {
 	if snap := snapshot(t, c); snap.Config != nil {
 		t.Fatalf("fresh fleet has a config: %+v", snap.Config)
 	}
-	got, err := c.Configure(ctx, shard.Config{Shards: 8})
+	got, err := c.Fleet().Configure(ctx, shard.Config{Shards: 8})
 	want := shard.Config{Shards: 8, Name: shard.DefaultName, Protocol: shard.Protocol}
 	if err != nil || got != want {
 		t.Fatalf("first Configure = %+v, %v; want %+v", got, err, want)
 	}
 	for _, same := range []shard.Config{{Shards: 8}, {Shards: 8, Name: shard.DefaultName}, {Shards: 8, Protocol: shard.Protocol}} {
-		if got, err := c.Configure(ctx, same); err != nil || got != want {
+		if got, err := c.Fleet().Configure(ctx, same); err != nil || got != want {
 			t.Fatalf("Configure(%+v) again = %+v, %v; want %+v", same, got, err, want)
 		}
 	}
-	got, err = c.Configure(ctx, shard.Config{Shards: 9, Name: "other"})
+	got, err = c.Fleet().Configure(ctx, shard.Config{Shards: 9, Name: "other"})
 	if !errors.Is(err, shard.ErrConfigMismatch) || got != want {
 		t.Fatalf("Configure with a different config = %+v, %v; want the stored %+v and ErrConfigMismatch", got, err, want)
 	}
@@ -109,7 +109,7 @@ func (s *suite) configure(t *testing.T) {
 			t.Errorf("mismatch error %q does not name %s", err, part)
 		}
 	}
-	if _, err := c.Configure(ctx, shard.Config{Shards: 0}); !errors.Is(err, shard.ErrInvalidConfig) {
+	if _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 0}); !errors.Is(err, shard.ErrInvalidConfig) {
 		t.Fatalf("Configure with 0 shards = %v, want ErrInvalidConfig", err)
 	}
 	if snap := snapshot(t, c); snap.Config == nil || *snap.Config != want {
@@ -125,12 +125,12 @@ func (s *suite) configureProtocol(t *testing.T) {
 	for _, tt := range []struct{ stored, brought int }{{1, 0}, {0, 1}, {0, shard.Protocol + 1}} {
 		t.Run(fmt.Sprintf("stored %d brought %d", tt.stored, tt.brought), func(t *testing.T) {
 			c := s.open(t)
-			stored, err := c.Configure(t.Context(), shard.Config{Shards: 8, Protocol: tt.stored})
+			stored, err := c.Fleet().Configure(t.Context(), shard.Config{Shards: 8, Protocol: tt.stored})
 			if err != nil {
 				t.Fatal(err)
 			}
 			idx := snapshot(t, c).Index
-			got, err := c.Configure(t.Context(), shard.Config{Shards: 8, Protocol: tt.brought})
+			got, err := c.Fleet().Configure(t.Context(), shard.Config{Shards: 8, Protocol: tt.brought})
 			if !errors.Is(err, shard.ErrConfigMismatch) || got != stored {
 				t.Fatalf("Configure with protocol %d on a protocol %d fleet = %+v, %v; want %+v and ErrConfigMismatch", tt.brought, tt.stored, got, err, stored)
 			}
@@ -158,10 +158,10 @@ func (s *suite) join(t *testing.T) {
 	a := session(t, c, "a", long, 0)
 	b := session(t, c, "b", long, 0)
 	join(t, c, a, shard.Member{ID: "w2", Weight: 1})
-	if err := c.Join(ctx, a, shard.Member{ID: "w2", Weight: 2, Address: "10.0.0.1:80"}); err != nil {
+	if err := c.Members().Join(ctx, a, shard.Member{ID: "w2", Weight: 2, Address: "10.0.0.1:80"}); err != nil {
 		t.Fatalf("update by the holder: %v", err)
 	}
-	err := c.Join(ctx, b, shard.Member{ID: "w2"})
+	err := c.Members().Join(ctx, b, shard.Member{ID: "w2"})
 	if !errors.Is(err, shard.ErrMemberExists) {
 		t.Fatalf("Join of a held id = %v, want ErrMemberExists", err)
 	}
@@ -182,7 +182,7 @@ func (s *suite) join(t *testing.T) {
 	if m, ok := snapshot(t, c).Member("w2"); !ok || m.Live() {
 		t.Fatalf("w2 after its session ended = %+v (found %v), want dead", m, ok)
 	}
-	if err := c.Join(ctx, b, shard.Member{ID: "w2", Weight: 5}); err != nil {
+	if err := c.Members().Join(ctx, b, shard.Member{ID: "w2", Weight: 5}); err != nil {
 		t.Fatalf("Join of a dead member's id: %v", err)
 	}
 	if m, _ := snapshot(t, c).Member("w2"); m.Session != b || m.Weight != 5 {

@@ -22,11 +22,11 @@ func (s *suite) freeze(t *testing.T) {
 	op := session(t, c, "operator", long, 0)
 	mark := shard.Mark{By: "alice@host", At: time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC), Reason: "incident 42"}
 	before := snapshot(t, c).Index
-	if err := c.SetFreeze(ctx, &mark); err != nil {
+	if err := c.Fleet().SetFreeze(ctx, &mark); err != nil {
 		t.Fatalf("SetFreeze(%+v): %v", mark, err)
 	}
 	destroy(t, c, op)
-	snap, err := c.Watch(ctx, before)
+	snap, err := c.Fleet().Watch(ctx, before)
 	if err != nil {
 		t.Fatalf("Watch(%d) after SetFreeze: %v", before, err)
 	}
@@ -37,14 +37,14 @@ func (s *suite) freeze(t *testing.T) {
 		t.Fatalf("a freeze is reported as a problem: %q", snap.Problems)
 	}
 	for range 2 {
-		if err := c.SetFreeze(ctx, nil); err != nil {
+		if err := c.Fleet().SetFreeze(ctx, nil); err != nil {
 			t.Fatalf("SetFreeze(nil): %v", err)
 		}
 		if f := snapshot(t, c).Freeze; f != nil {
 			t.Fatalf("after SetFreeze(nil) the snapshot has Freeze %+v, want nil", *f)
 		}
 	}
-	if err := c.SetFreeze(ctx, &shard.Mark{At: mark.At}); !errors.Is(err, shard.ErrInvalidArgument) {
+	if err := c.Fleet().SetFreeze(ctx, &shard.Mark{At: mark.At}); !errors.Is(err, shard.ErrInvalidArgument) {
 		t.Fatalf("SetFreeze(mark without by) = %v, want ErrInvalidArgument", err)
 	}
 	if f := snapshot(t, c).Freeze; f != nil {
@@ -52,7 +52,7 @@ func (s *suite) freeze(t *testing.T) {
 	}
 }
 
-// memberMarks: a member's Cordon and RejoinUntil are stored as written, shown in snapshots and to WatchMember, and kept on the key
+// memberMarks: a member's Cordon and RejoinUntil are stored as written, shown in snapshots and to Members.Watch, and kept on the key
 // after its session ends (the assignor reads RejoinUntil from the dead
 // key).
 func (s *suite) memberMarks(t *testing.T) {
@@ -70,7 +70,7 @@ func (s *suite) memberMarks(t *testing.T) {
 	if !m.Returning(until.Add(-time.Second)) || m.Returning(until) {
 		t.Fatalf("Returning around %v is wrong for %+v", until, m.Member)
 	}
-	k, err := c.WatchMember(t.Context(), "w-a", 0)
+	k, err := c.Members().Watch(t.Context(), "w-a", 0)
 	if err != nil || !k.Exists || k.Member.Cordon == nil || !k.Member.RejoinUntil.Equal(until) {
 		t.Fatalf("WatchMember(w-a, 0) = %+v, %v; want cordon and rejoin-until kept", k, err)
 	}

@@ -12,9 +12,9 @@ import (
 )
 
 // reportLoad: a ReportLoad shows in the next snapshot as the member's
-// Load, and does not touch the member key: its index (what WatchMember
+// Load, and does not touch the member key: its index (what Members.Watch
 // follows) and an operator's cordon on it are as they were. The member
-// key itself never carries loads (Join drops them), WatchMember shows
+// key itself never carries loads (Join drops them), Members.Watch shows
 // none, and ShardLoads counts the figures of shards the member holds.
 func (s *suite) reportLoad(t *testing.T) {
 	c := s.open(t)
@@ -26,7 +26,7 @@ func (s *suite) reportLoad(t *testing.T) {
 	acquire(t, c, a, "stream/shard-000", "stream/shard-001")
 	// The operator's cordon, as admin writes it: the worker's own session.
 	join(t, c, a, shard.Member{ID: "w-a", Weight: 1, Cordon: cordon})
-	before, err := c.WatchMember(ctx, "w-a", 0)
+	before, err := c.Members().Watch(ctx, "w-a", 0)
 	if err != nil || !before.Exists {
 		t.Fatalf("WatchMember(w-a, 0) = %+v, %v", before, err)
 	}
@@ -36,7 +36,7 @@ func (s *suite) reportLoad(t *testing.T) {
 
 	load := map[shard.ID]float64{"stream/shard-000": 12.5, "stream/shard-001": 0.0125}
 	idx := snapshot(t, c).Index
-	if err := c.ReportLoad(ctx, a, "w-a", load); err != nil {
+	if err := c.Members().ReportLoad(ctx, a, "w-a", load); err != nil {
 		t.Fatalf("ReportLoad(%s, w-a, %v): %v", a, load, err)
 	}
 	snap := waitFor(t, c, s.o.timing.Slack, "the loads in a snapshot", func(sn shard.Snapshot) bool {
@@ -50,11 +50,11 @@ func (s *suite) reportLoad(t *testing.T) {
 	if got := snap.ShardLoads(); len(got) != 2 || got["stream/shard-000"] != 12.5 {
 		t.Fatalf("ShardLoads = %v, want the two held shards' figures", got)
 	}
-	after, err := c.WatchMember(ctx, "w-a", 0)
+	after, err := c.Members().Watch(ctx, "w-a", 0)
 	if err != nil || after.Index != before.Index || after.Member.Cordon == nil || after.Member.Load != nil {
 		t.Fatalf("member key after ReportLoad: %+v, %v; want it unchanged (index %d, the cordon, no loads)", after, err, before.Index)
 	}
-	if err := c.ReportLoad(ctx, a, "w-a", nil); err != nil {
+	if err := c.Members().ReportLoad(ctx, a, "w-a", nil); err != nil {
 		t.Fatalf("ReportLoad(%s, w-a, nil): %v", a, err)
 	}
 	if m, _ := snapshot(t, c).Member("w-a"); len(m.Load) != 0 {
@@ -90,14 +90,14 @@ func (s *suite) reportLoadRefused(t *testing.T) {
 		{"unknown shard", a, "w-a", map[shard.ID]float64{"stream/shard-999": 1}, shard.ErrUnknownShard, "stream/shard-999"},
 	}
 	for _, tc := range cases {
-		err := c.ReportLoad(ctx, tc.id, tc.worker, tc.load)
+		err := c.Members().ReportLoad(ctx, tc.id, tc.worker, tc.load)
 		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.names) {
 			t.Errorf("%s: ReportLoad(%s, %q, %v) = %v; want %v naming %q", tc.name, tc.id, tc.worker, tc.load, err, tc.want, tc.names)
 		}
 	}
 	noWrite(t, c, idx, quiet, "refused ReportLoads")
 	destroy(t, c, a)
-	if err := c.ReportLoad(ctx, a, "w-a", load); !errors.Is(err, shard.ErrSessionInvalid) {
+	if err := c.Members().ReportLoad(ctx, a, "w-a", load); !errors.Is(err, shard.ErrSessionInvalid) {
 		t.Errorf("ReportLoad with a destroyed session = %v, want ErrSessionInvalid", err)
 	}
 }
@@ -114,7 +114,7 @@ func (s *suite) deadWorkerLoads(t *testing.T) {
 	a := session(t, c, "w-a", long, 0)
 	join(t, c, a, shard.Member{ID: "w-a", Weight: 1})
 	acquire(t, c, a, "stream/shard-000")
-	if err := c.ReportLoad(ctx, a, "w-a", map[shard.ID]float64{"stream/shard-000": 7}); err != nil {
+	if err := c.Members().ReportLoad(ctx, a, "w-a", map[shard.ID]float64{"stream/shard-000": 7}); err != nil {
 		t.Fatalf("ReportLoad: %v", err)
 	}
 	destroy(t, c, a)
@@ -136,7 +136,7 @@ func (s *suite) deadWorkerLoads(t *testing.T) {
 	if m, _ := snapshot(t, c).Member("w-a"); m.Load["stream/shard-000"] != 3 || m.Session != a2 {
 		t.Fatalf("a member key carrying \"load\": %+v, want it read (3) and still held by %s", m, a2)
 	}
-	if err := c.ReportLoad(ctx, a2, "w-a", map[shard.ID]float64{"stream/shard-000": 5}); err != nil {
+	if err := c.Members().ReportLoad(ctx, a2, "w-a", map[shard.ID]float64{"stream/shard-000": 5}); err != nil {
 		t.Fatalf("ReportLoad: %v", err)
 	}
 	if m, _ := snapshot(t, c).Member("w-a"); m.Load["stream/shard-000"] != 5 {
@@ -159,14 +159,14 @@ func (s *suite) reportLoadSize(t *testing.T) {
 		load[id] = float64(100+i%900) * 1.01 // three digits, e.g. 1009.99 -> "1009.99"
 		huge[id] = 1.2345678901234567e+300
 	}
-	if err := c.ReportLoad(ctx, a, "w-a", load); err != nil {
+	if err := c.Members().ReportLoad(ctx, a, "w-a", load); err != nil {
 		t.Fatalf("ReportLoad of %d shards: %v", len(load), err)
 	}
 	if m, _ := snapshot(t, c).Member("w-a"); len(m.Load) != len(load) {
 		t.Fatalf("snapshot shows %d of %d shards' loads", len(m.Load), len(load))
 	}
 	idx := snapshot(t, c).Index
-	err := c.ReportLoad(ctx, a, "w-a", huge)
+	err := c.Members().ReportLoad(ctx, a, "w-a", huge)
 	if !errors.Is(err, shard.ErrInvalidArgument) || !strings.Contains(err.Error(), fmt.Sprint(shard.MaxLoadBytes)) {
 		t.Fatalf("ReportLoad of %d long figures = %v, want ErrInvalidArgument naming the limit %d", len(huge), err, shard.MaxLoadBytes)
 	}

@@ -16,12 +16,13 @@ func (s *suite) acquireRelease(t *testing.T) {
 	a := session(t, c, "w-a", long, 0)
 	b := session(t, c, "w-b", long, 0)
 
-	claims, err := c.Acquire(ctx, a, []shard.Acquisition{
-		{Shard: "s-001", Reason: "first"}, {Shard: "s-000", Reason: "second"}, {Shard: "s-001", Reason: "dup"},
+	grants, err := c.Locks().Acquire(ctx, a, []shard.Acquisition{
+		shard.AcquireShard("s-001", "first"), shard.AcquireShard("s-000", "second"), shard.AcquireShard("s-001", "dup"),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	claims := shard.Claims(grants)
 	// Request order, the duplicate counted once, one transaction: one token.
 	if len(claims) != 2 || claims[0].Shard != "s-001" || claims[1].Shard != "s-000" {
 		t.Fatalf("claims = %v, want s-001 then s-000", claims)
@@ -146,10 +147,11 @@ func (s *suite) batch(t *testing.T) {
 	a := session(t, c, "w-a", long, 0)
 	b := session(t, c, "w-b", long, 0)
 
-	claims, err := c.Acquire(t.Context(), a, wantOf(cfg.IDs()...))
+	grants, err := c.Locks().Acquire(t.Context(), a, wantOf(cfg.IDs()...))
 	if err != nil {
 		t.Fatal(err)
 	}
+	claims := shard.Claims(grants)
 	if len(claims) != n {
 		t.Fatalf("granted %d shards, want %d", len(claims), n)
 	}
@@ -208,7 +210,7 @@ func (s *suite) concurrent(t *testing.T) {
 		mu        sync.Mutex
 		owner     = map[shard.ID]int{}
 		lastToken = map[shard.ID]shard.Token{}
-		grants    int
+		granted   int
 	)
 	sids := make([]shard.SessionID, workers)
 	for w := range workers {
@@ -218,12 +220,13 @@ func (s *suite) concurrent(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for range rounds {
-				want := []shard.Acquisition{{Shard: ids[rand.IntN(len(ids))]}, {Shard: ids[rand.IntN(len(ids))]}}
-				claims, err := c.Acquire(t.Context(), sids[w], want)
+				want := []shard.Acquisition{shard.AcquireShard(ids[rand.IntN(len(ids))], ""), shard.AcquireShard(ids[rand.IntN(len(ids))], "")}
+				grants, err := c.Locks().Acquire(t.Context(), sids[w], want)
 				if err != nil {
 					t.Error(err)
 					return
 				}
+				claims := shard.Claims(grants)
 				mu.Lock()
 				for _, cl := range claims {
 					if o, ok := owner[cl.Shard]; ok {
@@ -233,7 +236,7 @@ func (s *suite) concurrent(t *testing.T) {
 						t.Errorf("%s token %d not above %d", cl.Shard, cl.Token, lastToken[cl.Shard])
 					}
 					owner[cl.Shard], lastToken[cl.Shard] = w, cl.Token
-					grants++
+					granted++
 				}
 				held := make([]shard.ID, len(claims))
 				for i, cl := range claims {
@@ -241,7 +244,7 @@ func (s *suite) concurrent(t *testing.T) {
 					delete(owner, cl.Shard) // stop acting as owner before releasing
 				}
 				mu.Unlock()
-				if err := c.Release(t.Context(), sids[w], held, "done"); err != nil {
+				if err := c.Locks().Release(t.Context(), sids[w], shard.ShardLocks(held), "done"); err != nil {
 					t.Error(err)
 					return
 				}
@@ -249,7 +252,7 @@ func (s *suite) concurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if grants == 0 {
+	if granted == 0 {
 		t.Fatal("no shard was ever granted")
 	}
 	for _, st := range snapshot(t, c).Shards {

@@ -9,7 +9,7 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// watchMember: WatchMember(0) returns the key at once; a later call blocks
+// watchMember: Members.Watch(0) returns the key at once; a later call blocks
 // until that key changes, and is woken by each way it can change under a
 // live worker: its own session rewrites it, an operator's plain put (new
 // value, same session), the session's end (the key stays, without a
@@ -24,7 +24,7 @@ func (s *suite) watchMember(t *testing.T) {
 	join(t, c, a, shard.Member{ID: "w-a", Weight: 1})
 
 	start := time.Now()
-	k, err := c.WatchMember(ctx, "w-a", 0)
+	k, err := c.Members().Watch(ctx, "w-a", 0)
 	if err != nil {
 		t.Fatalf("WatchMember(w-a, 0): %v", err)
 	}
@@ -34,7 +34,7 @@ func (s *suite) watchMember(t *testing.T) {
 	if k.Index == 0 || !k.Exists || k.Problem != "" || k.Member.ID != "w-a" || k.Member.Weight != 1 || k.Member.Session != a {
 		t.Fatalf("WatchMember(w-a, 0) = %+v, want w-a with weight 1 held by %s at a non-zero index", k, a)
 	}
-	if m, err := c.WatchMember(ctx, "nobody", 0); err != nil || m.Exists || m.Index == 0 {
+	if m, err := c.Members().Watch(ctx, "nobody", 0); err != nil || m.Exists || m.Index == 0 {
 		t.Fatalf("WatchMember(nobody, 0) = %+v, %v; want a missing key at a non-zero index", m, err)
 	}
 
@@ -67,13 +67,13 @@ func (s *suite) watchMember(t *testing.T) {
 	}
 }
 
-// memberWakes starts WatchMember(id, after), makes the noise writes and
+// memberWakes starts Members.Watch(id, after), makes the noise writes and
 // checks that the watch is still blocked a while later, then makes the
 // write and returns what the watch returned for it.
 func (s *suite) memberWakes(t *testing.T, c shard.Coordinator, id string, after uint64, what string, noise, write func()) shard.MemberKey {
 	t.Helper()
 	return wakes(t, s.o.timing.Slack, fmt.Sprintf("WatchMember(%s, %d)", id, after), what, after,
-		func(ctx context.Context) (shard.MemberKey, error) { return c.WatchMember(ctx, id, after) },
+		func(ctx context.Context) (shard.MemberKey, error) { return c.Members().Watch(ctx, id, after) },
 		func(k shard.MemberKey) uint64 { return k.Index }, noise, write)
 }
 

@@ -3,6 +3,7 @@ package coordtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +12,7 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// destroyReleases: DestroySession frees every shard and member key of the
+// destroyReleases: Sessions.Destroy frees every shard and member key of the
 // session, keeps their values, and leaves other sessions alone.
 func (s *suite) destroyReleases(t *testing.T) {
 	c := s.open(t)
@@ -40,7 +41,7 @@ func (s *suite) destroyReleases(t *testing.T) {
 	}
 	// Destroying again, or a session never created, is not an error.
 	for _, id := range []shard.SessionID{a, "nobody"} {
-		if err := c.DestroySession(ctx, id); err != nil {
+		if err := c.Sessions().Destroy(ctx, id); err != nil {
 			t.Errorf("DestroySession(%s) = %v, want nil", id, err)
 		}
 	}
@@ -81,7 +82,7 @@ func (s *suite) expiryAndLockDelay(t *testing.T) {
 				renewErr <- nil
 				return
 			case <-tick.C:
-				if err := c.RenewSession(renewCtx, keeper); err != nil && renewCtx.Err() == nil {
+				if err := c.Sessions().Renew(renewCtx, keeper); err != nil && renewCtx.Err() == nil {
 					renewErr <- err
 					return
 				}
@@ -114,7 +115,7 @@ func (s *suite) expiryAndLockDelay(t *testing.T) {
 	if m, ok := snap.Member("doomed"); ok && m.Live() {
 		t.Errorf("member of the expired session is still live: %+v", m)
 	}
-	if err := c.RenewSession(ctx, doomed); !errors.Is(err, shard.ErrSessionInvalid) {
+	if err := c.Sessions().Renew(ctx, doomed); !errors.Is(err, shard.ErrSessionInvalid) {
 		t.Errorf("RenewSession after expiry = %v, want ErrSessionInvalid", err)
 	}
 
@@ -168,7 +169,7 @@ func (s *suite) expiryAndLockDelay(t *testing.T) {
 }
 
 // noLockDelayAfterRelease: Release frees shards for others at once,
-// whatever the session's lock-delay; so does a DestroySession after the
+// whatever the session's lock-delay; so does a Sessions.Destroy after the
 // session released everything, which is how a worker stops on purpose.
 func (s *suite) noLockDelayAfterRelease(t *testing.T) {
 	c := s.open(t)
@@ -188,7 +189,7 @@ func (s *suite) noLockDelayAfterRelease(t *testing.T) {
 	}
 }
 
-// destroyAppliesLockDelay: DestroySession is an invalidation, as in Consul.
+// destroyAppliesLockDelay: Sessions.Destroy is an invalidation, as in Consul.
 // The shards the session still held stay closed to every other session for
 // its lock-delay, then are granted with a higher token: whoever destroyed
 // the session (an operator, a script) cannot know whether its worker is
@@ -242,28 +243,28 @@ func (s *suite) goneSession(t *testing.T) {
 	destroy(t, c, gone)
 	for _, sid := range []shard.SessionID{gone, "nobody"} {
 		calls := map[string]error{
-			"RenewSession": c.RenewSession(ctx, sid),
-			"Join":         c.Join(ctx, sid, shard.Member{ID: "w"}),
-			"Release":      c.Release(ctx, sid, []shard.ID{"stream/shard-000"}, "x"),
+			"RenewSession": c.Sessions().Renew(ctx, sid),
+			"Join":         c.Members().Join(ctx, sid, shard.Member{ID: "w"}),
+			"Release":      c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"stream/shard-000"}), "x"),
 		}
-		claims, err := c.Acquire(ctx, sid, wantOf("stream/shard-000"))
+		claims, err := c.Locks().Acquire(ctx, sid, wantOf("stream/shard-000"))
 		calls["Acquire"] = err
 		if len(claims) != 0 {
 			t.Errorf("Acquire(%s) granted %v", sid, claims)
 		}
-		epoch, held, err := c.Campaign(ctx, sid, "w")
+		grants, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{{Lock: shard.AssignorLock}})
 		calls["Campaign"] = err
-		if held || epoch != 0 {
-			t.Errorf("Campaign(%s) = %d, %v", sid, epoch, held)
+		if len(grants) != 0 {
+			t.Errorf("Campaign(%s) = %v", sid, grants)
 		}
-		calls["Resign"] = c.Resign(ctx, sid)
+		calls["Resign"] = c.Locks().Release(ctx, sid, []shard.Lock{shard.AssignorLock}, "resign")
 		for name, err := range calls {
 			if !errors.Is(err, shard.ErrSessionInvalid) {
 				t.Errorf("%s(%s) = %v, want ErrSessionInvalid", name, sid, err)
 			}
 		}
 		// A gone session holds nothing: it is not the assignor.
-		err = c.Assign(ctx, sid, 1, map[string]*shard.Assignment{"w": {}})
+		err = c.Assignments().Assign(ctx, sid, 1, map[string]*shard.Assignment{"w": {}})
 		if !errors.Is(err, shard.ErrNotAssignor) {
 			t.Errorf("Assign(%s) = %v, want ErrNotAssignor", sid, err)
 		}
@@ -287,7 +288,7 @@ func (s *suite) argumentErrors(t *testing.T) {
 		{shard.SessionSpec{TTL: -time.Second, LockDelay: -time.Second}, []string{"worker", "ttl -1s", "lock-delay -1s"}},
 	}
 	for _, tt := range specs {
-		id, err := c.CreateSession(ctx, tt.spec)
+		id, err := c.Sessions().Create(ctx, tt.spec)
 		if !errors.Is(err, shard.ErrInvalidArgument) || id != "" {
 			t.Errorf("CreateSession(%+v) = %q, %v; want ErrInvalidArgument", tt.spec, id, err)
 			continue
@@ -300,12 +301,14 @@ func (s *suite) argumentErrors(t *testing.T) {
 	}
 
 	sid := session(t, c, "w", long, 0)
-	epoch, _, err := c.Campaign(ctx, sid, "")
-	if !errors.Is(err, shard.ErrInvalidArgument) || !strings.Contains(err.Error(), "worker") || epoch != 0 {
-		t.Errorf("Campaign with an empty worker = %d, %v; want ErrInvalidArgument naming the worker", epoch, err)
+	for _, bad := range []shard.Lock{"", "config", "members", "a/b", "Assignor", shard.ShardLock("")} {
+		grants, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{{Lock: bad}})
+		if !errors.Is(err, shard.ErrInvalidArgument) || !strings.Contains(err.Error(), fmt.Sprintf("%q", bad)) || len(grants) != 0 {
+			t.Errorf("Acquire of lock %q = %v, %v; want ErrInvalidArgument naming it", bad, grants, err)
+		}
 	}
-	epoch = campaignHeld(t, c, sid, "w")
-	if err := c.Assign(ctx, sid, epoch, map[string]*shard.Assignment{"w": {}}); !errors.Is(err, shard.ErrInvalidArgument) || !strings.Contains(err.Error(), "config") {
+	epoch := campaignHeld(t, c, sid, "w")
+	if err := c.Assignments().Assign(ctx, sid, epoch, map[string]*shard.Assignment{"w": {}}); !errors.Is(err, shard.ErrInvalidArgument) || !strings.Contains(err.Error(), "config") {
 		t.Errorf("Assign before the fleet is configured = %v, want ErrInvalidArgument saying so", err)
 	}
 	cfg := configure(t, c, 4)
@@ -319,12 +322,12 @@ func (s *suite) argumentErrors(t *testing.T) {
 		{[]shard.ID{cfg.IDs()[1], ""}, shard.ErrInvalidArgument, "empty"},
 	}
 	for _, tt := range cases {
-		claims, err := c.Acquire(ctx, sid, wantOf(tt.ids...))
+		claims, err := c.Locks().Acquire(ctx, sid, wantOf(tt.ids...))
 		if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantMsg) || len(claims) != 0 {
 			t.Errorf("Acquire(%v) = %v, %v; want %v naming %s", tt.ids, claims, err, tt.wantErr, tt.wantMsg)
 		}
 	}
-	if err := c.Join(ctx, sid, shard.Member{}); !errors.Is(err, shard.ErrInvalidArgument) {
+	if err := c.Members().Join(ctx, sid, shard.Member{}); !errors.Is(err, shard.ErrInvalidArgument) {
 		t.Errorf("Join with an empty id = %v, want ErrInvalidArgument", err)
 	}
 	// Assign refuses the whole call before writing anything.
@@ -336,11 +339,11 @@ func (s *suite) argumentErrors(t *testing.T) {
 		{map[string]*shard.Assignment{"a": {Shards: cfg.IDs()[:1]}, "": {}}, shard.ErrInvalidArgument, "empty"},
 		{map[string]*shard.Assignment{"a": {Shards: cfg.IDs()[:1]}, "b": {Shards: []shard.ID{"stream/shard-004"}}}, shard.ErrUnknownShard, `"stream/shard-004"`},
 	} {
-		if err := c.Assign(ctx, sid, epoch, tt.set); !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantMsg) {
+		if err := c.Assignments().Assign(ctx, sid, epoch, tt.set); !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantMsg) {
 			t.Errorf("Assign(%v) = %v, want %v naming %s", tt.set, err, tt.wantErr, tt.wantMsg)
 		}
 	}
-	if _, err := c.WatchAssignment(ctx, "", 0); !errors.Is(err, shard.ErrInvalidArgument) {
+	if _, err := c.Assignments().Watch(ctx, "", 0); !errors.Is(err, shard.ErrInvalidArgument) {
 		t.Errorf("WatchAssignment of an empty worker = %v, want ErrInvalidArgument", err)
 	}
 	noWrite(t, c, before, 300*time.Millisecond, "refused calls")
@@ -354,25 +357,28 @@ func (s *suite) canceledContext(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(t.Context())
 	cancel(cause)
 	calls := map[string]func() error{
-		"Configure": func() error { _, err := c.Configure(ctx, shard.Config{Shards: 1}); return err },
+		"Configure": func() error { _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 1}); return err },
 		"CreateSession": func() error {
-			_, err := c.CreateSession(ctx, shard.SessionSpec{Worker: "w", TTL: long})
+			_, err := c.Sessions().Create(ctx, shard.SessionSpec{Worker: "w", TTL: long})
 			return err
 		},
-		"RenewSession":   func() error { return c.RenewSession(ctx, sid) },
-		"DestroySession": func() error { return c.DestroySession(ctx, sid) },
-		"Join":           func() error { return c.Join(ctx, sid, shard.Member{ID: "w"}) },
-		"Acquire":        func() error { _, err := c.Acquire(ctx, sid, wantOf("s")); return err },
-		"Release":        func() error { return c.Release(ctx, sid, []shard.ID{"s"}, "x") },
-		"Watch":          func() error { _, err := c.Watch(ctx, 0); return err },
-		"WatchMember":    func() error { _, err := c.WatchMember(ctx, "w", 0); return err },
-		"Campaign":       func() error { _, _, err := c.Campaign(ctx, sid, "w"); return err },
-		"Resign":         func() error { return c.Resign(ctx, sid) },
-		"WatchAssignor":  func() error { _, err := c.WatchAssignor(ctx, 0); return err },
-		"Assign": func() error {
-			return c.Assign(ctx, sid, 1, map[string]*shard.Assignment{"w": {}})
+		"RenewSession":   func() error { return c.Sessions().Renew(ctx, sid) },
+		"DestroySession": func() error { return c.Sessions().Destroy(ctx, sid) },
+		"Join":           func() error { return c.Members().Join(ctx, sid, shard.Member{ID: "w"}) },
+		"Acquire":        func() error { _, err := c.Locks().Acquire(ctx, sid, wantOf("s")); return err },
+		"Release":        func() error { return c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"s"}), "x") },
+		"Watch":          func() error { _, err := c.Fleet().Watch(ctx, 0); return err },
+		"WatchMember":    func() error { _, err := c.Members().Watch(ctx, "w", 0); return err },
+		"Campaign": func() error {
+			_, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{{Lock: shard.AssignorLock}})
+			return err
 		},
-		"WatchAssignment": func() error { _, err := c.WatchAssignment(ctx, "w", 0); return err },
+		"Resign":        func() error { return c.Locks().Release(ctx, sid, []shard.Lock{shard.AssignorLock}, "resign") },
+		"WatchAssignor": func() error { _, err := c.Locks().Watch(ctx, shard.AssignorLock, 0); return err },
+		"Assign": func() error {
+			return c.Assignments().Assign(ctx, sid, 1, map[string]*shard.Assignment{"w": {}})
+		},
+		"WatchAssignment": func() error { _, err := c.Assignments().Watch(ctx, "w", 0); return err },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, cause) {
@@ -383,7 +389,7 @@ func (s *suite) canceledContext(t *testing.T) {
 	if snap.Config != nil || len(snap.Members) != 0 || len(snap.Shards) != 0 || snap.Assignor.Index != 0 || len(snap.Assignments) != 0 {
 		t.Fatalf("canceled calls changed the fleet: %s; assignor %+v, assignments %v", describe(snap), snap.Assignor, snap.Assignments)
 	}
-	if err := c.RenewSession(t.Context(), sid); err != nil {
+	if err := c.Sessions().Renew(t.Context(), sid); err != nil {
 		t.Fatalf("the session did not survive a canceled DestroySession: %v", err)
 	}
 }

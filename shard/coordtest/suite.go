@@ -76,14 +76,14 @@ const long = time.Hour
 // Consul agent is not left with its health check).
 func session(t *testing.T, c shard.Coordinator, worker string, ttl, lockDelay time.Duration) shard.SessionID {
 	t.Helper()
-	id, err := c.CreateSession(t.Context(), shard.SessionSpec{Worker: worker, TTL: ttl, LockDelay: lockDelay})
+	id, err := c.Sessions().Create(t.Context(), shard.SessionSpec{Worker: worker, TTL: ttl, LockDelay: lockDelay})
 	if err != nil {
 		t.Fatalf("CreateSession(%s, ttl %v, lock-delay %v): %v", worker, ttl, lockDelay, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = c.DestroySession(ctx, id)
+		_ = c.Sessions().Destroy(ctx, id)
 	})
 	return id
 }
@@ -91,12 +91,12 @@ func session(t *testing.T, c shard.Coordinator, worker string, ttl, lockDelay ti
 // acquire asks for shards (reason "test") and returns the tokens granted.
 func acquire(t *testing.T, c shard.Coordinator, sid shard.SessionID, ids ...shard.ID) map[shard.ID]shard.Token {
 	t.Helper()
-	claims, err := c.Acquire(t.Context(), sid, wantOf(ids...))
+	grants, err := c.Locks().Acquire(t.Context(), sid, wantOf(ids...))
 	if err != nil {
 		t.Fatalf("Acquire(%s, %v): %v", sid, ids, err)
 	}
-	got := make(map[shard.ID]shard.Token, len(claims))
-	for _, cl := range claims {
+	got := make(map[shard.ID]shard.Token, len(grants))
+	for _, cl := range shard.Claims(grants) {
 		got[cl.Shard] = cl.Token
 	}
 	return got
@@ -105,35 +105,35 @@ func acquire(t *testing.T, c shard.Coordinator, sid shard.SessionID, ids ...shar
 func wantOf(ids ...shard.ID) []shard.Acquisition {
 	want := make([]shard.Acquisition, len(ids))
 	for i, id := range ids {
-		want[i] = shard.Acquisition{Shard: id, Reason: "test"}
+		want[i] = shard.AcquireShard(id, "test")
 	}
 	return want
 }
 
 func release(t *testing.T, c shard.Coordinator, sid shard.SessionID, why string, ids ...shard.ID) {
 	t.Helper()
-	if err := c.Release(t.Context(), sid, ids, why); err != nil {
+	if err := c.Locks().Release(t.Context(), sid, shard.ShardLocks(ids), why); err != nil {
 		t.Fatalf("Release(%s, %v): %v", sid, ids, err)
 	}
 }
 
 func destroy(t *testing.T, c shard.Coordinator, sid shard.SessionID) {
 	t.Helper()
-	if err := c.DestroySession(t.Context(), sid); err != nil {
+	if err := c.Sessions().Destroy(t.Context(), sid); err != nil {
 		t.Fatalf("DestroySession(%s): %v", sid, err)
 	}
 }
 
 func join(t *testing.T, c shard.Coordinator, sid shard.SessionID, m shard.Member) {
 	t.Helper()
-	if err := c.Join(t.Context(), sid, m); err != nil {
+	if err := c.Members().Join(t.Context(), sid, m); err != nil {
 		t.Fatalf("Join(%s, %s): %v", sid, m.ID, err)
 	}
 }
 
 func configure(t *testing.T, c shard.Coordinator, n int) shard.Config {
 	t.Helper()
-	cfg, err := c.Configure(t.Context(), shard.Config{Shards: n})
+	cfg, err := c.Fleet().Configure(t.Context(), shard.Config{Shards: n})
 	if err != nil {
 		t.Fatalf("Configure(%d shards): %v", n, err)
 	}
@@ -143,7 +143,7 @@ func configure(t *testing.T, c shard.Coordinator, n int) shard.Config {
 // snapshot returns the current snapshot without blocking.
 func snapshot(t *testing.T, c shard.Coordinator) shard.Snapshot {
 	t.Helper()
-	snap, err := c.Watch(t.Context(), 0)
+	snap, err := c.Fleet().Watch(t.Context(), 0)
 	if err != nil {
 		t.Fatalf("Watch(0): %v", err)
 	}
@@ -167,7 +167,7 @@ func waitFor(t *testing.T, c shard.Coordinator, within time.Duration, what strin
 		last shard.Snapshot
 	)
 	for {
-		snap, err := c.Watch(ctx, idx)
+		snap, err := c.Fleet().Watch(ctx, idx)
 		if err != nil {
 			t.Fatalf("waiting up to %v for %s: %v; last snapshot %s", within, what, err, describe(last))
 		}
@@ -185,7 +185,7 @@ func noWrite(t *testing.T, c shard.Coordinator, index uint64, d time.Duration, w
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	defer cancel()
-	snap, err := c.Watch(ctx, index)
+	snap, err := c.Fleet().Watch(ctx, index)
 	if err == nil {
 		t.Fatalf("%s wrote: index moved from %d to %d", what, index, snap.Index)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/shardlease/shardlease/shard"
 )
@@ -17,15 +16,6 @@ import (
 // sizes.
 const MaxTxnAssignments = 64
 
-// assignorKey is P/assignor: the assignor lock, its value and its modify
-// index.
-type assignorKey struct {
-	session shard.SessionID // empty: free
-	worker  string
-	since   time.Time
-	index   uint64
-}
-
 // assignKey is P/assign/<worker>: what reading its value gives (decoded
 // once, when written).
 type assignKey struct {
@@ -34,89 +24,11 @@ type assignKey struct {
 	index      uint64
 }
 
-// Campaign locks P/assignor for the session in one write, its value naming
-// worker, and returns the write's index as the epoch. A session that holds
-// it already gets its current epoch without a write. It returns held false
-// (no error, no write) when another session holds it or it is in the
-// lock-delay of its last holder's invalidated session. A gone session
-// wraps shard.ErrSessionInvalid; an empty worker shard.ErrInvalidArgument.
-func (c *Coordinator) Campaign(ctx context.Context, id shard.SessionID, worker string) (shard.Token, bool, error) {
-	if err := ctxErr(ctx); err != nil {
-		return 0, false, err
-	}
-	if worker == "" {
-		return 0, false, fmt.Errorf("%w: campaign: worker is empty", shard.ErrInvalidArgument)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.catchUpLocked()
+// assignments is the coordinator's shard.Assignments.
+type assignments struct{ c *Coordinator }
 
-	if _, err := c.liveSessionLocked(id); err != nil {
-		return 0, false, err
-	}
-	switch k := c.assignor; {
-	case k != nil && k.session == id:
-		return shard.Token(k.index), true, nil
-	case k != nil && k.session != "":
-		return 0, false, nil
-	case now.Before(c.assignorDelay):
-		return 0, false, nil
-	}
-	idx := c.commitLocked()
-	c.assignor = &assignorKey{session: id, worker: worker, since: now, index: idx}
-	return shard.Token(idx), true, nil
-}
-
-// Resign releases P/assignor in one write if the session holds it, keeping
-// its value; a voluntary release sets no lock-delay. Otherwise it writes
-// nothing. A gone session wraps shard.ErrSessionInvalid.
-func (c *Coordinator) Resign(ctx context.Context, id shard.SessionID) error {
-	if err := ctxErr(ctx); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.catchUpLocked()
-
-	if _, err := c.liveSessionLocked(id); err != nil {
-		return err
-	}
-	if k := c.assignor; k != nil && k.session == id {
-		k.session, k.index = "", c.commitLocked()
-	}
-	return nil
-}
-
-// WatchAssignor is a blocking query on P/assignor: it returns the key as
-// soon as its index is above after (at once when after is 0, or when after
-// is ahead of the store's index, so that shard.NextIndex sees the reset).
-// A missing key's index is that of the write that deleted it, so its
-// deletion wakes the watcher once; other keys' writes never do. The end of
-// a lock-delay is not a write and wakes nobody.
-func (c *Coordinator) WatchAssignor(ctx context.Context, after uint64) (shard.AssignorKey, error) {
-	key := func() shard.AssignorKey {
-		k, exists := c.assignorLocked()
-		if !exists {
-			k.Index = max(c.assignorGone, 1)
-		}
-		return k
-	}
-	return blockingRead(ctx, c, after, func() uint64 { return key().Index }, key)
-}
-
-// assignorLocked returns P/assignor as a snapshot shows it (Index 0 when
-// missing) and whether it exists.
-func (c *Coordinator) assignorLocked() (shard.AssignorKey, bool) {
-	k := c.assignor
-	if k == nil {
-		return shard.AssignorKey{}, false
-	}
-	key := shard.AssignorKey{Index: k.index}
-	if k.session != "" {
-		key.Worker, key.Session, key.Epoch, key.Since = k.worker, k.session, shard.Token(k.index), k.since
-	}
-	return key, true
-}
+// Assignments returns the coordinator's assignment keys.
+func (c *Coordinator) Assignments() shard.Assignments { return assignments{c} }
 
 // Assign writes or deletes the assignment keys of set, in sorted worker
 // order, MaxTxnAssignments per transaction; each transaction first checks
@@ -127,7 +39,8 @@ func (c *Coordinator) assignorLocked() (shard.AssignorKey, bool) {
 // all. Values are encoded as Consul stores them (shard.Config's
 // EncodeAssignment), so the same shards are refused: a shard outside the
 // config wraps shard.ErrUnknownShard, before anything is written.
-func (c *Coordinator) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
+func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
+	c := as.c
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -187,7 +100,7 @@ func (c *Coordinator) Assign(ctx context.Context, id shard.SessionID, epoch shar
 // checkAssignorLocked is the check every Assign transaction starts with:
 // Consul's check-session and check-index on P/assignor.
 func (c *Coordinator) checkAssignorLocked(id shard.SessionID, epoch shard.Token) error {
-	k := c.assignor
+	k := c.locks[shard.AssignorLock]
 	if k != nil && k.session == id && shard.Token(k.index) == epoch {
 		return nil
 	}
@@ -200,18 +113,19 @@ func (c *Coordinator) checkAssignorLocked(id shard.SessionID, epoch shard.Token)
 	case k.session == id:
 		now = fmt.Sprintf("this session holds it at epoch %d", k.index)
 	default:
-		now = fmt.Sprintf("session %q (worker %q) holds it at epoch %d", k.session, k.worker, k.index)
+		now = fmt.Sprintf("session %q (worker %q) holds it at epoch %d", k.session, k.owner.Worker, k.index)
 	}
 	return fmt.Errorf("%w: session %q does not hold P/assignor at epoch %d: %s", shard.ErrNotAssignor, id, epoch, now)
 }
 
-// WatchAssignment is a blocking query on P/assign/<worker>: it returns the
+// Watch is a blocking query on P/assign/<worker>: it returns the
 // key as soon as its index is above after (at once when after is 0, or
 // when after is ahead of the store's index, so that shard.NextIndex sees
 // the reset). A missing key's index is that of the write that deleted it,
 // so its deletion wakes the watcher once; other keys' writes never do,
 // whether the key exists or not (unlike Consul for a missing key).
-func (c *Coordinator) WatchAssignment(ctx context.Context, worker string, after uint64) (shard.AssignmentKey, error) {
+func (as assignments) Watch(ctx context.Context, worker string, after uint64) (shard.AssignmentKey, error) {
+	c := as.c
 	if worker == "" {
 		return shard.AssignmentKey{}, fmt.Errorf("%w: assignment worker id is empty", shard.ErrInvalidArgument)
 	}
@@ -230,7 +144,7 @@ func (c *Coordinator) WatchAssignment(ctx context.Context, worker string, after 
 	})
 }
 
-// decodeAssignmentLocked reads a stored value as WatchAssignment and
+// decodeAssignmentLocked reads a stored value as Watch and
 // snapshots show it.
 func (c *Coordinator) decodeAssignmentLocked(value []byte) *assignKey {
 	k := &assignKey{}
@@ -255,13 +169,7 @@ func (c *Coordinator) DeleteAssignor() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.catchUpLocked()
-
-	if c.assignor == nil {
-		return false
-	}
-	c.assignorGone = c.commitLocked()
-	c.assignor = nil
-	return true
+	return c.deleteLockLocked(shard.AssignorLock)
 }
 
 // DeleteAssignment deletes P/assign/<worker>, as an operator's
@@ -283,7 +191,7 @@ func (c *Coordinator) DeleteAssignment(worker string) bool {
 // PutAssignmentValue writes value to P/assign/<worker> as a plain put by an
 // operator would, creating the key if it is missing. A value that cannot
 // be read as an assignment shows as a problem, in snapshots and to
-// WatchAssignment.
+// Assignments.Watch.
 func (c *Coordinator) PutAssignmentValue(worker string, value []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

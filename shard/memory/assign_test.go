@@ -26,15 +26,15 @@ func TestAssignorLockDelay(t *testing.T) {
 		old := newSession(t, c, "old", ttl, delay)
 		next := newSession(t, c, "next", time.Hour, 0)
 		acquire(t, c, old, "s-000")
-		first, held, err := c.Campaign(ctx, old, "old")
+		first, held, err := shard.TryLock(ctx, c.Locks(), old, shard.AssignorLock, "campaign")
 		if err != nil || !held {
 			t.Fatalf("Campaign = %d, %v, %v", first, held, err)
 		}
-		k, err := c.WatchAssignor(ctx, 0)
+		k, err := c.Locks().Watch(ctx, shard.AssignorLock, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, err = c.WatchAssignor(ctx, k.Index) // nobody calls: only the expiry wakes it
+		k, err = c.Locks().Watch(ctx, shard.AssignorLock, k.Index) // nobody calls: only the expiry wakes it
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,11 +46,11 @@ func TestAssignorLockDelay(t *testing.T) {
 		}
 
 		time.Sleep(delay - time.Nanosecond)
-		if e, held, err := c.Campaign(ctx, next, "next"); held || err != nil {
+		if e, held, err := shard.TryLock(ctx, c.Locks(), next, shard.AssignorLock, "campaign"); held || err != nil {
 			t.Fatalf("Campaign a nanosecond before the lock-delay ends = %d, %v, %v", e, held, err)
 		}
 		time.Sleep(time.Nanosecond)
-		e, held, err := c.Campaign(ctx, next, "next")
+		e, held, err := shard.TryLock(ctx, c.Locks(), next, shard.AssignorLock, "campaign")
 		if err != nil || !held || e <= first {
 			t.Fatalf("Campaign as the lock-delay ends = %d, %v, %v; want held above %d", e, held, err, first)
 		}
@@ -64,7 +64,7 @@ func TestAssignorLockDelay(t *testing.T) {
 func TestAssignWrites(t *testing.T) {
 	ctx := t.Context()
 	c := memory.New()
-	if _, err := c.Configure(ctx, shard.Config{Shards: 200}); err != nil {
+	if _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 200}); err != nil {
 		t.Fatal(err)
 	}
 	a := newSession(t, c, "a", time.Hour, 0)
@@ -82,27 +82,33 @@ func TestAssignWrites(t *testing.T) {
 		idx = now
 	}
 	var epoch shard.Token
-	step("a's campaign", 1, func() (err error) { epoch, _, err = c.Campaign(ctx, a, "a"); return err })
-	step("b's campaign", 0, func() error { _, _, err := c.Campaign(ctx, b, "b"); return err })
-	step("b's resign", 0, func() error { return c.Resign(ctx, b) })
+	step("a's campaign", 1, func() (err error) {
+		epoch, _, err = shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
+		return err
+	})
+	step("b's campaign", 0, func() error {
+		_, _, err := shard.TryLock(ctx, c.Locks(), b, shard.AssignorLock, "campaign")
+		return err
+	})
+	step("b's resign", 0, func() error { return c.Locks().Release(ctx, b, []shard.Lock{shard.AssignorLock}, "resign") })
 
 	set := map[string]*shard.Assignment{}
 	for i := range 2*memory.MaxTxnAssignments + 1 {
 		set[string(rune('a'+i/26))+string(rune('a'+i%26))] = &shard.Assignment{Shards: []shard.ID{shard.Config{Shards: 200}.IDs()[i]}}
 	}
-	step("assigning three transactions' worth", 3, func() error { return c.Assign(ctx, a, epoch, set) })
+	step("assigning three transactions' worth", 3, func() error { return c.Assignments().Assign(ctx, a, epoch, set) })
 	step("deleting keys never written", 0, func() error {
-		return c.Assign(ctx, a, epoch, map[string]*shard.Assignment{"x1": nil, "x2": nil})
+		return c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"x1": nil, "x2": nil})
 	})
 
 	missing := make(chan error, 1)
 	after := idx
 	go func() {
-		_, err := c.WatchAssignment(ctx, "x1", after)
+		_, err := c.Assignments().Watch(ctx, "x1", after)
 		missing <- err
 	}()
 	step("a write of another key", 1, func() error {
-		return c.Assign(ctx, a, epoch, map[string]*shard.Assignment{"aa": nil})
+		return c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"aa": nil})
 	})
 	select {
 	case err := <-missing:
@@ -110,12 +116,12 @@ func TestAssignWrites(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	step("the key's write", 1, func() error {
-		return c.Assign(ctx, a, epoch, map[string]*shard.Assignment{"x1": {}})
+		return c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"x1": {}})
 	})
 	if err := <-missing; err != nil {
 		t.Fatal(err)
 	}
-	step("a's resign", 1, func() error { return c.Resign(ctx, a) })
+	step("a's resign", 1, func() error { return c.Locks().Release(ctx, a, []shard.Lock{shard.AssignorLock}, "resign") })
 }
 
 // TestAssignmentCopies: what a snapshot or a watch returns is the caller's:
@@ -123,14 +129,14 @@ func TestAssignWrites(t *testing.T) {
 func TestAssignmentCopies(t *testing.T) {
 	ctx := t.Context()
 	c := memory.New()
-	ids, _ := c.Configure(ctx, shard.Config{Shards: 4})
+	ids, _ := c.Fleet().Configure(ctx, shard.Config{Shards: 4})
 	a := newSession(t, c, "a", time.Hour, 0)
-	epoch, _, _ := c.Campaign(ctx, a, "a")
-	if err := c.Assign(ctx, a, epoch, map[string]*shard.Assignment{"w": {Shards: ids.IDs()[:2]}}); err != nil {
+	epoch, _, _ := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
+	if err := c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"w": {Shards: ids.IDs()[:2]}}); err != nil {
 		t.Fatal(err)
 	}
 	snapshot(t, c).Assignments["w"].Shards[0] = "forged"
-	k, err := c.WatchAssignment(ctx, "w", 0)
+	k, err := c.Assignments().Watch(ctx, "w", 0)
 	if err != nil || k.Assignment.Shards[0] != ids.IDs()[0] {
 		t.Fatalf("WatchAssignment after a snapshot's copy was changed = %+v, %v", k, err)
 	}
@@ -147,12 +153,12 @@ func TestAssignmentWithoutConfig(t *testing.T) {
 	ctx := t.Context()
 	c := memory.New()
 	a := newSession(t, c, "a", time.Hour, 0)
-	epoch, _, _ := c.Campaign(ctx, a, "a")
-	if err := c.Assign(ctx, a, epoch, map[string]*shard.Assignment{"w": {}}); !errors.Is(err, shard.ErrInvalidArgument) {
+	epoch, _, _ := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock, "campaign")
+	if err := c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"w": {}}); !errors.Is(err, shard.ErrInvalidArgument) {
 		t.Fatalf("Assign without a config = %v, want ErrInvalidArgument", err)
 	}
 	c.PutAssignmentValue("w", []byte(`{"epoch":1,"shards":""}`))
-	if k, err := c.WatchAssignment(ctx, "w", 0); err != nil || !k.Exists || k.Problem == "" {
+	if k, err := c.Assignments().Watch(ctx, "w", 0); err != nil || !k.Exists || k.Problem == "" {
 		t.Fatalf("WatchAssignment of a value put without a config = %+v, %v; want a problem", k, err)
 	}
 	if snap := snapshot(t, c); len(snap.Problems) != 1 || len(snap.Assignments) != 0 {

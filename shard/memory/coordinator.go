@@ -49,35 +49,25 @@ type Coordinator struct {
 
 	members map[string]*memberKey
 	// memberGone holds the index of the write that deleted a member key,
-	// so a WatchMember on a missing key wakes once, for the deletion.
+	// so a watch on a missing key wakes once, for the deletion.
 	memberGone map[string]uint64
-	shards     map[shard.ID]*shardKey
+	// locks are the lock keys: P/shards/<id> and the roles' (P/assignor).
+	locks map[shard.Lock]*lockKey
+	// lockGone holds the index of the write that deleted a lock key.
+	lockGone map[shard.Lock]uint64
 	// loads are the loads keys P/loads/<worker> (see loads.go).
 	loads map[string]*loadsKey
-	// lockDelay holds, per shard, the moment its lock-delay ends. It lives
+	// lockDelay holds, per lock, the moment its lock-delay ends. It lives
 	// beside the keys, not in them, so that deleting a key does not lift its
 	// lock-delay (as in Consul).
-	lockDelay map[shard.ID]time.Time
+	lockDelay map[shard.Lock]time.Time
 
-	// assignor is P/assignor, nil while missing; assignorGone is the index
-	// of the write that deleted it, and assignorDelay the end of its
-	// lock-delay (beside the key, as for shards).
-	assignor      *assignorKey
-	assignorGone  uint64
-	assignorDelay time.Time
 	// assigns are the assignment keys P/assign/<worker>; assignGone holds
 	// the index of the write that deleted one.
 	assigns    map[string]*assignKey
 	assignGone map[string]uint64
 	// freeze is P/freeze, nil while missing.
 	freeze *shard.Mark
-}
-
-// shardKey is P/shards/<id>: the lock, its modify index and its value.
-type shardKey struct {
-	session shard.SessionID // empty: free
-	index   uint64
-	owner   shard.Owner
 }
 
 // memberKey is P/members/<id>.
@@ -138,9 +128,10 @@ func New(opts ...Option) *Coordinator {
 		sessions:    make(map[shard.SessionID]*session),
 		members:     make(map[string]*memberKey),
 		memberGone:  make(map[string]uint64),
-		shards:      make(map[shard.ID]*shardKey),
+		locks:       make(map[shard.Lock]*lockKey),
+		lockGone:    make(map[shard.Lock]uint64),
 		loads:       make(map[string]*loadsKey),
-		lockDelay:   make(map[shard.ID]time.Time),
+		lockDelay:   make(map[shard.Lock]time.Time),
 		assigns:     make(map[string]*assignKey),
 		assignGone:  make(map[string]uint64),
 	}
@@ -152,13 +143,21 @@ func New(opts ...Option) *Coordinator {
 	return c
 }
 
+// fleet is the coordinator's shard.Fleet.
+type fleet struct{ c *Coordinator }
+
+// Fleet returns the coordinator's fleet keys: config, freeze, and the
+// whole view.
+func (c *Coordinator) Fleet() shard.Fleet { return fleet{c} }
+
 // Configure stores cfg (normalized: its Protocol is this build's unless it
 // names one) as the fleet's config if none is stored, in one write. If the
 // same config is stored it returns it without a write; if a different one
 // is (another shard set or another protocol), it returns the stored config
 // and shard.ConfigMismatch's error, which names both. An invalid cfg gets
 // cfg.Validate's error and changes nothing.
-func (c *Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
+func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
+	c := f.c
 	if err := ctxErr(ctx); err != nil {
 		return shard.Config{}, err
 	}
@@ -192,13 +191,7 @@ func (c *Coordinator) DeleteShard(id shard.ID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.catchUpLocked()
-
-	if _, ok := c.shards[id]; !ok {
-		return false
-	}
-	c.commitLocked()
-	delete(c.shards, id)
-	return true
+	return c.deleteLockLocked(shard.ShardLock(id))
 }
 
 // DeleteFreeShard deletes a shard's lock key only if no session holds it,
@@ -209,22 +202,20 @@ func (c *Coordinator) DeleteFreeShard(_ context.Context, id shard.ID) (bool, err
 	defer c.mu.Unlock()
 	c.catchUpLocked()
 
-	st, ok := c.shards[id]
+	st, ok := c.locks[shard.ShardLock(id)]
 	if !ok {
 		return false, nil
 	}
 	if st.session != "" {
 		return true, fmt.Errorf("%w: shard %s is held by session %s", shard.ErrKeyHeld, id, st.session)
 	}
-	c.commitLocked()
-	delete(c.shards, id)
-	return true, nil
+	return c.deleteLockLocked(shard.ShardLock(id)), nil
 }
 
-// Sessions returns the live sessions, oldest first. Sessions are not part of
+// LiveSessions returns the live sessions, oldest first. Sessions are not part of
 // a Snapshot (as in Consul, they are not keys); this is for operators and
 // tests.
-func (c *Coordinator) Sessions() []shard.SessionID {
+func (c *Coordinator) LiveSessions() []shard.SessionID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.catchUpLocked()

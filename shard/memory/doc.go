@@ -10,8 +10,7 @@
 // write index that starts at 1 and grows by one per write. The writes are:
 // the first Configure; a Join; a ReportLoad; each transaction of an Acquire or Release that
 // locks or unlocks something (at most MaxTxnShards shards each, as Consul
-// caps a transaction); a Campaign that takes P/assignor and a Resign that
-// frees it; each transaction of an Assign that changes a key (at most
+// caps a transaction), shard locks and role locks (P/assignor) alike; each transaction of an Assign that changes a key (at most
 // MaxTxnAssignments keys each); the end of a session that held keys (all
 // its keys in one write); DeleteShard, DeleteMember, PutMember,
 // DeleteAssignor and PutAssignmentValue; and the deletion of a dead member
@@ -33,10 +32,10 @@
 //     calls the coordinator (a watcher sees it), and every call first applies
 //     whatever is due, in the order it fell due, so the outcome of a call
 //     depends only on the clock's reading, never on timer scheduling.
-//   - Invalidation — an expiry or DestroySession, as in Consul — releases
+//   - Invalidation — an expiry or Sessions.Destroy, as in Consul — releases
 //     every key of the session (values kept, session cleared) and keeps each
-//     released shard, and P/assignor, from being locked by any session for
-//     the session's LockDelay. Release and Resign are voluntary and set no
+//     released lock, a shard's or a role's, from being taken by any session
+//     for the session's LockDelay. Release is voluntary and sets no
 //     lock-delay.
 //   - The assignor's epoch is the index of the write that took P/assignor,
 //     so it strictly increases across holders, also after DeleteAssignor.
@@ -69,7 +68,7 @@
 // shard keys get it, so a restarted worker can Join again under its old ID at
 // once. A watch index ahead of the store's returns at once (Consul waits out
 // the query's timeout) so that shard.NextIndex sees the reset. A
-// WatchMember or WatchAssignment on a missing key is woken only by that
+// Members.Watch or Assignments.Watch on a missing key is woken only by that
 // key's writes (Consul's also returns when other keys were written, see
 // shard/consul). Snapshots list Problems
 // only for assignment values written by PutAssignmentValue that cannot be

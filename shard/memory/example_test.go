@@ -16,26 +16,26 @@ import (
 func ExampleNew() {
 	ctx := context.Background()
 	c := memory.New()
-	if _, err := c.Configure(ctx, shard.Config{Shards: 2}); err != nil {
+	if _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 2}); err != nil {
 		fmt.Println(err)
 		return
 	}
-	a, _ := c.CreateSession(ctx, shard.SessionSpec{Worker: "a", TTL: 10 * time.Second})
-	b, _ := c.CreateSession(ctx, shard.SessionSpec{Worker: "b", TTL: 10 * time.Second})
-	_ = c.Join(ctx, a, shard.Member{ID: "a", Weight: 1})
-	_ = c.Join(ctx, b, shard.Member{ID: "b", Weight: 1})
+	a, _ := c.Sessions().Create(ctx, shard.SessionSpec{Worker: "a", TTL: 10 * time.Second})
+	b, _ := c.Sessions().Create(ctx, shard.SessionSpec{Worker: "b", TTL: 10 * time.Second})
+	_ = c.Members().Join(ctx, a, shard.Member{ID: "a", Weight: 1})
+	_ = c.Members().Join(ctx, b, shard.Member{ID: "b", Weight: 1})
 
-	want := []shard.Acquisition{{Shard: "stream/shard-000", Reason: "example"}, {Shard: "stream/shard-001", Reason: "example"}}
-	got, _ := c.Acquire(ctx, a, want)
+	want := []shard.Acquisition{shard.AcquireShard("stream/shard-000", "example"), shard.AcquireShard("stream/shard-001", "example")}
+	got, _ := c.Locks().Acquire(ctx, a, want)
 	fmt.Println("a holds", got) // both in one transaction: one token
-	got, _ = c.Acquire(ctx, b, want)
+	got, _ = c.Locks().Acquire(ctx, b, want)
 	fmt.Println("b holds", got) // held by a: left out, not an error
 
-	_ = c.Release(ctx, a, []shard.ID{"stream/shard-001"}, "handed off")
-	got, _ = c.Acquire(ctx, b, want[1:])
+	_ = c.Locks().Release(ctx, a, shard.ShardLocks([]shard.ID{"stream/shard-001"}), "handed off")
+	got, _ = c.Locks().Acquire(ctx, b, want[1:])
 	fmt.Println("b holds", got) // a later write: a higher token
 
-	s, _ := c.Watch(ctx, 0)
+	s, _ := c.Fleet().Watch(ctx, 0)
 	fmt.Println(s.Owners())
 	// Output:
 	// a holds [stream/shard-000@5 stream/shard-001@5]

@@ -9,7 +9,8 @@ import (
 
 // SetFreeze writes P/freeze (mark non-nil) or deletes it (nil), one write
 // either way; deleting a missing freeze writes nothing.
-func (c *Coordinator) SetFreeze(ctx context.Context, mark *shard.Mark) error {
+func (f fleet) SetFreeze(ctx context.Context, mark *shard.Mark) error {
+	c := f.c
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}

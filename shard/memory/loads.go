@@ -23,7 +23,8 @@ type loadsKey struct {
 // (shard.ErrInvalidArgument); a shard outside the stored config
 // (shard.ErrUnknownShard); the session gone (shard.ErrSessionInvalid); the
 // member key missing, dead or another session's (shard.ErrNotMember).
-func (c *Coordinator) ReportLoad(ctx context.Context, id shard.SessionID, worker string, load map[shard.ID]float64) error {
+func (ms members) ReportLoad(ctx context.Context, id shard.SessionID, worker string, load map[shard.ID]float64) error {
+	c := ms.c
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}

@@ -17,17 +17,17 @@ func TestLoadsKeyCollectedWithMember(t *testing.T) {
 		ctx := t.Context()
 		const grace = 5 * time.Second
 		c := New(WithMemberGrace(grace))
-		sid, err := c.CreateSession(ctx, shard.SessionSpec{Worker: "w", TTL: time.Hour})
+		sid, err := c.Sessions().Create(ctx, shard.SessionSpec{Worker: "w", TTL: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Join(ctx, sid, shard.Member{ID: "w"}); err != nil {
+		if err := c.Members().Join(ctx, sid, shard.Member{ID: "w"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.ReportLoad(ctx, sid, "w", map[shard.ID]float64{"s": 1}); err != nil {
+		if err := c.Members().ReportLoad(ctx, sid, "w", map[shard.ID]float64{"s": 1}); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.DestroySession(ctx, sid); err != nil {
+		if err := c.Sessions().Destroy(ctx, sid); err != nil {
 			t.Fatal(err)
 		}
 		c.mu.Lock()

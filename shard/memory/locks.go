@@ -9,26 +9,41 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// Acquire locks, for the session, every wanted shard that is free and not in
-// lock-delay, and returns a claim per shard the session holds afterwards, in
-// the order asked for (a shard asked for twice counts once, with the first
-// reason). Shards held by another session or in lock-delay are left out;
-// that is not an error.
+// lockKey is one lock's key (a shard's, or a role's such as P/assignor):
+// the holding session, the key's modify index and its value.
+type lockKey struct {
+	session shard.SessionID // empty: free
+	index   uint64
+	owner   shard.Owner
+}
+
+// locks is the coordinator's shard.Locks.
+type locks struct{ c *Coordinator }
+
+// Locks returns the coordinator's locks: each shard's and each role's.
+func (c *Coordinator) Locks() shard.Locks { return locks{c} }
+
+// Acquire locks, for the session, every wanted lock that is free and not
+// in lock-delay, and returns a grant per lock the session holds
+// afterwards, in the order asked for (a lock asked for twice counts once,
+// with the first reason). Locks held by another session or in lock-delay
+// are left out; that is not an error.
 //
-// The shards to lock are written MaxTxnShards per transaction; every shard of
-// one transaction gets the transaction's index as its token and
+// The locks to take are written MaxTxnShards per transaction; every lock
+// of one transaction gets the transaction's index as its token and
 // Owner{Worker: the session's worker, Reason, Since: now} as its value. A
-// shard the session already holds is not written again (a re-lock would
+// lock the session already holds is not written again (a re-lock would
 // change its token) and is returned with its current token.
 //
 // Errors, each leaving everything as it was: the session is gone
-// (shard.ErrSessionInvalid); an empty shard ID (shard.ErrInvalidArgument); a
-// shard outside the stored config, if one is stored (shard.ErrUnknownShard,
-// naming the shard).
-func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acquisition) ([]shard.Claim, error) {
+// (shard.ErrSessionInvalid); a lock name shard.Lock.Validate refuses
+// (shard.ErrInvalidArgument); a shard outside the stored config, if one is
+// stored (shard.ErrUnknownShard, naming the shard).
+func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acquisition) ([]shard.Grant, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
+	c := l.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.catchUpLocked()
@@ -37,23 +52,23 @@ func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []sh
 	if err != nil {
 		return nil, err
 	}
-	want = uniqueBy(want, func(a shard.Acquisition) shard.ID { return a.Shard })
+	want = uniqueBy(want, func(a shard.Acquisition) shard.Lock { return a.Lock })
 	for _, a := range want {
-		if err := c.checkShardLocked(a.Shard); err != nil {
+		if err := c.checkLockLocked(a.Lock); err != nil {
 			return nil, err
 		}
 	}
 
-	tokens := make(map[shard.ID]shard.Token, len(want))
+	tokens := make(map[shard.Lock]shard.Token, len(want))
 	var toLock []shard.Acquisition
 	for _, a := range want {
-		k := c.shards[a.Shard]
+		k := c.locks[a.Lock]
 		switch {
 		case k != nil && k.session == id:
-			tokens[a.Shard] = shard.Token(k.index)
+			tokens[a.Lock] = shard.Token(k.index)
 		case k != nil && k.session != "":
 			// held by another session
-		case c.inLockDelayLocked(a.Shard, now):
+		case c.inLockDelayLocked(a.Lock, now):
 		default:
 			toLock = append(toLock, a)
 		}
@@ -61,33 +76,34 @@ func (c *Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []sh
 	for batch := range slices.Chunk(toLock, MaxTxnShards) {
 		idx := c.commitLocked()
 		for _, a := range batch {
-			c.shards[a.Shard] = &shardKey{
+			c.locks[a.Lock] = &lockKey{
 				session: id,
 				index:   idx,
 				owner:   shard.Owner{Worker: s.spec.Worker, Reason: a.Reason, Since: now},
 			}
-			tokens[a.Shard] = shard.Token(idx)
+			tokens[a.Lock] = shard.Token(idx)
 		}
 	}
 
-	claims := make([]shard.Claim, 0, len(tokens))
+	grants := make([]shard.Grant, 0, len(tokens))
 	for _, a := range want {
-		if t, ok := tokens[a.Shard]; ok {
-			claims = append(claims, shard.Claim{Shard: a.Shard, Token: t})
+		if t, ok := tokens[a.Lock]; ok {
+			grants = append(grants, shard.Grant{Lock: a.Lock, Token: t})
 		}
 	}
-	return claims, nil
+	return grants, nil
 }
 
-// Release unlocks the shards among ids that the session holds, MaxTxnShards
-// per transaction, and records why in their value (Owner.Released); the rest
-// of the value stays, so a snapshot still shows who had the shard. A
-// voluntary release sets no lock-delay. Shards the session does not hold are
-// ignored; a gone session wraps shard.ErrSessionInvalid.
-func (c *Coordinator) Release(ctx context.Context, id shard.SessionID, ids []shard.ID, why string) error {
+// Release unlocks the locks among ls that the session holds, MaxTxnShards
+// per transaction, and records why in their value (Owner.Released); the
+// rest of the value stays, so a snapshot still shows who had the lock. A
+// voluntary release sets no lock-delay. Locks the session does not hold
+// are ignored; a gone session wraps shard.ErrSessionInvalid.
+func (l locks) Release(ctx context.Context, id shard.SessionID, ls []shard.Lock, why string) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
+	c := l.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.catchUpLocked()
@@ -95,9 +111,9 @@ func (c *Coordinator) Release(ctx context.Context, id shard.SessionID, ids []sha
 	if _, err := c.liveSessionLocked(id); err != nil {
 		return err
 	}
-	var held []*shardKey
-	for _, sh := range uniqueBy(ids, func(sh shard.ID) shard.ID { return sh }) {
-		if k := c.shards[sh]; k != nil && k.session == id {
+	var held []*lockKey
+	for _, lk := range uniqueBy(ls, func(lk shard.Lock) shard.Lock { return lk }) {
+		if k := c.locks[lk]; k != nil && k.session == id {
 			held = append(held, k)
 		}
 	}
@@ -111,7 +127,53 @@ func (c *Coordinator) Release(ctx context.Context, id shard.SessionID, ids []sha
 	return nil
 }
 
-// checkShardLocked refuses a shard ID that cannot be a lock key of the fleet.
+// Watch is a blocking query on one lock's key: it returns the key as soon
+// as its index is above after (at once when after is 0, or when after is
+// ahead of the store's index, so that shard.NextIndex sees the reset). A
+// missing key's index is that of the write that deleted it, so its
+// deletion wakes the watcher once; other keys' writes never do. The end of
+// a lock-delay is not a write and wakes nobody.
+func (l locks) Watch(ctx context.Context, lock shard.Lock, after uint64) (shard.LockKey, error) {
+	if err := lock.Validate(); err != nil {
+		return shard.LockKey{}, err
+	}
+	c := l.c
+	key := func() shard.LockKey {
+		k, exists := c.lockKeyLocked(lock)
+		if !exists {
+			k.Index = max(c.lockGone[lock], 1)
+		}
+		return k
+	}
+	return blockingRead(ctx, c, after, func() uint64 { return key().Index }, key)
+}
+
+// lockKeyLocked returns a lock's key as a snapshot shows it (Index 0 when
+// missing) and whether it exists.
+func (c *Coordinator) lockKeyLocked(lock shard.Lock) (shard.LockKey, bool) {
+	k := c.locks[lock]
+	if k == nil {
+		return shard.LockKey{}, false
+	}
+	key := shard.LockKey{Index: k.index, Owner: k.owner}
+	if k.session != "" {
+		key.Session, key.Token = k.session, shard.Token(k.index)
+	}
+	return key, true
+}
+
+// checkLockLocked refuses a lock name that cannot be one of the fleet's.
+func (c *Coordinator) checkLockLocked(lock shard.Lock) error {
+	if err := lock.Validate(); err != nil {
+		return err
+	}
+	if sh, ok := lock.Shard(); ok {
+		return c.checkShardLocked(sh)
+	}
+	return nil
+}
+
+// checkShardLocked refuses a shard ID that is not one of the fleet's.
 func (c *Coordinator) checkShardLocked(sh shard.ID) error {
 	if sh == "" {
 		return fmt.Errorf("%w: shard id is empty", shard.ErrInvalidArgument)
@@ -123,24 +185,38 @@ func (c *Coordinator) checkShardLocked(sh shard.ID) error {
 	return nil
 }
 
-// inLockDelayLocked reports whether the shard is still locked out by an
+// inLockDelayLocked reports whether the lock is still closed after an
 // invalidated session. A lock-delay that has ended is forgotten.
-func (c *Coordinator) inLockDelayLocked(sh shard.ID, now time.Time) bool {
-	until, ok := c.lockDelay[sh]
+func (c *Coordinator) inLockDelayLocked(lock shard.Lock, now time.Time) bool {
+	until, ok := c.lockDelay[lock]
 	if !ok {
 		return false
 	}
 	if now.Before(until) {
 		return true
 	}
-	delete(c.lockDelay, sh)
+	delete(c.lockDelay, lock)
 	return false
+}
+
+// deleteLockLocked deletes a lock's key, as an operator's delete in
+// Consul would, and reports whether it existed. The deletion is a write,
+// so the lock's next holder still gets a higher token than every earlier
+// one; a session that held the key simply no longer holds it, and a
+// pending lock-delay remains.
+func (c *Coordinator) deleteLockLocked(lock shard.Lock) bool {
+	if _, ok := c.locks[lock]; !ok {
+		return false
+	}
+	c.lockGone[lock] = c.commitLocked()
+	delete(c.locks, lock)
+	return true
 }
 
 // uniqueBy returns xs without the elements whose key was seen before, in
 // order. It does not modify xs.
-func uniqueBy[T any](xs []T, key func(T) shard.ID) []T {
-	seen := make(map[shard.ID]bool, len(xs))
+func uniqueBy[T any, K comparable](xs []T, key func(T) K) []T {
+	seen := make(map[K]bool, len(xs))
 	out := make([]T, 0, len(xs))
 	for _, x := range xs {
 		if k := key(x); !seen[k] {

@@ -23,15 +23,15 @@ func TestAcquireRelease(t *testing.T) {
 		b := newSession(t, c, "w-b", time.Hour, 0)
 		start := time.Now()
 
-		claims, err := c.Acquire(ctx, a, []shard.Acquisition{
-			{Shard: "s-001", Reason: "first"}, {Shard: "s-000", Reason: "second"}, {Shard: "s-001", Reason: "dup"},
+		claims, err := c.Locks().Acquire(ctx, a, []shard.Acquisition{
+			shard.AcquireShard("s-001", "first"), shard.AcquireShard("s-000", "second"), shard.AcquireShard("s-001", "dup"),
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// One transaction at index 2 (the empty store is at 1); request order;
 		// the duplicate counted once.
-		want := []shard.Claim{{Shard: "s-001", Token: 2}, {Shard: "s-000", Token: 2}}
+		want := []shard.Grant{{Lock: shard.ShardLock("s-001"), Token: 2}, {Lock: shard.ShardLock("s-000"), Token: 2}}
 		if fmt.Sprint(claims) != fmt.Sprint(want) {
 			t.Fatalf("claims = %v, want %v", claims, want)
 		}
@@ -66,7 +66,7 @@ func TestAcquireRelease(t *testing.T) {
 
 		// Release: only what a holds; the value keeps who and records why.
 		time.Sleep(time.Second)
-		if err := c.Release(ctx, a, []shard.ID{"s-000", "s-002", "s-000", "nope"}, "rebalanced to w-b"); err != nil {
+		if err := c.Locks().Release(ctx, a, shard.ShardLocks([]shard.ID{"s-000", "s-002", "s-000", "nope"}), "rebalanced to w-b"); err != nil {
 			t.Fatal(err)
 		}
 		snap := snapshot(t, c)
@@ -91,7 +91,7 @@ func TestAcquireRelease(t *testing.T) {
 			t.Fatalf("new owner value = %+v", st.Owner)
 		}
 		// Releasing nothing held is no write.
-		if err := c.Release(ctx, a, []shard.ID{"s-000"}, "x"); err != nil {
+		if err := c.Locks().Release(ctx, a, shard.ShardLocks([]shard.ID{"s-000"}), "x"); err != nil {
 			t.Fatal(err)
 		}
 		if idx := snapshot(t, c).Index; idx != 5 {
@@ -103,12 +103,12 @@ func TestAcquireRelease(t *testing.T) {
 func TestAcquireErrors(t *testing.T) {
 	ctx := t.Context()
 	c := memory.New()
-	if _, err := c.Configure(ctx, shard.Config{Shards: 4}); err != nil {
+	if _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 4}); err != nil {
 		t.Fatal(err)
 	}
 	sid := newSession(t, c, "w", time.Hour, 0)
 	gone := newSession(t, c, "w2", time.Hour, 0)
-	if err := c.DestroySession(ctx, gone); err != nil {
+	if err := c.Sessions().Destroy(ctx, gone); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshot(t, c).Index
@@ -129,9 +129,9 @@ func TestAcquireErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			want := make([]shard.Acquisition, len(tt.ids))
 			for i, id := range tt.ids {
-				want[i] = shard.Acquisition{Shard: id}
+				want[i] = shard.AcquireShard(id, "")
 			}
-			claims, err := c.Acquire(ctx, tt.sid, want)
+			claims, err := c.Locks().Acquire(ctx, tt.sid, want)
 			if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Fatalf("err = %v, want %v naming %s", err, tt.wantErr, tt.wantMsg)
 			}
@@ -145,7 +145,7 @@ func TestAcquireErrors(t *testing.T) {
 	}
 
 	for _, sid := range []shard.SessionID{gone, "nobody"} {
-		if err := c.Release(ctx, sid, []shard.ID{"stream/shard-000"}, "x"); !errors.Is(err, shard.ErrSessionInvalid) {
+		if err := c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"stream/shard-000"}), "x"); !errors.Is(err, shard.ErrSessionInvalid) {
 			t.Errorf("Release(%s) = %v, want ErrSessionInvalid", sid, err)
 		}
 	}
@@ -156,7 +156,7 @@ func TestAcquireErrors(t *testing.T) {
 func TestBatching(t *testing.T) {
 	ctx := t.Context()
 	c := memory.New()
-	cfg, err := c.Configure(ctx, shard.Config{Shards: 150})
+	cfg, err := c.Fleet().Configure(ctx, shard.Config{Shards: 150})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestBatching(t *testing.T) {
 		t.Fatalf("index = %d, want %d", idx, before+3)
 	}
 
-	if err := c.Release(ctx, sid, cfg.IDs(), "shutdown"); err != nil {
+	if err := c.Locks().Release(ctx, sid, shard.ShardLocks(cfg.IDs()), "shutdown"); err != nil {
 		t.Fatal(err)
 	}
 	snap := snapshot(t, c)
@@ -211,12 +211,12 @@ func TestTokensIncrease(t *testing.T) {
 			end  func(t *testing.T, sid shard.SessionID)
 		}{
 			{"release", func(t *testing.T, sid shard.SessionID) {
-				if err := c.Release(ctx, sid, []shard.ID{id}, "bye"); err != nil {
+				if err := c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{id}), "bye"); err != nil {
 					t.Fatal(err)
 				}
 			}},
 			{"destroy", func(t *testing.T, sid shard.SessionID) {
-				if err := c.DestroySession(ctx, sid); err != nil {
+				if err := c.Sessions().Destroy(ctx, sid); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -227,7 +227,7 @@ func TestTokensIncrease(t *testing.T) {
 				}
 			}},
 			{"delete free key", func(t *testing.T, sid shard.SessionID) {
-				if err := c.Release(ctx, sid, []shard.ID{id}, "bye"); err != nil {
+				if err := c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{id}), "bye"); err != nil {
 					t.Fatal(err)
 				}
 				if !c.DeleteShard(id) {
@@ -267,7 +267,7 @@ func TestTokensIncrease(t *testing.T) {
 func TestConcurrentAcquirers(t *testing.T) {
 	ctx := t.Context()
 	c := memory.New()
-	cfg, err := c.Configure(ctx, shard.Config{Shards: 8})
+	cfg, err := c.Fleet().Configure(ctx, shard.Config{Shards: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestConcurrentAcquirers(t *testing.T) {
 		mu        sync.Mutex
 		owner     = map[shard.ID]int{}
 		lastToken = map[shard.ID]shard.Token{}
-		grants    int
+		granted   int
 	)
 	// A watcher checks every snapshot it sees: the index only grows, and so
 	// does each shard's token.
@@ -287,7 +287,7 @@ func TestConcurrentAcquirers(t *testing.T) {
 		var idx uint64
 		seen := map[shard.ID]shard.Token{}
 		for {
-			snap, err := c.Watch(watchCtx, idx)
+			snap, err := c.Fleet().Watch(watchCtx, idx)
 			if err != nil {
 				watcher <- nil
 				return
@@ -312,11 +312,16 @@ func TestConcurrentAcquirers(t *testing.T) {
 		sid := newSession(t, c, fmt.Sprintf("w%d", w), time.Hour, 0)
 		wg.Go(func() {
 			for range 200 {
-				want := []shard.Acquisition{{Shard: ids[rand.IntN(len(ids))]}, {Shard: ids[rand.IntN(len(ids))]}}
-				claims, err := c.Acquire(ctx, sid, want)
+				want := []shard.Acquisition{shard.AcquireShard(ids[rand.IntN(len(ids))], ""), shard.AcquireShard(ids[rand.IntN(len(ids))], "")}
+				grants, err := c.Locks().Acquire(ctx, sid, want)
 				if err != nil {
 					t.Error(err)
 					return
+				}
+				var claims []shard.Claim
+				for _, g := range grants {
+					cl, _ := g.Claim()
+					claims = append(claims, cl)
 				}
 				mu.Lock()
 				for _, cl := range claims {
@@ -327,7 +332,7 @@ func TestConcurrentAcquirers(t *testing.T) {
 						t.Errorf("%s token %d not above %d", cl.Shard, cl.Token, lastToken[cl.Shard])
 					}
 					owner[cl.Shard], lastToken[cl.Shard] = w, cl.Token
-					grants++
+					granted++
 				}
 				mu.Unlock()
 
@@ -338,7 +343,7 @@ func TestConcurrentAcquirers(t *testing.T) {
 					delete(owner, cl.Shard) // stop acting as owner before releasing
 				}
 				mu.Unlock()
-				if err := c.Release(ctx, sid, held, "done"); err != nil {
+				if err := c.Locks().Release(ctx, sid, shard.ShardLocks(held), "done"); err != nil {
 					t.Error(err)
 					return
 				}
@@ -350,7 +355,7 @@ func TestConcurrentAcquirers(t *testing.T) {
 	if err := <-watcher; err != nil {
 		t.Error(err)
 	}
-	if grants == 0 {
+	if granted == 0 {
 		t.Fatal("no shard was ever granted")
 	}
 	for _, s := range snapshot(t, c).Shards {
@@ -372,7 +377,7 @@ func TestLazyCatchUp(t *testing.T) {
 	acquire(t, c, a, "s-000")
 	// Two members die with a; both deletions fall due at 25 s.
 	for _, m := range []string{"a", "a-sidecar"} {
-		if err := c.Join(ctx, a, shard.Member{ID: m}); err != nil {
+		if err := c.Members().Join(ctx, a, shard.Member{ID: m}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -392,7 +397,7 @@ func TestLazyCatchUp(t *testing.T) {
 	if got := acquire(t, c, b, "s-000"); len(got) != 1 {
 		t.Fatalf("not granted at 25 s, when lock-delay ends: %v", got)
 	}
-	if got := c.Sessions(); fmt.Sprint(got) != fmt.Sprint([]shard.SessionID{b}) {
+	if got := c.LiveSessions(); fmt.Sprint(got) != fmt.Sprint([]shard.SessionID{b}) {
 		t.Fatalf("Sessions() = %v, want [%s]", got, b)
 	}
 }

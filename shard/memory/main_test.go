@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // newSession opens a session for worker or fails the test.
 func newSession(t *testing.T, c *memory.Coordinator, worker string, ttl, lockDelay time.Duration) shard.SessionID {
 	t.Helper()
-	id, err := c.CreateSession(t.Context(), shard.SessionSpec{Worker: worker, TTL: ttl, LockDelay: lockDelay})
+	id, err := c.Sessions().Create(t.Context(), shard.SessionSpec{Worker: worker, TTL: ttl, LockDelay: lockDelay})
 	if err != nil {
 		t.Fatalf("CreateSession(%s): %v", worker, err)
 	}
@@ -29,14 +29,15 @@ func acquire(t *testing.T, c *memory.Coordinator, sid shard.SessionID, ids ...sh
 	t.Helper()
 	want := make([]shard.Acquisition, len(ids))
 	for i, id := range ids {
-		want[i] = shard.Acquisition{Shard: id, Reason: "test"}
+		want[i] = shard.AcquireShard(id, "test")
 	}
-	claims, err := c.Acquire(t.Context(), sid, want)
+	claims, err := c.Locks().Acquire(t.Context(), sid, want)
 	if err != nil {
 		t.Fatalf("Acquire(%s, %v): %v", sid, ids, err)
 	}
 	got := make(map[shard.ID]shard.Token, len(claims))
-	for _, cl := range claims {
+	for _, g := range claims {
+		cl, _ := g.Claim()
 		got[cl.Shard] = cl.Token
 	}
 	return got
@@ -45,7 +46,7 @@ func acquire(t *testing.T, c *memory.Coordinator, sid shard.SessionID, ids ...sh
 // snapshot returns the current snapshot without blocking.
 func snapshot(t *testing.T, c *memory.Coordinator) shard.Snapshot {
 	t.Helper()
-	snap, err := c.Watch(t.Context(), 0)
+	snap, err := c.Fleet().Watch(t.Context(), 0)
 	if err != nil {
 		t.Fatalf("Watch(0): %v", err)
 	}
@@ -72,7 +73,7 @@ type watchResult struct {
 func watchAsync(ctx context.Context, c *memory.Coordinator, after uint64) <-chan watchResult {
 	ch := make(chan watchResult, 1)
 	go func() {
-		snap, err := c.Watch(ctx, after)
+		snap, err := c.Fleet().Watch(ctx, after)
 		ch <- watchResult{snap: snap, err: err, at: time.Now()}
 	}()
 	return ch

@@ -8,6 +8,12 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
+// members is the coordinator's shard.Members.
+type members struct{ c *Coordinator }
+
+// Members returns the coordinator's member registry.
+func (c *Coordinator) Members() shard.Members { return members{c} }
+
 // Join registers m under its ID with the session, in one write: it takes the
 // member key if it is missing or dead (held by no session), or updates its
 // value if this session already holds it. m.Load is not written: loads
@@ -19,7 +25,8 @@ import (
 // Unlike Consul, member keys get no lock-delay when their session is
 // invalidated, so a crashed worker that restarts under the same ID can join
 // again as soon as its old session is gone.
-func (c *Coordinator) Join(ctx context.Context, id shard.SessionID, m shard.Member) error {
+func (ms members) Join(ctx context.Context, id shard.SessionID, m shard.Member) error {
+	c := ms.c
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -62,12 +69,13 @@ func (c *Coordinator) collectMemberLocked(id string) {
 	delete(c.loads, id)
 }
 
-// WatchMember is a blocking query on one member key: it returns the key as
+// Watch is a blocking query on one member key: it returns the key as
 // soon as its index is above after (at once when after is 0, or when after
 // is ahead of the store's index, so that shard.NextIndex sees the reset).
 // A missing key's index is that of the write that deleted it, so its
 // deletion wakes the watcher once; other keys' writes never do.
-func (c *Coordinator) WatchMember(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
+func (ms members) Watch(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
+	c := ms.c
 	if id == "" {
 		return shard.MemberKey{}, fmt.Errorf("%w: member id is empty", shard.ErrInvalidArgument)
 	}
@@ -84,7 +92,7 @@ func (c *Coordinator) memberKeyLocked(id string) shard.MemberKey {
 }
 
 // DeleteMember deletes a member key, as an operator might in Consul, and
-// reports whether it existed. A live worker notices through WatchMember and
+// reports whether it existed. A live worker notices through its member watch and
 // joins again. Its loads key goes too unless a live session holds it (in
 // Consul the collector deletes such an orphan at the next watch).
 func (c *Coordinator) DeleteMember(id string) bool {

@@ -17,7 +17,7 @@ func TestJoin(t *testing.T) {
 	a := newSession(t, c, "w1", time.Hour, 0)
 	b := newSession(t, c, "w1", time.Hour, 0)
 	gone := newSession(t, c, "w9", time.Hour, 0)
-	if err := c.DestroySession(ctx, gone); err != nil {
+	if err := c.Sessions().Destroy(ctx, gone); err != nil {
 		t.Fatal(err)
 	}
 
@@ -39,7 +39,7 @@ func TestJoin(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := snapshot(t, c).Index
-			err := c.Join(ctx, tt.sid, tt.m)
+			err := c.Members().Join(ctx, tt.sid, tt.m)
 			if !errors.Is(err, tt.wantErr) || (err != nil && !strings.Contains(err.Error(), tt.wantMsg)) {
 				t.Fatalf("Join = %v, want %v naming %s", err, tt.wantErr, tt.wantMsg)
 			}
@@ -55,13 +55,13 @@ func TestJoin(t *testing.T) {
 	}
 
 	// Once a's session is gone the key is dead, and b may take it over.
-	if err := c.DestroySession(ctx, a); err != nil {
+	if err := c.Sessions().Destroy(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	if m, _ := snapshot(t, c).Member("w1"); m.Live() || m.Weight != 3 {
 		t.Fatalf("member after destroy = %+v, want dead with its value", m)
 	}
-	if err := c.Join(ctx, b, shard.Member{ID: "w1", Weight: 5}); err != nil {
+	if err := c.Members().Join(ctx, b, shard.Member{ID: "w1", Weight: 5}); err != nil {
 		t.Fatalf("Join over a dead member: %v", err)
 	}
 	if m, _ := snapshot(t, c).Member("w1"); m.Session != b || m.Weight != 5 || m.Draining {
@@ -79,12 +79,12 @@ func TestDeadMemberGC(t *testing.T) {
 		dies := newSession(t, c, "dies", time.Hour, 0)
 		returns := newSession(t, c, "returns", time.Hour, 0)
 		for sid, id := range map[shard.SessionID]string{dies: "dies", returns: "returns"} {
-			if err := c.Join(ctx, sid, shard.Member{ID: id}); err != nil {
+			if err := c.Members().Join(ctx, sid, shard.Member{ID: id}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for _, sid := range []shard.SessionID{dies, returns} {
-			if err := c.DestroySession(ctx, sid); err != nil {
+			if err := c.Sessions().Destroy(ctx, sid); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -92,7 +92,7 @@ func TestDeadMemberGC(t *testing.T) {
 
 		time.Sleep(grace / 2)
 		back := newSession(t, c, "returns", time.Hour, 0)
-		if err := c.Join(ctx, back, shard.Member{ID: "returns"}); err != nil {
+		if err := c.Members().Join(ctx, back, shard.Member{ID: "returns"}); err != nil {
 			t.Fatal(err)
 		}
 		snap := snapshot(t, c)
@@ -119,7 +119,7 @@ func TestDeadMemberGC(t *testing.T) {
 		if m, ok := snapshot(t, c).Member("returns"); !ok || !m.Live() {
 			t.Fatalf("rejoined member = %+v, %v; want live", m, ok)
 		}
-		if err := c.DestroySession(ctx, back); err != nil {
+		if err := c.Sessions().Destroy(ctx, back); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -128,7 +128,7 @@ func TestDeadMemberGC(t *testing.T) {
 func TestConfigure(t *testing.T) {
 	ctx := t.Context()
 	c := memory.New()
-	stored, err := c.Configure(ctx, shard.Config{Shards: 128})
+	stored, err := c.Fleet().Configure(ctx, shard.Config{Shards: 128})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestConfigure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := c.Configure(ctx, tt.cfg)
+			got, err := c.Fleet().Configure(ctx, tt.cfg)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
@@ -184,10 +184,10 @@ func TestDeadMemberKeptUntilRejoinUntil(t *testing.T) {
 		c := memory.New(memory.WithMemberGrace(grace))
 		sid := newSession(t, c, "back", time.Hour, 0)
 		until := time.Now().Add(rejoin)
-		if err := c.Join(ctx, sid, shard.Member{ID: "back", RejoinUntil: until}); err != nil {
+		if err := c.Members().Join(ctx, sid, shard.Member{ID: "back", RejoinUntil: until}); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.DestroySession(ctx, sid); err != nil {
+		if err := c.Sessions().Destroy(ctx, sid); err != nil {
 			t.Fatal(err)
 		}
 		snap := snapshot(t, c)

@@ -20,12 +20,19 @@ type session struct {
 	timer    Timer     // fires at deadline
 }
 
-// CreateSession opens a session that lives until TTL passes without a renewal
+// sessions is the coordinator's shard.Sessions.
+type sessions struct{ c *Coordinator }
+
+// Sessions returns the coordinator's sessions.
+func (c *Coordinator) Sessions() shard.Sessions { return sessions{c} }
+
+// Create opens a session that lives until TTL passes without a renewal
 // or it is destroyed. Worker must be set, TTL must be positive and LockDelay
 // not negative; otherwise the error wraps shard.ErrInvalidArgument and names
 // every wrong value. Creating a session is not a write: the index does not
 // move, as sessions are not keys.
-func (c *Coordinator) CreateSession(ctx context.Context, spec shard.SessionSpec) (shard.SessionID, error) {
+func (ss sessions) Create(ctx context.Context, spec shard.SessionSpec) (shard.SessionID, error) {
+	c := ss.c
 	if err := ctxErr(ctx); err != nil {
 		return "", err
 	}
@@ -59,10 +66,11 @@ func (c *Coordinator) CreateSession(ctx context.Context, spec shard.SessionSpec)
 	return s.id, nil
 }
 
-// RenewSession moves the session's deadline to now + TTL. A session whose
+// Renew moves the session's deadline to now + TTL. A session whose
 // deadline has been reached is already gone (a renewal at exactly TTL is too
 // late), and the error wraps shard.ErrSessionInvalid.
-func (c *Coordinator) RenewSession(ctx context.Context, id shard.SessionID) error {
+func (ss sessions) Renew(ctx context.Context, id shard.SessionID) error {
+	c := ss.c
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -80,14 +88,15 @@ func (c *Coordinator) RenewSession(ctx context.Context, id shard.SessionID) erro
 	return nil
 }
 
-// DestroySession ends the session and releases everything it holds in one
+// Destroy ends the session and releases everything it holds in one
 // write. As in Consul, a destroy is an invalidation: the shards it still
 // held stay locked out for the session's LockDelay, because whoever
 // destroyed it (an operator, a script) cannot know whether its worker is
 // still acting. A worker that stops on purpose releases its shards first
 // (Release sets no lock-delay), so its next owners start at once.
 // Destroying a missing session does nothing and is not an error.
-func (c *Coordinator) DestroySession(ctx context.Context, id shard.SessionID) error {
+func (ss sessions) Destroy(ctx context.Context, id shard.SessionID) error {
+	c := ss.c
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -113,18 +122,19 @@ func (c *Coordinator) liveSessionLocked(id shard.SessionID) (*session, error) {
 }
 
 // endSessionLocked removes the session at time at and releases, in one write,
-// every key it holds: shard keys, member keys, loads keys and P/assignor keep their
-// values but lose the session (Consul's Behavior=release). Each released
-// shard, and P/assignor, is locked out until at + LockDelay, so that a holder that merely lost contact has
-// time to notice before anyone else can take over. No keys held, no write.
+// every key it holds: lock keys (shards', P/assignor), member keys and
+// loads keys keep their values but lose the session (Consul's
+// Behavior=release). Each released lock is closed until at + LockDelay, so
+// that a holder that merely lost contact has time to notice before anyone
+// else can take over. No keys held, no write.
 func (c *Coordinator) endSessionLocked(s *session, at time.Time) {
 	delete(c.sessions, s.id)
 	s.timer.Stop()
 
-	var shards []shard.ID
-	for id, k := range c.shards {
+	var held []shard.Lock
+	for lock, k := range c.locks {
 		if k.session == s.id {
-			shards = append(shards, id)
+			held = append(held, lock)
 		}
 	}
 	var members []*memberKey
@@ -139,17 +149,16 @@ func (c *Coordinator) endSessionLocked(s *session, at time.Time) {
 			loads = append(loads, l)
 		}
 	}
-	assignor := c.assignor != nil && c.assignor.session == s.id
-	if len(shards) == 0 && len(members) == 0 && len(loads) == 0 && !assignor {
+	if len(held) == 0 && len(members) == 0 && len(loads) == 0 {
 		return
 	}
 
 	idx := c.commitLocked()
-	for _, id := range shards {
-		k := c.shards[id]
+	for _, lock := range held {
+		k := c.locks[lock]
 		k.session, k.index = "", idx
 		if s.spec.LockDelay > 0 {
-			c.lockDelay[id] = at.Add(s.spec.LockDelay)
+			c.lockDelay[lock] = at.Add(s.spec.LockDelay)
 		}
 	}
 	for _, m := range members {
@@ -159,12 +168,6 @@ func (c *Coordinator) endSessionLocked(s *session, at time.Time) {
 	}
 	for _, l := range loads {
 		l.session, l.index = "", idx
-	}
-	if assignor {
-		c.assignor.session, c.assignor.index = "", idx
-		if s.spec.LockDelay > 0 {
-			c.assignorDelay = at.Add(s.spec.LockDelay)
-		}
 	}
 }
 

@@ -27,7 +27,7 @@ func TestCreateSessionInvalid(t *testing.T) {
 	c := memory.New()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id, err := c.CreateSession(t.Context(), tt.spec)
+			id, err := c.Sessions().Create(t.Context(), tt.spec)
 			if !errors.Is(err, shard.ErrInvalidArgument) || id != "" {
 				t.Fatalf("CreateSession = %q, %v; want ErrInvalidArgument", id, err)
 			}
@@ -38,7 +38,7 @@ func TestCreateSessionInvalid(t *testing.T) {
 			}
 		})
 	}
-	if s := c.Sessions(); len(s) != 0 {
+	if s := c.LiveSessions(); len(s) != 0 {
 		t.Fatalf("invalid specs created sessions %v", s)
 	}
 }
@@ -56,7 +56,7 @@ func TestSessionExpiry(t *testing.T) {
 		other := newSession(t, c, "other", time.Hour, 0)
 		acquire(t, c, sid, "s-000", "s-001")
 		acquire(t, c, other, "s-002")
-		if err := c.Join(ctx, sid, shard.Member{ID: "w", Weight: 1}); err != nil {
+		if err := c.Members().Join(ctx, sid, shard.Member{ID: "w", Weight: 1}); err != nil {
 			t.Fatal(err)
 		}
 		before := snapshot(t, c)
@@ -86,13 +86,16 @@ func TestSessionExpiry(t *testing.T) {
 			t.Errorf("member after expiry = %+v, %v; want dead with its value", m, ok)
 		}
 
-		err := c.RenewSession(ctx, sid)
+		err := c.Sessions().Renew(ctx, sid)
 		if !errors.Is(err, shard.ErrSessionInvalid) || !strings.Contains(err.Error(), string(sid)) {
 			t.Fatalf("RenewSession after expiry = %v, want ErrSessionInvalid naming %s", err, sid)
 		}
 		for name, err := range map[string]error{
-			"Acquire": func() error { _, err := c.Acquire(ctx, sid, []shard.Acquisition{{Shard: "s-000"}}); return err }(),
-			"Join":    c.Join(ctx, sid, shard.Member{ID: "w"}),
+			"Acquire": func() error {
+				_, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard("s-000", "")})
+				return err
+			}(),
+			"Join": c.Members().Join(ctx, sid, shard.Member{ID: "w"}),
 		} {
 			if !errors.Is(err, shard.ErrSessionInvalid) {
 				t.Errorf("%s after expiry = %v, want ErrSessionInvalid", name, err)
@@ -128,7 +131,7 @@ func TestRenewal(t *testing.T) {
 				watch := watchAsync(ctx, c, idx)
 				for _, at := range tt.renewAt {
 					time.Sleep(start.Add(at).Sub(time.Now()))
-					if err := c.RenewSession(ctx, sid); err != nil {
+					if err := c.Sessions().Renew(ctx, sid); err != nil {
 						t.Fatalf("renew at %v: %v", at, err)
 					}
 				}
@@ -139,7 +142,7 @@ func TestRenewal(t *testing.T) {
 				if got := res.at.Sub(start); got != tt.wantDies {
 					t.Fatalf("released after %v, want %v", got, tt.wantDies)
 				}
-				if err := c.RenewSession(ctx, sid); !errors.Is(err, shard.ErrSessionInvalid) {
+				if err := c.Sessions().Renew(ctx, sid); !errors.Is(err, shard.ErrSessionInvalid) {
 					t.Fatalf("renew at the deadline = %v, want ErrSessionInvalid", err)
 				}
 			})
@@ -166,10 +169,10 @@ func TestLockDelay(t *testing.T) {
 		{"expiry", delay, expire, delay},
 		{"expiry without lock-delay", 0, expire, 0},
 		{"destroy", delay, func(ctx context.Context, c *memory.Coordinator, sid shard.SessionID) error {
-			return c.DestroySession(ctx, sid)
+			return c.Sessions().Destroy(ctx, sid)
 		}, delay},
 		{"release", delay, func(ctx context.Context, c *memory.Coordinator, sid shard.SessionID) error {
-			return c.Release(ctx, sid, []shard.ID{"s-000"}, "bye")
+			return c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"s-000"}), "bye")
 		}, 0},
 	}
 	for _, tt := range tests {
@@ -214,7 +217,7 @@ func TestDestroySession(t *testing.T) {
 	acquire(t, c, sid, "s-000", "s-001")
 	before := snapshot(t, c).Index
 
-	if err := c.DestroySession(ctx, sid); err != nil {
+	if err := c.Sessions().Destroy(ctx, sid); err != nil {
 		t.Fatal(err)
 	}
 	snap := snapshot(t, c)
@@ -228,14 +231,14 @@ func TestDestroySession(t *testing.T) {
 	}
 	// A session that held nothing ends without a write; a missing one is fine.
 	for _, id := range []shard.SessionID{idle, sid, "never"} {
-		if err := c.DestroySession(ctx, id); err != nil {
+		if err := c.Sessions().Destroy(ctx, id); err != nil {
 			t.Errorf("DestroySession(%s) = %v", id, err)
 		}
 	}
 	if idx := snapshot(t, c).Index; idx != before+1 {
 		t.Fatalf("index moved to %d destroying sessions that held nothing", idx)
 	}
-	if s := c.Sessions(); len(s) != 0 {
+	if s := c.LiveSessions(); len(s) != 0 {
 		t.Fatalf("Sessions() = %v after destroying all", s)
 	}
 }
@@ -250,17 +253,20 @@ func TestCanceledContext(t *testing.T) {
 	cancel(cause)
 
 	calls := map[string]func() error{
-		"Configure": func() error { _, err := c.Configure(ctx, shard.Config{Shards: 1}); return err },
+		"Configure": func() error { _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 1}); return err },
 		"CreateSession": func() error {
-			_, err := c.CreateSession(ctx, shard.SessionSpec{Worker: "w", TTL: time.Second})
+			_, err := c.Sessions().Create(ctx, shard.SessionSpec{Worker: "w", TTL: time.Second})
 			return err
 		},
-		"RenewSession":   func() error { return c.RenewSession(ctx, sid) },
-		"DestroySession": func() error { return c.DestroySession(ctx, sid) },
-		"Join":           func() error { return c.Join(ctx, sid, shard.Member{ID: "w"}) },
-		"Acquire":        func() error { _, err := c.Acquire(ctx, sid, []shard.Acquisition{{Shard: "s"}}); return err },
-		"Release":        func() error { return c.Release(ctx, sid, []shard.ID{"s"}, "x") },
-		"Watch":          func() error { _, err := c.Watch(ctx, 0); return err },
+		"RenewSession":   func() error { return c.Sessions().Renew(ctx, sid) },
+		"DestroySession": func() error { return c.Sessions().Destroy(ctx, sid) },
+		"Join":           func() error { return c.Members().Join(ctx, sid, shard.Member{ID: "w"}) },
+		"Acquire": func() error {
+			_, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard("s", "")})
+			return err
+		},
+		"Release": func() error { return c.Locks().Release(ctx, sid, shard.ShardLocks([]shard.ID{"s"}), "x") },
+		"Watch":   func() error { _, err := c.Fleet().Watch(ctx, 0); return err },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, cause) {
@@ -271,7 +277,7 @@ func TestCanceledContext(t *testing.T) {
 	if snap.Index != 1 || snap.Config != nil || len(snap.Members) != 0 {
 		t.Fatalf("canceled calls changed the store: %+v", snap)
 	}
-	if s := c.Sessions(); len(s) != 1 || s[0] != sid {
+	if s := c.LiveSessions(); len(s) != 1 || s[0] != sid {
 		t.Fatalf("Sessions() = %v, want [%s]", s, sid)
 	}
 }

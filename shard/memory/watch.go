@@ -21,7 +21,8 @@ import (
 // for nothing. Note that a lock-delay running out is not a write: a watcher
 // is not woken by it, and a worker refused by lock-delay must retry on its
 // own schedule.
-func (c *Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) {
+func (f fleet) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) {
+	c := f.c
 	return blockingRead(ctx, c, after, func() uint64 { return c.index }, c.snapshotLocked)
 }
 
@@ -62,7 +63,7 @@ func (c *Coordinator) snapshotLocked() shard.Snapshot {
 	snap := shard.Snapshot{
 		Index:   c.index,
 		Members: make([]shard.MemberState, 0, len(c.members)),
-		Shards:  make([]shard.ShardState, 0, len(c.shards)),
+		Shards:  make([]shard.ShardState, 0, len(c.locks)),
 	}
 	if c.config != nil {
 		cfg := *c.config
@@ -74,11 +75,13 @@ func (c *Coordinator) snapshotLocked() shard.Snapshot {
 		snap.Members = append(snap.Members, m)
 	}
 	slices.SortFunc(snap.Members, func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) })
-	for id, k := range c.shards {
-		snap.Shards = append(snap.Shards, shard.ShardState{Shard: id, Session: k.session, Token: shard.Token(k.index), Owner: k.owner})
+	for lock, k := range c.locks {
+		if id, ok := lock.Shard(); ok {
+			snap.Shards = append(snap.Shards, shard.ShardState{Shard: id, Session: k.session, Token: shard.Token(k.index), Owner: k.owner})
+		}
 	}
 	slices.SortFunc(snap.Shards, func(a, b shard.ShardState) int { return cmp.Compare(a.Shard, b.Shard) })
-	snap.Assignor, _ = c.assignorLocked()
+	snap.Assignor, _ = c.lockKeyLocked(shard.AssignorLock)
 	if c.freeze != nil {
 		f := *c.freeze
 		snap.Freeze = &f

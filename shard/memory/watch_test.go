@@ -95,7 +95,7 @@ func TestWatchContextEnds(t *testing.T) {
 				ctx, cancel := tt.ctx(t.Context())
 				defer cancel()
 				start := time.Now()
-				snap, err := c.Watch(ctx, idx)
+				snap, err := c.Fleet().Watch(ctx, idx)
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("Watch = %v, want %v", err, tt.wantErr)
 				}
@@ -114,13 +114,13 @@ func TestWatchContextEnds(t *testing.T) {
 func TestSnapshot(t *testing.T) {
 	ctx := t.Context()
 	c := memory.New()
-	if _, err := c.Configure(ctx, shard.Config{Shards: 4}); err != nil {
+	if _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 4}); err != nil {
 		t.Fatal(err)
 	}
 	a := newSession(t, c, "b-worker", time.Hour, 0)
 	b := newSession(t, c, "a-worker", time.Hour, 0)
 	for sid, id := range map[shard.SessionID]string{a: "b-worker", b: "a-worker"} {
-		if err := c.Join(ctx, sid, shard.Member{ID: id, Weight: 1}); err != nil {
+		if err := c.Members().Join(ctx, sid, shard.Member{ID: id, Weight: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

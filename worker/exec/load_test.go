@@ -109,7 +109,7 @@ func TestUnderAWorkerAChildReportsItsLoad(t *testing.T) {
 			})
 			var loads map[string]float64
 			waitUntil(t, 15*time.Second, "the worker carries s-000's load", func() bool {
-				snap, err := s.coord.Watch(context.Background(), 0)
+				snap, err := s.coord.Fleet().Watch(context.Background(), 0)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -89,16 +89,20 @@ func TestUnderAWorkerTheDrainTimeoutKillsAStubbornChild(t *testing.T) {
 func TestUnderAWorkerAnExitingChildIsRestarted(t *testing.T) {
 	s, stop := runUnderWorker(t, time.Second, time.Second, `echo start token=$SHARDLEASE_TOKEN; exit 3`)
 	starts := regexp.MustCompile(`(?m)^\[s-000\] start token=(\d+)$`)
-	waitUntil(t, 15*time.Second, "three starts", func() bool { return len(starts.FindAllString(s.out.String(), -1)) >= 3 })
+	const exited = "child exited while the shard is owned; restarting with backoff"
+	// Three exits, each logged once the child is gone: waiting for the
+	// third start instead would race its exit against the stop.
+	waitUntil(t, 15*time.Second, "three exits", func() bool { return s.logged(exited) >= 3 })
 	stop()
 	tokens := map[string]bool{}
-	for _, m := range starts.FindAllStringSubmatch(s.out.String(), -1) {
+	started := starts.FindAllStringSubmatch(s.out.String(), -1)
+	for _, m := range started {
 		tokens[m[1]] = true
 	}
 	if len(tokens) != 1 || tokens["0"] {
 		t.Errorf("restarts got tokens %v, want the one claim's", tokens)
 	}
-	if n := s.logged("child exited while the shard is owned; restarting with backoff"); n < 3 {
-		t.Errorf("%d exits logged, want one per start", n)
+	if n := s.logged(exited); len(started) < n || n < 3 {
+		t.Errorf("%d exits logged after %d starts, want at least three, one per start", n, len(started))
 	}
 }

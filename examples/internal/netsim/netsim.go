@@ -51,66 +51,15 @@ func (h *Host) Reach() error {
 	return nil
 }
 
-// Coordinator is the host's view of the shared coordinator.
-type Coordinator struct {
-	shard.Coordinator
-	H *Host
-}
-
-func (c Coordinator) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
-	if err := c.H.Reach(); err != nil {
-		return shard.Config{}, err
-	}
-	return c.Coordinator.Configure(ctx, cfg)
-}
-
-func (c Coordinator) CreateSession(ctx context.Context, spec shard.SessionSpec) (shard.SessionID, error) {
-	if err := c.H.Reach(); err != nil {
-		return "", err
-	}
-	return c.Coordinator.CreateSession(ctx, spec)
-}
-
-func (c Coordinator) RenewSession(ctx context.Context, id shard.SessionID) error {
-	if err := c.H.Reach(); err != nil {
-		return err
-	}
-	return c.Coordinator.RenewSession(ctx, id)
-}
-
-func (c Coordinator) DestroySession(ctx context.Context, id shard.SessionID) error {
-	if err := c.H.Reach(); err != nil {
-		return err
-	}
-	return c.Coordinator.DestroySession(ctx, id)
-}
-
-func (c Coordinator) Join(ctx context.Context, id shard.SessionID, m shard.Member) error {
-	if err := c.H.Reach(); err != nil {
-		return err
-	}
-	return c.Coordinator.Join(ctx, id, m)
-}
-
-func (c Coordinator) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acquisition) ([]shard.Claim, error) {
-	if err := c.H.Reach(); err != nil {
-		return nil, err
-	}
-	return c.Coordinator.Acquire(ctx, id, want)
-}
-
-func (c Coordinator) Release(ctx context.Context, id shard.SessionID, ids []shard.ID, why string) error {
-	if err := c.H.Reach(); err != nil {
-		return err
-	}
-	return c.Coordinator.Release(ctx, id, ids, why)
-}
-
-func (c Coordinator) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) {
-	if err := c.H.Reach(); err != nil {
-		return shard.Snapshot{}, err
-	}
-	return c.Coordinator.Watch(ctx, after)
+// Coordinator is the host's view of the shared coordinator: every call
+// fails at once unless the host is up.
+func Coordinator(c shard.Coordinator, h *Host) shard.Coordinator {
+	return shard.Intercept(c, func(ctx context.Context, _ *shard.Call, invoke func(context.Context) error) error {
+		if err := h.Reach(); err != nil {
+			return err
+		}
+		return invoke(ctx)
+	})
 }
 
 // Store is the host's view of the shared store.
@@ -138,46 +87,4 @@ func (s Store) Load(ctx context.Context, id shard.ID) (offsets.Checkpoint, error
 		return offsets.Checkpoint{}, err
 	}
 	return s.Store.Load(ctx, id)
-}
-
-func (c Coordinator) WatchMember(ctx context.Context, id string, after uint64) (shard.MemberKey, error) {
-	if err := c.H.Reach(); err != nil {
-		return shard.MemberKey{}, err
-	}
-	return c.Coordinator.WatchMember(ctx, id, after)
-}
-
-func (c Coordinator) Campaign(ctx context.Context, id shard.SessionID, worker string) (shard.Token, bool, error) {
-	if err := c.H.Reach(); err != nil {
-		return 0, false, err
-	}
-	return c.Coordinator.Campaign(ctx, id, worker)
-}
-
-func (c Coordinator) Resign(ctx context.Context, id shard.SessionID) error {
-	if err := c.H.Reach(); err != nil {
-		return err
-	}
-	return c.Coordinator.Resign(ctx, id)
-}
-
-func (c Coordinator) WatchAssignor(ctx context.Context, after uint64) (shard.AssignorKey, error) {
-	if err := c.H.Reach(); err != nil {
-		return shard.AssignorKey{}, err
-	}
-	return c.Coordinator.WatchAssignor(ctx, after)
-}
-
-func (c Coordinator) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
-	if err := c.H.Reach(); err != nil {
-		return err
-	}
-	return c.Coordinator.Assign(ctx, id, epoch, set)
-}
-
-func (c Coordinator) WatchAssignment(ctx context.Context, worker string, after uint64) (shard.AssignmentKey, error) {
-	if err := c.H.Reach(); err != nil {
-		return shard.AssignmentKey{}, err
-	}
-	return c.Coordinator.WatchAssignment(ctx, worker, after)
 }

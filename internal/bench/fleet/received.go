@@ -63,7 +63,7 @@ func (f *Shardlease) ListingBytes(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	defer c.Close()
-	if _, err := c.Watch(ctx, 0); err != nil {
+	if _, err := c.Fleet().Watch(ctx, 0); err != nil {
 		return 0, fmt.Errorf("listing %s: %w", cfg.Prefix, err)
 	}
 	return sev.requests.received.load(), nil

@@ -18,21 +18,31 @@ type acquireCounter struct {
 	calls, asked, granted, errors, inflight atomic.Int64
 }
 
+// countAcquires returns c with its Acquire calls counted.
+func countAcquires(c shard.Coordinator) *acquireCounter {
+	a := &acquireCounter{}
+	a.Coordinator = shard.Intercept(c, a.intercept)
+	return a
+}
+
 // Acquire counts the call and what it asks for before sending it: the
 // benchmark reads the counters as soon as an observer sees every shard
 // owned, which can be before the call that took the last shards has
 // returned. settled then waits for such calls to finish.
-func (a *acquireCounter) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acquisition) ([]shard.Claim, error) {
+func (a *acquireCounter) intercept(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+	if call.Op != shard.OpAcquire {
+		return invoke(ctx)
+	}
 	a.calls.Add(1)
-	a.asked.Add(int64(len(want)))
+	a.asked.Add(int64(len(call.Locks)))
 	a.inflight.Add(1)
 	defer a.inflight.Add(-1)
-	claims, err := a.Coordinator.Acquire(ctx, id, want)
-	a.granted.Add(int64(len(claims)))
+	err := invoke(ctx)
+	a.granted.Add(int64(len(call.Grants)))
 	if err != nil {
 		a.errors.Add(1)
 	}
-	return claims, err
+	return err
 }
 
 // settled waits (at most a second) until no Acquire is in flight, so that

@@ -73,7 +73,7 @@ func ColdStart(ctx context.Context, o Options, n int, progress io.Writer) (*Flee
 			f.Close()
 			return nil, r, err
 		}
-		bw.acquires = &acquireCounter{Coordinator: bw.coord}
+		bw.acquires = countAcquires(bw.coord)
 		id := WorkerName(i)
 		bw.w, err = worker.New(worker.Config{
 			ID: id, Fleet: fleet, Coordinator: bw.acquires, Offsets: f.store, Policy: o.Policy,

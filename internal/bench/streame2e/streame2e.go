@@ -307,7 +307,7 @@ func waitAllOwned(ctx context.Context, coord *memory.Coordinator, shards, worker
 	var last map[shard.ID]string
 	var since time.Time
 	for {
-		snap, err := coord.Watch(ctx, 0)
+		snap, err := coord.Fleet().Watch(ctx, 0)
 		if err != nil {
 			return err
 		}

@@ -45,12 +45,14 @@ const (
 	stuckGoalChanges = 1
 )
 
-// neverAcquires is a live worker's coordinator that takes nothing it is
-// given: its Acquire grants nothing, as if every lock were held.
-type neverAcquires struct{ shard.Coordinator }
-
-func (neverAcquires) Acquire(context.Context, shard.SessionID, []shard.Acquisition) ([]shard.Claim, error) {
-	return nil, nil
+// neverAcquires makes a live worker's coordinator take no shard it is
+// given: its shard acquisitions grant nothing, as if every lock were held
+// (it still campaigns for the assignor role).
+func neverAcquires(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+	if call.Op == shard.OpAcquire && !slices.Contains(call.Locks, shard.AssignorLock) {
+		return nil
+	}
+	return invoke(ctx)
 }
 
 // stuckFigures are one trial's.
@@ -110,7 +112,7 @@ func stuckTrial(ctx context.Context, env *bench.Env, workers, shards int, span t
 	f, err := fleet.NewShardlease(env, Name, fleet.Options{Shards: shards, Policy: fleet.FastFailover,
 		Coordinator: func(id string, c shard.Coordinator) shard.Coordinator {
 			if id == stuckID {
-				return neverAcquires{c}
+				return shard.Intercept(c, neverAcquires)
 			}
 			return c
 		}})

@@ -95,8 +95,8 @@ func (a *assignorWatch) run(ctx context.Context) {
 	}
 }
 
-func holderOf(k shard.AssignorKey, seen time.Time) Holder {
-	return Holder{Worker: k.Worker, Session: k.Session, Epoch: k.Epoch, Since: k.Since, Seen: seen}
+func holderOf(k shard.LockKey, seen time.Time) Holder {
+	return Holder{Worker: k.Worker, Session: k.Session, Epoch: k.Token, Since: k.Since, Seen: seen}
 }
 
 // record appends h when the holder changed.

@@ -285,7 +285,7 @@ func TestDocumentedACLPolicies(t *testing.T) {
 				return err
 			},
 			"configure a fleet under another prefix": func() error {
-				_, err := coordinator(t, agent, workerTok, "shardlease-acl/other-fleet").Configure(t.Context(), shard.Config{Shards: 4})
+				_, err := coordinator(t, agent, workerTok, "shardlease-acl/other-fleet").Fleet().Configure(t.Context(), shard.Config{Shards: 4})
 				return err
 			},
 		}
@@ -334,7 +334,7 @@ func TestDocumentedACLPolicies(t *testing.T) {
 		}
 	})
 
-	snap, err := coordinator(t, agent, agent.Token, prefix).Watch(t.Context(), 0)
+	snap, err := coordinator(t, agent, agent.Token, prefix).Fleet().Watch(t.Context(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,16 +343,16 @@ func TestDocumentedACLPolicies(t *testing.T) {
 
 	t.Run("ReaderPolicy", func(t *testing.T) {
 		c := coordinator(t, agent, token(t, admin, "reader", rules(t, "reader", prefix, agent.Name)), prefix)
-		s, err := c.Watch(t.Context(), 0)
+		s, err := c.Fleet().Watch(t.Context(), 0)
 		if err != nil || s.Config == nil || len(s.Owners()) != 4 || len(s.Problems) != 0 {
 			t.Fatalf("watch with the reader policy: %d owners, config %v, problems %v, err %v; want the whole fleet", len(s.Owners()), s.Config, s.Problems, err)
 		}
 		m := member.Member
 		m.Draining = true
-		if err := c.Join(t.Context(), member.Session, m); !denied(err) {
+		if err := c.Members().Join(t.Context(), member.Session, m); !denied(err) {
 			t.Errorf("drain with the reader policy: %v; want an ACL refusal", err)
 		}
-		if err := c.Release(t.Context(), owned.Session, []shard.ID{owned.Shard}, "test"); !denied(err) {
+		if err := c.Locks().Release(t.Context(), owned.Session, shard.ShardLocks([]shard.ID{owned.Shard}), "test"); !denied(err) {
 			t.Errorf("release with the reader policy: %v; want an ACL refusal", err)
 		}
 	})
@@ -362,17 +362,17 @@ func TestDocumentedACLPolicies(t *testing.T) {
 		c := coordinator(t, agent, opTok, prefix)
 		m := member.Member
 		m.Draining = true
-		if err := c.Join(t.Context(), member.Session, m); err != nil {
+		if err := c.Members().Join(t.Context(), member.Session, m); err != nil {
 			t.Errorf("drain (the worker's member key, with its session) with the operator policy: %v", err)
 		}
 		m.Draining = false
-		if err := c.Join(t.Context(), member.Session, m); err != nil {
+		if err := c.Members().Join(t.Context(), member.Session, m); err != nil {
 			t.Errorf("undrain with the operator policy: %v", err)
 		}
-		if err := c.Release(t.Context(), owned.Session, []shard.ID{owned.Shard}, "forced free by the ACL test"); err != nil {
+		if err := c.Locks().Release(t.Context(), owned.Session, shard.ShardLocks([]shard.ID{owned.Shard}), "forced free by the ACL test"); err != nil {
 			t.Errorf("release %s with the operator policy: %v", owned.Shard, err)
 		}
-		if _, err := c.CreateSession(t.Context(), shard.SessionSpec{Worker: "operator", TTL: 10 * time.Second}); !denied(err) {
+		if _, err := c.Sessions().Create(t.Context(), shard.SessionSpec{Worker: "operator", TTL: 10 * time.Second}); !denied(err) {
 			t.Errorf("create a session with the operator policy: %v; want an ACL refusal (operators hold no locks)", err)
 		}
 		if _, err := client(t, agent, opTok).KV().Put(&api.KVPair{Key: "shardlease-acl/other-fleet/x", Value: []byte("x")}, nil); !denied(err) {

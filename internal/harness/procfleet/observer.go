@@ -33,7 +33,7 @@ func NewObserver(cfg consul.Config) (*Observer, error) {
 // Snapshot reads the prefix, with after > 0 a blocking query that returns
 // once it changed past index after.
 func (o *Observer) Snapshot(ctx context.Context, after uint64) (shard.Snapshot, error) {
-	return o.c.Watch(ctx, after)
+	return o.c.Fleet().Watch(ctx, after)
 }
 
 // View is Snapshot as a View.
@@ -47,8 +47,8 @@ func (o *Observer) View(ctx context.Context, after uint64) (View, error) {
 
 // Assignor reads P/assignor alone (a listing of the prefix would read
 // every shard), with after > 0 a blocking query past index after.
-func (o *Observer) Assignor(ctx context.Context, after uint64) (shard.AssignorKey, error) {
-	return o.c.WatchAssignor(ctx, after)
+func (o *Observer) Assignor(ctx context.Context, after uint64) (shard.LockKey, error) {
+	return o.c.Locks().Watch(ctx, shard.AssignorLock, after)
 }
 
 // AssignorWorker returns the worker whose session holds P/assignor: ""

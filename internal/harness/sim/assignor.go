@@ -22,7 +22,7 @@ import (
 // strikes the same one as long as the same workers run.
 // It reports whether the victim held the role.
 func (r *run) assignorVictim(e Event) (*member, bool) {
-	k, err := r.coord.WatchAssignor(context.Background(), 0)
+	k, err := r.coord.Locks().Watch(context.Background(), shard.AssignorLock, 0)
 	if err == nil && k.Held() {
 		if m := r.fleet.Member(k.Worker); m != nil && m.Running() && m.Ext.session() == k.Session {
 			return m, true
@@ -101,8 +101,9 @@ func (v *assignView) disarm() {
 }
 
 // assignView wraps one worker's coordinator for the faults of the assignor
-// role: a pause armed to strike on the worker's next Assign, and a stale
-// view of its own assignment key.
+// role: a pause armed to strike on the worker's next Assign (an
+// interceptor), and a stale view of its own assignment key (its
+// Assignments' Watch, whose answers it replaces).
 type assignView struct {
 	shard.Coordinator
 	r *run
@@ -124,19 +125,20 @@ type assignView struct {
 // the caller's end, as a request already on the wire would be sent. By
 // then its session may have ended and another worker may hold P/assignor:
 // the coordinator must refuse it (elections.held checks).
-func (v *assignView) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
-	if !v.armed.CompareAndSwap(true, false) {
-		return v.Coordinator.Assign(ctx, id, epoch, set)
+func (v *assignView) intercept(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+	if call.Op != shard.OpAssign || !v.armed.CompareAndSwap(true, false) {
+		return invoke(ctx)
 	}
+	id, epoch := call.Session, call.Epoch
 	m, r := v.m, v.r
 	froze := time.Now()
-	r.tracef("  %s frozen with an Assign of %d keys in hand (session %s, epoch %d)", m.ID, len(set), id, epoch)
+	r.tracef("  %s frozen with an Assign of %d keys in hand (session %s, epoch %d)", m.ID, call.Keys, id, epoch)
 	m.Hold(holdKey(Event{Kind: Pause, Assignor: true}), inproc.Hold{Mode: faults.Hang, Freeze: true})
 	if !m.WaitThawed(m.Killed()) {
 		return fmt.Errorf("%w: %s crashed while frozen", shard.ErrUnavailable, m.ID)
 	}
 	frozen := time.Since(froze)
-	err := v.Coordinator.Assign(context.WithoutCancel(ctx), id, epoch, set)
+	err := invoke(context.WithoutCancel(ctx))
 	outcome := "ACCEPTED"
 	switch {
 	case errors.Is(err, shard.ErrUnavailable):
@@ -157,12 +159,25 @@ func (v *assignView) setStale(lag time.Duration, replay bool) {
 	v.mu.Unlock()
 }
 
-// WatchAssignment serves the worker its own key as a lagging reader sees
+// Assignments is the worker's assignment keys with the stale view.
+func (v *assignView) Assignments() shard.Assignments {
+	return staleView{v.Coordinator.Assignments(), v}
+}
+
+// staleView is the Assignments whose Watch serves a lagging reader's
+// answers.
+type staleView struct {
+	shard.Assignments
+	v *assignView
+}
+
+// Watch serves the worker its own key as a lagging reader sees
 // it: each answer lag after the coordinator gave it and, with replay, the
 // answer before the latest one once more right after the latest (its
 // index goes back, and the worker acts on it until the next answer comes,
 // lag later). The worker must act safely on all of it: the locks decide.
-func (v *assignView) WatchAssignment(ctx context.Context, worker string, after uint64) (shard.AssignmentKey, error) {
+func (sv staleView) Watch(ctx context.Context, worker string, after uint64) (shard.AssignmentKey, error) {
+	v := sv.v
 	v.mu.Lock()
 	lag, replay := v.lag, v.replay
 	if replay && !v.replayed && v.prev != nil && v.last != nil && v.last.Index == after && v.prev.Index < after {
@@ -173,16 +188,16 @@ func (v *assignView) WatchAssignment(ctx context.Context, worker string, after u
 		return old, nil
 	}
 	v.mu.Unlock()
-	k, err := v.Coordinator.WatchAssignment(ctx, worker, after)
+	k, err := sv.Assignments.Watch(ctx, worker, after)
 	if err != nil || lag == 0 {
 		v.delivered(k, err)
 		return k, err
 	}
-	if err := sleep(ctx, lag); err != nil {
+	if err := shard.Delay(ctx, lag); err != nil {
 		return shard.AssignmentKey{}, err
 	}
 	v.delivered(k, nil)
-	if now, err := v.r.coord.WatchAssignment(ctx, worker, 0); err == nil && now.Index != k.Index {
+	if now, err := v.r.coord.Assignments().Watch(ctx, worker, 0); err == nil && now.Index != k.Index {
 		v.r.staleServed.Add(1) // the assignor rewrote the key while the answer was held
 	}
 	return k, nil

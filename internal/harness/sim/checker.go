@@ -57,7 +57,7 @@ func watchTokens(ctx context.Context, co shard.Coordinator, c *checker) {
 	last := map[shard.ID]held{}
 	var after uint64
 	for {
-		snap, err := co.Watch(ctx, after)
+		snap, err := co.Fleet().Watch(ctx, after)
 		if err != nil {
 			return // ctx ended: the embedded coordinator fails no other way
 		}

@@ -68,11 +68,26 @@ type yesman struct {
 	next shard.Token
 }
 
-func (y *yesman) Campaign(context.Context, shard.SessionID, string) (shard.Token, bool, error) {
-	return y.next, true, nil
+func (y *yesman) Locks() shard.Locks             { return yesLocks{y} }
+func (y *yesman) Assignments() shard.Assignments { return yesAssignments{} }
+
+type yesLocks struct {
+	*yesman
 }
 
-func (y *yesman) Assign(context.Context, shard.SessionID, shard.Token, map[string]*shard.Assignment) error {
+func (l yesLocks) Acquire(_ context.Context, _ shard.SessionID, want []shard.Acquisition) ([]shard.Grant, error) {
+	return []shard.Grant{{Lock: want[0].Lock, Token: l.next}}, nil
+}
+
+func (yesLocks) Release(context.Context, shard.SessionID, []shard.Lock, string) error { return nil }
+
+func (yesLocks) Watch(context.Context, shard.Lock, uint64) (shard.LockKey, error) {
+	return shard.LockKey{}, nil
+}
+
+type yesAssignments struct{ shard.Assignments }
+
+func (yesAssignments) Assign(context.Context, shard.SessionID, shard.Token, map[string]*shard.Assignment) error {
 	return nil
 }
 
@@ -82,20 +97,20 @@ func TestElectionsCatchACoordinatorWithoutTheAssignorCheck(t *testing.T) {
 	c := &checker{}
 	el := newElections(c, time.Second)
 	y := &yesman{}
-	e := &elected{Coordinator: y, el: el, worker: "w1"}
+	e := shard.Intercept(y, el.intercept("w1"))
 	ctx := context.Background()
 	set := map[string]*shard.Assignment{"w1": {}}
 	campaign := func(id shard.SessionID, epoch shard.Token) {
 		y.next = epoch
-		_, _, _ = e.Campaign(ctx, id, "w")
+		_, _, _ = shard.TryLock(ctx, e.Locks(), id, shard.AssignorLock, "campaign")
 	}
 	campaign("s1", 5)
-	_ = e.Assign(ctx, "s1", 5, set) // fine: s1 holds epoch 5
+	_ = e.Assignments().Assign(ctx, "s1", 5, set) // fine: s1 holds epoch 5
 	campaign("s2", 9)
-	_ = e.Assign(ctx, "s1", 5, set) // deposed
-	_ = e.Assign(ctx, "s3", 9, set) // never won
+	_ = e.Assignments().Assign(ctx, "s1", 5, set) // deposed
+	_ = e.Assignments().Assign(ctx, "s3", 9, set) // never won
 	el.destroy("s2")
-	_ = e.Assign(ctx, "s2", 9, set) // destroyed
+	_ = e.Assignments().Assign(ctx, "s2", 9, set) // destroyed
 	el.held("w2", "s2", 9, 2*time.Second, nil)
 	campaign("s4", 9) // an epoch handed out twice
 	campaign("s5", 7) // a new epoch below one won before

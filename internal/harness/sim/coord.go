@@ -24,12 +24,11 @@ func (c *jumpClock) AfterFunc(d time.Duration, f func()) memory.Timer { return t
 
 func (c *jumpClock) jump(d time.Duration) { c.offset.Add(int64(d)) }
 
-// slowRenewals delays one worker's RenewSession calls while latency is set:
+// slowRenewals delays one worker's session renewals while latency is set:
 // before the call reaches the coordinator or, with late set, after it was
 // applied (the reply is slow). Either way the delay honours ctx, as an HTTP
 // client would.
 type slowRenewals struct {
-	shard.Coordinator
 	latency atomic.Int64 // time.Duration; 0: off
 	late    atomic.Bool
 }
@@ -39,31 +38,24 @@ func (s *slowRenewals) set(latency time.Duration, late bool) {
 	s.latency.Store(int64(latency))
 }
 
-func (s *slowRenewals) RenewSession(ctx context.Context, id shard.SessionID) error {
+// intercept is the delay, as a shard.Interceptor.
+func (s *slowRenewals) intercept(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+	if call.Op != shard.OpRenewSession {
+		return invoke(ctx)
+	}
 	d, late := time.Duration(s.latency.Load()), s.late.Load()
 	if d > 0 && !late {
-		if err := sleep(ctx, d); err != nil {
+		if err := shard.Delay(ctx, d); err != nil {
 			return err
 		}
 	}
-	err := s.Coordinator.RenewSession(ctx, id)
+	err := invoke(ctx)
 	if d > 0 && late {
-		if serr := sleep(ctx, d); serr != nil {
+		if serr := shard.Delay(ctx, d); serr != nil {
 			return serr // applied, but the worker never hears of it
 		}
 	}
 	return err
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // leases mirrors, from outside, each worker's local step-down deadline: the
@@ -109,23 +101,50 @@ func (l *leases) session(c shard.Claim) (shard.SessionID, bool) {
 	return sid, ok
 }
 
-// recorder is the outermost wrapper of a worker's coordinator: it sees what
-// the worker sees, keeps leases and its member's latest session up to
-// date, and checks every release against the handler runs.
+// recorder is the outermost interceptor of a worker's coordinator: it
+// sees what the worker sees, keeps leases and its member's latest session
+// up to date, and checks every release against the handler runs.
 type recorder struct {
-	shard.Coordinator
 	m    *member
 	l    *leases
 	runs *runLog
 	c    *checker
 }
 
-func (r *recorder) CreateSession(ctx context.Context, spec shard.SessionSpec) (shard.SessionID, error) {
+func (r *recorder) intercept(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
 	start := time.Now()
-	sid, err := r.Coordinator.CreateSession(ctx, spec)
+	err := invoke(ctx)
 	if err != nil {
-		return sid, err
+		return err
 	}
+	switch call.Op {
+	case shard.OpCreateSession:
+		r.created(call.Session, start)
+	case shard.OpRenewSession:
+		r.renewed(call.Session, start)
+	case shard.OpAcquire:
+		r.l.mu.Lock()
+		for _, g := range call.Grants {
+			if c, ok := g.Claim(); ok {
+				r.l.claims[c] = call.Session
+			}
+		}
+		r.l.mu.Unlock()
+	case shard.OpRelease:
+		var ids []shard.ID
+		for _, lk := range call.Locks {
+			if id, ok := lk.Shard(); ok {
+				ids = append(ids, id)
+			}
+		}
+		r.runs.released(call.Session, ids, r.c.elapsed())
+	}
+	return nil
+}
+
+// created starts the mirrored lease of a session created by a call that
+// started at start.
+func (r *recorder) created(sid shard.SessionID, start time.Time) {
 	r.m.Ext.setSession(sid)
 	rec := &leaseRec{worker: r.m.ID}
 	// worker.term: a create slower than RenewEvery is followed by a renewal,
@@ -136,19 +155,15 @@ func (r *recorder) CreateSession(ctx context.Context, spec shard.SessionSpec) (s
 	r.l.mu.Lock()
 	r.l.sessions[sid] = rec
 	r.l.mu.Unlock()
-	return sid, nil
 }
 
-func (r *recorder) RenewSession(ctx context.Context, id shard.SessionID) error {
-	start := time.Now()
-	err := r.Coordinator.RenewSession(ctx, id)
-	if err != nil {
-		return err
-	}
+// renewed extends the mirrored lease of sid after a renewal that started
+// at start and succeeded.
+func (r *recorder) renewed(sid shard.SessionID, start time.Time) {
 	now := time.Now()
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
-	rec := r.l.sessions[id]
+	rec := r.l.sessions[sid]
 	switch {
 	case rec == nil:
 	case rec.deadline.IsZero():
@@ -158,27 +173,6 @@ func (r *recorder) RenewSession(ctx context.Context, id shard.SessionID) error {
 		// counting the reply keeps this model the more lenient of the two.
 		rec.deadline = maxTime(rec.deadline, start.Add(r.l.policy.StepDownAfter()))
 	}
-	return nil
-}
-
-func (r *recorder) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acquisition) ([]shard.Claim, error) {
-	got, err := r.Coordinator.Acquire(ctx, id, want)
-	if err == nil {
-		r.l.mu.Lock()
-		for _, c := range got {
-			r.l.claims[c] = id
-		}
-		r.l.mu.Unlock()
-	}
-	return got, err
-}
-
-func (r *recorder) Release(ctx context.Context, id shard.SessionID, ids []shard.ID, why string) error {
-	err := r.Coordinator.Release(ctx, id, ids, why)
-	if err == nil {
-		r.runs.released(id, ids, r.c.elapsed())
-	}
-	return err
 }
 
 func maxTime(a, b time.Time) time.Time {

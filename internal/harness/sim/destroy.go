@@ -111,7 +111,7 @@ func (r *run) destroy(m *member, e Event) {
 		return
 	}
 	r.elect.destroy(sid)
-	_ = r.coord.DestroySession(context.Background(), sid) // the embedded coordinator fails no other way
+	_ = r.coord.Sessions().Destroy(context.Background(), sid) // the embedded coordinator fails no other way
 	r.tracef("  destroyed %s's session %s", m.ID, sid)
 }
 

@@ -39,7 +39,7 @@
 //     context that ignores cancellation, as a request on the wire would
 //     be; the coordinator must refuse it (shard.ErrNotAssignor);
 //   - destroy of the assignor's session, half of them cutting it off;
-//   - a stale assignment (StaleAssignment): one worker's WatchAssignment
+//   - a stale assignment (StaleAssignment): one worker's Assignments.Watch
 //     answers come late and, half the time, an older answer is replayed
 //     after each new one, so the worker acts on an assignment the assignor
 //     has since changed; for no longer than StuckAfter and with answers
@@ -97,7 +97,7 @@
 //     same clock-jump exception applies (Result.RunOverlaps). runLog states
 //     the definition exactly.
 //   - The coordinator never accepts an Assign outside its epoch: each
-//     epoch Campaign returns goes to one session and is above every epoch
+//     epoch a campaign returns goes to one session and is above every epoch
 //     before it, and an accepted Assign came from the session that won
 //     its epoch, with no newer epoch won and its session not destroyed
 //     before the call began (elections). An assignor that woke from a

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,9 +15,11 @@ import (
 const contestWindow = 250 * time.Millisecond
 
 // elections checks the assignor's election and writes as the coordinator
-// answered them, from the innermost wrapper of every worker (elected):
+// answered them, from the innermost interceptor of every worker
+// (intercept):
 //
-//   - an epoch Campaign returns is won by one session only, and a new
+//   - an epoch a campaign (an Acquire of shard.AssignorLock) returns is
+//     won by one session only, and a new
 //     epoch is above every epoch returned before;
 //   - an Assign the coordinator accepted came from the session that won
 //     its epoch, with no newer epoch won before the call began, and not
@@ -140,27 +143,32 @@ func (el *elections) contested() (wins int, contested []time.Duration) {
 	return len(el.wins), contested
 }
 
-// elected is the innermost wrapper of a worker's coordinator: it tells
-// elections what the coordinator itself answered.
-type elected struct {
-	shard.Coordinator
-	el     *elections
-	worker string
-}
-
-func (e *elected) Campaign(ctx context.Context, id shard.SessionID, worker string) (shard.Token, bool, error) {
-	epoch, held, err := e.Coordinator.Campaign(ctx, id, worker)
-	if err == nil {
-		e.el.campaigned(id, epoch, held)
+// intercept is the innermost interceptor of worker's coordinator: it
+// tells elections what the coordinator itself answered to its campaigns
+// (an Acquire of shard.AssignorLock) and its Assign calls.
+func (el *elections) intercept(worker string) shard.Interceptor {
+	return func(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+		switch {
+		case call.Op == shard.OpAcquire && slices.Contains(call.Locks, shard.AssignorLock):
+			err := invoke(ctx)
+			if err == nil {
+				var epoch shard.Token
+				for _, g := range call.Grants {
+					if g.Lock == shard.AssignorLock {
+						epoch = g.Token
+					}
+				}
+				el.campaigned(call.Session, epoch, epoch != 0)
+			}
+			return err
+		case call.Op == shard.OpAssign:
+			top, destroyed := el.before(call.Session)
+			err := invoke(ctx)
+			el.assigned(worker, call.Session, call.Epoch, top, destroyed, call.Keys, err)
+			return err
+		}
+		return invoke(ctx)
 	}
-	return epoch, held, err
-}
-
-func (e *elected) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
-	top, destroyed := e.el.before(id)
-	err := e.Coordinator.Assign(ctx, id, epoch, set)
-	e.el.assigned(e.worker, id, epoch, top, destroyed, len(set), err)
-	return err
 }
 
 func (el *elections) counts() (accepted, refused, heldSent, heldRefused int64) {

@@ -49,7 +49,7 @@ const (
 	// only its local deadline and the lock-delay rule keep the next owner
 	// from starting beside it.
 	Destroy Kind = "destroy"
-	// StaleAssignment serves a worker's WatchAssignment stale for For:
+	// StaleAssignment serves a worker's Assignments.Watch stale for For:
 	// each answer Size after the coordinator gave it and, with Replay, an
 	// older answer once again after each new one, so that the worker acts
 	// on an assignment the assignor has since changed.

@@ -47,13 +47,15 @@ func isLost(err error) bool { return errors.Is(err, worker.ErrLost) }
 // cannot keep it off a worker already partitioned — so each holds it under
 // its own key (holdKey, inproc.Member.Hold).
 func (r *run) spawn(id string) *member {
-	m := r.fleet.New(id, &elected{Coordinator: r.coord, el: r.elect, worker: id})
-	m.Ext.slow = &slowRenewals{Coordinator: m.Coordinator()}
-	m.Ext.view = &assignView{Coordinator: m.Ext.slow, r: r, m: m}
+	m := r.fleet.New(id, shard.Intercept(r.coord, r.elect.intercept(id)))
+	m.Ext.slow = &slowRenewals{}
+	m.Ext.view = &assignView{r: r, m: m}
+	m.Ext.view.Coordinator = shard.Intercept(shard.Intercept(m.Coordinator(), m.Ext.slow.intercept), m.Ext.view.intercept)
+	rec := &recorder{m: m, l: r.leases, runs: r.runs, c: r.c}
 	su := r.sched.Setup
 	err := r.fleet.Start(m, worker.Config{
 		Fleet:            shard.Config{Shards: su.Shards},
-		Coordinator:      &recorder{Coordinator: m.Ext.view, m: m, l: r.leases, runs: r.runs, c: r.c},
+		Coordinator:      shard.Intercept(m.Ext.view, rec.intercept),
 		Offsets:          r.store,
 		Handler:          r.handler(m),
 		Policy:           su.Policy,
@@ -179,7 +181,7 @@ func (r *run) apply(e Event) {
 	case ClockJump:
 		r.clock.jump(e.Size)
 		r.jumps.add(time.Now())
-		r.coord.Sessions() // let the coordinator notice what expired, as its timers would
+		r.coord.LiveSessions() // let the coordinator notice what expired, as its timers would
 		return
 	case Join, Restart:
 		if m != nil && m.Running() {

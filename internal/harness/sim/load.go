@@ -271,9 +271,9 @@ func (r *run) settleLoad(from, bound time.Duration) time.Duration {
 		snap := r.snapshot()
 		why := r.unsettled()
 		if why == "" && fmt.Sprint(snap.Owners()) == fmt.Sprint(before.Owners()) {
-			if snap.Assignor.Epoch != before.Assignor.Epoch {
+			if snap.Assignor.Token != before.Assignor.Token {
 				r.c.violate("the fleet settled %v after the last fault, then elected another assignor: epoch %d (%s), then %d (%s)",
-					took, before.Assignor.Epoch, before.Assignor.Worker, snap.Assignor.Epoch, snap.Assignor.Worker)
+					took, before.Assignor.Token, before.Assignor.Worker, snap.Assignor.Token, snap.Assignor.Worker)
 			} else if band := r.loadBand(snap); band != "" {
 				r.c.violate("the load-balancing fleet settled %v after the last fault outside its band: %s", took, band)
 			} else if why := carried(snap); why != "" {

@@ -44,15 +44,15 @@ func (r *run) settle(from, bound time.Duration) time.Duration {
 		r.c.violate("the fleet settled %v after the last fault, then came apart: %s\n%s", took, why, r.diagnose())
 	} else if snap := r.snapshot(); fmt.Sprint(snap.Owners()) != fmt.Sprint(owners) {
 		r.c.violate("the fleet settled %v after the last fault, then kept moving shards: %v, then %v", took, owners, snap.Owners())
-	} else if snap.Assignor.Epoch != before.Assignor.Epoch {
+	} else if snap.Assignor.Token != before.Assignor.Token {
 		r.c.violate("the fleet settled %v after the last fault, then elected another assignor: epoch %d (%s), then %d (%s)",
-			took, before.Assignor.Epoch, before.Assignor.Worker, snap.Assignor.Epoch, snap.Assignor.Worker)
+			took, before.Assignor.Token, before.Assignor.Worker, snap.Assignor.Token, snap.Assignor.Worker)
 	}
 	return took
 }
 
 func (r *run) snapshot() shard.Snapshot {
-	snap, err := r.coord.Watch(context.Background(), 0)
+	snap, err := r.coord.Fleet().Watch(context.Background(), 0)
 	if err != nil {
 		r.c.violate("snapshot: %v", err)
 	}
@@ -151,7 +151,7 @@ func (r *run) diagnose() string {
 		fmt.Fprintf(&b, "    %s token %d session %q owner %s target %s (%s; released %q)\n",
 			st.Shard, st.Token, st.Session, owners[st.Shard], plan.Target[st.Shard], st.Owner.Reason, st.Owner.Released)
 	}
-	fmt.Fprintf(&b, "    assignor %s epoch %d session %q\n", snap.Assignor.Worker, snap.Assignor.Epoch, snap.Assignor.Session)
+	fmt.Fprintf(&b, "    assignor %s epoch %d session %q\n", snap.Assignor.Worker, snap.Assignor.Token, snap.Assignor.Session)
 	for id, a := range snap.Assignments {
 		fmt.Fprintf(&b, "    assignment %s epoch %d as of %d: %v free %v waiting %d since %v stuck %v (%q)\n",
 			id, a.Epoch, a.AsOf, a.Shards, a.Free, a.Waiting, a.WaitingSince.Format("15:04:05.000"), a.Stuck, a.StuckSession)
@@ -180,10 +180,10 @@ func (r *run) assignorUnsettled(snap shard.Snapshot) string {
 	}
 	for _, m := range r.running() {
 		switch epoch := m.Worker().Status().AssignorEpoch; {
-		case m.ID == k.Worker && epoch != k.Epoch:
-			return fmt.Sprintf("%s holds P/assignor at epoch %d but leads at epoch %d", m.ID, k.Epoch, epoch)
+		case m.ID == k.Worker && epoch != k.Token:
+			return fmt.Sprintf("%s holds P/assignor at epoch %d but leads at epoch %d", m.ID, k.Token, epoch)
 		case m.ID != k.Worker && epoch != 0:
-			return fmt.Sprintf("%s leads at epoch %d while %s holds P/assignor at epoch %d", m.ID, epoch, k.Worker, k.Epoch)
+			return fmt.Sprintf("%s leads at epoch %d while %s holds P/assignor at epoch %d", m.ID, epoch, k.Worker, k.Token)
 		}
 	}
 	return ""
