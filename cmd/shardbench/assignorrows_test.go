@@ -3,6 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/shardlease/shardlease/internal/bench"
+	"github.com/shardlease/shardlease/internal/bench/assignorstep"
 )
 
 // noBaseline lists the scenarios with shardlease rows and no baseline
@@ -14,21 +17,21 @@ var noBaseline = map[string]bool{"stuck-worker": true, "rolling-restart": true, 
 // checkAssignorRows checks, in a --small run of every scenario, the rows
 // about the assignor itself (docs/benchmarks.md, "Results"): each is there
 // and states its goal. It asserts nothing about time.
-func checkAssignorRows(t *testing.T, rep report) {
+func checkAssignorRows(t *testing.T, rep bench.Report) {
 	t.Helper()
 	for _, tc := range []struct {
 		scenario, system, metric string
 		goal                     bool
 	}{
-		{"crash-failover", systemShardlease, "time until its shards have new handlers running$", true},
-		{"crash-failover", systemShardlease, "the assignor's worker crashed", true},
-		{"coordinator-load", systemShardlease, "per worker per second, 10 workers × 200 shards", true},
-		{"coordinator-load", systemShardlease, "of the assignor's worker, 10 workers × 200 shards", false},
-		{"stuck-worker", systemShardlease, "unowned shard-time", true},
-		{"stuck-worker", systemShardlease, "most owner changes of one shard", true},
-		{"assignor-step", systemRebalance, "cold", true},
-		{"assignor-step", systemRebalance, "steady (", true},
-		{"assignor-step", systemRebalance, "one join", true},
+		{"crash-failover", bench.SystemShardlease, "time until its shards have new handlers running$", true},
+		{"crash-failover", bench.SystemShardlease, "the assignor's worker crashed", true},
+		{"coordinator-load", bench.SystemShardlease, "per worker per second, 10 workers × 200 shards", true},
+		{"coordinator-load", bench.SystemShardlease, "of the assignor's worker, 10 workers × 200 shards", false},
+		{"stuck-worker", bench.SystemShardlease, "unowned shard-time", true},
+		{"stuck-worker", bench.SystemShardlease, "most owner changes of one shard", true},
+		{"assignor-step", assignorstep.SystemRebalance, "cold", true},
+		{"assignor-step", assignorstep.SystemRebalance, "steady (", true},
+		{"assignor-step", assignorstep.SystemRebalance, "one join", true},
 	} {
 		found := 0
 		for _, r := range rep.Results {

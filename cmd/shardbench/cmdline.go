@@ -12,6 +12,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	"github.com/shardlease/shardlease/internal/bench"
 )
 
 // subcommands parse their own flags; `shardbench NAME …` runs one.
@@ -36,7 +38,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("consul", "", "HTTP address of a Consul agent to use (default: start a dev agent from bin/consul)")
 	trials := fs.Int("trials", 5, "repetitions of each measurement; p50/p99/max are taken over them (the crash and stop rows run at least 20 unless --small)")
 	small := fs.Bool("small", false, "CI smoke sizes: a few workers and shards, short windows (its figures are not results)")
-	fs.StringVar(&postgresDSN, "postgres", "", "PostgreSQL DSN for commit-throughput's postgres rows and stream-e2e (default: start a throwaway cluster from the installed binaries)")
+	postgres := fs.String("postgres", "", "PostgreSQL DSN for commit-throughput's postgres rows and stream-e2e (default: start a throwaway cluster from the installed binaries)")
 	asJSON := fs.Bool("json", false, "print one JSON document (every row, the machine, Go and Consul) instead of a table")
 	markdown := fs.String("markdown", "", "also write the table as Markdown to `FILE` (for docs/benchmarks.md)")
 	docs := fs.String("docs", "", "write the run's JSON to bench/run.json and its plots to img/ownership.svg (and img/load.svg with skewed-load) beside `FILE`, and its table and figures between FILE's shardbench markers (make shardbench: docs/benchmarks.md); a run of some scenarios replaces only theirs, naming its commit")
@@ -50,7 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *spec == "" {
 		problems = append(problems, errors.New("--scenario is required: all, or comma-separated names"))
 	}
-	selected, err := selectScenarios(*spec)
+	selected, err := scenarios.Select(*spec)
 	if *spec != "" && err != nil {
 		problems = append(problems, err)
 	}
@@ -62,13 +64,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitBadInvoke
 	}
 
-	agent, err := obtainConsul(ctx, *addr, stderr)
+	agent, err := bench.ObtainConsul(ctx, *addr, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "shardbench: %v\n", err)
 		return exitFailed
 	}
-	defer agent.stop()
-	env := &benchEnv{consul: agent.config, trials: *trials, small: *small, log: stderr}
+	defer agent.Stop()
+	env := &bench.Env{Consul: agent.Config, Trials: *trials, Small: *small, Log: stderr, PostgresDSN: *postgres}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
 		if err != nil {
@@ -77,23 +79,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer stopProfile()
 	}
-	rep := report{Machine: describeMachine(agent), Trials: *trials, Small: *small, Started: time.Now().UTC(), Commit: sourceCommit()}
-	for _, s := range selected {
-		env.logf("shardbench: %s: %s", s.name, s.summary)
-		began := time.Now()
-		rows, err := s.run(ctx, env)
-		rep.Results = append(rep.Results, rows...)
-		rep.Scenarios = append(rep.Scenarios, scenarioRun{Name: s.name, Seconds: time.Since(began).Seconds()})
-		if err != nil {
-			env.logf("shardbench: %s failed after %v: %v", s.name, time.Since(began).Round(time.Millisecond), err)
-			rep.Errors = append(rep.Errors, scenarioError{Scenario: s.name, Error: err.Error()})
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
-		env.logf("shardbench: %s done in %v", s.name, time.Since(began).Round(time.Millisecond))
-	}
+	rep := bench.Report{Machine: bench.DescribeMachine(agent), Trials: *trials, Small: *small, Started: time.Now().UTC(), Commit: sourceCommit()}
+	selected.Run(ctx, env, &rep)
 	return finish(rep, outputs{json: *asJSON, markdown: *markdown, docs: *docs, check: *check}, stdout, stderr)
 }
 
@@ -108,29 +95,29 @@ type outputs struct {
 
 // finish writes rep where o says and returns the run's exit code: failed
 // when a scenario failed, or with o.check when a row missed its goal.
-func finish(rep report, o outputs, stdout, stderr io.Writer) int {
+func finish(rep bench.Report, o outputs, stdout, stderr io.Writer) int {
 	if o.json {
-		rep.writeJSON(stdout)
+		rep.WriteJSON(stdout)
 	} else {
-		rep.writeTable(stdout)
+		rep.WriteTable(stdout)
 	}
 	code := exitOK
 	if o.markdown != "" {
 		var b strings.Builder
-		rep.writeMarkdown(&b)
+		rep.WriteMarkdown(&b)
 		if err := os.WriteFile(o.markdown, []byte(b.String()), 0o644); err != nil {
 			fmt.Fprintf(stderr, "shardbench: --markdown: %v\n", err)
 			code = exitFailed
 		}
 	}
 	if o.docs != "" {
-		if err := writeDocs(rep, docsFor(o.docs)); err != nil {
+		if err := bench.WriteDocs(rep, bench.DocsFor(o.docs), scenarios); err != nil {
 			fmt.Fprintf(stderr, "shardbench: --docs: %v\n", err)
 			code = exitFailed
 		}
 	}
 	if o.check {
-		if !rep.check(stderr) {
+		if !rep.Check(stderr) {
 			code = exitFailed
 		}
 	} else if len(rep.Errors) > 0 {
@@ -147,7 +134,7 @@ func docsCmd(_ context.Context, args []string, _, stderr io.Writer) int {
 	if ok, code := parse(fs, args, stderr); !ok {
 		return code
 	}
-	if err := renderDocs(docsFor(*doc)); err != nil {
+	if err := bench.RenderDocs(bench.DocsFor(*doc)); err != nil {
 		fmt.Fprintf(stderr, "shardbench docs: %v\n", err)
 		return exitFailed
 	}
@@ -185,7 +172,7 @@ flags:
 	fs.PrintDefaults()
 	fmt.Fprint(w, "\nscenarios:\n")
 	for _, s := range scenarios {
-		fmt.Fprintf(w, "  %-18s %s\n", s.name, s.summary)
+		fmt.Fprintf(w, "  %-18s %s\n", s.Name, s.Summary)
 	}
 	fmt.Fprint(w, "\nsubcommands (run 'shardbench SUBCOMMAND -h' for their flags):\n")
 	for name, s := range subcommands {

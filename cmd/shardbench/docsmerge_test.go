@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardlease/shardlease/internal/bench"
+	"github.com/shardlease/shardlease/internal/harness/benchtest"
 )
 
 // TestDocsUpdatesAPartialRun: a run of one scenario with --docs replaces
@@ -19,23 +22,23 @@ import (
 func TestDocsUpdatesAPartialRun(t *testing.T) {
 	dir := t.TempDir()
 	doc := filepath.Join(dir, "benchmarks.md")
-	if err := os.WriteFile(doc, []byte("# B\n\n"+docsBegin+"\n"+docsEnd+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(doc, []byte("# B\n\n"+bench.DocsBegin+"\n"+bench.DocsEnd+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	first := sampleReport()
+	first := benchtest.SampleReport()
 	if code := finish(first, outputs{docs: doc}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("first run: exit %d: %s", code, stderr.String())
 	}
 
-	later := report{Machine: first.Machine, Trials: 5, Started: time.Date(2026, 12, 2, 0, 10, 0, 0, time.UTC), Commit: "abc1234",
-		Scenarios: []scenarioRun{{Name: "lock-ops", Seconds: 20}},
-		Results:   []result{measured("lock-ops", "consul", "lock ops/s, 128 locks per /v1/txn", "ops/s", []float64{30001, 30002, 30003})}}
+	later := bench.Report{Machine: first.Machine, Trials: 5, Started: time.Date(2026, 12, 2, 0, 10, 0, 0, time.UTC), Commit: "abc1234",
+		Scenarios: []bench.ScenarioRun{{Name: "lock-ops", Seconds: 20}},
+		Results:   []bench.Result{bench.Measured("lock-ops", "consul", "lock ops/s, 128 locks per /v1/txn", "ops/s", []float64{30001, 30002, 30003})}}
 	if code := finish(later, outputs{docs: doc}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("partial run: exit %d: %s", code, stderr.String())
 	}
-	p := docsFor(doc)
-	got, err := readReport(p.json)
+	p := bench.DocsFor(doc)
+	got, err := bench.ReadReport(p.JSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,12 +81,12 @@ func TestDocsUpdatesAPartialRun(t *testing.T) {
 	all := later
 	all.Scenarios = nil
 	for _, s := range scenarios {
-		all.Scenarios = append(all.Scenarios, scenarioRun{Name: s.name, Seconds: 1})
+		all.Scenarios = append(all.Scenarios, bench.ScenarioRun{Name: s.Name, Seconds: 1})
 	}
 	if code := finish(all, outputs{docs: doc}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("full run: exit %d: %s", code, stderr.String())
 	}
-	if got, _ := readReport(p.json); got.Commit != "abc1234" || len(got.Results) != 1 {
+	if got, _ := bench.ReadReport(p.JSON); got.Commit != "abc1234" || len(got.Results) != 1 {
 		t.Errorf("a run of every scenario kept the older rows: commit %q, %d rows", got.Commit, len(got.Results))
 	}
 }

@@ -15,7 +15,7 @@
 // and the machine, Go and Consul it ran on. --check exits 1 when a row
 // misses its goal, naming it. --docs FILE writes the run's JSON and plot
 // beside FILE and its generated section into FILE (docs/benchmarks.md;
-// a run of some scenarios replaces only theirs, docsmerge.go);
+// a run of some scenarios replaces only theirs, internal/bench/docsmerge.go);
 // `shardbench docs` regenerates that section and plot from the JSON alone.
 // Run `shardbench -h` for the scenarios.
 package main

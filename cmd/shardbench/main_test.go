@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/shardlease/shardlease/internal/bench"
+	"github.com/shardlease/shardlease/internal/bench/steady"
+	"github.com/shardlease/shardlease/internal/harness/benchtest"
 	"github.com/shardlease/shardlease/internal/harness/consultest"
 )
 
@@ -34,7 +36,7 @@ func TestConsulSteadyReportsItsFigures(t *testing.T) {
 		t.Fatalf("%d result lines, want 2:\n%s", len(lines), stdout.String())
 	}
 	for i, want := range []int{16, 64} {
-		var r steadyResult
+		var r steady.Result
 		if err := json.Unmarshal([]byte(lines[i]), &r); err != nil {
 			t.Fatalf("line %d: %v: %s", i, err, lines[i])
 		}
@@ -72,11 +74,11 @@ func TestBadCommandLines(t *testing.T) {
 // has rows, every shardlease row has its baseline row, and --docs wrote the
 // run's documents. It asserts nothing about time.
 func TestAllScenariosSmoke(t *testing.T) {
-	agent := consultest.StartDev(t, consultest.WithHCL(fmt.Sprintf("limits { http_max_conns_per_client = %d }", connsPerClient())))
+	agent := consultest.StartDev(t, consultest.WithHCL(fmt.Sprintf("limits { http_max_conns_per_client = %d }", bench.ConnsPerClient())))
 	var stdout, stderr bytes.Buffer
 	dir := t.TempDir()
 	md, doc := filepath.Join(dir, "table.md"), filepath.Join(dir, "benchmarks.md")
-	if err := os.WriteFile(doc, []byte(docsBegin+"\n"+docsEnd+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(doc, []byte(bench.DocsBegin+"\n"+bench.DocsEnd+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code := run(t.Context(), []string{"--scenario", "all", "--small", "--trials", "1", "--json", "--markdown", md, "--docs", doc, "--consul", agent.HTTPAddr}, &stdout, &stderr)
@@ -84,7 +86,7 @@ func TestAllScenariosSmoke(t *testing.T) {
 	if code != exitOK {
 		t.Errorf("exit %d", code)
 	}
-	var rep report
+	var rep bench.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("the output is not one JSON report: %v\n%s", err, stdout.String())
 	}
@@ -109,33 +111,33 @@ func TestAllScenariosSmoke(t *testing.T) {
 		t.Fatalf("--markdown: %v", err)
 	}
 	for _, s := range scenarios {
-		if len(rows[s.name]) == 0 {
-			t.Errorf("scenario %s reported no rows", s.name)
+		if len(rows[s.Name]) == 0 {
+			t.Errorf("scenario %s reported no rows", s.Name)
 		}
-		if !strings.Contains(string(table), "| "+s.name+" |") {
-			t.Errorf("the Markdown table has no row of %s:\n%s", s.name, table)
+		if !strings.Contains(string(table), "| "+s.Name+" |") {
+			t.Errorf("the Markdown table has no row of %s:\n%s", s.Name, table)
 		}
 	}
 	checkAssignorRows(t, rep)
 	// --docs wrote the run's JSON, its plot and the section rendered from
 	// that JSON, whose numbers are all the run's.
-	p := docsFor(doc)
-	written, err := readReport(p.json)
+	p := bench.DocsFor(doc)
+	written, err := bench.ReadReport(p.JSON)
 	if err != nil || len(written.Results) != len(rep.Results) || len(written.Scenarios) != len(scenarios) {
 		t.Errorf("--docs JSON: %v, %d rows (stdout %d), %d scenarios timed", err, len(written.Results), len(rep.Results), len(written.Scenarios))
 	}
-	if fi, err := os.Stat(p.plot); err != nil || fi.Size() < 1000 {
+	if fi, err := os.Stat(p.Plot); err != nil || fi.Size() < 1000 {
 		t.Errorf("--docs plot: %v", err)
 	}
 	if b, err := os.ReadFile(doc); err != nil {
 		t.Error(err)
-	} else if section, err := extractSection(string(b)); err != nil || strings.Count(section, "| crash-failover |") < 2 {
+	} else if section, err := bench.ExtractSection(string(b)); err != nil || strings.Count(section, "| crash-failover |") < 2 {
 		t.Errorf("--docs section (%v):\n%s", err, b)
-	} else if stray := strayNumbers(section, written); len(stray) > 0 {
+	} else if stray := benchtest.StrayNumbers(section, written); len(stray) > 0 {
 		t.Errorf("--docs section: numbers that are no figure of the run: %v", stray)
 	}
 	for _, name := range []string{"crash-failover", "graceful-handoff", "scale-out"} {
-		if !rows[name][systemShardlease+"/time until its shards have new handlers running"] && !rows[name][systemShardlease+"/time until max−min <= 1"] {
+		if !rows[name][bench.SystemShardlease+"/time until its shards have new handlers running"] && !rows[name][bench.SystemShardlease+"/time until max−min <= 1"] {
 			t.Errorf("scenario %s has no shardlease time row: %v", name, rows[name])
 		}
 	}
@@ -145,12 +147,12 @@ func TestAllScenariosSmoke(t *testing.T) {
 	// (A scenario may measure the baseline at fewer sizes than shardlease,
 	// where one api.Lock per shard does not scale.)
 	for _, r := range rep.Results {
-		if r.System != systemShardlease {
+		if r.System != bench.SystemShardlease {
 			continue
 		}
 		hasBaseline := false
 		for key := range rows[r.Scenario] {
-			hasBaseline = hasBaseline || strings.HasPrefix(key, systemBaseline+"/")
+			hasBaseline = hasBaseline || strings.HasPrefix(key, bench.SystemBaseline+"/")
 		}
 		if !hasBaseline && !noBaseline[r.Scenario] {
 			t.Errorf("%s: shardlease rows but no baseline row", r.Scenario)
@@ -161,7 +163,7 @@ func TestAllScenariosSmoke(t *testing.T) {
 			// has no twin: the baseline would need a million api.Locks.
 			// Nor has the baseline an assignor whose worker could crash.
 			if !strings.Contains(r.Metric, " workers × ") && !strings.Contains(r.Metric, "the assignor's worker") &&
-				!rows[r.Scenario][systemBaseline+"/"+r.Metric] {
+				!rows[r.Scenario][bench.SystemBaseline+"/"+r.Metric] {
 				t.Errorf("%s: shardlease row %q has no baseline row", r.Scenario, r.Metric)
 			}
 		}
@@ -182,28 +184,12 @@ func TestAllScenariosSmoke(t *testing.T) {
 func TestScenarioTable(t *testing.T) {
 	seen := map[string]bool{}
 	for _, s := range scenarios {
-		if s.name == "" || s.name == "all" || seen[s.name] || s.summary == "" || s.run == nil {
-			t.Errorf("scenario %q: empty, reserved or repeated name, or no summary or function", s.name)
+		if s.Name == "" || s.Name == "all" || seen[s.Name] || s.Summary == "" || s.Run == nil {
+			t.Errorf("scenario %q: empty, reserved or repeated name, or no summary or function", s.Name)
 		}
-		seen[s.name] = true
+		seen[s.Name] = true
 	}
-	if _, err := selectScenarios("cold-start,nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+	if _, err := scenarios.Select("cold-start,nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("an unknown scenario: %v, want an error naming it", err)
-	}
-}
-
-// TestJSONReportSurvivesNaN: a figure with no value (a p50 over trials that
-// never converged is NaN) must not turn the whole JSON report into an
-// error: it is dropped and the row's note says so.
-func TestJSONReportSurvivesNaN(t *testing.T) {
-	r := report{Results: []result{measured("s", systemShardlease, "m", "s", []float64{1}).with("never", math.NaN())}}
-	var b bytes.Buffer
-	r.writeJSON(&b)
-	var back report
-	if err := json.Unmarshal(b.Bytes(), &back); err != nil || len(back.Results) != 1 {
-		t.Fatalf("JSON report with a NaN figure: %v\n%s", err, b.String())
-	}
-	if _, ok := back.Results[0].Extra["never"]; ok || !strings.Contains(back.Results[0].Note, "never: no value") {
-		t.Fatalf("NaN figure: extra %v, note %q; want it dropped and named in the note", back.Results[0].Extra, back.Results[0].Note)
 	}
 }

@@ -126,7 +126,8 @@ const (
 
 // ClassifyRefusal reads Consul's TxnError text (agent/consul/state/txn.go
 // and txn_endpoint.go in 1.14; the texts have been stable since 0.7). The
-// twin produces the same texts; its conformance test holds both to them.
+// in-memory twin (internal/harness/consulkvtest) produces the same texts;
+// its conformance test holds both to them.
 func ClassifyRefusal(what string) Refusal {
 	switch {
 	case strings.Contains(what, "lock is already held"):

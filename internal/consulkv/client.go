@@ -25,7 +25,7 @@ func New(c *api.Client) *Client { return &Client{api: c} }
 // request" error, and the status (403, 413, 429, 500) is what tells a
 // refusal from a transient failure.
 func (c *Client) Txn(ctx context.Context, ops api.TxnOps) (api.TxnResults, api.TxnErrors, error) {
-	if err := tooMany(len(ops)); err != nil {
+	if err := TooManyOps(len(ops)); err != nil {
 		return nil, nil, err
 	}
 	var resp api.TxnResponse
@@ -44,10 +44,12 @@ func (c *Client) Txn(ctx context.Context, ops api.TxnOps) (api.TxnResults, api.T
 	return resp.Results, nil, nil
 }
 
-// tooMany refuses a transaction Consul would refuse, as Consul does
-// (HTTP 413), before anything is sent: a caller that did not chunk has a
-// bug, and the answer should say so without a round trip.
-func tooMany(n int) error {
+// TooManyOps refuses a transaction of n operations that Consul would
+// refuse, as Consul does (HTTP 413), before anything is sent: a caller that
+// did not chunk has a bug, and the answer should say so without a round
+// trip. It is nil for n ≤ MaxTxnOps. The in-memory twin
+// (internal/harness/consulkvtest) refuses with it too.
+func TooManyOps(n int) error {
 	if n <= MaxTxnOps {
 		return nil
 	}

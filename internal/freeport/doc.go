@@ -23,8 +23,10 @@
 // range leaves fewer than 1024 ports outside it, Pick draws from all of
 // [10000, 65535] and outgoing connections can take its ports too.
 //
-// Rigged is a picker for tests of those retries: it hands out a port the
-// test holds, as if another process had taken it.
+// The picker that tests of those retries rig (a port the test holds handed
+// out as if another process had taken it) is internal/harness/freeporttest's:
+// this package is linked into programs (through internal/pgserver) and holds
+// no test code.
 //
 // How it fails: an error when too few of the ports drawn were free (50
 // draws per port wanted), quoting the last bind failure. When the range

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/shardlease/shardlease/internal/freeport"
+	"github.com/shardlease/shardlease/internal/harness/freeporttest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -33,7 +33,7 @@ func other(t *testing.T) *Server {
 // taken for the new one; the next attempt, on a fresh port, starts the
 // cluster, and its log says why the first failed.
 func TestLaunchRetriesATakenPort(t *testing.T) {
-	r := &freeport.Rigged{Taken: other(t).Port, Times: 1}
+	r := &freeporttest.Rigged{Taken: other(t).Port, Times: 1}
 	s, err := launchWith(r.Pick)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestLaunchRetriesATakenPort(t *testing.T) {
 // TestLaunchGivesUp: a cluster whose every port is taken fails after
 // attempts tries, with an error that quotes its log.
 func TestLaunchGivesUp(t *testing.T) {
-	r := &freeport.Rigged{Taken: other(t).Port, Times: attempts}
+	r := &freeporttest.Rigged{Taken: other(t).Port, Times: attempts}
 	s, err := launchWith(r.Pick)
 	if err == nil {
 		s.Close()

@@ -12,13 +12,14 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/harness/consulkvtest"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/offsets/offsetstest"
 	"github.com/shardlease/shardlease/shard"
 )
 
 // twinStore opens a store on a Consul twin, closed on cleanup.
-func twinStore(tb testing.TB, tw *consulkv.Twin) *Store {
+func twinStore(tb testing.TB, tw *consulkvtest.Twin) *Store {
 	st := newStore(Config{Prefix: "fleet", Address: "twin"}, tw, nil)
 	tb.Cleanup(func() { _ = st.Close() })
 	return st
@@ -27,7 +28,7 @@ func twinStore(tb testing.TB, tw *consulkv.Twin) *Store {
 // TestTwinConformance runs the offsets suite on the twin: the store's
 // logic without an agent.
 func TestTwinConformance(t *testing.T) {
-	offsetstest.Run(t, func(tb testing.TB) offsets.Store { return twinStore(tb, consulkv.NewTwin()) })
+	offsetstest.Run(t, func(tb testing.TB) offsets.Store { return twinStore(tb, consulkvtest.NewTwin()) })
 }
 
 // TestTwinFailures: each failure class reaches the caller as the sentinel
@@ -48,7 +49,7 @@ func TestTwinFailures(t *testing.T) {
 		{"malformed", api.StatusError{Code: 400, Body: "bad request"}, false, 1, shard.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tw := consulkv.NewTwin()
+			tw := consulkvtest.NewTwin()
 			st := twinStore(t, tw)
 			if err := st.Fence(t.Context(), "s", 1); err != nil { // a cached entry: the commit is one CAS
 				t.Fatal(err)
@@ -71,7 +72,7 @@ func TestTwinFailures(t *testing.T) {
 // is sent in transactions Consul accepts, and a CAS conflict in one of
 // them costs a retry of that one, never a commit.
 func TestTwinBatchChunks(t *testing.T) {
-	tw := consulkv.NewTwin()
+	tw := consulkvtest.NewTwin()
 	st, other := twinStore(t, tw), twinStore(t, tw)
 	ctx := t.Context()
 	const n = 2*consulkv.MaxTxnOps + 1
@@ -104,7 +105,7 @@ func TestTwinBatchChunks(t *testing.T) {
 // applied or of unknown outcome; one that failed on the store's own
 // timeout is unavailable or unknown, not the caller's.
 func TestFailCarriesTheCallersCause(t *testing.T) {
-	st := twinStore(t, consulkv.NewTwin())
+	st := twinStore(t, consulkvtest.NewTwin())
 	lost := errors.New("lease lost")
 	parent, cancel := context.WithCancelCause(t.Context())
 	ctx, stop := consulkv.WithRequestTimeout(parent, time.Hour)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 )
@@ -44,7 +45,7 @@ func (h Holder) String() string {
 // as a third party would: the scheduler picks the assignor faults' victim
 // from it, and every change it saw is what the election figures read.
 type assignorWatch struct {
-	c *consul.Coordinator // only its reads of P/assignor are used
+	o *procfleet.Observer
 
 	mu   sync.Mutex
 	seen []Holder // every holder seen, in order; the last is the current one
@@ -61,15 +62,15 @@ func (f *Fleet) watchAssignor(ctx context.Context) (*assignorWatch, <-chan struc
 	if len(servers) == 0 {
 		return nil, nil, errors.New("chaos: no Consul server running to watch P/assignor through")
 	}
-	c, err := consul.New(consul.Config{Address: servers[0].HTTPAddr, Scheme: "http", Token: servers[0].Token, Prefix: f.cfg.Prefix})
+	o, err := procfleet.NewObserver(consul.Config{Address: servers[0].HTTPAddr, Scheme: "http", Token: servers[0].Token, Prefix: f.cfg.Prefix})
 	if err != nil {
 		return nil, nil, fmt.Errorf("chaos: a client for %s: %w", servers[0].Name, err)
 	}
-	a := &assignorWatch{c: c}
+	a := &assignorWatch{o: o}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer c.Close() // its idle connections would outlive the test
+		defer o.Close() // its idle connections would outlive the test
 		a.run(ctx)
 	}()
 	return a, done, nil
@@ -81,7 +82,7 @@ func (a *assignorWatch) run(ctx context.Context) {
 	var after uint64
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		k, err := a.c.Locks().Watch(ctx, shard.AssignorLock, after)
+		k, err := a.o.Assignor(ctx, after)
 		if err != nil {
 			after = 0
 			backoff = min(2*backoff, 2*time.Second)
@@ -121,7 +122,7 @@ func (a *assignorWatch) current() string {
 // confirm reads P/assignor once, just before the fault: the watch may lag.
 // errMoved when worker no longer holds it.
 func (a *assignorWatch) confirm(ctx context.Context, worker string) (Holder, error) {
-	k, err := a.c.Locks().Watch(ctx, shard.AssignorLock, 0) // index 0: answers at once
+	k, err := a.o.Assignor(ctx, 0) // index 0: answers at once
 	if err != nil {
 		return Holder{}, fmt.Errorf("chaos: reading P/assignor to confirm %s holds it: %w", worker, err)
 	}

@@ -1,15 +1,12 @@
 package chaos
 
 import (
-	"errors"
 	"fmt"
-	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/shardlease/shardlease/internal/harness/consultest"
-	"github.com/shardlease/shardlease/internal/harness/shardproc"
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 )
 
 // Config describes a fleet of `shardd worker` processes for the nemesis.
@@ -37,6 +34,7 @@ type Config struct {
 // Fleet is a running fleet of workers, each behind its own Proxy.
 type Fleet struct {
 	cfg     Config
+	procs   *procfleet.Fleet
 	Workers []*Worker
 	// Agents are the client agents, each with the workers that talk to it.
 	Agents []*Agent
@@ -54,27 +52,12 @@ type Worker struct {
 	Agent   *Agent
 	Proxy   *Proxy
 	History string
-	args    []string
-	logPath string
-	bin     string
-
-	mu    sync.Mutex
-	p     *shardproc.Proc
-	lives []life
-}
-
-// life is one process of a worker: when it was started, and the process,
-// which knows when it exited.
-type life struct {
-	started time.Time
-	p       *shardproc.Proc
+	p       *procfleet.Worker
 }
 
 // Life is when one process of a worker ran: from just before it was
 // started to when it was seen to exit (Exit zero: still running).
-type Life struct {
-	Start, Exit time.Time
-}
+type Life = procfleet.Life
 
 // Start starts the fleet's proxies and workers. On error, what was started
 // is stopped.
@@ -86,7 +69,13 @@ func Start(cfg Config) (*Fleet, error) {
 		}
 		return nil, fmt.Errorf("chaos: config with %d workers, %d shards, %d client agents", cfg.Workers, cfg.Shards, clients)
 	}
-	f := &Fleet{cfg: cfg}
+	procs, err := procfleet.New(procfleet.Config{Bin: cfg.Shardd, Dir: cfg.Dir,
+		Args: append([]string{"worker", "--prefix", cfg.Prefix, "--shards", fmt.Sprint(cfg.Shards), "--rate", fmt.Sprint(cfg.Rate),
+			"--offsets", cfg.DSN, "--log-level", "info"}, cfg.Lease...)})
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{cfg: cfg, procs: procs}
 	for _, a := range cfg.Cluster.Clients {
 		f.Agents = append(f.Agents, &Agent{Agent: a})
 	}
@@ -98,78 +87,33 @@ func Start(cfg Config) (*Fleet, error) {
 			_ = f.Stop()
 			return nil, err
 		}
-		w := &Worker{ID: id, Agent: a, Proxy: px,
-			bin: cfg.Shardd, logPath: filepath.Join(cfg.Dir, id+".log"), History: filepath.Join(cfg.Dir, id+".jsonl")}
-		w.args = append([]string{"worker", "--consul", px.Addr(), "--prefix", cfg.Prefix, "--id", id,
-			"--shards", fmt.Sprint(cfg.Shards), "--rate", fmt.Sprint(cfg.Rate), "--offsets", cfg.DSN,
-			"--history", w.History, "--log-level", "info"}, cfg.Lease...)
+		w := &Worker{ID: id, Agent: a, Proxy: px}
 		f.Workers = append(f.Workers, w)
 		a.Workers = append(a.Workers, w)
-		if err := w.start(); err != nil {
+		// Each worker talks to its agent through its own proxy.
+		if w.p, err = procs.Add(id, "--consul", px.Addr()); err != nil {
 			_ = f.Stop()
 			return nil, err
 		}
+		w.History = w.p.History
 	}
 	return f, nil
 }
 
-func (w *Worker) start() error {
-	started := time.Now()
-	p, err := shardproc.Start(w.bin, w.args, w.logPath)
-	if err != nil {
-		return err
-	}
-	w.mu.Lock()
-	w.p = p
-	w.lives = append(w.lives, life{started: started, p: p})
-	w.mu.Unlock()
-	return nil
-}
+// start starts the worker's process again, under its ID.
+func (w *Worker) start() error { return w.p.Start() }
 
-func (w *Worker) proc() *shardproc.Proc {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.p
-}
-
-func (w *Worker) signal(sig syscall.Signal) { w.proc().Signal(sig) }
+func (w *Worker) signal(sig syscall.Signal) { w.p.Signal(sig) }
 
 // kill9 kills the worker's process and waits for it to die.
-func (w *Worker) kill9() error {
-	p := w.proc()
-	p.Signal(syscall.SIGKILL)
-	if !p.Wait(10 * time.Second) {
-		return fmt.Errorf("chaos: %s did not die within 10 s of SIGKILL", w.ID)
-	}
-	return nil
-}
+func (w *Worker) kill9() error { return w.p.Kill(10 * time.Second) }
 
 // Lives lists, per worker ID, when each of its processes ran: what closes
 // the handler runs of a process killed before it could record their end.
-func (f *Fleet) Lives() map[string][]Life {
-	out := map[string][]Life{}
-	for _, w := range f.Workers {
-		w.mu.Lock()
-		for _, l := range w.lives {
-			var exit time.Time
-			if !l.p.Running() {
-				exit, _ = l.p.Exit()
-			}
-			out[w.ID] = append(out[w.ID], Life{Start: l.started, Exit: exit})
-		}
-		w.mu.Unlock()
-	}
-	return out
-}
+func (f *Fleet) Lives() map[string][]Life { return f.procs.Lives() }
 
 // HistoryFiles are the workers' histories.
-func (f *Fleet) HistoryFiles() []string {
-	var out []string
-	for _, w := range f.Workers {
-		out = append(out, w.History)
-	}
-	return out
-}
+func (f *Fleet) HistoryFiles() []string { return f.procs.HistoryFiles() }
 
 // Heal passes every proxy's traffic again and continues every worker and
 // every client agent that is running.
@@ -181,8 +125,8 @@ func (f *Fleet) Heal() {
 	}
 	for _, w := range f.Workers {
 		w.Proxy.Set(ModePass, 0)
-		if p := w.proc(); p != nil {
-			p.Signal(syscall.SIGCONT)
+		if w.p != nil {
+			w.p.Signal(syscall.SIGCONT)
 		}
 	}
 }
@@ -191,23 +135,9 @@ func (f *Fleet) Heal() {
 // closes the proxies once the workers are gone.
 func (f *Fleet) Stop() error {
 	f.Heal()
-	var errs []error
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, w := range f.Workers {
-		if p := w.proc(); p != nil {
-			wg.Go(func() {
-				if err := p.Stop(20 * time.Second); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("%s: %w", w.ID, err))
-					mu.Unlock()
-				}
-			})
-		}
-	}
-	wg.Wait()
+	err := f.procs.Stop(20 * time.Second)
 	for _, w := range f.Workers {
 		_ = w.Proxy.Close()
 	}
-	return errors.Join(errs...)
+	return err
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardlease/shardlease/internal/freeport"
+	"github.com/shardlease/shardlease/internal/harness/freeporttest"
 	"github.com/shardlease/shardlease/internal/harness/tb"
 )
 
@@ -16,7 +16,7 @@ import (
 // for UDP on every attempt is tried three times, and the error names each
 // attempt's agent and quotes its log's bind error.
 func TestDevStartNamesBindFailure(t *testing.T) {
-	r := &freeport.Rigged{Taken: occupy(t, "udp"), At: 1, Times: attempts}
+	r := &freeporttest.Rigged{Taken: occupy(t, "udp"), At: 1, Times: attempts}
 	a, retried, err := launchDev(Binary(t), t.TempDir(), nil, r.Pick)
 	if err == nil {
 		t.Fatal("the dev agent started on a busy Serf port")
@@ -44,7 +44,7 @@ func TestDevStartNamesBindFailure(t *testing.T) {
 // server's Serf WAN port taken (CI lost a cluster so) comes up on fresh
 // ports, and says in the test's log why it retried.
 func TestClusterStartRetries(t *testing.T) {
-	r := &freeport.Rigged{Taken: occupy(t, "tcp"), At: portsPerAgent + 2, Times: 1}
+	r := &freeporttest.Rigged{Taken: occupy(t, "tcp"), At: portsPerAgent + 2, Times: 1}
 	rec := &recorder{T: t}
 	began := time.Now()
 	c := startCluster(rec, 3, r.Pick)

@@ -89,8 +89,9 @@ func TestEveryPackageSaysWhatItOwns(t *testing.T) {
 
 // TestHarnessStaysOutOfTheProduct: shardd and shardctl link nothing under
 // internal/harness (the test harnesses), and no package outside it imports
-// it but shardbench (which starts its own Consul and PostgreSQL); the
-// library imports from internal/ only what docs/design.md's Layout allows.
+// it but shardbench's (cmd/shardbench and internal/bench/…, which start
+// their own Consul and PostgreSQL); the library imports from internal/
+// only what docs/design.md's Layout allows.
 func TestHarnessStaysOutOfTheProduct(t *testing.T) {
 	harness := module + "/internal/harness/"
 	libraryMayUse := []string{module + "/internal/consulkv", module + "/internal/fleetview"}
@@ -107,7 +108,7 @@ func TestHarnessStaysOutOfTheProduct(t *testing.T) {
 	}
 	for _, line := range goList(t, "-f", `{{.ImportPath}}:{{join .Imports ","}}`, "./...") {
 		p, imports, _ := strings.Cut(line, ":")
-		if strings.HasPrefix(p, harness) || p == module+"/cmd/shardbench" {
+		if strings.HasPrefix(p, harness) || p == module+"/cmd/shardbench" || p == module+"/internal/bench" || strings.HasPrefix(p, module+"/internal/bench/") {
 			continue
 		}
 		for _, imp := range strings.Split(imports, ",") {

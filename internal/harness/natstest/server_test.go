@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/shardlease/shardlease/internal/freeport"
+	"github.com/shardlease/shardlease/internal/harness/freeporttest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestLaunchRetriesATakenPort(t *testing.T) {
 	other := Start(t)
 	busy := portOf(t, other)
-	r := &freeport.Rigged{Taken: busy, Times: 1}
+	r := &freeporttest.Rigged{Taken: busy, Times: 1}
 	s, err := launch(r.Pick)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestLaunchRetriesATakenPort(t *testing.T) {
 // attempts tries, with an error that quotes its log.
 func TestLaunchGivesUp(t *testing.T) {
 	busy := portOf(t, Start(t))
-	r := &freeport.Rigged{Taken: busy, Times: attempts}
+	r := &freeporttest.Rigged{Taken: busy, Times: attempts}
 	s, err := launch(r.Pick)
 	if err == nil {
 		s.Close()

@@ -1,6 +1,7 @@
 // Package shardproc builds the shardd binary and runs it as child
-// processes, for the multi-process tests (internal/harness/fleettest,
-// internal/harness/chaos): started with their output appended to a log file, the
+// processes, for the multi-process tests (internal/harness/fleettest, and
+// internal/harness/procfleet's fleets for internal/harness/chaos and
+// shardbench): started with their output appended to a log file, the
 // test's CONSUL_* settings kept out of their environment, killed with the
 // test binary (Pdeathsig) if it dies first, and waited for by one goroutine
 // per process that records when and how each exited. Launch starts any

@@ -1,0 +1,139 @@
+package assignorstep
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// stepStates builds the states assignor-step times rebalance.Step on:
+// members with distinct, non-sequential IDs in random order; cold is
+// nothing held or assigned; steady is a fleet settled by stepping, writing
+// the keys and letting every worker act on its own key until a Step decides
+// nothing; join is steady with one member more; leave is steady with its
+// first member gone (its shards orphaned). Steady and join are as the assignor reads them: every assignment
+// key decoded from its stored form and the holders derived by session, so
+// no two of them share strings.
+func stepStates(workers, shards int) (cold, steady, join, leave rebalance.State, err error) {
+	r := rand.New(rand.NewPCG(1, 2))
+	s := rebalance.State{
+		Now:      time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Shards:   shard.Config{Shards: shards}.IDs(),
+		Holders:  map[shard.ID]string{},
+		Assigned: map[string]rebalance.Assignment{},
+	}
+	for _, k := range r.Perm(4 * workers)[:workers] {
+		id := fmt.Sprintf("worker-%d", k)
+		s.Members = append(s.Members, rebalance.Member{ID: id, Weight: 1, Session: shard.SessionID(fmt.Sprintf("%s#%d", id, r.Uint32()))})
+	}
+	cold = cloneState(s)
+	if err := settleState(&s, 100*time.Millisecond, 10); err != nil {
+		return cold, steady, join, leave, err
+	}
+	if steady, err = asRead(s); err != nil {
+		return cold, steady, join, leave, err
+	}
+	join, leave = steady, steady // the same reading but for the members
+	join.Members = append(slices.Clone(steady.Members), rebalance.Member{ID: "joiner", Weight: 1, Session: "joiner#1"})
+	leave.Members = steady.Members[1:]
+	return cold, steady, join, leave, nil
+}
+
+// settleState steps, writes the decision's keys and lets every worker act
+// on its key (release what it holds and is not given, take what it is
+// given and is free), advancing the clock by tick a round, until a Step
+// decides nothing and every worker holds exactly its key; an error after
+// limit rounds.
+func settleState(s *rebalance.State, tick time.Duration, limit int) error {
+	for range limit {
+		d, err := rebalance.Step(*s, rebalance.Policy{})
+		if err != nil {
+			return err
+		}
+		if len(d.Assign) == 0 && len(d.Delete) == 0 && len(d.Moves) == 0 && d.Wake.IsZero() && atRest(*s) {
+			return nil
+		}
+		maps.Copy(s.Assigned, d.Assign)
+		for _, w := range d.Delete {
+			delete(s.Assigned, w)
+		}
+		act(s)
+		s.Now = s.Now.Add(tick)
+	}
+	return fmt.Errorf("rebalance.Step: a fleet of %d workers over %d shards not settled after %d rounds", len(s.Members), len(s.Shards), limit)
+}
+
+// act lets every member act once on its key: first every release, then
+// every take of a free shard.
+func act(s *rebalance.State) {
+	for sh, h := range s.Holders {
+		if _, keep := slices.BinarySearch(s.Assigned[h].Shards, sh); !keep {
+			delete(s.Holders, sh)
+		}
+	}
+	for _, m := range s.Members {
+		for _, sh := range s.Assigned[m.ID].Shards {
+			if _, held := s.Holders[sh]; !held {
+				s.Holders[sh] = m.ID
+			}
+		}
+	}
+}
+
+// atRest: every member holds exactly its key.
+func atRest(s rebalance.State) bool {
+	n := 0
+	for _, m := range s.Members {
+		for _, sh := range s.Assigned[m.ID].Shards {
+			if s.Holders[sh] != m.ID {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(s.Holders)
+}
+
+// cloneState returns a copy of s that shares nothing mutable with it.
+func cloneState(s rebalance.State) rebalance.State {
+	s.Members = slices.Clone(s.Members)
+	s.Holders = maps.Clone(s.Holders)
+	s.Assigned = maps.Clone(s.Assigned)
+	return s
+}
+
+// asRead returns s with its strings as reading the coordinator makes them:
+// each assignment key's shards decoded from its stored form, each shard ID
+// of the lock listing a string of its own, and each holder the ID of the
+// member whose session holds the lock (as act sets it).
+func asRead(s rebalance.State) (rebalance.State, error) {
+	cfg := shard.Config{Shards: len(s.Shards)}
+	assigned := make(map[string]rebalance.Assignment, len(s.Assigned))
+	for w, a := range s.Assigned {
+		enc, err := cfg.EncodeSet(a.Shards)
+		if err != nil {
+			return s, err
+		}
+		if a.Shards, err = cfg.DecodeSet(enc); err != nil {
+			return s, err
+		}
+		assigned[w] = a
+	}
+	s.Assigned = assigned
+	// act made every holder the ID string of its member, which is what
+	// deriving holders by session gives; the shard IDs are fresh strings.
+	holders := make(map[shard.ID]string, len(s.Holders))
+	for _, id := range cfg.IDs() {
+		if h, ok := s.Holders[id]; ok {
+			holders[id] = h
+		}
+	}
+	s.Holders = holders
+	s.Members = slices.Clone(s.Members)
+	return s, nil
+}

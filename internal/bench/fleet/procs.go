@@ -1,0 +1,194 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/shardlease/shardlease/internal/bench"
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
+	"github.com/shardlease/shardlease/internal/harness/shardproc"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// Procs is one system's workers as OS processes on this machine, as
+// `make chaos` runs them (internal/harness/procfleet): `shardd worker` for
+// shardlease, apilockd (internal/harness/apilock) for the baselines, each
+// built once per fleet. A crash is SIGKILL; a stop is SIGTERM, done when
+// the process has exited. Each worker writes its history
+// (internal/offsetlog) to a file, and the fleet follows the files for
+// their "start" lines: when a shard's new handler started, by the worker's
+// wall clock (shardd: after its claim was fenced; apilockd: after its lock
+// was acquired, with no fence).
+type Procs struct {
+	env    *bench.Env
+	sys    string
+	dir    string // binaries, logs and histories; removed with the fleet
+	procs  *procfleet.Fleet
+	prefix string
+	// The observer: shardlease's, or a client of the baseline's keys.
+	slObs   *procfleet.Observer
+	blObs   *api.Client
+	blConns *http.Transport
+
+	mu      sync.Mutex
+	live    map[string]*procfleet.Worker // the workers not crashed or stopped
+	quick   bool                         // a quick default baseline (Shape.Quick)
+	reaping sync.WaitGroup
+}
+
+// NewProcs builds the worker binary of system into a fresh directory and
+// prepares a fleet on a fresh prefix: shardlease on policy, the tuned
+// baseline tuned to it, or the default baseline (quick or not). extra are
+// every worker's further arguments.
+func NewProcs(env *bench.Env, system, scenario string, shards int, policy shard.LeasePolicy, quick bool, extra ...string) (*Procs, error) {
+	dir, err := os.MkdirTemp("", "shardbench-procs-")
+	if err != nil {
+		return nil, err
+	}
+	f := &Procs{env: env, sys: system, dir: dir, live: map[string]*procfleet.Worker{},
+		prefix: fmt.Sprintf("shardbench/%s-%s-p-%s", scenario, system, bench.RandomHex(4))}
+	pkg := "github.com/shardlease/shardlease/internal/harness/apilock/apilockd"
+	if system == bench.SystemShardlease {
+		pkg = "github.com/shardlease/shardlease/cmd/shardd"
+	}
+	bin, err := shardproc.BuildPackage(dir, pkg)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	addr := env.Consul.Address
+	var args []string
+	if system == bench.SystemShardlease {
+		// No commits: the workers' histories hold their fences and handler
+		// runs, and the figures are the coordination's own.
+		args = []string{"worker", "--consul", addr, "--prefix", f.prefix, "--shards", strconv.Itoa(shards),
+			"--ttl", policy.TTL.String(), "--renew", policy.RenewEvery.String(), "--pause-budget", policy.PauseBudget.String(),
+			"--lock-delay", policy.EffectiveLockDelay().String(), "--rate", "1", "--commit-every", "1h", "--log-level", "warn"}
+		if f.slObs, err = procfleet.NewObserver(env.CoordConfig(f.prefix)); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	} else {
+		cfg := baselineConfig(system, f.prefix, shards, policy, quick)
+		f.quick = cfg.Quick
+		args = []string{"--consul", addr, "--prefix", f.prefix, "--shards", strconv.Itoa(shards), "--mode", string(cfg.Mode),
+			"--ttl", cfg.TTL.String(), "--renew", cfg.RenewEvery.String(), "--lock-delay", cfg.LockDelay.String()}
+		if cfg.Quick {
+			args = append(args, "--quick")
+		}
+		conf := env.APIConfig()
+		if f.blObs, err = api.NewClient(conf); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		f.blConns = conf.Transport
+	}
+	f.procs, err = procfleet.New(procfleet.Config{Bin: bin, Dir: dir, Args: append(args, extra...), FollowStarts: true})
+	if err != nil {
+		f.closeObserver()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *Procs) System() string              { return f.sys }
+func (f *Procs) Starts() *procfleet.StartLog { return f.procs.Starts() }
+
+// Add starts worker id: its first process, or another under the same ID
+// (rolling-restart).
+func (f *Procs) Add(_ context.Context, id string) error {
+	w := f.procs.Worker(id)
+	var err error
+	if w == nil {
+		w, err = f.procs.Add(id)
+	} else {
+		err = w.Start()
+	}
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.live[id] = w
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *Procs) take(id string) *procfleet.Worker { return takeWorker(&f.mu, f.live, id) }
+
+// Crash kills worker id's process with SIGKILL.
+func (f *Procs) Crash(id string) {
+	w := f.take(id)
+	if w == nil {
+		return
+	}
+	w.Signal(syscall.SIGKILL)
+	if f.quick {
+		invalidateHeld(f.blObs, f.prefix, id)
+	}
+	f.reaping.Add(1)
+	go func() { defer f.reaping.Done(); <-w.Done() }()
+}
+
+// Stop sends worker id SIGTERM; the channel closes once it has exited (or
+// was killed, 30 s on).
+func (f *Procs) Stop(id string) <-chan struct{} {
+	done := make(chan struct{})
+	w := f.take(id)
+	if w == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		if err := w.Stop(30 * time.Second); err != nil {
+			f.env.Logf("shardbench: %s %s: %v", f.sys, id, err)
+		}
+	}()
+	return done
+}
+
+func (f *Procs) View(ctx context.Context, after uint64) (procfleet.View, error) {
+	if f.slObs != nil {
+		return f.slObs.View(ctx, after)
+	}
+	return baselineView(ctx, f.blObs, f.prefix, after, members(&f.mu, f.live))
+}
+
+// Assignor returns the worker holding P/assignor (shardlease only).
+func (f *Procs) Assignor(ctx context.Context, must bool) (string, error) {
+	if f.slObs == nil {
+		return noAssignor(f, must)
+	}
+	return f.slObs.AssignorWorker(ctx, must)
+}
+
+// HistoryFiles are every worker's history.
+func (f *Procs) HistoryFiles() []string { return f.procs.HistoryFiles() }
+
+func (f *Procs) Close() {
+	stopEvery(&f.mu, f.live, f.Stop)
+	f.reaping.Wait()
+	f.closeObserver()
+	os.RemoveAll(f.dir)
+}
+
+// closeObserver deletes the fleet's keys, best effort (a given agent should
+// not keep every run's keys), and closes the observer.
+func (f *Procs) closeObserver() {
+	if f.slObs != nil {
+		_ = f.slObs.DeleteFleet(context.Background())
+		f.slObs.Close()
+	} else {
+		_, _ = f.blObs.KV().DeleteTree(f.prefix+"/", nil)
+		f.blConns.CloseIdleConnections()
+	}
+}

@@ -1,0 +1,126 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/shardlease/shardlease/internal/bench"
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
+	offmem "github.com/shardlease/shardlease/offsets/memory"
+	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/worker"
+)
+
+// Options shape a shardlease fleet.
+type Options struct {
+	Shards int
+	Policy shard.LeasePolicy
+	// Coordinator, if set, wraps worker id's coordinator (stuck-worker
+	// makes one that never acquires); nil runs every worker on its own.
+	Coordinator func(id string, c shard.Coordinator) shard.Coordinator
+	// LoadBalance is every worker's Config.LoadBalance (nil: count balance).
+	LoadBalance *rebalance.LoadPolicy
+	// Hold, if set, is what a handler does with its claim once started
+	// (skewed-load reports its shard's load), until ctx ends; nil: it only
+	// waits for the end.
+	Hold func(ctx context.Context, c *worker.Claim)
+}
+
+// Shardlease is shardlease workers in this process, each with its own
+// Consul client (and so its own connections) and session, as separate
+// processes would have.
+type Shardlease struct {
+	env      *bench.Env
+	o        Options
+	cfg      consul.Config
+	store    *offmem.Store
+	observer *procfleet.Observer
+
+	workers inprocWorkers
+	started procfleet.StartLog
+}
+
+func (f *Shardlease) Starts() *procfleet.StartLog { return &f.started }
+
+// NewShardlease prepares a fleet of shardlease workers on a fresh prefix
+// and its observer; Add starts its workers.
+func NewShardlease(env *bench.Env, scenario string, o Options) (*Shardlease, error) {
+	cfg := env.CoordConfig(fmt.Sprintf("shardbench/%s-sl-%s", scenario, bench.RandomHex(4)))
+	observer, err := procfleet.NewObserver(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Shardlease{env: env, o: o, cfg: cfg, store: offmem.New(), observer: observer}, nil
+}
+
+func (f *Shardlease) System() string { return bench.SystemShardlease }
+
+func (f *Shardlease) Add(ctx context.Context, id string) error {
+	sev := newSeverable(nil)
+	cfg := f.cfg
+	cfg.WrapTransport = sev.wrap
+	cc, err := consul.New(cfg)
+	if err != nil {
+		return err
+	}
+	var coord shard.Coordinator = cc
+	if f.o.Coordinator != nil {
+		coord = f.o.Coordinator(id, coord)
+	}
+	w, err := worker.New(worker.Config{
+		ID: id, Fleet: shard.Config{Shards: f.o.Shards}, Coordinator: coord, Offsets: f.store,
+		Policy: f.o.Policy, LoadBalance: f.o.LoadBalance,
+		// The handler notes its start, holds its shard and does nothing
+		// else: the figures are the coordination's own.
+		Handler: worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
+			f.started.Record(string(c.Shard))
+			if f.o.Hold != nil {
+				f.o.Hold(ctx, c)
+			}
+			<-ctx.Done()
+			return nil
+		}),
+	})
+	if err != nil {
+		cc.Close()
+		return err
+	}
+	f.workers.start(ctx, id, sev, func(ctx context.Context) {
+		if err := w.Run(ctx); err != nil && ctx.Err() == nil {
+			f.env.Logf("shardbench: worker %s ended: %v", id, err)
+		}
+		cc.Close()
+	})
+	return nil
+}
+
+// Crash cuts worker id's Consul connection and ends it: to Consul it is a
+// kill -9'd process.
+func (f *Shardlease) Crash(id string) { f.workers.crash(id) }
+
+// Stop ends worker id cleanly: it drains, releases every shard and
+// destroys its session.
+func (f *Shardlease) Stop(id string) <-chan struct{} { return f.workers.stop(id) }
+
+func (f *Shardlease) View(ctx context.Context, after uint64) (procfleet.View, error) {
+	return f.observer.View(ctx, after)
+}
+
+// Assignor returns the worker holding P/assignor.
+func (f *Shardlease) Assignor(ctx context.Context, must bool) (string, error) {
+	return f.observer.AssignorWorker(ctx, must)
+}
+
+// Observer is the fleet's observer, for a scenario that reads whole
+// snapshots (stuck-worker, skewed-load).
+func (f *Shardlease) Observer() *procfleet.Observer { return f.observer }
+
+func (f *Shardlease) Close() {
+	f.workers.close()
+	// Best effort: a given agent should not keep every run's keys.
+	_ = f.observer.DeleteFleet(context.Background())
+	f.observer.Close()
+	f.store.Close()
+}

@@ -1,0 +1,72 @@
+package procfleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/consul"
+)
+
+// ErrNoAssignor: nobody holds P/assignor when a harness needs to know who
+// does.
+var ErrNoAssignor = errors.New("no worker holds the assignor lock")
+
+// Observer reads a shardlease fleet's prefix as a third party would, with
+// a coordinator of its own that never joins: who owns what, and who holds
+// P/assignor. Safe for concurrent use.
+type Observer struct {
+	c      *consul.Coordinator
+	prefix string
+}
+
+// NewObserver makes an observer of the fleet at cfg's address and prefix.
+func NewObserver(cfg consul.Config) (*Observer, error) {
+	c, err := consul.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Observer{c: c, prefix: cfg.Prefix}, nil
+}
+
+// Snapshot reads the prefix, with after > 0 a blocking query that returns
+// once it changed past index after.
+func (o *Observer) Snapshot(ctx context.Context, after uint64) (shard.Snapshot, error) {
+	return o.c.Fleet().Watch(ctx, after)
+}
+
+// View is Snapshot as a View.
+func (o *Observer) View(ctx context.Context, after uint64) (View, error) {
+	snap, err := o.Snapshot(ctx, after)
+	if err != nil {
+		return View{}, err
+	}
+	return SnapshotView(snap), nil
+}
+
+// Assignor reads P/assignor alone (a listing of the prefix would read
+// every shard), with after > 0 a blocking query past index after.
+func (o *Observer) Assignor(ctx context.Context, after uint64) (shard.LockKey, error) {
+	return o.c.Locks().Watch(ctx, shard.AssignorLock, after)
+}
+
+// AssignorWorker returns the worker whose session holds P/assignor: ""
+// while the lock is free, or ErrNoAssignor then if must.
+func (o *Observer) AssignorWorker(ctx context.Context, must bool) (string, error) {
+	k, err := o.Assignor(ctx, 0)
+	if err != nil {
+		return "", fmt.Errorf("%s: reading P/assignor: %w", o.prefix, err)
+	}
+	if must && !k.Held() {
+		return "", fmt.Errorf("%s: %w (P/assignor %+v)", o.prefix, ErrNoAssignor, k)
+	}
+	return k.Worker, nil
+}
+
+// DeleteFleet deletes every key under the prefix: best effort, so that a
+// given agent does not keep every run's keys.
+func (o *Observer) DeleteFleet(ctx context.Context) error { return o.c.DeleteFleet(ctx) }
+
+// Close releases the observer's connections.
+func (o *Observer) Close() { o.c.Close() }
