@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
@@ -51,15 +52,35 @@ func (o *Observer) Assignor(ctx context.Context, after uint64) (shard.LockKey, e
 	return o.c.Locks().Watch(ctx, shard.AssignorLock, after)
 }
 
+// ElectWithin bounds how long AssignorWorker waits, when it must name a
+// holder, for one to take a free P/assignor: a fleet elects a new
+// assignor within a lock-delay and a little of the lock's last holder
+// ending, and a worker starved of CPU on a loaded machine can lose its
+// session (and the role) for a moment at any time.
+const ElectWithin = 30 * time.Second
+
 // AssignorWorker returns the worker whose session holds P/assignor: ""
-// while the lock is free, or ErrNoAssignor then if must.
+// while the lock is free, unless must: then it waits, following the key,
+// for a holder, up to ElectWithin, and says ErrNoAssignor if none came.
 func (o *Observer) AssignorWorker(ctx context.Context, must bool) (string, error) {
 	k, err := o.Assignor(ctx, 0)
 	if err != nil {
 		return "", fmt.Errorf("%s: reading P/assignor: %w", o.prefix, err)
 	}
-	if must && !k.Held() {
-		return "", fmt.Errorf("%s: %w (P/assignor %+v)", o.prefix, ErrNoAssignor, k)
+	if !must || k.Held() {
+		return k.Worker, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, ElectWithin)
+	defer cancel()
+	for !k.Held() {
+		next, err := o.Assignor(wctx, k.Index)
+		if wctx.Err() != nil {
+			return "", fmt.Errorf("%s: %w within %v (P/assignor %+v)", o.prefix, ErrNoAssignor, ElectWithin, k)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: reading P/assignor: %w", o.prefix, err)
+		}
+		k = next
 	}
 	return k.Worker, nil
 }
