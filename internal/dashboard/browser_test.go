@@ -89,7 +89,7 @@ func TestDashboardInChromium(t *testing.T) {
 		_, err := demo.Run(ctx, demo.Options{Seed: 11, Store: offmem.New(), OnStart: func(l demo.Live) {
 			srv, err := dashboard.New(dashboard.Options{Name: "embedded demo", Coordinator: l.Coordinator, Offsets: l.Offsets,
 				Head: func(shard.ID) (int64, bool) { return l.Head(), true }, Gatherer: l.Registry, Crash: l.Crash,
-				Events: 200}) // room for the schedule's own faults besides ours
+				Events: 2000}) // room for the schedule's own faults besides ours, and for a loaded machine's step-downs
 			if err != nil {
 				panic(err) // only a nil coordinator
 			}

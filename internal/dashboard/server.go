@@ -91,7 +91,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: parsing the page template: %w", err)
 	}
-	s := &Server{o: o, tracker: fleetview.NewTracker(200), page: page, mux: http.NewServeMux()}
+	s := &Server{o: o, tracker: fleetview.NewTracker(max(200, o.Events)), page: page, mux: http.NewServeMux()}
 	s.hub.changed = make(chan struct{})
 	static, _ := fs.Sub(assets, "assets")
 	s.mux.HandleFunc("GET /{$}", s.index)
