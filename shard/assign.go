@@ -35,6 +35,9 @@ type Assignment struct {
 	// the lock. A held shard missing from both is released as
 	// ReasonRebalance.
 	Release map[ID]Why `json:"release,omitempty"`
+	// Loads asks the worker to report its shards' loads
+	// (Members.ReportLoad): the fleet balances load.
+	Loads bool `json:"loads,omitempty"`
 	// Memory is what the assignor remembers about the worker, in the
 	// assignor's own format (package assignor): written with the key in
 	// the same transaction, listed in snapshots for the next assignor, and
@@ -75,6 +78,7 @@ type assignmentValue struct {
 	AsOf    uint64     `json:"as_of,omitempty"`
 	Why     []whyValue `json:"why,omitempty"`
 	Release []whyValue `json:"release,omitempty"`
+	Loads   bool       `json:"loads,omitempty"`
 }
 
 // whyValue is one Why and its shards as index ranges.
@@ -85,7 +89,7 @@ type whyValue struct {
 
 // EncodeAssignment returns the value of an assignment key for a (its
 // Memory is not part of it): JSON {"epoch", "shards", "free", "as_of",
-// "why", "release"} with the shard sets as EncodeSet writes them, sorted
+// "why", "release", "loads"} with the shard sets as EncodeSet writes them, sorted
 // index ranges ("0-99,150"), and each reason with its shards. A shard
 // outside c wraps ErrUnknownShard, a shard listed twice
 // ErrInvalidArgument.
@@ -106,7 +110,7 @@ func (c Config) EncodeAssignment(a Assignment) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release: %w", err)
 	}
-	return json.Marshal(assignmentValue{Epoch: a.Epoch, Shards: set, Free: free, AsOf: a.AsOf, Why: why, Release: release})
+	return json.Marshal(assignmentValue{Epoch: a.Epoch, Shards: set, Free: free, AsOf: a.AsOf, Why: why, Release: release, Loads: a.Loads})
 }
 
 // encodeWhys groups shards by their Why, each group as index ranges,
@@ -138,7 +142,7 @@ func (c Config) encodeWhys(whys map[ID]Why) ([]whyValue, error) {
 func (c Config) DecodeAssignment(value []byte) (Assignment, error) {
 	var v assignmentValue
 	if err := json.Unmarshal(value, &v); err != nil {
-		return Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, shards, free, as_of, why, release}): %w", err)
+		return Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, shards, free, as_of, why, release, loads}): %w", err)
 	}
 	if v.Epoch == 0 {
 		return Assignment{}, fmt.Errorf("assignment value names no epoch: no assignor wrote it")
@@ -159,7 +163,7 @@ func (c Config) DecodeAssignment(value []byte) (Assignment, error) {
 	if err != nil {
 		return Assignment{}, err
 	}
-	return Assignment{Epoch: v.Epoch, Shards: ids, Free: free, AsOf: v.AsOf, Why: why, Release: release}, nil
+	return Assignment{Epoch: v.Epoch, Shards: ids, Free: free, AsOf: v.AsOf, Why: why, Release: release, Loads: v.Loads}, nil
 }
 
 func (c Config) decodeWhys(field string, vs []whyValue) (map[ID]Why, error) {

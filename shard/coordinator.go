@@ -119,6 +119,10 @@ type Snapshot struct {
 	// not frozen. A freeze key whose value cannot be read counts as a
 	// freeze (with a zero Mark) and is listed in Problems.
 	Freeze *Mark `json:"freeze,omitempty"`
+	// Policy is P/policy (see Fleet.SetPolicy): nil when none is stored,
+	// or when the stored value cannot be read or is not a valid policy
+	// (then listed in Problems, and the assignor follows its own config).
+	Policy *BalancePolicy `json:"policy,omitempty"`
 	// Problems lists foreign or malformed keys found under the prefix; they
 	// are ignored, never treated as owners or assignments.
 	Problems []string `json:"problems,omitempty"`
@@ -282,6 +286,15 @@ type Fleet interface {
 	// carry it in Freeze. A mark with an empty By wraps
 	// ErrInvalidArgument.
 	SetFreeze(ctx context.Context, mark *Mark) error
+	// SetPolicy writes the fleet's balancing policy, P/policy, as a plain
+	// write held by no session, and returns the policy stored afterwards.
+	// With ifNone it writes only when no policy is stored (how a worker
+	// proposes its configured policy to a new fleet) and otherwise returns
+	// the stored one unchanged. Snapshots carry it in Policy. A policy
+	// that Validate refuses wraps ErrInvalidArgument and writes nothing; a
+	// stored value that cannot be read is returned as an error wrapping
+	// ErrInvalidArgument when ifNone (it is overwritten otherwise).
+	SetPolicy(ctx context.Context, p BalancePolicy, ifNone bool) (BalancePolicy, error)
 	// Watch returns the fleet's snapshot as soon as its index is greater
 	// than after (at once when after is 0). It blocks until then or until
 	// ctx ends. Callers follow the blocking-query rules of NextIndex.

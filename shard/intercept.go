@@ -23,6 +23,7 @@ const (
 	OpWatchAssignment Op = "assignments.watch"
 	OpConfigure       Op = "fleet.configure"
 	OpSetFreeze       Op = "fleet.set_freeze"
+	OpSetPolicy       Op = "fleet.set_policy"
 	OpWatchFleet      Op = "fleet.watch"
 )
 
@@ -220,6 +221,15 @@ func (fl iFleet) Configure(ctx context.Context, cfg Config) (Config, error) {
 
 func (fl iFleet) SetFreeze(ctx context.Context, mark *Mark) error {
 	return fl.f(ctx, &Call{Op: OpSetFreeze}, func(ctx context.Context) error { return fl.in.SetFreeze(ctx, mark) })
+}
+
+func (fl iFleet) SetPolicy(ctx context.Context, p BalancePolicy, ifNone bool) (BalancePolicy, error) {
+	var stored BalancePolicy
+	err := fl.f(ctx, &Call{Op: OpSetPolicy}, func(ctx context.Context) (err error) {
+		stored, err = fl.in.SetPolicy(ctx, p, ifNone)
+		return err
+	})
+	return stored, err
 }
 
 func (fl iFleet) Watch(ctx context.Context, after uint64) (Snapshot, error) {

@@ -108,6 +108,37 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 
+	// A policy written by hand: one that is not JSON, and one well formed
+	// but invalid, are each ignored (no Policy in the snapshot, a problem
+	// naming the key); a worker's proposal over it is refused saying how to
+	// repair it, and an operator's write replaces it.
+	t.Run("PolicyWrittenByHand", func(t *testing.T) {
+		t.Parallel()
+		c := newCoordinator(t, agent, nil)
+		ctx := t.Context()
+		if _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 4}); err != nil {
+			t.Fatal(err)
+		}
+		for _, value := range []string{"every second", `{"max_moves_in_flight":-3}`, `{"stuck_after":"soon"}`} {
+			agent.CLI(t, "kv", "put", c.Prefix()+"/policy", value)
+			snap := snapshot(t, c)
+			if snap.Policy != nil || len(snap.Problems) != 1 || !strings.Contains(snap.Problems[0], c.Prefix()+"/policy:") {
+				t.Fatalf("policy %q: snapshot has policy %v, problems %q; want none and one problem naming the key", value, snap.Policy, snap.Problems)
+			}
+			_, err := c.Fleet().SetPolicy(ctx, shard.BalancePolicy{}, true)
+			if !errors.Is(err, shard.ErrInvalidArgument) || !strings.Contains(err.Error(), "shardctl balance") {
+				t.Fatalf("policy %q: proposing over it = %v, want ErrInvalidArgument saying how to repair", value, err)
+			}
+		}
+		want := shard.BalancePolicy{MaxMovesInFlight: 3}
+		if _, err := c.Fleet().SetPolicy(ctx, want, false); err != nil {
+			t.Fatal(err)
+		}
+		if snap := snapshot(t, c); snap.Policy == nil || !snap.Policy.Equal(want) || len(snap.Problems) != 0 {
+			t.Fatalf("after a write: policy %v, problems %q; want %v and none", snap.Policy, snap.Problems, want)
+		}
+	})
+
 	// An operator deletes a held shard key: the holder no longer holds it,
 	// the next owner's token is still higher, and the holder's release of
 	// it is harmless.

@@ -19,11 +19,15 @@
 //	P/shards/<shard>     JSON shard.Owner, locked by the owner's session
 //	P/assignor           JSON {worker, since}, locked by the assignor's own
 //	                     worker session; its ModifyIndex is the epoch
-//	P/assign/<worker>    JSON {epoch, since, shards, stuck, stuck_session},
-//	                     shards as index ranges ("0-99,150"); written only
-//	                     by the assignor (shard.Config.EncodeAssignment)
+//	P/assign/<worker>/shards  JSON shard.Assignment (Config.EncodeAssignment:
+//	                     shard sets as index ranges, "0-99,150"), and
+//	P/assign/<worker>/memory  the assignor's memory about the worker,
+//	                     opaque; both written only by the assignor, in
+//	                     one transaction, sealed (seal.go)
 //	P/freeze             JSON shard.Mark {by, at, reason}, no session: the
 //	                     fleet is frozen while it exists (SetFreeze)
+//	P/policy             JSON shard.BalancePolicy, no session: the fleet's
+//	                     balancing policy (SetPolicy)
 //
 // P/offsets/ belongs to the offsets store and is left alone. Anything else
 // under P is reported in Snapshot.Problems and ignored.

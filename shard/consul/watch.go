@@ -180,6 +180,11 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 			if snap.Freeze, bad = decodeFreeze(kv); bad != "" {
 				snap.Problems = append(snap.Problems, bad)
 			}
+		case kv.Key == c.policyKey():
+			var bad string
+			if snap.Policy, bad = decodePolicy(kv); bad != "" {
+				snap.Problems = append(snap.Problems, bad)
+			}
 		case strings.HasPrefix(rel, "assign/"):
 			worker, part, ok := strings.Cut(strings.TrimPrefix(rel, "assign/"), "/")
 			switch {

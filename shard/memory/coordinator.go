@@ -68,6 +68,8 @@ type Coordinator struct {
 	assignGone map[string]uint64
 	// freeze is P/freeze, nil while missing.
 	freeze *shard.Mark
+	// policy is P/policy, nil while missing.
+	policy *shard.BalancePolicy
 }
 
 // memberKey is P/members/<id>.

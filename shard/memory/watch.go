@@ -86,6 +86,10 @@ func (c *Coordinator) snapshotLocked() shard.Snapshot {
 		f := *c.freeze
 		snap.Freeze = &f
 	}
+	if c.policy != nil {
+		p := c.policy.Clone()
+		snap.Policy = &p
+	}
 	snap.Assignments = make(map[string]shard.Assignment, len(c.assigns))
 	for w, k := range c.assigns {
 		a, problem := k.view()

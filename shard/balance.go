@@ -1,0 +1,193 @@
+package shard
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// BalancePolicy is the fleet's balancing policy, stored beside its config
+// (P/policy) and followed live by whichever worker is the assignor: how
+// many hand-offs run at once, when a worker that takes nothing is judged
+// stuck, how long a cold fleet gathers its members before the first
+// placement, and whether (and how) load rather than shard counts is
+// balanced. Zero fields take the assignor's defaults. It is written with
+// Fleet.SetPolicy, which refuses a policy Validate refuses, and changed
+// with shardctl balance.
+type BalancePolicy struct {
+	// MaxMovesInFlight caps the hand-offs in flight across the fleet; 0:
+	// one member's share, at least 16.
+	MaxMovesInFlight int
+	// StuckAfter is how long a worker given free shards may take none
+	// before it is judged stuck; 0: the default. The assignor never judges
+	// sooner than its worker's lease allows (assignor.StuckAfter).
+	StuckAfter time.Duration
+	// ColdStartGather bounds how long a cold fleet waits for its members
+	// to stop joining before the first placement; 0: 3 s; negative: at
+	// once.
+	ColdStartGather time.Duration
+	// Load, when not nil, balances the load the workers report instead of
+	// shard counts, within these tunables (zero fields: their defaults).
+	// Nil: count balance.
+	Load *LoadBalance
+}
+
+// LoadBalance tunes load balancing (rebalance.LoadPolicy's fields, as
+// stored): the band's tolerance around the mean load per capacity, how
+// long a moved shard stays put, how much a move must narrow a gap, how
+// long a member must stay outside the band before it is corrected.
+type LoadBalance struct {
+	Tolerance    float64
+	MinResidence time.Duration
+	MinGain      float64
+	Patience     time.Duration
+}
+
+// Clone returns a copy of p that shares nothing with it.
+func (p BalancePolicy) Clone() BalancePolicy {
+	if p.Load != nil {
+		l := *p.Load
+		p.Load = &l
+	}
+	return p
+}
+
+// Equal reports whether p and q are the same policy.
+func (p BalancePolicy) Equal(q BalancePolicy) bool {
+	if (p.Load == nil) != (q.Load == nil) || (p.Load != nil && *p.Load != *q.Load) {
+		return false
+	}
+	p.Load, q.Load = nil, nil
+	return p == q
+}
+
+// Validate reports every problem with p at once, naming each wrong value.
+func (p BalancePolicy) Validate() error {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if p.MaxMovesInFlight < 0 {
+		add("max moves in flight %d must not be negative (zero means one member's share, at least 16)", p.MaxMovesInFlight)
+	}
+	if p.StuckAfter < 0 {
+		add("stuck after %v must not be negative (zero means the default)", p.StuckAfter)
+	}
+	if l := p.Load; l != nil {
+		if !(l.Tolerance >= 0 && l.Tolerance < 1) {
+			add("load tolerance %v must be a fraction in [0, 1) (0.10: ±10 %%; zero means the default)", l.Tolerance)
+		}
+		if !(l.MinGain >= 0 && l.MinGain < 1) {
+			add("load minimum gain %v must be a fraction in [0, 1) (zero means the default)", l.MinGain)
+		}
+		if l.MinResidence < 0 {
+			add("load minimum residence %v must not be negative (zero means the default)", l.MinResidence)
+		}
+		if l.Patience < 0 {
+			add("load patience %v must not be negative (zero means the default)", l.Patience)
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: balance policy: %s", ErrInvalidArgument, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// String is the policy in one line, for logs and shardctl.
+func (p BalancePolicy) String() string {
+	moves := "default"
+	if p.MaxMovesInFlight > 0 {
+		moves = fmt.Sprint(p.MaxMovesInFlight)
+	}
+	s := fmt.Sprintf("moves in flight %s, stuck after %s, cold-start gather %s", moves, orDefault(p.StuckAfter), orDefault(p.ColdStartGather))
+	if l := p.Load; l != nil {
+		return s + fmt.Sprintf(", balancing load (tolerance %s, residence %s, gain %s, patience %s)",
+			fractionOrDefault(l.Tolerance), orDefault(l.MinResidence), fractionOrDefault(l.MinGain), orDefault(l.Patience))
+	}
+	return s + ", balancing shard counts"
+}
+
+func orDefault(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "default"
+	case d < 0:
+		return "none"
+	}
+	return d.String()
+}
+
+func fractionOrDefault(f float64) string {
+	if f == 0 {
+		return "default"
+	}
+	return fmt.Sprintf("±%g %%", math.Round(f*1000)/10)
+}
+
+// balanceValue is P/policy's value: durations as Go duration strings, so
+// an operator reading the key sees "10s", not nanoseconds.
+type balanceValue struct {
+	MaxMovesInFlight int        `json:"max_moves_in_flight,omitempty"`
+	StuckAfter       string     `json:"stuck_after,omitempty"`
+	ColdStartGather  string     `json:"cold_start_gather,omitempty"`
+	Load             *loadValue `json:"load,omitempty"`
+}
+
+type loadValue struct {
+	Tolerance    float64 `json:"tolerance,omitempty"`
+	MinResidence string  `json:"min_residence,omitempty"`
+	MinGain      float64 `json:"min_gain,omitempty"`
+	Patience     string  `json:"patience,omitempty"`
+}
+
+func durationValue(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+// MarshalJSON writes the policy as P/policy holds it.
+func (p BalancePolicy) MarshalJSON() ([]byte, error) {
+	v := balanceValue{MaxMovesInFlight: p.MaxMovesInFlight, StuckAfter: durationValue(p.StuckAfter), ColdStartGather: durationValue(p.ColdStartGather)}
+	if l := p.Load; l != nil {
+		v.Load = &loadValue{Tolerance: l.Tolerance, MinResidence: durationValue(l.MinResidence), MinGain: l.MinGain, Patience: durationValue(l.Patience)}
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads P/policy's value, saying which field is wrong; a
+// well-formed value that Validate refuses is refused too.
+func (p *BalancePolicy) UnmarshalJSON(b []byte) error {
+	var v balanceValue
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("malformed balance policy (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load}): %w", err)
+	}
+	var out BalancePolicy
+	var err error
+	parse := func(name, s string) time.Duration {
+		if s == "" || err != nil {
+			return 0
+		}
+		d, perr := time.ParseDuration(s)
+		if perr != nil {
+			err = fmt.Errorf("balance policy's %s %q is not a duration (want e.g. \"10s\")", name, s)
+		}
+		return d
+	}
+	out.MaxMovesInFlight = v.MaxMovesInFlight
+	out.StuckAfter = parse("stuck_after", v.StuckAfter)
+	out.ColdStartGather = parse("cold_start_gather", v.ColdStartGather)
+	if l := v.Load; l != nil {
+		out.Load = &LoadBalance{Tolerance: l.Tolerance, MinGain: l.MinGain,
+			MinResidence: parse("load min_residence", l.MinResidence), Patience: parse("load patience", l.Patience)}
+	}
+	if err != nil {
+		return err
+	}
+	if err := out.Validate(); err != nil {
+		return err
+	}
+	*p = out
+	return nil
+}
