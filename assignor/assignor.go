@@ -27,20 +27,14 @@ type Config struct {
 	// Lease is the worker's lease policy: the campaign waits out its
 	// lock-delay, and every call is bounded by its intervals. Required.
 	Lease shard.LeasePolicy
-	// Policy paces the steps (rebalance.Policy): moves in flight, when a
-	// worker is judged stuck (raised to StuckAfter's floor, see
-	// StuckAfter), and load balancing (Policy.Load is used only when Load
-	// is set).
-	Policy rebalance.Policy
-	// Load turns load balancing on: the step balances the loads the
-	// workers report (times ShardWeight) instead of shard counts.
-	Load bool
+	// Policy is the balancing policy followed while the fleet stores none
+	// (shard.Fleet.SetPolicy): the stored policy, read from every listing,
+	// takes its place as soon as it exists, so every candidate follows the
+	// same one and an operator changes it live.
+	Policy shard.BalancePolicy
 	// ShardWeight, when not nil, is each shard's static weight for load
 	// balancing. Nil: every shard weighs 1.
 	ShardWeight func(shard.ID) float64
-	// ColdStartGather bounds how long a cold fleet's first placement waits
-	// for members to stop joining; < 0 places at once (see gathering).
-	ColdStartGather time.Duration
 	// Coalesce is the least time between two listings, so a burst of
 	// changes costs one step. Zero: none.
 	Coalesce time.Duration
@@ -81,6 +75,9 @@ func New(cfg Config) (*Assignor, error) {
 		problems = append(problems, err.Error())
 	}
 	if err := cfg.Lease.Validate(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if err := cfg.Policy.Validate(); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if len(problems) > 0 {

@@ -29,7 +29,6 @@ const gatherQuiet = 300 * time.Millisecond
 // It is pacing only, kept by the assignor in memory: a new assignor
 // gathers afresh, which delays nothing but a cold fleet's first placement.
 type gathering struct {
-	limit   time.Duration // ColdStartGather; < 0: never gather
 	done    bool          // the fleet was seen warm, or the wait ended
 	began   time.Time     // when this assignor first saw the fleet cold
 	changed time.Time     // when the live member set last changed
@@ -37,10 +36,10 @@ type gathering struct {
 }
 
 // wait reports when the assignor may place a cold fleet's shards, from the
-// state it is about to step on: the zero time when it may now, or the time
-// to look again.
-func (g *gathering) wait(s rebalance.State) time.Time {
-	if g.done || g.limit < 0 {
+// state it is about to step on and the policy's limit (< 0: never
+// gather): the zero time when it may now, or the time to look again.
+func (g *gathering) wait(s rebalance.State, limit time.Duration) time.Time {
+	if g.done || limit < 0 {
 		return time.Time{}
 	}
 	if !cold(s) {
@@ -58,8 +57,8 @@ func (g *gathering) wait(s rebalance.State) time.Time {
 		g.changed = s.Now
 	}
 	g.members = ids
-	until := g.changed.Add(min(gatherQuiet, g.limit))
-	if last := g.began.Add(g.limit); last.Before(until) {
+	until := g.changed.Add(min(gatherQuiet, limit))
+	if last := g.began.Add(limit); last.Before(until) {
 		until = last
 	}
 	if !s.Now.Before(until) {

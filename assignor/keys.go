@@ -19,8 +19,9 @@ import (
 // released by its last owner for the reason that owner recorded (a
 // hand-off's second step, so a move keeps one reason from decision to
 // arrival), or orphaned by a session that ended. Reasons already in a
-// worker's key for shards still in flight are kept.
-func Keys(snap shard.Snapshot, cfg shard.Config, d rebalance.Decision) (map[string]*shard.Assignment, error) {
+// worker's key for shards still in flight are kept. Every key asks its
+// worker for its loads when wantLoads is set (the fleet balances load).
+func Keys(snap shard.Snapshot, cfg shard.Config, d rebalance.Decision, wantLoads bool) (map[string]*shard.Assignment, error) {
 	placed := map[shard.ID]shard.Why{}               // why each shard placed by this step was given
 	handedOff := map[string]map[shard.ID]shard.Why{} // by worker: hand-offs this step started
 	for _, mv := range d.Moves {
@@ -41,7 +42,7 @@ func Keys(snap shard.Snapshot, cfg shard.Config, d rebalance.Decision) (map[stri
 			return nil, fmt.Errorf("worker %s's memory: %w", w, err)
 		}
 		prev := snap.Assignments[w]
-		k := &shard.Assignment{Shards: a.Shards, Free: a.Free, AsOf: snap.Index, Memory: memory}
+		k := &shard.Assignment{Shards: a.Shards, Free: a.Free, AsOf: snap.Index, Loads: wantLoads, Memory: memory}
 		for _, id := range a.Free {
 			why, ok := placed[id]
 			if !ok {
@@ -75,6 +76,48 @@ func Keys(snap shard.Snapshot, cfg shard.Config, d rebalance.Decision) (map[stri
 		set[w] = nil
 	}
 	return set, nil
+}
+
+// askLoads adds to d the key of every live worker whose key asks for its
+// loads otherwise than wantLoads says (the policy turned load balancing on or
+// off): one rewrite of each such key, its shards and the assignor's
+// memory as they are, its free shards as of this listing (those of its
+// shards no live member holds), so that a worker running a shard it took
+// after the key was last written is not told it lost it.
+func askLoads(snap shard.Snapshot, st rebalance.State, d rebalance.Decision, wantLoads bool) rebalance.Decision {
+	var held map[shard.ID]bool
+	for _, m := range st.Members {
+		k, keyed := snap.Assignments[m.ID]
+		if _, written := d.Assign[m.ID]; !keyed || written || k.Loads == wantLoads {
+			continue
+		}
+		if held == nil {
+			held = heldShards(st)
+		}
+		a := st.Assigned[m.ID]
+		a.Free = nil
+		for _, id := range a.Shards {
+			if !held[id] {
+				a.Free = append(a.Free, id)
+			}
+		}
+		if d.Assign == nil {
+			d.Assign = map[string]rebalance.Assignment{}
+		}
+		d.Assign[m.ID] = a
+	}
+	return d
+}
+
+// heldShards is the set of shards a live member holds in st.
+func heldShards(st rebalance.State) map[shard.ID]bool {
+	held := make(map[shard.ID]bool, len(st.Holders))
+	for id, h := range st.Holders {
+		if h != "" {
+			held[id] = true
+		}
+	}
+	return held
 }
 
 // placement is why a free shard the step placed was given: the step's

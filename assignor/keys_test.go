@@ -64,7 +64,7 @@ func TestKeysSayWhy(t *testing.T) {
 			{Shard: ids[3], From: "w3", To: "w1", Reason: shard.ReasonRebalance},
 		},
 	}
-	set, err := Keys(snap, cfg, d)
+	set, err := Keys(snap, cfg, d, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +91,8 @@ func TestKeysSayWhy(t *testing.T) {
 
 // TestNoGatherPlacesAtOnce: a negative ColdStartGather never waits.
 func TestNoGatherPlacesAtOnce(t *testing.T) {
-	g := gathering{limit: -1}
-	if at := g.wait(rebalance.State{Now: time.Unix(100, 0)}); !at.IsZero() {
+	var g gathering
+	if at := g.wait(rebalance.State{Now: time.Unix(100, 0)}, -1); !at.IsZero() {
 		t.Errorf("without gathering a cold fleet waits until %v, want placed at once", at)
 	}
 }

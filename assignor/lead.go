@@ -33,7 +33,8 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	}()
 
 	var problems seenProblems // logged once while they stay
-	gather := gathering{limit: a.cfg.ColdStartGather}
+	gather := gathering{}
+	var following *shard.BalancePolicy // the policy last followed, for the log
 	opts := shard.FollowOptions{MinSpacing: a.cfg.Coalesce, Jitter: a.cfg.Jitter, OnError: func(err error) bool {
 		log.Warn("listing the fleet failed; retrying", zap.Error(err))
 		return true
@@ -48,7 +49,12 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 				zap.Uint64("holder_epoch", uint64(snap.Assignor.Token)))
 			return time.Time{}, shard.ErrStopFollowing
 		}
-		wake, err := a.step(ctx, id, epoch, snap, &gather, log)
+		p := Following(snap, a.cfg.Policy)
+		if following == nil || !following.Equal(p) {
+			log.Info("following the fleet's balance policy", zap.Stringer("policy", p), zap.Bool("stored", snap.Policy != nil))
+			following = &p
+		}
+		wake, err := a.step(ctx, id, epoch, snap, p, &gather, log)
 		switch {
 		case errors.Is(err, shard.ErrNotAssignor):
 			log.Info("deposed: the coordinator refused this assignor's writes", zap.Error(err))
@@ -65,21 +71,19 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 
 // step runs one rebalance.Step on snap and writes its decision. It
 // returns when to step again if nothing changes.
-func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Token, snap shard.Snapshot, gather *gathering, log *zap.Logger) (time.Time, error) {
+func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Token, snap shard.Snapshot, pol shard.BalancePolicy, gather *gathering, log *zap.Logger) (time.Time, error) {
 	began := time.Now()
 	state, unread := State(snap, a.cfg.Fleet, a.shards, began)
 	for _, p := range unread {
 		log.Warn("cannot read the assignor's memory of a worker", zap.String("problem", p))
 	}
-	if a.cfg.Load {
+	if pol.Load != nil {
 		state.Loads = a.loads.of(snap, a.shards)
 	}
-	if until := gather.wait(state); !until.IsZero() {
+	if until := gather.wait(state, gatherLimit(pol)); !until.IsZero() {
 		return until, nil // a cold fleet whose members are still joining
 	}
-	p := a.cfg.Policy
-	p.StuckAfter = StuckAfter(p.StuckAfter, a.cfg.Lease)
-	d, err := rebalance.Step(state, p)
+	d, err := rebalance.Step(state, StepPolicy(pol, a.cfg.Lease))
 	a.m.steps.Inc()
 	a.m.stepSeconds.Observe(time.Since(began).Seconds())
 	if err != nil {
@@ -91,10 +95,11 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 		a.m.loadMin.Set(lo)
 		a.m.loadMax.Set(hi)
 	}
+	d = askLoads(snap, state, d, pol.Load != nil)
 	if len(d.Assign) == 0 && len(d.Delete) == 0 {
 		return d.Wake, nil
 	}
-	set, err := Keys(snap, a.cfg.Fleet, d)
+	set, err := Keys(snap, a.cfg.Fleet, d, pol.Load != nil)
 	if err != nil {
 		log.Error("cannot write this decision; waiting for the next listing", zap.Error(err))
 		return time.Time{}, nil

@@ -148,9 +148,21 @@ const (
 )
 
 // carriesLoad reports whether the worker writes its shards' loads to its
-// loads key.
-func (c Config) carriesLoad() bool {
-	return c.LoadReportEvery > 0 || (c.LoadReportEvery == 0 && c.LoadBalance != nil)
+// loads key: when configured to, or, by default, while its config or its
+// assignment key (asked: the fleet's policy balances load) says the fleet
+// balances load.
+func (c Config) carriesLoad(asked bool) bool {
+	return c.LoadReportEvery > 0 || (c.LoadReportEvery == 0 && (c.LoadBalance != nil || asked))
+}
+
+// balancePolicy is the balancing policy this worker proposes to a fleet
+// that stores none, and follows as the assignor while none is stored.
+func (c Config) balancePolicy() shard.BalancePolicy {
+	p := shard.BalancePolicy{MaxMovesInFlight: c.MaxMovesInFlight, StuckAfter: c.StuckAfter, ColdStartGather: c.ColdStartGather}
+	if lb := c.LoadBalance; lb != nil {
+		p.Load = &shard.LoadBalance{Tolerance: lb.Tolerance, MinResidence: lb.MinResidence, MinGain: lb.MinGain, Patience: lb.Patience}
+	}
+	return p
 }
 
 // loadEvery is the interval of the worker's load sampling.

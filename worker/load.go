@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -270,12 +269,4 @@ func roundLoad(v float64) float64 {
 	}
 	scale := math.Pow(10, 2-math.Floor(math.Log10(math.Abs(v))))
 	return math.Round(v*scale) / scale
-}
-
-// loadPolicy is the rebalance.LoadPolicy this worker's Config asks for.
-func (c *Config) loadPolicy() rebalance.LoadPolicy {
-	if c.LoadBalance == nil {
-		return rebalance.LoadPolicy{}
-	}
-	return *c.LoadBalance
 }

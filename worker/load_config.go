@@ -30,6 +30,14 @@ func (c Config) loadProblems() []string {
 		if !(lb.MinGain >= 0) || math.IsInf(lb.MinGain, 0) {
 			add("load balance minimum gain %v must be a finite fraction ≥ 0 (zero means the default)", lb.MinGain)
 		}
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"tolerance", lb.Tolerance}, {"minimum gain", lb.MinGain}} {
+			if f.v >= 1 && !math.IsInf(f.v, 0) {
+				add("load balance %s %v must be below 1 (a fraction of the mean load: 0.10 is ±10 %%)", f.name, f.v)
+			}
+		}
 		if lb.MinResidence < 0 {
 			add("load balance minimum residence %v must not be negative (zero means the default)", lb.MinResidence)
 		}

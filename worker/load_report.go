@@ -41,7 +41,7 @@ func (lp *loop) reportLoad(ctx context.Context, now, shifted time.Time) {
 	w := lp.w
 	loads := w.load.meters.sample(now)
 	w.m.load.observeOwn(loads, w.cfg.Weight)
-	if !w.cfg.carriesLoad() {
+	if !w.carriesLoad() {
 		return
 	}
 	ls := &w.load
@@ -120,7 +120,9 @@ const shiftReportDelay = time.Second
 // two instead of up to an interval later. So a worker writes its loads
 // key at most twice per interval. A worker that does not carry loads
 // never ticks (its load gauges stay 0): its loop, its timers and the
-// draws from its jitter are what they were before load balancing.
+// draws from its jitter are what they were before load balancing. The
+// clock starts when the worker's key first asks for loads (the fleet's
+// policy turned load balancing on) and stops when it no longer does.
 type loadClock struct {
 	t       *time.Timer
 	due     time.Time // when t fires; zero while it is stopped
@@ -132,10 +134,24 @@ func (lp *loop) loadClock() *loadClock {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	c := &loadClock{t: t}
-	if lp.w.cfg.carriesLoad() {
-		c.arm(time.Now(), lp.w.jitter.between(0, lp.w.cfg.loadEvery()))
-	}
+	lp.followLoads(time.Now(), c)
 	return c
+}
+
+// carriesLoad reports whether the worker writes its loads now.
+func (w *Worker) carriesLoad() bool { return w.cfg.carriesLoad(w.load.asked.Load()) }
+
+// followLoads starts the clock, at a random point of the first interval,
+// when the worker carries loads and it is stopped, and stops it when the
+// worker no longer does.
+func (lp *loop) followLoads(now time.Time, c *loadClock) {
+	switch carries := lp.w.carriesLoad(); {
+	case carries && c.due.IsZero():
+		c.arm(now, lp.w.jitter.between(0, lp.w.cfg.loadEvery()))
+	case !carries && !c.due.IsZero():
+		c.t.Stop()
+		c.due = time.Time{}
+	}
 }
 
 // arm sets the tick to fire in d.
@@ -146,8 +162,11 @@ func (c *loadClock) arm(now time.Time, d time.Duration) {
 
 // onLoadTick reports the loads and arms the next tick.
 func (lp *loop) onLoadTick(ctx context.Context, now time.Time, c *loadClock) {
+	c.due = time.Time{}
 	lp.reportLoad(ctx, now, c.shifted)
-	c.arm(now, lp.w.cfg.loadEvery())
+	if lp.w.carriesLoad() {
+		c.arm(now, lp.w.cfg.loadEvery())
+	}
 }
 
 // onLoadShift brings the next report forward to shiftReportDelay from now

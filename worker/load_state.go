@@ -2,6 +2,7 @@ package worker
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardlease/shardlease/shard"
@@ -11,6 +12,9 @@ import (
 // shards it runs and what it last wrote to its loads key.
 type loadState struct {
 	meters meters
+	// asked is whether this worker's assignment key, as last read, asks
+	// for its loads (shard.Assignment.Loads).
+	asked atomic.Bool
 
 	mu sync.Mutex
 	// written is the loads this worker last wrote to its loads key, and

@@ -280,16 +280,19 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 func TestCarriesLoad(t *testing.T) {
 	lb := &rebalance.LoadPolicy{}
 	for _, c := range []struct {
-		cfg  Config
-		want bool
+		cfg   Config
+		asked bool
+		want  bool
 	}{
-		{Config{}, false},
-		{Config{LoadBalance: lb}, true},
-		{Config{LoadReportEvery: 5 * time.Second}, true},
-		{Config{LoadBalance: lb, LoadReportEvery: NoLoadReport}, false},
+		{Config{}, false, false},
+		{Config{}, true, true},
+		{Config{LoadBalance: lb}, false, true},
+		{Config{LoadReportEvery: 5 * time.Second}, false, true},
+		{Config{LoadBalance: lb, LoadReportEvery: NoLoadReport}, false, false},
+		{Config{LoadReportEvery: NoLoadReport}, true, false},
 	} {
-		if got := c.cfg.carriesLoad(); got != c.want {
-			t.Errorf("%+v: carriesLoad = %v, want %v", c.cfg, got, c.want)
+		if got := c.cfg.carriesLoad(c.asked); got != c.want {
+			t.Errorf("%+v, asked %v: carriesLoad = %v, want %v", c.cfg, c.asked, got, c.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardlease/shardlease/assignor"
 	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
 
@@ -61,7 +62,7 @@ func TestLoadBalancesMeasuredLoad(t *testing.T) {
 			}
 			if lb {
 				snap := f.snapshot()
-				d, err := assignor.Plan(snap, rebalance.Policy{}, true, time.Now())
+				d, err := assignor.Plan(snap, shard.BalancePolicy{Load: &shard.LoadBalance{}}, time.Now())
 				if err != nil || d.Band == nil {
 					t.Fatalf("the assignor's plan of the fleet: %v, band %+v", err, d.Band)
 				}

@@ -90,6 +90,7 @@ func (lp *loop) run(ctx context.Context) error {
 			return lp.stepDown(ctx)
 		case k := <-lp.assigns:
 			lp.follow(k)
+			lp.followLoads(time.Now(), loadTick)
 			lp.w.m.watchWakeups.Inc()
 			lp.reconcile()
 		case <-lp.retryTimer.C:
@@ -149,6 +150,7 @@ func (lp *loop) follow(k shard.AssignmentKey) {
 	lp.assignment = &k
 	switch {
 	case readable(k):
+		lp.w.load.asked.Store(k.Assignment.Loads)
 		if lp.keyGone {
 			lp.w.log.Info("this worker's assignment key was written again; following it", zap.Int("shards", len(k.Assignment.Shards)))
 		}

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/assignor"
-	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -61,10 +60,8 @@ func New(cfg Config) (*Worker, error) {
 		Fleet:           cfg.Fleet,
 		Coordinator:     cfg.Coordinator,
 		Lease:           cfg.Policy,
-		Policy:          rebalance.Policy{MaxMovesInFlight: cfg.MaxMovesInFlight, StuckAfter: cfg.StuckAfter, Load: cfg.loadPolicy()},
-		Load:            cfg.LoadBalance != nil,
+		Policy:          cfg.balancePolicy(),
 		ShardWeight:     cfg.ShardWeight,
-		ColdStartGather: cfg.ColdStartGather,
 		Coalesce:        cfg.WatchCoalesce,
 		Jitter:          func(d time.Duration) time.Duration { return w.jitter.between(0, d) },
 		Registerer:      cfg.Registerer,
@@ -134,11 +131,15 @@ func isFatal(err error) bool {
 }
 
 // configure checks the fleet's stored config against ours, storing ours if
-// the fleet has none. Transient failures are retried with backoff.
+// the fleet has none, then proposes this worker's balancing policy
+// (proposePolicy). Transient failures are retried with backoff.
 func (w *Worker) configure(ctx context.Context) error {
 	retry := backoff{base: 100 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
 	for {
 		stored, err := w.cfg.Coordinator.Fleet().Configure(ctx, w.cfg.Fleet)
+		if err == nil {
+			err = w.proposePolicy(ctx)
+		}
 		switch {
 		case err == nil:
 			return nil
@@ -154,6 +155,32 @@ func (w *Worker) configure(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// proposePolicy stores this worker's balancing policy as the fleet's if
+// the fleet stores none (a new fleet), and says so when the fleet's
+// differs: the fleet's is the one followed, changed with shardctl balance.
+// A stored policy that cannot be read is reported and left to the
+// operator; the assignor then follows its workers' own. A worker left at
+// the defaults proposes nothing: a fleet with no stored policy follows the
+// defaults already, and a write would only add to every token.
+func (w *Worker) proposePolicy(ctx context.Context) error {
+	own := w.cfg.balancePolicy()
+	if own.Equal(Config{}.withDefaults().balancePolicy()) {
+		return nil
+	}
+	stored, err := w.cfg.Coordinator.Fleet().SetPolicy(ctx, own, true)
+	switch {
+	case errors.Is(err, shard.ErrInvalidArgument):
+		w.log.Warn("the fleet's stored balance policy cannot be read; the assignor follows its worker's own until an operator sets one", zap.Error(err))
+		return nil
+	case err != nil:
+		return err
+	case !stored.Equal(own):
+		w.log.Info("the fleet's balance policy differs from this worker's configuration; following the fleet's (shardctl balance changes it)",
+			zap.Stringer("fleet", stored), zap.Stringer("configured", own))
+	}
+	return nil
 }
 
 // term is one session's lifetime: create the session, join, run the loop.

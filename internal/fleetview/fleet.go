@@ -36,13 +36,16 @@ type Fleet struct {
 	At    time.Time `json:"at"`
 	// Config is nil when nothing was found at the prefix: no fleet.
 	Config *shard.Config `json:"config"`
-	// Assignor is the worker holding P/assignor (protocol 2), if any.
+	// Assignor is the worker holding P/assignor, if any.
 	Assignor Assignor `json:"assignor"`
 	// Freeze is the fleet-wide freeze (shardctl freeze): who set it, when
 	// and why; nil when the fleet is not frozen. While it is set the
 	// assignor starts no hand-off between live workers.
-	Freeze  *shard.Mark `json:"freeze,omitempty"`
-	Summary Summary     `json:"summary"`
+	Freeze *shard.Mark `json:"freeze,omitempty"`
+	// Policy is the fleet's stored balance policy (shardctl balance); nil
+	// while none is stored.
+	Policy  *shard.BalancePolicy `json:"policy,omitempty"`
+	Summary Summary              `json:"summary"`
 	// Queue is the move queue: hand-offs in flight against the budget,
 	// and those waiting.
 	Queue Queue `json:"queue"`
@@ -200,14 +203,13 @@ type Input struct {
 	// Events are the recent changes (from a Tracker); nil shows the latest
 	// acquisitions recorded in the snapshot's keys instead (LatestAcquired).
 	Events []Event
-	// MaxMovesInFlight is the assignor's move budget when the viewer knows
-	// it (a worker's own configuration); 0: unknown. It is shown as
-	// Queue.Budget.
+	// MaxMovesInFlight and Tolerance, when not zero, are shown instead of
+	// the fleet's balance policy (a what-if: the queue against another
+	// move budget, the loads against another band): the move budget as
+	// Queue.Budget, the imbalance tolerance as Load.Tolerance.
 	MaxMovesInFlight int
-	// Tolerance is the workers' imbalance tolerance when the viewer knows
-	// it; 0: rebalance.DefaultTolerance. It is shown as Load.Tolerance.
-	Tolerance float64
-	Now       time.Time
+	Tolerance        float64
+	Now              time.Time
 }
 
 // Build returns the fleet view of in. It is pure and never fails.
@@ -307,15 +309,66 @@ func Build(in Input) Fleet {
 	// What the assignor would decide now, by its own code: the queue of
 	// moves and, with loads, the band.
 	loads := s.ShardLoads()
-	policy := rebalance.Policy{MaxMovesInFlight: in.MaxMovesInFlight, Load: rebalance.LoadPolicy{Tolerance: in.Tolerance}}
-	plan, err := assignor.Plan(s, policy, len(loads) > 0, in.Now)
+	var fallback shard.BalancePolicy // nothing stored: balancing load if loads are carried
+	if len(loads) > 0 {
+		fallback.Load = &shard.LoadBalance{}
+	}
+	pol := assignor.Following(s, fallback)
+	if s.Policy != nil {
+		f.Policy = &pol
+	}
+	plan, err := assignor.Plan(s, pol, in.Now)
 	if err != nil {
 		plan = rebalance.Decision{}
 	}
-	f.Load = buildLoad(&f, loads, plan.Band)
+	band := plan.Band
+	if shown := loadPolicy(pol, len(loads) > 0, in.Tolerance); shown != nil && (pol.Load == nil || *shown != *pol.Load) {
+		// Loads carried in a fleet that balances counts, or shown against
+		// another band: the band as the assignor would judge it then.
+		p := pol.Clone()
+		p.Load = shown
+		if lp, err := assignor.Plan(s, p, in.Now); err == nil {
+			band = lp.Band
+		}
+	}
+	f.Load = buildLoad(&f, loads, band)
 	f.Summary = summarize(f)
-	f.Queue = Queue{InFlight: f.Summary.HandOffs, Budget: in.MaxMovesInFlight, Queued: handOffs(plan)}
+	f.Queue = Queue{InFlight: f.Summary.HandOffs, Budget: budget(s, pol, in.MaxMovesInFlight, len(ids), len(bySession)), Queued: handOffs(plan)}
 	return f
+}
+
+// loadPolicy is the load balancing the view judges loads by: the
+// policy's, or, when the fleet balances counts but its workers carry
+// loads, the default; its tolerance replaced by tolerance when that is
+// not zero. Nil when there is nothing to judge.
+func loadPolicy(pol shard.BalancePolicy, carried bool, tolerance float64) *shard.LoadBalance {
+	var l shard.LoadBalance
+	switch {
+	case pol.Load != nil:
+		l = *pol.Load
+	case !carried:
+		return nil
+	}
+	if tolerance != 0 {
+		l.Tolerance = tolerance
+	}
+	return &l
+}
+
+// budget is the move budget to show the queue against: asked (a
+// what-if), or the policy's MaxMovesInFlight, or, when the fleet's
+// stored policy leaves it to the default, the default for the fleet's
+// size; 0 (not shown) when nothing is stored or asked.
+func budget(s shard.Snapshot, pol shard.BalancePolicy, asked, shards, live int) int {
+	switch {
+	case asked > 0:
+		return asked
+	case pol.MaxMovesInFlight > 0:
+		return pol.MaxMovesInFlight
+	case s.Policy != nil:
+		return rebalance.DefaultMaxMovesInFlight(shards, live)
+	}
+	return 0
 }
 
 // listing is one shard in one worker's assignment key.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/assignor"
-	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -140,11 +139,7 @@ func (r *run) diagnose() string {
 	for _, m := range snap.Members {
 		fmt.Fprintf(&b, "    member %s session %q draining %v\n", m.ID, m.Session, m.Draining)
 	}
-	var lp rebalance.LoadPolicy
-	if p := r.sched.Setup.Load.policy(); p != nil {
-		lp = *p
-	}
-	plan, err := assignor.Plan(snap, rebalance.Policy{Load: lp}, r.sched.Setup.Load.On, time.Now())
+	plan, err := assignor.Plan(snap, assignor.Following(snap, shard.BalancePolicy{}), time.Now())
 	if err != nil {
 		fmt.Fprintf(&b, "    plan: %v\n", err)
 	}
