@@ -53,10 +53,14 @@ type Config struct {
 	// without it. Zero: none, the shards are handed off at once (see
 	// docs/operations.md, "Rolling restarts").
 	RejoinGrace time.Duration
-	// LoadBalance, when not nil, makes this worker, as the assignor,
+	// LoadBalance, when not nil, is this worker's proposal that the fleet
 	// balance load rather than shard counts, with these tunables (zero
-	// fields take their defaults). Every worker of a fleet should have the
-	// same, since any of them may become the assignor. Nil: count balance.
+	// fields take their defaults): it is stored as the fleet's balance
+	// policy (shard.BalancePolicy, P/policy) when the fleet stores none,
+	// together with MaxMovesInFlight, StuckAfter and ColdStartGather, and
+	// followed by this worker as the assignor only while none is stored.
+	// The fleet's stored policy, changed with shardctl balance, is what
+	// every assignor follows. Nil: count balance.
 	LoadBalance *rebalance.LoadPolicy
 	// ShardWeight, when not nil, is each shard's static weight for load
 	// balancing: the assignor multiplies the shard's measured load by it,
@@ -70,9 +74,11 @@ type Config struct {
 	// interval, plus at most one brought forward when a shard's load moves
 	// to a new level (see LoadHalfLife), and none
 	// while nothing changed, so the assignor, woken by every such write,
-	// is not kept busy by a large fleet. At least a second. Zero: DefaultLoadReportEvery when LoadBalance is set, and no
-	// writes when it is not (a count-balanced fleet's coordinator traffic
-	// stays as it was); NoLoadReport (any negative value): no writes.
+	// is not kept busy by a large fleet. At least a second. Zero:
+	// DefaultLoadReportEvery while the assignor asks for loads (the
+	// fleet's policy balances load), and no writes while it does not (a
+	// count-balanced fleet's coordinator traffic stays as it was);
+	// NoLoadReport (any negative value): no writes.
 	LoadReportEvery time.Duration
 	// LoadHalfLife is the half-life of the smoothing of each shard's load
 	// (Claim.ReportLoad, or the commit rate): a step change is half seen
@@ -82,18 +88,19 @@ type Config struct {
 	// "Smoothing").
 	// Zero: DefaultLoadHalfLife.
 	LoadHalfLife time.Duration
-	// MaxMovesInFlight caps the hand-offs in flight across the fleet when
-	// this worker is the assignor (rebalance.Policy). Zero: the default,
-	// rebalance.DefaultMaxMovesInFlight. Every worker of a fleet should
-	// have the same, since any of them may become the assignor.
+	// MaxMovesInFlight caps the hand-offs in flight across the fleet
+	// (rebalance.Policy): this worker's proposal for the fleet's balance
+	// policy, as LoadBalance is. Zero: the default,
+	// rebalance.DefaultMaxMovesInFlight.
 	MaxMovesInFlight int
-	// StuckAfter: when this worker is the assignor, a worker whose
-	// assignment lists free shards and that takes none of them for this
-	// long is judged stuck (rebalance.Policy). The assignor uses at least
+	// StuckAfter: a worker whose assignment lists free shards and that
+	// takes none of them for this long is judged stuck (rebalance.Policy);
+	// a proposal for the fleet's balance policy, as LoadBalance is. The assignor uses at least
 	// the TTL plus the lock-delay plus two renewal intervals: see
 	// EffectiveStuckAfter. Zero: rebalance.DefaultStuckAfter.
 	StuckAfter time.Duration
-	// ColdStartGather bounds how long the assignor of a cold fleet (no
+	// ColdStartGather (a proposal for the fleet's balance policy, as
+	// LoadBalance is) bounds how long the assignor of a cold fleet (no
 	// shard held, nothing assigned) waits for members to stop joining
 	// before it places the shards: it places them once no member has
 	// joined or left for 300 ms, or when this has passed, so that workers
@@ -121,7 +128,7 @@ type Config struct {
 // cold-start gather off.
 const (
 	DefaultDrainTimeout    = 10 * time.Second
-	DefaultColdStartGather = 3 * time.Second
+	DefaultColdStartGather = assignor.DefaultColdStartGather
 	// MaxRejoinGrace is the longest rejoin grace a worker may ask for: the
 	// longest the assignor honours (assignor.MaxRejoinGrace).
 	MaxRejoinGrace       = assignor.MaxRejoinGrace
@@ -148,11 +155,11 @@ const (
 )
 
 // carriesLoad reports whether the worker writes its shards' loads to its
-// loads key: when configured to, or, by default, while its config or its
-// assignment key (asked: the fleet's policy balances load) says the fleet
-// balances load.
+// loads key: when configured to, or, by default, while its assignment key
+// asks (asked: the policy the assignor follows balances load). Its own
+// LoadBalance does not decide: the fleet's policy does.
 func (c Config) carriesLoad(asked bool) bool {
-	return c.LoadReportEvery > 0 || (c.LoadReportEvery == 0 && (c.LoadBalance != nil || asked))
+	return c.LoadReportEvery > 0 || (c.LoadReportEvery == 0 && asked)
 }
 
 // balancePolicy is the balancing policy this worker proposes to a fleet

@@ -69,8 +69,11 @@
 //
 // # Load
 //
-// With Config.LoadBalance the assignor balances load rather than shard
-// counts (rebalance.LoadPolicy; docs/operations.md, "Balancing load"). A
+// When the fleet's balance policy says so (shard.BalancePolicy, changed
+// live with shardctl balance, or proposed by Config.LoadBalance for a
+// fleet that stores none) the assignor balances load rather than shard
+// counts (docs/operations.md, "Balancing load"), and asks every worker
+// for its loads in its assignment. A
 // handler reports its shard's load with Claim.ReportLoad, or the worker
 // derives it from the claim's accepted commits per second; each figure is
 // smoothed (Config.LoadHalfLife) and written to the worker's loads key,
@@ -83,8 +86,8 @@
 // overwrite an operator's drain or cordon. The assignor takes each shard's
 // figure from its holder's loads, keeps the last one seen for a shard that just
 // moved, multiplies by Config.ShardWeight, and counts a shard with no
-// figure as the mean. A worker without LoadBalance (and without a report
-// interval) writes no loads and runs no load timer: a count-balanced fleet
+// figure as the mean. A worker not asked for loads (and without a report
+// interval) writes none and runs no load timer: a count-balanced fleet
 // is exactly as before.
 //
 // # What is guaranteed

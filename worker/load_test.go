@@ -286,7 +286,7 @@ func TestCarriesLoad(t *testing.T) {
 	}{
 		{Config{}, false, false},
 		{Config{}, true, true},
-		{Config{LoadBalance: lb}, false, true},
+		{Config{LoadBalance: lb}, false, false},
 		{Config{LoadReportEvery: 5 * time.Second}, false, true},
 		{Config{LoadBalance: lb, LoadReportEvery: NoLoadReport}, false, false},
 		{Config{LoadReportEvery: NoLoadReport}, true, false},

@@ -56,16 +56,16 @@ func New(cfg Config) (*Worker, error) {
 		shards: cfg.Fleet.IDs(),
 	}
 	w.assignor, err = assignor.New(assignor.Config{
-		Worker:          cfg.ID,
-		Fleet:           cfg.Fleet,
-		Coordinator:     cfg.Coordinator,
-		Lease:           cfg.Policy,
-		Policy:          cfg.balancePolicy(),
-		ShardWeight:     cfg.ShardWeight,
-		Coalesce:        cfg.WatchCoalesce,
-		Jitter:          func(d time.Duration) time.Duration { return w.jitter.between(0, d) },
-		Registerer:      cfg.Registerer,
-		Logger:          w.log,
+		Worker:      cfg.ID,
+		Fleet:       cfg.Fleet,
+		Coordinator: cfg.Coordinator,
+		Lease:       cfg.Policy,
+		Policy:      cfg.balancePolicy(),
+		ShardWeight: cfg.ShardWeight,
+		Coalesce:    cfg.WatchCoalesce,
+		Jitter:      func(d time.Duration) time.Duration { return w.jitter.between(0, d) },
+		Registerer:  cfg.Registerer,
+		Logger:      w.log,
 	})
 	if errors.Is(err, assignor.ErrMetrics) {
 		return nil, fmt.Errorf("worker %q: %w", cfg.ID, errors.Join(ErrInvalidConfig, err))

@@ -44,11 +44,10 @@ func (a *app) connFlags(fs *flag.FlagSet) *connFlags {
 	return c
 }
 
-// budgetFlag adds -move-budget: the fleet's MaxMovesInFlight, which is the
-// workers' configuration and not stored in Consul, so the move queue can
-// be shown against it.
+// budgetFlag adds -move-budget: a what-if budget the move queue is shown
+// against instead of the fleet's stored one.
 func budgetFlag(fs *flag.FlagSet) *int {
-	return fs.Int("move-budget", 0, "the workers' worker.Config.MaxMovesInFlight, to show the move queue against it (0: not shown; it is not stored in the fleet; shardd workers use the default, max(16, shards ÷ workers))")
+	return fs.Int("move-budget", 0, "a what-if: show the move queue against this budget instead of the fleet's (0: the fleet's stored balance policy's, or the default, max(16, shards ÷ workers); 'shardctl balance' changes the fleet's)")
 }
 
 // fleetConn is a connection to one fleet.

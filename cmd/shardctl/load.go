@@ -10,8 +10,8 @@ import (
 )
 
 func toleranceFlag(fs *flag.FlagSet) *float64 {
-	return fs.Float64("imbalance-tolerance", 0, fmt.Sprintf("the workers' --imbalance-tolerance, to show each worker's load against the band "+
-		"(0: the default, %.2f; it is not stored in the fleet)", rebalance.DefaultTolerance))
+	return fs.Float64("imbalance-tolerance", 0, fmt.Sprintf("a what-if: judge each worker's load against this band instead of the fleet's "+
+		"(0: the fleet's stored balance policy's, or the default %.2f; 'shardctl balance' changes the fleet's)", rebalance.DefaultTolerance))
 }
 
 // loadLine is the fleet's load in one line, or "" when its members carry

@@ -11,6 +11,7 @@
 //	shardctl unfreeze   lift the freeze
 //	shardctl release S  force shard S free (after a confirmation)
 //	shardctl delete-shard S  delete a free shard key left by a hand edit
+//	shardctl balance    show or change the fleet's balance policy (moves in flight, load band, ...)
 //	shardctl policy     check a lease policy against 2 × renew + pause ≤ ttl
 //	shardctl dashboard  serve the live dashboard of the fleet
 //
@@ -81,6 +82,7 @@ var commands = []command{
 	{"unfreeze", "lift the freeze: rebalancing resumes within the move budget", (*app).unfreeze},
 	{"release", "force a shard free now (asks first); fencing keeps the old owner's late writes out", (*app).release},
 	{"delete-shard", "delete a shard key a hand edit left (free, or outside the fleet's config); never a held one", (*app).deleteShard},
+	{"balance", "show or change the fleet's balance policy, followed live by the assignor (moves in flight, counts or load, band)", (*app).balance},
 	{"policy", "check a lease policy against the rule 2 × renew + pause ≤ ttl", (*app).policy},
 	{"dashboard", "serve the fleet's live dashboard (ownership grid, workers, moves) and its JSON API", (*app).dashboard},
 }

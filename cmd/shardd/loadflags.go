@@ -14,8 +14,10 @@ import (
 )
 
 // loadFlags are the member flags of load balancing (docs/operations.md,
-// "Balancing load"). Every member of a fleet should have the same, since
-// any of them may become the assignor.
+// "Balancing load"). --load-balance and --imbalance-tolerance are this
+// member's proposal for the fleet's balance policy, stored when the fleet
+// stores none; shardctl balance changes the stored one. --shard-weights
+// is per process: give every member the same.
 type loadFlags struct {
 	on        bool                 // --load-balance
 	tolerance float64              // --imbalance-tolerance; 0: the library's default
@@ -25,13 +27,13 @@ type loadFlags struct {
 
 func (f *loadFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.on, "load-balance", false, "balance load (reported by handlers, or their commit rate, times --shard-weights) against each member's --weight, "+
-		"instead of shard counts; give every member the same")
+		"instead of shard counts: proposed as the fleet's balance policy when it stores none (shardctl balance shows and changes the fleet's)")
 	fs.Float64Var(&f.tolerance, "imbalance-tolerance", 0, fmt.Sprintf("with --load-balance, the band around the mean load per unit of capacity every member is kept in, "+
 		"as a fraction (default 0: %.2f, ±%.0f %%)", rebalance.DefaultTolerance, 100*rebalance.DefaultTolerance))
 	fs.Func("shard-weights", "with --load-balance, static shard weights as SHARD=WEIGHT,… (e.g. stream/shard-003=4,stream/shard-009=0.5); "+
 		"a shard not listed weighs 1; give every member the same", f.parseWeights)
 	fs.DurationVar(&f.every, "load-report-every", 0, "how often this member carries its shards' smoothed loads to the assignor, when they changed by more than 5 % of its total "+
-		"(default 0: "+worker.DefaultLoadReportEvery.String()+" with --load-balance, never without; at least "+worker.MinLoadReportEvery.String()+"; negative: never)")
+		"(default 0: "+worker.DefaultLoadReportEvery.String()+" while the fleet balances load, never otherwise; at least "+worker.MinLoadReportEvery.String()+"; negative: never)")
 }
 
 // parseWeights reads --shard-weights. A shard named twice, a weight that

@@ -46,7 +46,7 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 	fs.DurationVar(&f.drain, "drain-timeout", worker.DefaultDrainTimeout, drainHelp+" (0: the default, "+worker.DefaultDrainTimeout.String()+")")
 	fs.DurationVar(&f.rejoin, "rejoin-grace", 0, "on SIGTERM, ask the assignor to keep this member's shards, idle, for its return under the same --id within this long, "+
 		"instead of handing them off at once (a restart without moves; default 0: hand off)")
-	fs.IntVar(&f.moves, "max-moves-in-flight", 0, "when this member is the assignor, the most hand-offs in flight across the fleet; give every member the same "+
+	fs.IntVar(&f.moves, "max-moves-in-flight", 0, "the most hand-offs in flight across the fleet, proposed as the fleet's balance policy when it stores none (shardctl balance changes the fleet's) "+
 		"(default 0: rebalance.DefaultMaxMovesInFlight, max(16, ⌈shards/members⌉))")
 	f.load.register(fs)
 	fs.StringVar(&f.httpAddr, "http", "", "serve Prometheus /metrics and /status on this address, e.g. :9100 (default: off)")

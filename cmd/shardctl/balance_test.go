@@ -1,0 +1,91 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// TestBalance: shardctl balance shows that a fleet stores no policy, sets
+// only the settings named (keeping the others), turns load balancing on
+// and off, and the stored policy is what the next read shows.
+func TestBalance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, 6, "w1", "w2")
+		run := func(args ...string) string {
+			t.Helper()
+			code, out, errOut := f.run(t.Context(), "", append([]string{"balance", "-prefix", "orders"}, args...)...)
+			if code != 0 {
+				t.Fatalf("balance %v: exit %d: %s", args, code, errOut)
+			}
+			return out
+		}
+		if out := run(); !strings.Contains(out, "fleet orders stores no balance policy") {
+			t.Fatalf("a fleet at the defaults: %q, want that it stores none", out)
+		}
+
+		out := run("-moves", "4", "-stuck-after", "1m")
+		want := shard.BalancePolicy{MaxMovesInFlight: 4, StuckAfter: time.Minute}
+		if p := f.snapshot().Policy; p == nil || !p.Equal(want) {
+			t.Fatalf("stored after -moves 4 -stuck-after 1m: %v, want %v (output %q)", p, want, out)
+		}
+		if !strings.Contains(out, "was: none stored") {
+			t.Errorf("the first set does not say nothing was stored before: %q", out)
+		}
+
+		out = run("-by", "load", "-tolerance", "0.2")
+		want.Load = &shard.LoadBalance{Tolerance: 0.2}
+		if p := f.snapshot().Policy; p == nil || !p.Equal(want) {
+			t.Fatalf("stored after -by load -tolerance 0.2: %v, want %v (output %q)", p, want, out)
+		}
+		if !strings.Contains(out, "was: moves in flight 4, stuck after 1m0s") {
+			t.Errorf("the change does not show what it replaced: %q", out)
+		}
+		if out := run(); !strings.Contains(out, "balancing load (tolerance ±20 %") {
+			t.Errorf("show after load on: %q", out)
+		}
+
+		run("-patience", "30s")
+		want.Load.Patience = 30 * time.Second
+		if p := f.snapshot().Policy; p == nil || !p.Equal(want) {
+			t.Fatalf("stored after -patience 30s: %v, want %v", p, want)
+		}
+
+		run("-by", "count")
+		want.Load = nil
+		if p := f.snapshot().Policy; p == nil || !p.Equal(want) {
+			t.Fatalf("stored after -by count: %v, want %v", p, want)
+		}
+	})
+}
+
+// TestBalanceBadValues: every wrong value is named with what to do, the
+// exit is 2, and nothing is written.
+func TestBalanceBadValues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, 6, "w1")
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"-moves", "-3"}, "-moves -3 must not be negative"},
+			{[]string{"-stuck-after", "-1s"}, "-stuck-after -1s must not be negative"},
+			{[]string{"-by", "weight"}, `-by "weight" must be count or load`},
+			{[]string{"-by", "load", "-tolerance", "1.5"}, "-tolerance 1.5 must be a fraction in [0, 1)"},
+			{[]string{"-by", "load", "-gain", "-0.1"}, "-gain -0.1 must be a fraction in [0, 1)"},
+			{[]string{"-by", "count", "-patience", "1m"}, "-patience tunes load balancing and cannot go with -by count"},
+			{[]string{"-residence", "1m"}, "-residence tune load balancing, and the fleet balances shard counts: add -by load"},
+		} {
+			code, _, errOut := f.run(t.Context(), "", append([]string{"balance", "-prefix", "orders"}, tc.args...)...)
+			if code != exitBadInvoke || !strings.Contains(errOut, tc.want) {
+				t.Errorf("balance %v: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, errOut, tc.want)
+			}
+			if p := f.snapshot().Policy; p != nil {
+				t.Fatalf("balance %v stored %v", tc.args, p)
+			}
+		}
+	})
+}
