@@ -45,8 +45,9 @@ type stepInput struct {
 
 // readState validates s and indexes it, or returns an error wrapping
 // ErrInvalidInput that lists every problem (up to maxProblems): empty or
-// duplicate member and shard IDs, a key of an empty worker ID, a key naming
-// a shard outside the set or naming one shard twice.
+// duplicate member and shard IDs, Holders of another length than Shards, a
+// key of an empty worker ID, a key naming a shard outside the set or naming
+// one shard twice.
 func readState(s State) (*stepInput, error) {
 	shards, index := indexShards(s.Shards)
 	var check []shard.ID // the shards to sort and check: none in the numbered form
@@ -81,15 +82,25 @@ func readState(s State) (*stepInput, error) {
 	for i := range in.holder {
 		in.holder[i] = -1
 	}
-	readHolders(s.Holders, index, func(i int32, h string) {
-		switch m, live := member[h]; {
-		case h == "":
-		case live:
-			in.holder[i] = m
-		default:
-			in.flags[i] |= orphaned
+	switch {
+	case len(s.Holders) == len(s.Shards):
+		for j, h := range s.Holders {
+			if h == "" {
+				continue
+			}
+			i := int32(j) // the numbered form's shards are s.Shards
+			if index.byID != nil {
+				i = index.byID[s.Shards[j]]
+			}
+			if m, live := member[h]; live {
+				in.holder[i] = m
+			} else {
+				in.flags[i] |= orphaned
+			}
 		}
-	})
+	case len(s.Holders) != 0:
+		problems = append(problems, fmt.Sprintf("%d holders for %d shards (want one for each shard, or none)", len(s.Holders), len(s.Shards)))
+	}
 
 	total := 0
 	for _, a := range s.Assigned {
@@ -141,45 +152,6 @@ func readState(s State) (*stepInput, error) {
 	return in, nil
 }
 
-// holderBatch is how many Holders entries readHolders gathers before it
-// reads their IDs: enough to keep many of their cache misses in flight at
-// once, few enough for the batch to live on the stack.
-const holderBatch = 64
-
-// readHolders calls f for every entry of holders whose shard is in the
-// set, with the shard's position, in batches. At 100,000 shards the IDs'
-// bytes are scattered in memory and out of cache, and map iteration visits
-// them in hash order, so reading each ID costs a cache miss, the largest
-// part of a steady step (docs/benchmarks.md, "Assignor step"). Read one at
-// a time between the iterator's steps, the
-// misses wait in turn; gathered first and read in a loop of their own, the
-// reads of a batch do not depend on one another and the CPU overlaps their
-// misses.
-func readHolders(holders map[shard.ID]string, index shardIndex, f func(i int32, h string)) {
-	var ids [holderBatch]shard.ID
-	var hs [holderBatch]string
-	var at [holderBatch]int32
-	flush := func(n int) {
-		for k := range n { // the first read of each ID's bytes: the misses
-			at[k] = index.number(ids[k])
-		}
-		for k := range n {
-			if i, ok := index.confirm(ids[k], at[k]); ok {
-				f(i, hs[k])
-			}
-		}
-	}
-	n := 0
-	for id, h := range holders {
-		ids[n], hs[n] = id, h
-		if n++; n == holderBatch {
-			flush(n)
-			n = 0
-		}
-	}
-	flush(n)
-}
-
 // shardIndex finds a shard's position in the sorted shard set.
 //
 // The shard set of every fleet is a Config's IDs: a stem and the shard's
@@ -226,35 +198,21 @@ func numbered(ss []shard.ID) (shardIndex, bool) {
 	return ix, true
 }
 
-// number returns, in the stem-and-number form, the number id ends with if
-// it has the form's length, or -1; it does not check the stem (see
-// confirm). In the other form it returns -1.
-func (ix shardIndex) number(id shard.ID) int32 {
-	if ix.byID != nil || len(id) != len(ix.stem)+ix.width {
-		return -1
-	}
-	var k int32
-	for _, c := range []byte(id[len(ix.stem):]) {
-		if c < '0' || c > '9' {
-			return -1
-		}
-		k = k*10 + int32(c-'0')
-	}
-	return k
-}
-
-// confirm is find(id) given k = number(id): it checks what number does
-// not. Split so that a loop can read many IDs' digits before it compares
-// any stem (see readHolders).
-func (ix shardIndex) confirm(id shard.ID, k int32) (int32, bool) {
+// find returns the position of id in the shard set.
+func (ix shardIndex) find(id shard.ID) (int32, bool) {
 	if ix.byID != nil {
 		i, ok := ix.byID[id]
 		return i, ok
 	}
-	return k, k >= 0 && int(k) < ix.n && strings.HasPrefix(string(id), ix.stem)
-}
-
-// find returns the position of id in the shard set.
-func (ix shardIndex) find(id shard.ID) (int32, bool) {
-	return ix.confirm(id, ix.number(id))
+	if len(id) != len(ix.stem)+ix.width || !strings.HasPrefix(string(id), ix.stem) {
+		return -1, false
+	}
+	var k int32
+	for _, c := range []byte(id[len(ix.stem):]) {
+		if c < '0' || c > '9' {
+			return -1, false
+		}
+		k = k*10 + int32(c-'0')
+	}
+	return k, int(k) < ix.n
 }

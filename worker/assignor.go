@@ -216,9 +216,10 @@ func (w *Worker) assign(term context.Context, l *lease, epoch shard.Token, snap 
 
 // stepState is the assignor's input from one listing. Holders are derived
 // by session, never by the name in a lock's value: a lock still held by a
-// member's previous session is not the member's.
+// member's previous session is not the member's. shards must be sorted, as
+// a Config's IDs are.
 func stepState(snap shard.Snapshot, shards []shard.ID, now time.Time) rebalance.State {
-	st := rebalance.State{Now: now, Shards: shards, Holders: map[shard.ID]string{}, Assigned: map[string]rebalance.Assignment{},
+	st := rebalance.State{Now: now, Shards: shards, Holders: make([]string, len(shards)), Assigned: map[string]rebalance.Assignment{},
 		Frozen: snap.Freeze != nil}
 	bySession := map[shard.SessionID]string{}
 	for _, m := range snap.Members {
@@ -233,9 +234,18 @@ func stepState(snap shard.Snapshot, shards []shard.ID, now time.Time) rebalance.
 			bySession[m.Session] = m.ID
 		}
 	}
+	// snap.Shards is sorted by ID too: one merge lines the locks up with
+	// shards (a lock of a shard outside them is skipped).
+	i := 0
 	for _, s := range snap.Shards {
-		if id, ok := bySession[s.Session]; ok && s.Held() {
-			st.Holders[s.Shard] = id
+		for i < len(shards) && shards[i] < s.Shard {
+			i++
+		}
+		if i == len(shards) {
+			break
+		}
+		if id, ok := bySession[s.Session]; ok && s.Held() && s.Shard == shards[i] {
+			st.Holders[i] = id
 		}
 	}
 	for id, a := range snap.Assignments {
@@ -276,7 +286,9 @@ func heldCounts(s rebalance.State) map[string]int {
 		c[m.ID] = 0
 	}
 	for _, id := range s.Holders {
-		c[id]++
+		if id != "" {
+			c[id]++
+		}
 	}
 	return c
 }
