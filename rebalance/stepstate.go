@@ -79,36 +79,39 @@ func readState(s State) (*stepInput, error) {
 		in.ids[m] = mem.ID
 		member[mem.ID] = int32(m)
 	}
+	problems = in.readKeys(s.Assigned, index, member, problems)
+	problems = in.readHolders(s, index, member, problems)
+	for m, a := range in.keys {
+		for _, id := range a.Free {
+			if i, ok := index.find(id); ok && in.holder[i] == int32(m) {
+				in.took[m] = true
+				break
+			}
+		}
+	}
+	in.load, problems = readLoads(s.Loads, index, len(shards), problems)
+	if len(problems) > 0 {
+		return nil, invalid(problems)
+	}
+	return in, nil
+}
+
+// readKeys reads the assignment keys into in.keys and in.sets (live
+// members') and in.dead, flags the shards of dead workers' keys orphaned,
+// and sets in.holder[i] to the live member whose key lists shard i, or -1:
+// a guess that readHolders checks. It returns problems with those of the
+// keys added.
+func (in *stepInput) readKeys(assigned map[string]Assignment, index shardIndex, member map[string]int32, problems []string) []string {
 	for i := range in.holder {
 		in.holder[i] = -1
 	}
-	switch {
-	case len(s.Holders) == len(s.Shards):
-		for j, h := range s.Holders {
-			if h == "" {
-				continue
-			}
-			i := int32(j) // the numbered form's shards are s.Shards
-			if index.byID != nil {
-				i = index.byID[s.Shards[j]]
-			}
-			if m, live := member[h]; live {
-				in.holder[i] = m
-			} else {
-				in.flags[i] |= orphaned
-			}
-		}
-	case len(s.Holders) != 0:
-		problems = append(problems, fmt.Sprintf("%d holders for %d shards (want one for each shard, or none)", len(s.Holders), len(s.Shards)))
-	}
-
 	total := 0
-	for _, a := range s.Assigned {
+	for _, a := range assigned {
 		total += len(a.Shards)
 	}
 	backing := make([]int32, 0, total) // one allocation for every key's set
-	for _, w := range slices.Sorted(maps.Keys(s.Assigned)) {
-		a := s.Assigned[w]
+	for _, w := range slices.Sorted(maps.Keys(assigned)) {
+		a := assigned[w]
 		if w == "" {
 			problems = append(problems, "assignment key of an empty worker ID")
 			continue
@@ -127,16 +130,13 @@ func readState(s State) (*stepInput, error) {
 		}
 		for k := 1; k < len(set); k++ {
 			if set[k] == set[k-1] && (k < 2 || set[k-2] != set[k]) {
-				problems = append(problems, fmt.Sprintf("worker %q is assigned shard %q more than once", w, shards[set[k]]))
+				problems = append(problems, fmt.Sprintf("worker %q is assigned shard %q more than once", w, in.shards[set[k]]))
 			}
 		}
 		if m, live := member[w]; live {
 			in.keys[m], in.sets[m], in.keyed[m] = a, set, true
-			for _, id := range a.Free {
-				if i, ok := index.find(id); ok && in.holder[i] == m {
-					in.took[m] = true
-					break
-				}
+			for _, i := range set {
+				in.holder[i] = m
 			}
 		} else {
 			in.dead = append(in.dead, w)
@@ -145,11 +145,48 @@ func readState(s State) (*stepInput, error) {
 			}
 		}
 	}
-	in.load, problems = readLoads(s.Loads, index, len(shards), problems)
-	if len(problems) > 0 {
-		return nil, invalid(problems)
+	return problems
+}
+
+// readHolders sets in.holder from s.Holders, and flags orphaned the shards
+// held by a worker that is not live. It returns problems with Holders'
+// added. On entry in.holder[i] is the live member whose key lists shard i
+// (readKeys): the holder of nearly every shard of a fleet at rest. That
+// member's ID is compared first and only another holder is looked up by
+// ID: in a state derived from one listing the holder and the member ID
+// are one string and the comparison stops at the pointers, where a lookup
+// in the map of members would cost a hash and a probe a shard.
+func (in *stepInput) readHolders(s State, index shardIndex, member map[string]int32, problems []string) []string {
+	switch len(s.Holders) {
+	case len(s.Shards):
+	case 0:
+		for i := range in.holder {
+			in.holder[i] = -1
+		}
+		return problems
+	default:
+		return append(problems, fmt.Sprintf("%d holders for %d shards (want one for each shard, or none)", len(s.Holders), len(s.Shards)))
 	}
-	return in, nil
+	// Each i is visited once: a shard set with a duplicate is invalid.
+	for j, h := range s.Holders {
+		i := int32(j) // the numbered form's shards are s.Shards
+		if index.byID != nil {
+			i = index.byID[s.Shards[j]]
+		}
+		switch guess := in.holder[i]; {
+		case h == "":
+			in.holder[i] = -1
+		case guess >= 0 && in.ids[guess] == h:
+		default:
+			m, live := member[h]
+			if !live {
+				m = -1
+				in.flags[i] |= orphaned
+			}
+			in.holder[i] = m
+		}
+	}
+	return problems
 }
 
 // shardIndex finds a shard's position in the sorted shard set.
