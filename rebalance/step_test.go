@@ -316,6 +316,7 @@ func TestShardIndex(t *testing.T) {
 		{"no digits", []shard.ID{"q-", "q-"}, false},
 		{"not from zero", []shard.ID{"q-1", "q-2"}, false},
 		{"a sign", []shard.ID{"q-0", "q+1"}, false},
+		{"past the width", []shard.ID{"q-0", "q-1", "q-2", "q-3", "q-4", "q-5", "q-6", "q-7", "q-8", "q-9", "q-0"}, false},
 		{"empty", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

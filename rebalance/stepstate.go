@@ -3,6 +3,7 @@ package rebalance
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -227,9 +228,23 @@ func numbered(ss []shard.ID) (shardIndex, bool) {
 	if ix.width == 0 || ix.width > 9 {
 		return shardIndex{}, false
 	}
-	for i, id := range ss {
-		if k, ok := ix.find(id); !ok || k != int32(i) {
+	if float64(len(ss)) > math.Pow10(ix.width) {
+		return shardIndex{}, false // the numbers would not fit the width
+	}
+	// Each ID is compared whole with the one expected, kept as text and
+	// counted up in place: one comparison an ID, where find would compare
+	// its stem and then read its digits one by one.
+	want := []byte(first[:cut] + strings.Repeat("0", ix.width))
+	for _, id := range ss {
+		if string(id) != string(want) {
 			return shardIndex{}, false
+		}
+		for k := len(want) - 1; k >= cut; k-- {
+			if want[k] < '9' {
+				want[k]++
+				break
+			}
+			want[k] = '0'
 		}
 	}
 	return ix, true
