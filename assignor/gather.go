@@ -71,7 +71,7 @@ func (g *gathering) wait(s rebalance.State, limit time.Duration) time.Time {
 // cold reports whether no live member holds a shard (State.Holders names
 // live holders only) and no live member's key lists one.
 func cold(s rebalance.State) bool {
-	if len(s.Holders) > 0 {
+	if slices.ContainsFunc(s.Holders, func(h string) bool { return h != "" }) {
 		return false
 	}
 	for _, m := range s.Members {

@@ -112,9 +112,9 @@ func askLoads(snap shard.Snapshot, st rebalance.State, d rebalance.Decision, wan
 // heldShards is the set of shards a live member holds in st.
 func heldShards(st rebalance.State) map[shard.ID]bool {
 	held := make(map[shard.ID]bool, len(st.Holders))
-	for id, h := range st.Holders {
+	for i, h := range st.Holders {
 		if h != "" {
-			held[id] = true
+			held[st.Shards[i]] = true
 		}
 	}
 	return held

@@ -127,7 +127,9 @@ func heldCounts(s rebalance.State) map[string]int {
 		c[m.ID] = 0
 	}
 	for _, id := range s.Holders {
-		c[id]++
+		if id != "" {
+			c[id]++
+		}
 	}
 	return c
 }

@@ -21,9 +21,10 @@ const MaxRejoinGrace = 10 * time.Minute
 // it; the operators' marks. Keys that are not the assignor's word (a
 // problem in the snapshot, shard.Unsealed included) are left out, so the
 // step treats their workers as without a key and writes one. It returns
-// what it could not read of the memories, for the log.
+// what it could not read of the memories, for the log. shards must be
+// sorted, as a Config's IDs are.
 func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Time) (rebalance.State, []string) {
-	st := rebalance.State{Now: now, Shards: shards, Holders: map[shard.ID]string{}, Assigned: map[string]rebalance.Assignment{},
+	st := rebalance.State{Now: now, Shards: shards, Holders: make([]string, len(shards)), Assigned: map[string]rebalance.Assignment{},
 		Frozen: snap.Freeze != nil}
 	bySession := map[shard.SessionID]string{}
 	for _, m := range snap.Members {
@@ -38,9 +39,18 @@ func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Ti
 			bySession[m.Session] = m.ID
 		}
 	}
+	// snap.Shards is sorted by ID, as shards is: one merge lines the locks
+	// up with shards (a lock of a shard outside them is skipped).
+	i := 0
 	for _, s := range snap.Shards {
-		if id, ok := bySession[s.Session]; ok && s.Held() {
-			st.Holders[s.Shard] = id
+		for i < len(shards) && shards[i] < s.Shard {
+			i++
+		}
+		if i == len(shards) {
+			break
+		}
+		if id, ok := bySession[s.Session]; ok && s.Held() && s.Shard == shards[i] {
+			st.Holders[i] = id
 		}
 	}
 	var problems []string

@@ -185,18 +185,18 @@
 //
 // Compute and Step return an error wrapping ErrInvalidInput, naming the
 // offending values, for an empty or duplicate member ID and an empty or
-// duplicate shard ID; Step also for a key of an empty worker ID, a key
-// naming a shard outside the set or a shard twice, and a negative, NaN or
-// infinite load. They never panic.
+// duplicate shard ID; Step also for Holders of another length than Shards,
+// a key of an empty worker ID, a key naming a shard outside the set or a
+// shard twice, and a negative, NaN or infinite load. They never panic.
 // Compute costs O(N log N + F·W) for N shards, F of them to be placed, and
 // W members. Step costs O(N + K + W log W + H log H + F log W) for K keyed
 // shards, H shards some over-quota member holds and F placements. At
-// 100,000 shards a step is bound by memory: reading Holders costs a cache
-// miss a shard. Load balancing adds O(N + F·W + M·(W log W + N)) for M
-// load moves planned (at most MaxMovesInFlight), and an exchange tried
-// O((N/W)²) per corrected member (4 partners); BenchmarkStepLoad measures
-// it. A shard set that is a Config's IDs in order is indexed from
-// the IDs' digits; any other is sorted and indexed by a map, which costs
-// more. shardbench's assignor-step measures it (docs/benchmarks.md,
-// "Assignor step").
+// 100,000 shards a step is bound by memory: it reads every shard's ID and
+// holder and every ID in the keys. Load balancing adds
+// O(N + F·W + M·(W log W + N)) for M load moves planned (at most
+// MaxMovesInFlight), and an exchange tried O((N/W)²) per corrected member
+// (4 partners); BenchmarkStepLoad measures it. A shard set that is a
+// Config's IDs in order is indexed from the IDs' digits; any other is
+// sorted and indexed by a map, which costs more. shardbench's
+// assignor-step measures it (docs/benchmarks.md, "Assignor step").
 package rebalance

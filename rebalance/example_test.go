@@ -2,6 +2,7 @@ package rebalance_test
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shardlease/shardlease/rebalance"
@@ -50,7 +51,7 @@ func ExampleStep() {
 			{ID: "a", Session: "s-a"},
 			{ID: "b", Session: "s-b"},
 		},
-		Holders:  map[shard.ID]string{},
+		Holders:  make([]string, 6), // Holders[i] holds Shards[i]; "": nobody
 		Assigned: map[string]rebalance.Assignment{},
 	}
 	step := func() rebalance.Decision {
@@ -69,7 +70,7 @@ func ExampleStep() {
 	take := func() { // ...and each worker takes the free shards of its key
 		for w, a := range state.Assigned {
 			for _, s := range a.Shards {
-				state.Holders[s] = w
+				state.Holders[slices.Index(state.Shards, s)] = w
 			}
 		}
 	}
@@ -84,7 +85,7 @@ func ExampleStep() {
 	state.Members = append(state.Members, rebalance.Member{ID: "c", Session: "s-c"})
 	d = step()
 	for _, mv := range d.Moves {
-		delete(state.Holders, mv.Shard) // the holder drains and releases
+		state.Holders[slices.Index(state.Shards, mv.Shard)] = "" // the holder drains and releases
 	}
 	fmt.Println("released:")
 	step()
@@ -123,7 +124,7 @@ func ExampleStep_load() {
 		Now:     start,
 		Shards:  ids,
 		Members: []rebalance.Member{{ID: "a", Session: "s-a"}, {ID: "b", Session: "s-b"}},
-		Holders: map[shard.ID]string{ids[0]: "a", ids[1]: "a", ids[2]: "b", ids[3]: "b"},
+		Holders: []string{"a", "a", "b", "b"},
 		Assigned: map[string]rebalance.Assignment{
 			"a": {Shards: ids[:2]}, "b": {Shards: ids[2:]},
 		},
@@ -149,7 +150,7 @@ func ExampleStep_load() {
 	fmt.Println("patience over:")
 	d = step()
 	for _, mv := range d.Moves {
-		delete(state.Holders, mv.Shard) // a releases it
+		state.Holders[slices.Index(state.Shards, mv.Shard)] = "" // a releases it
 	}
 	fmt.Println("released:")
 	step()

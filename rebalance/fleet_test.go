@@ -26,6 +26,7 @@ type fleet struct {
 	s     State
 	kinds map[string]behavior
 	r     *rand.Rand
+	at    map[shard.ID]int // each shard's index in s.Shards, which never change; made on first use
 }
 
 // newFleet returns a fleet of w good members (weight 1, sessions "<id>#1")
@@ -35,7 +36,7 @@ func newFleet(r *rand.Rand, w, n int) *fleet {
 		s: State{
 			Now:      time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			Shards:   shard.Config{Shards: n}.IDs(),
-			Holders:  map[shard.ID]string{},
+			Holders:  make([]string, n),
 			Assigned: map[string]Assignment{},
 		},
 		kinds: map[string]behavior{},
@@ -75,6 +76,27 @@ func (f *fleet) apply(d Decision) {
 	}
 }
 
+// holder returns the holder of shard id, "" when it is free.
+func (f *fleet) holder(id shard.ID) string { return f.s.Holders[f.position(id)] }
+
+// hold makes h the holder of shard id ("" frees it).
+func (f *fleet) hold(id shard.ID, h string) { f.s.Holders[f.position(id)] = h }
+
+// position returns the index of shard id in the fleet's shards.
+func (f *fleet) position(id shard.ID) int {
+	if f.at == nil {
+		f.at = make(map[shard.ID]int, len(f.s.Shards))
+		for i, s := range f.s.Shards {
+			f.at[s] = i
+		}
+	}
+	i, ok := f.at[id]
+	if !ok {
+		panic(fmt.Sprintf("shard %q is not the fleet's", id))
+	}
+	return i
+}
+
 // live returns the live members by ID.
 func (f *fleet) live() map[string]Member {
 	live := make(map[string]Member, len(f.s.Members))
@@ -92,8 +114,8 @@ func (f *fleet) act() (changes int) {
 	ids := slices.Sorted(maps.Keys(live))
 	f.r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 	held := map[string][]shard.ID{}
-	for _, s := range f.s.Shards {
-		if h, ok := f.s.Holders[s]; ok {
+	for i, s := range f.s.Shards {
+		if h := f.s.Holders[i]; h != "" {
 			if _, isLive := live[h]; isLive {
 				held[h] = append(held[h], s)
 			}
@@ -104,15 +126,15 @@ func (f *fleet) act() (changes int) {
 		key := f.s.Assigned[id].Shards
 		for _, s := range held[id] {
 			if _, keep := slices.BinarySearch(key, s); !keep && (kind != slow || f.r.IntN(2) == 0) {
-				delete(f.s.Holders, s)
+				f.hold(s, "")
 				changes++
 			}
 		}
 		for _, s := range key {
-			if _, isLive := live[f.s.Holders[s]]; isLive || kind == stuck || (kind == slow && f.r.IntN(3) != 0) {
+			if _, isLive := live[f.holder(s)]; isLive || kind == stuck || (kind == slow && f.r.IntN(3) != 0) {
 				continue
 			}
-			f.s.Holders[s] = id
+			f.hold(s, id)
 			changes++
 		}
 	}
@@ -126,15 +148,15 @@ func (f *fleet) settled() bool {
 	n := 0
 	for id := range live {
 		for _, s := range f.s.Assigned[id].Shards {
-			if f.s.Holders[s] != id {
+			if f.holder(s) != id {
 				return false
 			}
 			n++
 		}
 	}
 	held := 0
-	for _, s := range f.s.Shards {
-		if _, ok := live[f.s.Holders[s]]; ok {
+	for _, h := range f.s.Holders {
+		if _, ok := live[h]; ok {
 			held++
 		}
 	}
@@ -177,7 +199,7 @@ func (f *fleet) settle(p Policy, tick time.Duration, limit int, check func(State
 func (f *fleet) snapshot() State {
 	s := f.s
 	s.Members = slices.Clone(s.Members)
-	s.Holders = maps.Clone(s.Holders)
+	s.Holders = slices.Clone(s.Holders)
 	s.Assigned = maps.Clone(s.Assigned)
 	return s
 }

@@ -75,7 +75,7 @@ func FuzzCompute(f *testing.F) {
 // IDs occur); memberBytes gives each member 3 bytes: a weight, a draining
 // bit and a session, and for its key a stuck mark (for its session or
 // another) and a wait; holders picks each shard's holder (a member, a dead
-// worker, "", or none); keys picks each shard's key (a member's, a dead
+// worker, or none; no holders at all: nil Holders); keys picks each shard's key (a member's, a dead
 // worker's, or none) and with the top bit also member 0's (a conflict);
 // clock is the time in milliseconds and sets the policy.
 func FuzzStep(f *testing.F) {
@@ -126,7 +126,7 @@ func FuzzStepLoad(f *testing.F) {
 // fuzzState builds FuzzStep's state and policy from its inputs (see
 // FuzzStep).
 func fuzzState(memberSpec string, memberBytes []byte, shardSpec string, holders, keys []byte, clock int64) (State, Policy) {
-	s := State{Now: epoch.Add(time.Duration(clock) * time.Millisecond), Holders: map[shard.ID]string{}, Assigned: map[string]Assignment{}}
+	s := State{Now: epoch.Add(time.Duration(clock) * time.Millisecond), Assigned: map[string]Assignment{}}
 	var stuckBits []byte
 	if memberSpec != "" {
 		for i, id := range strings.Split(memberSpec, ",") {
@@ -138,11 +138,12 @@ func fuzzState(memberSpec string, memberBytes []byte, shardSpec string, holders,
 		}
 	}
 	s.Shards = fuzzShards(shardSpec)
+	if len(holders) > 0 {
+		s.Holders = make([]string, len(s.Shards))
+	}
 	for i, id := range s.Shards {
 		if i < len(holders) {
-			if h, ok := fuzzHolder(holders[i], s.Members); ok {
-				s.Holders[id] = h
-			}
+			s.Holders[i], _ = fuzzHolder(holders[i], s.Members)
 		}
 		if i < len(keys) {
 			add := func(w string) {
@@ -198,7 +199,7 @@ func checkFuzzStep(t *testing.T, s State, p Policy) {
 		t.Fatal(err)
 	}
 	rev := s
-	rev.Members, rev.Shards = reversed(s.Members), reversed(s.Shards)
+	rev.Members, rev.Shards, rev.Holders = reversed(s.Members), reversed(s.Shards), reversed(s.Holders)
 	if d2, err := Step(rev, p); err != nil || !sameDecision(d, d2) {
 		t.Fatalf("reversed state gave another decision (err %v)", err)
 	}

@@ -25,12 +25,12 @@ func TestKeylessHolderGetsAKey(t *testing.T) {
 		loads[ids[i]] = 1
 	}
 	loads["s-000"] = 5
-	holders := map[shard.ID]string{}
+	holders := make([]string, 12)
 	assigned := map[string]Assignment{}
 	var ofA []shard.ID
 	for i, id := range ids {
 		w := []string{"a", "b", "c"}[i%3]
-		holders[id] = w
+		holders[i] = w
 		if w == "a" {
 			ofA = append(ofA, id)
 			continue // a's key is gone

@@ -50,10 +50,10 @@ func genLoads(r *rand.Rand, s State, p Policy) (State, Policy) {
 		for _, m := range s.Members {
 			clean[m.ID] = Assignment{Since: s.Assigned[m.ID].Since}
 		}
-		for _, id := range s.Shards {
-			if a, ok := clean[s.Holders[id]]; ok {
+		for i, id := range s.Shards {
+			if a, ok := clean[s.Holders[i]]; ok {
 				a.Shards = append(a.Shards, id)
-				clean[s.Holders[id]] = a
+				clean[s.Holders[i]] = a
 			}
 		}
 		s.Assigned = clean
@@ -205,7 +205,7 @@ func TestStepLoadNeverWidens(t *testing.T) {
 		moved := 0
 		for _, mv := range d.Moves {
 			if mv.Reason == shard.ReasonLoad {
-				after.Holders[mv.Shard] = mv.To
+				hold(&after, mv.Shard, mv.To)
 				moved++
 			}
 		}

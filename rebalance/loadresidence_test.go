@@ -37,9 +37,9 @@ func TestResidenceYieldsFarOutside(t *testing.T) {
 			// 10x ÷ ((10x + 30) / 4), so x = 30·ratio / (40 − 10·ratio).
 			x := 30 * c.ratio / (40 - 10*c.ratio)
 			f.s.Loads = map[shard.ID]float64{}
-			for _, id := range f.s.Shards {
+			for i, id := range f.s.Shards {
 				f.s.Loads[id] = 1
-				if f.s.Holders[id] == a {
+				if f.s.Holders[i] == a {
 					f.s.Loads[id] = x
 				}
 			}
@@ -78,13 +78,13 @@ func TestResidenceYieldsFarOutside(t *testing.T) {
 // only exchange that fits is with the fifth lowest member.
 func TestFarMemberSwapsWithAnyPartner(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := State{Now: now, Holders: map[shard.ID]string{}, Assigned: map[string]Assignment{}, Loads: map[shard.ID]float64{}}
+	s := State{Now: now, Assigned: map[string]Assignment{}, Loads: map[shard.ID]float64{}}
 	n := 0
 	give := func(member string, load float64, arrived time.Duration) shard.ID {
 		id := shard.ID(fmt.Sprintf("s-%03d", n))
 		n++
-		s.Shards = append(s.Shards, id)
-		s.Holders[id], s.Loads[id] = member, load
+		s.Shards, s.Holders = append(s.Shards, id), append(s.Holders, member)
+		s.Loads[id] = load
 		a := s.Assigned[member]
 		a.Shards = append(a.Shards, id)
 		if arrived > 0 {

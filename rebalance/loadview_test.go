@@ -60,8 +60,8 @@ func viewLoads(s State) loadView {
 		v.ratio[m.ID] = 0
 	}
 	var total, capacity float64
-	for _, id := range s.Shards {
-		h := s.Holders[id]
+	for i, id := range s.Shards {
+		h := s.Holders[i]
 		if _, ok := capOf[h]; ok {
 			v.ratio[h] += s.Loads[id]
 			heavy[h] = max(heavy[h], s.Loads[id])

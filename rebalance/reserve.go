@@ -38,12 +38,21 @@ func reserve(s State) (State, time.Time) {
 	if back == nil {
 		return s, time.Time{}
 	}
+	if len(s.Holders) != 0 && len(s.Holders) != len(s.Shards) {
+		return s, time.Time{} // invalid: readState says why
+	}
 	live := make(map[string]bool, len(s.Members))
 	for _, m := range s.Members {
 		live[m.ID] = true
 	}
+	held := make(map[shard.ID]string, len(s.Holders))
+	for j, h := range s.Holders {
+		if h != "" {
+			held[s.Shards[j]] = h
+		}
+	}
 	kept := map[shard.ID]bool{}
-	for id, h := range s.Holders {
+	for id, h := range held {
 		if back[h] && live[h] {
 			kept[id] = true
 		}
@@ -53,7 +62,7 @@ func reserve(s State) (State, time.Time) {
 			continue
 		}
 		for _, id := range a.Shards {
-			if h, held := s.Holders[id]; !held || h == w || !live[h] || back[h] {
+			if h, ok := held[id]; !ok || h == w || !live[h] || back[h] {
 				kept[id] = true
 			}
 		}
@@ -62,11 +71,15 @@ func reserve(s State) (State, time.Time) {
 	out := s
 	out.Returning = nil
 	out.Members = slices.DeleteFunc(slices.Clone(s.Members), func(m Member) bool { return back[m.ID] })
-	out.Shards = slices.DeleteFunc(slices.Clone(s.Shards), func(id shard.ID) bool { return kept[id] })
-	out.Holders = make(map[shard.ID]string, len(s.Holders))
-	for id, h := range s.Holders {
-		if !kept[id] {
-			out.Holders[id] = h
+	out.Shards = make([]shard.ID, 0, len(s.Shards))
+	out.Holders = nil
+	for j, id := range s.Shards {
+		if kept[id] {
+			continue
+		}
+		out.Shards = append(out.Shards, id)
+		if len(s.Holders) != 0 {
+			out.Holders = append(out.Holders, s.Holders[j])
 		}
 	}
 	out.Assigned = make(map[string]Assignment, len(s.Assigned))

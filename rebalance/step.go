@@ -19,13 +19,16 @@ type State struct {
 	// current session: a new session is how Step recognises a restart or a
 	// rejoin, which clears a stuck mark.
 	Members []Member
-	// Holders maps each held shard to the live member whose session holds
-	// its lock. A holder that is not in Members, or "", counts as free: its
-	// session is gone or going (the lock may stay closed for its
-	// lock-delay). Entries for shards not in Shards are ignored. Derive it by
-	// session, not by the name in the lock's value: a lock still held by a
-	// member's previous session is not the member's.
-	Holders map[shard.ID]string
+	// Holders[i] is the live member whose session holds the lock of
+	// Shards[i], or "" when none does; nil when no shard is held. Any other
+	// length is invalid. A holder that is not in Members counts as free:
+	// its session is gone or going (the lock may stay closed for its
+	// lock-delay). Derive it by session, not by the name in the lock's
+	// value: a lock still held by a member's previous session is not the
+	// member's. A slice beside Shards rather than a map by shard ID, because
+	// at 100,000 shards building and reading a map of that size would cost
+	// more than the rest of a steady step.
+	Holders []string
 	// Assigned maps each worker that has an assignment key to the key as
 	// last written, workers that are no longer live included.
 	Assigned map[string]Assignment

@@ -2,7 +2,6 @@ package rebalance
 
 import (
 	"errors"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -28,6 +27,35 @@ func key(shards []shard.ID, is ...int) Assignment {
 		a.Shards = append(a.Shards, shards[i])
 	}
 	return a
+}
+
+// aligned returns holders (by shard) as State.Holders for shards.
+func aligned(shards []shard.ID, holders map[shard.ID]string) []string {
+	hs := make([]string, len(shards))
+	for i, id := range shards {
+		hs[i] = holders[id]
+	}
+	return hs
+}
+
+// holderMap returns the holders of s by shard, free shards left out.
+func holderMap(s State) map[shard.ID]string {
+	m := make(map[shard.ID]string, len(s.Holders))
+	for i, h := range s.Holders {
+		if h != "" {
+			m[s.Shards[i]] = h
+		}
+	}
+	return m
+}
+
+// hold makes h the holder of shard id in s ("" frees it), making
+// s.Holders if s has none.
+func hold(s *State, id shard.ID, h string) {
+	if s.Holders == nil {
+		s.Holders = make([]string, len(s.Shards))
+	}
+	s.Holders[slices.Index(s.Shards, id)] = h
 }
 
 // mustStep runs Step and checks the decision's invariants.
@@ -63,6 +91,9 @@ func TestStepInvalidInput(t *testing.T) {
 			[]string{`worker "a" is assigned shard "stream/shard-002" more than once`}},
 		{"every problem at once", State{Shards: []shard.ID{"x", "x"}, Members: live("b", "b"), Assigned: map[string]Assignment{"b": {Shards: []shard.ID{"y"}}}},
 			[]string{`duplicate member ID "b"`, `duplicate shard ID "x"`, `worker "b" is assigned unknown shard "y"`}},
+		{"holders not one for each shard", State{Shards: s, Members: live("a"), Holders: []string{"a"}}, []string{"1 holders for 3 shards"}},
+		{"holders not one for each shard, a worker returning", State{Now: epoch, Shards: s, Members: live("a"), Holders: []string{"a", "", "", ""},
+			Returning: map[string]time.Time{"b": epoch.Add(time.Minute)}}, []string{"4 holders for 3 shards"}},
 		{"long lists are cut", State{Shards: ids(20), Assigned: map[string]Assignment{"a": {Shards: slices.Repeat([]shard.ID{"q"}, 12)}}},
 			[]string{"and 4 more"}},
 	}
@@ -109,7 +140,7 @@ func TestStepSmall(t *testing.T) {
 
 	t.Run("a join moves a shard in two steps", func(t *testing.T) {
 		st := State{Now: now, Shards: s[:4], Members: live("a", "b", "c"),
-			Holders:  own(s, "a", "a", "b", "b"),
+			Holders:  []string{"a", "a", "b", "b"},
 			Assigned: map[string]Assignment{"a": key(s, 0, 1), "b": key(s, 2, 3)}}
 		d := mustStep(t, st, p)
 		if len(d.Moves) != 1 || d.Moves[0].To != "c" || d.Moves[0].Reason != shard.ReasonRebalance || len(d.Assign) != 1 {
@@ -123,7 +154,7 @@ func TestStepSmall(t *testing.T) {
 		if again := mustStep(t, st, p); !quiet(again) {
 			t.Fatalf("stepping again before the release: %+v", again)
 		}
-		delete(st.Holders, moved) // released
+		hold(&st, moved, "") // released
 		d = mustStep(t, st, p)
 		if want := []Transfer{{moved, "", "c", shard.ReasonFree}}; !slices.Equal(d.Moves, want) || !slices.Equal(d.Assign["c"].Shards, []shard.ID{moved}) {
 			t.Fatalf("second step: %+v", d)
@@ -132,7 +163,7 @@ func TestStepSmall(t *testing.T) {
 
 	t.Run("a held shard leaves another worker's key", func(t *testing.T) {
 		// s0 held by a but in b's key only: b must not wait on it; a keeps it.
-		st := State{Now: now, Shards: s[:2], Members: live("a", "b"), Holders: own(s, "a"),
+		st := State{Now: now, Shards: s[:2], Members: live("a", "b"), Holders: []string{"a", ""},
 			Assigned: map[string]Assignment{"b": key(s, 0, 1)}}
 		d := mustStep(t, st, p)
 		if !slices.Equal(d.Assign["a"].Shards, s[:1]) || !slices.Equal(d.Assign["b"].Shards, s[1:2]) || len(d.Moves) != 0 {
@@ -151,7 +182,7 @@ func TestStepSmall(t *testing.T) {
 	})
 
 	t.Run("a dead worker's key is deleted and its shards orphaned", func(t *testing.T) {
-		st := State{Now: now, Shards: s[:2], Members: live("a"), Holders: own(s, "gone", "gone"),
+		st := State{Now: now, Shards: s[:2], Members: live("a"), Holders: []string{"gone", "gone"},
 			Assigned: map[string]Assignment{"gone": key(s, 0, 1), "zombie": {}}}
 		d := mustStep(t, st, p)
 		if !slices.Equal(d.Delete, []string{"gone", "zombie"}) || len(d.Moves) != 2 || d.Moves[0].Reason != shard.ReasonOrphaned {
@@ -162,9 +193,8 @@ func TestStepSmall(t *testing.T) {
 	t.Run("a stuck worker is judged once and given nothing until it restarts", func(t *testing.T) {
 		st := State{Now: now, Shards: s[:4], Members: live("a", "b")}
 		st = applied(st, mustStep(t, st, p))
-		st.Holders = map[shard.ID]string{}
 		for _, id := range st.Assigned["a"].Shards {
-			st.Holders[id] = "a" // a takes its shards; b takes none
+			hold(&st, id, "a") // a takes its shards; b takes none
 		}
 		st.Now = now.Add(999 * time.Millisecond)
 		d := mustStep(t, st, p)
@@ -180,7 +210,7 @@ func TestStepSmall(t *testing.T) {
 		}
 		st = applied(st, d)
 		for _, mv := range d.Moves {
-			st.Holders[mv.Shard] = "a"
+			hold(&st, mv.Shard, "a")
 		}
 		st.Now = now.Add(time.Hour)
 		d = mustStep(t, st, p)
@@ -198,7 +228,6 @@ func TestStepSmall(t *testing.T) {
 	t.Run("a worker taking its shards slowly is not stuck", func(t *testing.T) {
 		st := State{Now: now, Shards: s, Members: live("a")}
 		st = applied(st, mustStep(t, st, p))
-		st.Holders = map[shard.ID]string{}
 		for k, id := range s {
 			st.Now = now.Add(time.Duration(k+1) * 900 * time.Millisecond)
 			d := mustStep(t, st, p)
@@ -206,7 +235,7 @@ func TestStepSmall(t *testing.T) {
 				t.Fatalf("judged stuck after taking %d of 6: %+v", k, d)
 			}
 			st = applied(st, d)
-			st.Holders[id] = "a"
+			hold(&st, id, "a")
 		}
 		d := mustStep(t, st, p)
 		if a := d.Assign["a"]; a.Waiting != 0 || !a.WaitingSince.IsZero() || !d.Wake.IsZero() {
@@ -219,7 +248,7 @@ func TestStepSmall(t *testing.T) {
 
 	t.Run("hand-offs wait under the cap, drains first", func(t *testing.T) {
 		st := State{Now: now, Shards: s, Members: append(live("a", "b"), Member{ID: "d", Weight: 1, Draining: true, Session: "d#1"}),
-			Holders:  own(s, "a", "a", "a", "a", "d", "d"),
+			Holders:  []string{"a", "a", "a", "a", "d", "d"},
 			Assigned: map[string]Assignment{"a": key(s, 0, 1, 2, 3), "d": key(s, 4, 5)}}
 		capped := Policy{StuckAfter: time.Second, MaxMovesInFlight: 2}
 		d := mustStep(t, st, capped)
@@ -230,7 +259,7 @@ func TestStepSmall(t *testing.T) {
 		if d := mustStep(t, st, capped); len(d.Moves) != 0 {
 			t.Fatalf("started more while two are in flight: %+v", d.Moves)
 		}
-		delete(st.Holders, s[4]) // one released: room for one more
+		hold(&st, s[4], "") // one released: room for one more
 		d = mustStep(t, st, capped)
 		if len(d.Moves) != 2 || d.Moves[0].From != "a" || d.Moves[1].Shard != s[4] {
 			t.Fatalf("second wave: %+v", d.Moves)
@@ -238,7 +267,7 @@ func TestStepSmall(t *testing.T) {
 	})
 
 	t.Run("when every member is stuck free shards wait in no key", func(t *testing.T) {
-		st := State{Now: now, Shards: s[:2], Members: live("a"), Holders: own(s, "a"),
+		st := State{Now: now, Shards: s[:2], Members: live("a"), Holders: []string{"a", ""},
 			Assigned: map[string]Assignment{"a": {Shards: s[:1], Stuck: true, StuckSession: "a#1"}}}
 		if d := mustStep(t, st, p); !quiet(d) {
 			t.Fatalf("decision %+v", d)
@@ -259,16 +288,16 @@ func TestStepSmall(t *testing.T) {
 func TestStepDoesNotModifyInput(t *testing.T) {
 	s := ids(4)
 	st := State{Now: epoch, Shards: []shard.ID{s[3], s[1], s[0], s[2]}, Members: live("b", "a"),
-		Holders:  own(s, "b", "a", "gone"),
+		Holders:  []string{"", "a", "b", "gone"}, // s[3], s[1], s[0], s[2]
 		Assigned: map[string]Assignment{"a": key(s, 3, 0), "gone": key(s, 2)}}
 	before := shuffledState(caseRand(0), st)
 	for w, a := range st.Assigned {
 		before.Assigned[w] = Assignment{Shards: slices.Clone(a.Shards), Since: a.Since}
 	}
-	before.Shards, before.Members = slices.Clone(st.Shards), slices.Clone(st.Members)
+	before.Shards, before.Members, before.Holders = slices.Clone(st.Shards), slices.Clone(st.Members), slices.Clone(st.Holders)
 	mustStep(t, st, Policy{})
 	if !reflect.DeepEqual(st.Shards, before.Shards) || !reflect.DeepEqual(st.Members, before.Members) ||
-		!maps.Equal(st.Holders, before.Holders) || !reflect.DeepEqual(st.Assigned, before.Assigned) {
+		!slices.Equal(st.Holders, before.Holders) || !reflect.DeepEqual(st.Assigned, before.Assigned) {
 		t.Errorf("input modified: %+v", st)
 	}
 }
@@ -287,6 +316,7 @@ func TestShardIndex(t *testing.T) {
 		{"no digits", []shard.ID{"q-", "q-"}, false},
 		{"not from zero", []shard.ID{"q-1", "q-2"}, false},
 		{"a sign", []shard.ID{"q-0", "q+1"}, false},
+		{"past the width", []shard.ID{"q-0", "q-1", "q-2", "q-3", "q-4", "q-5", "q-6", "q-7", "q-8", "q-9", "q-0"}, false},
 		{"empty", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -337,7 +367,7 @@ func TestStepStuckIsAboutProgressAndSession(t *testing.T) {
 		k := key(s, 0, 1, 2, 3)
 		k.Waiting, k.WaitingSince, k.StuckSession = 2, long, "a#1"
 		k.Free = []shard.ID{s[0], s[1]} // what it was waiting for
-		st := State{Now: now, Shards: s, Members: live("a"), Holders: own(s, "a", "a", "", ""),
+		st := State{Now: now, Shards: s, Members: live("a"), Holders: []string{"a", "a", "", ""},
 			Assigned: map[string]Assignment{"a": k}}
 		d := mustStep(t, st, p)
 		if a, ok := d.Assign["a"]; !ok || a.Stuck || a.Waiting != 2 || !a.WaitingSince.Equal(now) ||

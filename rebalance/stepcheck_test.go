@@ -28,8 +28,8 @@ func checkDecision(s State, p Policy, d Decision) error {
 		p.MaxMovesInFlight = DefaultMaxMovesInFlight(len(known), len(live))
 	}
 	holder := map[shard.ID]string{} // live holders only
-	for id, h := range s.Holders {
-		if _, ok := live[h]; ok && known[id] {
+	for id, h := range holderMap(s) {
+		if _, ok := live[h]; ok {
 			holder[id] = h
 		}
 	}

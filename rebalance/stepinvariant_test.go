@@ -37,7 +37,7 @@ func genState(r *rand.Rand, w, n int) (State, Policy) {
 		Now:      epoch.Add(time.Duration(r.IntN(3600)) * time.Second),
 		Shards:   in.Shards,
 		Members:  in.Members,
-		Holders:  in.Owners,
+		Holders:  aligned(in.Shards, in.Owners),
 		Assigned: map[string]Assignment{},
 	}
 	for i := range s.Members {
@@ -57,8 +57,8 @@ func genState(r *rand.Rand, w, n int) (State, Policy) {
 	}
 	keys := map[string][]shard.ID{}
 	pKeep, pOther, pMore := r.Float64(), r.Float64()*r.Float64(), r.Float64()*0.1
-	for _, id := range s.Shards {
-		h := s.Holders[id]
+	for i, id := range s.Shards {
+		h := s.Holders[i]
 		_, hasKey := keys[h]
 		switch u := r.Float64(); {
 		case h != "" && slices.Contains(workers, h) && u < pKeep:
@@ -117,8 +117,13 @@ func shuffledState(r *rand.Rand, s State) State {
 	out.Members = slices.Clone(s.Members)
 	r.Shuffle(len(out.Members), func(i, j int) { out.Members[i], out.Members[j] = out.Members[j], out.Members[i] })
 	out.Shards = slices.Clone(s.Shards)
-	r.Shuffle(len(out.Shards), func(i, j int) { out.Shards[i], out.Shards[j] = out.Shards[j], out.Shards[i] })
-	out.Holders = maps.Clone(s.Holders)
+	out.Holders = slices.Clone(s.Holders)
+	r.Shuffle(len(out.Shards), func(i, j int) {
+		out.Shards[i], out.Shards[j] = out.Shards[j], out.Shards[i]
+		if len(out.Holders) > 0 {
+			out.Holders[i], out.Holders[j] = out.Holders[j], out.Holders[i]
+		}
+	})
 	out.Assigned = make(map[string]Assignment, len(s.Assigned))
 	for w, a := range s.Assigned {
 		a.Shards = slices.Clone(a.Shards)
@@ -167,6 +172,7 @@ func TestStepInvariants(t *testing.T) {
 		// the same decision.
 		inOrder := s
 		inOrder.Shards = slices.Sorted(slices.Values(s.Shards))
+		inOrder.Holders = aligned(inOrder.Shards, holderMap(s))
 		if d4, err := Step(inOrder, p); err != nil || !sameDecision(d, d4) {
 			t.Fatalf("case %d: the shards in order gave another decision (err %v)", i, err)
 		}

@@ -80,6 +80,7 @@ func TestStepOperatorStates(t *testing.T) {
 // checkOperatorStates checks d against the cordons, freeze and returning
 // workers of s (see TestStepOperatorStates).
 func checkOperatorStates(s State, d Decision) error {
+	holders := holderMap(s)
 	back := map[string]bool{}
 	for w, until := range s.Returning {
 		if s.Now.Before(until) {
@@ -101,8 +102,8 @@ func checkOperatorStates(s State, d Decision) error {
 		}
 		if a, ok := d.Assign[m.ID]; ok {
 			for _, id := range a.Shards {
-				if s.Holders[id] != m.ID {
-					return fmt.Errorf("cordoned %s is given %s, which it does not hold (holder %q)", m.ID, id, s.Holders[id])
+				if holders[id] != m.ID {
+					return fmt.Errorf("cordoned %s is given %s, which it does not hold (holder %q)", m.ID, id, holders[id])
 				}
 			}
 		}
@@ -128,7 +129,7 @@ func checkOperatorStates(s State, d Decision) error {
 			return fmt.Errorf("returning %s's key is deleted", w)
 		}
 		for _, id := range s.Assigned[w].Shards {
-			if h, held := s.Holders[id]; !held || h == w || !live[h] || back[h] {
+			if h, held := holders[id]; !held || h == w || !live[h] || back[h] {
 				reserved[id] = w
 			}
 		}
@@ -153,7 +154,7 @@ func checkOperatorStates(s State, d Decision) error {
 func rollingFleet(t *testing.T, n int, names ...string) *fleet {
 	t.Helper()
 	f := &fleet{
-		s:     State{Now: epoch, Shards: shard.Config{Shards: n}.IDs(), Holders: map[shard.ID]string{}, Assigned: map[string]Assignment{}},
+		s:     State{Now: epoch, Shards: shard.Config{Shards: n}.IDs(), Holders: make([]string, n), Assigned: map[string]Assignment{}},
 		kinds: map[string]behavior{},
 		r:     rand.New(rand.NewPCG(16, 1)),
 	}
@@ -192,9 +193,9 @@ func (f *fleet) restart(t *testing.T, id string, grace, down time.Duration) (mov
 	}
 	f.s.Returning[id] = f.s.Now.Add(grace)
 	moves = append(moves, f.round(t, Policy{}).Moves...) // it is still live: it marked itself, its handlers drain
-	for s, h := range f.s.Holders {
+	for i, h := range f.s.Holders {
 		if h == id {
-			delete(f.s.Holders, s)
+			f.s.Holders[i] = ""
 		}
 	}
 	moves = append(moves, f.round(t, Policy{}).Moves...) // released, still live
@@ -211,7 +212,7 @@ func (f *fleet) restart(t *testing.T, id string, grace, down time.Duration) (mov
 func TestStepRollingRestartWithGrace(t *testing.T) {
 	names := []string{"a", "b", "c", "d", "e"}
 	f := rollingFleet(t, 64, names...)
-	before := maps.Clone(f.s.Holders)
+	before := slices.Clone(f.s.Holders)
 	for _, id := range names {
 		if moves := f.restart(t, id, 10*time.Second, 3*time.Second); len(moves) > 0 {
 			t.Fatalf("restart of %s within its grace moved %+v", id, moves)
@@ -226,7 +227,7 @@ func TestStepRollingRestartWithGrace(t *testing.T) {
 			t.Fatalf("rejoin of %s moved %+v", id, moves)
 		}
 	}
-	if !maps.Equal(before, f.s.Holders) {
+	if !slices.Equal(before, f.s.Holders) {
 		t.Fatalf("holders after the rolling restart differ from before:\n%v\n%v", before, f.s.Holders)
 	}
 }

@@ -119,8 +119,8 @@ func converge(f *fleet, p Policy, tick time.Duration) error {
 // nobody could take it.
 func checkBalance(s State) error {
 	counts := map[string]int64{}
-	for _, id := range s.Shards {
-		if h, ok := s.Holders[id]; ok {
+	for _, h := range s.Holders {
+		if h != "" {
 			counts[h]++
 		}
 	}
@@ -214,11 +214,11 @@ func TestStepJoinLeave(t *testing.T) {
 			t.Fatalf("case %d: join of %d shards, %d members: %v", i, n, w, err)
 		}
 		changed := 0
-		for _, s := range f.s.Shards {
-			if f.s.Holders[s] != base.Holders[s] {
+		for k, s := range f.s.Shards { // base has the same shards, in the same order
+			if f.s.Holders[k] != base.Holders[k] {
 				changed++
-				if f.s.Holders[s] != "joiner" {
-					t.Fatalf("case %d: join moved %s from %s to %s", i, s, base.Holders[s], f.s.Holders[s])
+				if f.s.Holders[k] != "joiner" {
+					t.Fatalf("case %d: join moved %s from %s to %s", i, s, base.Holders[k], f.s.Holders[k])
 				}
 			}
 		}
@@ -256,14 +256,15 @@ func TestStepJoinLeave(t *testing.T) {
 		if len(moves) != held {
 			t.Fatalf("case %d: leave of %s (held %d) made moves %v", i, leaver, held, moves)
 		}
+		was := holderMap(base)
 		for _, mv := range moves {
-			if base.Holders[mv.Shard] != leaver || mv.From != "" || mv.Reason != shard.ReasonOrphaned {
+			if was[mv.Shard] != leaver || mv.From != "" || mv.Reason != shard.ReasonOrphaned {
 				t.Fatalf("case %d: leave of %s: move %+v", i, leaver, mv)
 			}
 		}
-		for _, s := range f.s.Shards {
-			if base.Holders[s] != leaver && f.s.Holders[s] != base.Holders[s] {
-				t.Fatalf("case %d: leave of %s moved %s from %s", i, leaver, s, base.Holders[s])
+		for k, s := range f.s.Shards {
+			if base.Holders[k] != leaver && f.s.Holders[k] != base.Holders[k] {
+				t.Fatalf("case %d: leave of %s moved %s from %s", i, leaver, s, base.Holders[k])
 			}
 		}
 		if err := checkBalance(f.s); err != nil {

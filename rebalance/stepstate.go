@@ -3,6 +3,7 @@ package rebalance
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -45,8 +46,9 @@ type stepInput struct {
 
 // readState validates s and indexes it, or returns an error wrapping
 // ErrInvalidInput that lists every problem (up to maxProblems): empty or
-// duplicate member and shard IDs, a key of an empty worker ID, a key naming
-// a shard outside the set or naming one shard twice.
+// duplicate member and shard IDs, Holders of another length than Shards, a
+// key of an empty worker ID, a key naming a shard outside the set or naming
+// one shard twice.
 func readState(s State) (*stepInput, error) {
 	shards, index := indexShards(s.Shards)
 	var check []shard.ID // the shards to sort and check: none in the numbered form
@@ -78,26 +80,39 @@ func readState(s State) (*stepInput, error) {
 		in.ids[m] = mem.ID
 		member[mem.ID] = int32(m)
 	}
+	problems = in.readKeys(s.Assigned, index, member, problems)
+	problems = in.readHolders(s, index, member, problems)
+	for m, a := range in.keys {
+		for _, id := range a.Free {
+			if i, ok := index.find(id); ok && in.holder[i] == int32(m) {
+				in.took[m] = true
+				break
+			}
+		}
+	}
+	in.load, problems = readLoads(s.Loads, index, len(shards), problems)
+	if len(problems) > 0 {
+		return nil, invalid(problems)
+	}
+	return in, nil
+}
+
+// readKeys reads the assignment keys into in.keys and in.sets (live
+// members') and in.dead, flags the shards of dead workers' keys orphaned,
+// and sets in.holder[i] to the live member whose key lists shard i, or -1:
+// a guess that readHolders checks. It returns problems with those of the
+// keys added.
+func (in *stepInput) readKeys(assigned map[string]Assignment, index shardIndex, member map[string]int32, problems []string) []string {
 	for i := range in.holder {
 		in.holder[i] = -1
 	}
-	readHolders(s.Holders, index, func(i int32, h string) {
-		switch m, live := member[h]; {
-		case h == "":
-		case live:
-			in.holder[i] = m
-		default:
-			in.flags[i] |= orphaned
-		}
-	})
-
 	total := 0
-	for _, a := range s.Assigned {
+	for _, a := range assigned {
 		total += len(a.Shards)
 	}
 	backing := make([]int32, 0, total) // one allocation for every key's set
-	for _, w := range slices.Sorted(maps.Keys(s.Assigned)) {
-		a := s.Assigned[w]
+	for _, w := range slices.Sorted(maps.Keys(assigned)) {
+		a := assigned[w]
 		if w == "" {
 			problems = append(problems, "assignment key of an empty worker ID")
 			continue
@@ -116,16 +131,13 @@ func readState(s State) (*stepInput, error) {
 		}
 		for k := 1; k < len(set); k++ {
 			if set[k] == set[k-1] && (k < 2 || set[k-2] != set[k]) {
-				problems = append(problems, fmt.Sprintf("worker %q is assigned shard %q more than once", w, shards[set[k]]))
+				problems = append(problems, fmt.Sprintf("worker %q is assigned shard %q more than once", w, in.shards[set[k]]))
 			}
 		}
 		if m, live := member[w]; live {
 			in.keys[m], in.sets[m], in.keyed[m] = a, set, true
-			for _, id := range a.Free {
-				if i, ok := index.find(id); ok && in.holder[i] == m {
-					in.took[m] = true
-					break
-				}
+			for _, i := range set {
+				in.holder[i] = m
 			}
 		} else {
 			in.dead = append(in.dead, w)
@@ -134,50 +146,48 @@ func readState(s State) (*stepInput, error) {
 			}
 		}
 	}
-	in.load, problems = readLoads(s.Loads, index, len(shards), problems)
-	if len(problems) > 0 {
-		return nil, invalid(problems)
-	}
-	return in, nil
+	return problems
 }
 
-// holderBatch is how many Holders entries readHolders gathers before it
-// reads their IDs: enough to keep many of their cache misses in flight at
-// once, few enough for the batch to live on the stack.
-const holderBatch = 64
-
-// readHolders calls f for every entry of holders whose shard is in the
-// set, with the shard's position, in batches. At 100,000 shards the IDs'
-// bytes are scattered in memory and out of cache, and map iteration visits
-// them in hash order, so reading each ID costs a cache miss, the largest
-// part of a steady step (docs/benchmarks.md, "Assignor step"). Read one at
-// a time between the iterator's steps, the
-// misses wait in turn; gathered first and read in a loop of their own, the
-// reads of a batch do not depend on one another and the CPU overlaps their
-// misses.
-func readHolders(holders map[shard.ID]string, index shardIndex, f func(i int32, h string)) {
-	var ids [holderBatch]shard.ID
-	var hs [holderBatch]string
-	var at [holderBatch]int32
-	flush := func(n int) {
-		for k := range n { // the first read of each ID's bytes: the misses
-			at[k] = index.number(ids[k])
+// readHolders sets in.holder from s.Holders, and flags orphaned the shards
+// held by a worker that is not live. It returns problems with Holders'
+// added. On entry in.holder[i] is the live member whose key lists shard i
+// (readKeys): the holder of nearly every shard of a fleet at rest. That
+// member's ID is compared first and only another holder is looked up by
+// ID: in a state derived from one listing the holder and the member ID
+// are one string and the comparison stops at the pointers, where a lookup
+// in the map of members would cost a hash and a probe a shard.
+func (in *stepInput) readHolders(s State, index shardIndex, member map[string]int32, problems []string) []string {
+	switch len(s.Holders) {
+	case len(s.Shards):
+	case 0:
+		for i := range in.holder {
+			in.holder[i] = -1
 		}
-		for k := range n {
-			if i, ok := index.confirm(ids[k], at[k]); ok {
-				f(i, hs[k])
+		return problems
+	default:
+		return append(problems, fmt.Sprintf("%d holders for %d shards (want one for each shard, or none)", len(s.Holders), len(s.Shards)))
+	}
+	// Each i is visited once: a shard set with a duplicate is invalid.
+	for j, h := range s.Holders {
+		i := int32(j) // the numbered form's shards are s.Shards
+		if index.byID != nil {
+			i = index.byID[s.Shards[j]]
+		}
+		switch guess := in.holder[i]; {
+		case h == "":
+			in.holder[i] = -1
+		case guess >= 0 && in.ids[guess] == h:
+		default:
+			m, live := member[h]
+			if !live {
+				m = -1
+				in.flags[i] |= orphaned
 			}
+			in.holder[i] = m
 		}
 	}
-	n := 0
-	for id, h := range holders {
-		ids[n], hs[n] = id, h
-		if n++; n == holderBatch {
-			flush(n)
-			n = 0
-		}
-	}
-	flush(n)
+	return problems
 }
 
 // shardIndex finds a shard's position in the sorted shard set.
@@ -218,43 +228,43 @@ func numbered(ss []shard.ID) (shardIndex, bool) {
 	if ix.width == 0 || ix.width > 9 {
 		return shardIndex{}, false
 	}
-	for i, id := range ss {
-		if k, ok := ix.find(id); !ok || k != int32(i) {
+	if float64(len(ss)) > math.Pow10(ix.width) {
+		return shardIndex{}, false // the numbers would not fit the width
+	}
+	// Each ID is compared whole with the one expected, kept as text and
+	// counted up in place: one comparison an ID, where find would compare
+	// its stem and then read its digits one by one.
+	want := []byte(first[:cut] + strings.Repeat("0", ix.width))
+	for _, id := range ss {
+		if string(id) != string(want) {
 			return shardIndex{}, false
+		}
+		for k := len(want) - 1; k >= cut; k-- {
+			if want[k] < '9' {
+				want[k]++
+				break
+			}
+			want[k] = '0'
 		}
 	}
 	return ix, true
 }
 
-// number returns, in the stem-and-number form, the number id ends with if
-// it has the form's length, or -1; it does not check the stem (see
-// confirm). In the other form it returns -1.
-func (ix shardIndex) number(id shard.ID) int32 {
-	if ix.byID != nil || len(id) != len(ix.stem)+ix.width {
-		return -1
-	}
-	var k int32
-	for _, c := range []byte(id[len(ix.stem):]) {
-		if c < '0' || c > '9' {
-			return -1
-		}
-		k = k*10 + int32(c-'0')
-	}
-	return k
-}
-
-// confirm is find(id) given k = number(id): it checks what number does
-// not. Split so that a loop can read many IDs' digits before it compares
-// any stem (see readHolders).
-func (ix shardIndex) confirm(id shard.ID, k int32) (int32, bool) {
+// find returns the position of id in the shard set.
+func (ix shardIndex) find(id shard.ID) (int32, bool) {
 	if ix.byID != nil {
 		i, ok := ix.byID[id]
 		return i, ok
 	}
-	return k, k >= 0 && int(k) < ix.n && strings.HasPrefix(string(id), ix.stem)
-}
-
-// find returns the position of id in the shard set.
-func (ix shardIndex) find(id shard.ID) (int32, bool) {
-	return ix.confirm(id, ix.number(id))
+	if len(id) != len(ix.stem)+ix.width || !strings.HasPrefix(string(id), ix.stem) {
+		return -1, false
+	}
+	var k int32
+	for _, c := range []byte(id[len(ix.stem):]) {
+		if c < '0' || c > '9' {
+			return -1, false
+		}
+		k = k*10 + int32(c-'0')
+	}
+	return k, int(k) < ix.n
 }

@@ -16,15 +16,14 @@ import (
 // nothing held or assigned; steady is a fleet settled by stepping, writing
 // the keys and letting every worker act on its own key until a Step decides
 // nothing; join is steady with one member more; leave is steady with its
-// first member gone (its shards orphaned). Steady and join are as the assignor reads them: every assignment
-// key decoded from its stored form and the holders derived by session, so
-// no two of them share strings.
+// first member gone (its shards orphaned). Steady, join and leave are as
+// the assignor reads them (see asRead).
 func stepStates(workers, shards int) (cold, steady, join, leave rebalance.State, err error) {
 	r := rand.New(rand.NewPCG(1, 2))
 	s := rebalance.State{
 		Now:      time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		Shards:   shard.Config{Shards: shards}.IDs(),
-		Holders:  map[shard.ID]string{},
+		Holders:  make([]string, shards),
 		Assigned: map[string]rebalance.Assignment{},
 	}
 	for _, k := range r.Perm(4 * workers)[:workers] {
@@ -71,15 +70,18 @@ func settleState(s *rebalance.State, tick time.Duration, limit int) error {
 // act lets every member act once on its key: first every release, then
 // every take of a free shard.
 func act(s *rebalance.State) {
-	for sh, h := range s.Holders {
-		if _, keep := slices.BinarySearch(s.Assigned[h].Shards, sh); !keep {
-			delete(s.Holders, sh)
+	for i, h := range s.Holders {
+		if h == "" {
+			continue
+		}
+		if _, keep := slices.BinarySearch(s.Assigned[h].Shards, s.Shards[i]); !keep {
+			s.Holders[i] = ""
 		}
 	}
 	for _, m := range s.Members {
 		for _, sh := range s.Assigned[m.ID].Shards {
-			if _, held := s.Holders[sh]; !held {
-				s.Holders[sh] = m.ID
+			if i, _ := slices.BinarySearch(s.Shards, sh); s.Holders[i] == "" {
+				s.Holders[i] = m.ID
 			}
 		}
 	}
@@ -87,30 +89,35 @@ func act(s *rebalance.State) {
 
 // atRest: every member holds exactly its key.
 func atRest(s rebalance.State) bool {
-	n := 0
+	n, held := 0, 0
+	for _, h := range s.Holders {
+		if h != "" {
+			held++
+		}
+	}
 	for _, m := range s.Members {
 		for _, sh := range s.Assigned[m.ID].Shards {
-			if s.Holders[sh] != m.ID {
+			if i, _ := slices.BinarySearch(s.Shards, sh); s.Holders[i] != m.ID {
 				return false
 			}
 			n++
 		}
 	}
-	return n == len(s.Holders)
+	return n == held
 }
 
 // cloneState returns a copy of s that shares nothing mutable with it.
 func cloneState(s rebalance.State) rebalance.State {
 	s.Members = slices.Clone(s.Members)
-	s.Holders = maps.Clone(s.Holders)
+	s.Holders = slices.Clone(s.Holders)
 	s.Assigned = maps.Clone(s.Assigned)
 	return s
 }
 
 // asRead returns s with its strings as reading the coordinator makes them:
-// each assignment key's shards decoded from its stored form, each shard ID
-// of the lock listing a string of its own, and each holder the ID of the
-// member whose session holds the lock (as act sets it).
+// each assignment key's shards decoded from its stored form, so that no
+// two keys share strings, and each holder the ID of the member whose
+// session holds the lock (as act sets it).
 func asRead(s rebalance.State) (rebalance.State, error) {
 	cfg := shard.Config{Shards: len(s.Shards)}
 	assigned := make(map[string]rebalance.Assignment, len(s.Assigned))
@@ -126,14 +133,8 @@ func asRead(s rebalance.State) (rebalance.State, error) {
 	}
 	s.Assigned = assigned
 	// act made every holder the ID string of its member, which is what
-	// deriving holders by session gives; the shard IDs are fresh strings.
-	holders := make(map[shard.ID]string, len(s.Holders))
-	for _, id := range cfg.IDs() {
-		if h, ok := s.Holders[id]; ok {
-			holders[id] = h
-		}
-	}
-	s.Holders = holders
+	// deriving holders by session gives.
+	s.Holders = slices.Clone(s.Holders)
 	s.Members = slices.Clone(s.Members)
 	return s, nil
 }
