@@ -56,11 +56,9 @@ type Member struct {
 	// member key and can never overwrite an operator's drain or cordon.
 	// Snapshots fill it from that key while the member's live session
 	// holds it; Join never writes it, and Members.Watch, which reads the
-	// member key alone, does not fill it. A member key written
-	// before loads had their own key may still carry a "load" field: it is
-	// read as the member's Load when no loads key of its session exists (the
-	// loads key is preferred). Nil: nothing measured yet, or a worker from
-	// before load balancing. A shard listed here that the worker no longer
+	// member key alone, does not fill it; a "load" field written into
+	// a member key by hand is ignored. Nil: nothing measured yet, or the
+	// worker is not asked for loads. A shard listed here that the worker no longer
 	// holds is ignored: only the holder's figure counts.
 	Load map[ID]float64 `json:"load,omitempty"`
 }

@@ -27,8 +27,8 @@ type Config struct {
 	// at least three digits. Default "stream/shard".
 	Name string `json:"name"`
 	// Protocol is the coordination protocol of the fleet (see Protocol).
-	// Zero means this build's Protocol. A stored config that names none
-	// was written by protocol 1 (LegacyProtocol).
+	// Zero means this build's Protocol, in a worker's config and in a
+	// stored one (a P/config written by hand without it).
 	Protocol int `json:"protocol"`
 }
 

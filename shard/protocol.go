@@ -6,18 +6,15 @@ import (
 )
 
 // Protocol is the coordination protocol this build speaks, recorded in the
-// fleet's config (P/config, "protocol"). Protocol 1: every worker lists the
-// fleet and plans for itself. Protocol 2: one elected assignor holds
-// P/assignor and writes each worker's assignment, P/assign/<worker>.
+// fleet's config (P/config, "protocol"): protocol 3, release 0.1.0's, the
+// first released. Its keys and their values are listed in docs/design.md,
+// "Key schema". (1 and 2 were development protocols, never
+// released.)
 //
 // A fleet runs one protocol. A worker refuses to join a fleet whose stored
 // config names another (Configure fails with ErrConfigMismatch, see
-// ConfigMismatch): there is no compatibility layer and no mixed fleet.
-const Protocol = 2
-
-// LegacyProtocol is the protocol of a stored config that names none: every
-// fleet configured before protocols were recorded.
-const LegacyProtocol = 1
+// ConfigMismatch).
+const Protocol = 3
 
 // SameFleet reports whether a worker that brings config c may join a fleet
 // that stored config o: the same shard set and the same protocol.

@@ -20,9 +20,9 @@ func TestConfigMismatch(t *testing.T) {
 	}{
 		{"same, defaults filled in", fleet, Config{Shards: 8, Name: DefaultName, Protocol: Protocol}, nil, ""},
 		{"shard set", fleet, Config{Shards: 9}, []string{"8 shards", "9 shards"}, "protocol"},
-		{"protocol", Config{Shards: 8, Protocol: LegacyProtocol}, fleet, []string{"protocol 1", "protocol 2", "no mixed fleets"}, "shards named"},
-		{"newer protocol", Config{Shards: 8, Protocol: Protocol + 1}, fleet, []string{"protocol 3", "protocol 2", "no mixed fleets"}, "shards named"},
-		{"both", Config{Shards: 8, Protocol: LegacyProtocol}, Config{Shards: 4, Name: "x"}, []string{"8 shards", `"x"`, "protocol 1", "protocol 2"}, ""},
+		{"protocol", Config{Shards: 8, Protocol: 2}, fleet, []string{"protocol 2", "protocol 3", "no mixed fleets"}, "shards named"},
+		{"newer protocol", Config{Shards: 8, Protocol: Protocol + 1}, fleet, []string{"protocol 4", "protocol 3", "no mixed fleets"}, "shards named"},
+		{"both", Config{Shards: 8, Protocol: 2}, Config{Shards: 4, Name: "x"}, []string{"8 shards", `"x"`, "protocol 2", "protocol 3"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := ConfigMismatch(tc.stored, tc.mine)

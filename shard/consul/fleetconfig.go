@@ -65,14 +65,11 @@ func (c *Coordinator) storedShards(cfg shard.Config) *shardSet {
 }
 
 // parseConfig reads a P/config value; the error says what is wrong with it.
-// A value that names no protocol was written by protocol 1.
+// A value that names no protocol is this build's (Config.Protocol).
 func parseConfig(value []byte) (shard.Config, error) {
 	var cfg shard.Config
 	if err := json.Unmarshal(value, &cfg); err != nil {
 		return shard.Config{}, fmt.Errorf("malformed config value (want JSON shard.Config): %w", err)
-	}
-	if cfg.Protocol == 0 {
-		cfg.Protocol = shard.LegacyProtocol
 	}
 	if err := cfg.Validate(); err != nil {
 		return shard.Config{}, fmt.Errorf("invalid config: %w", err)

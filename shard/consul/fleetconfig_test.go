@@ -163,29 +163,38 @@ func requireProblem(t *testing.T, problems []string, prefix string, parts []stri
 	t.Errorf("no problem starting %q among %q", prefix, problems)
 }
 
-// TestConfigWithoutAProtocol: a P/config written before protocols were
-// recorded is protocol 1: an operator's view shows it so, and a worker of
-// this build is refused, naming both protocols. A fleet of this build
-// whose P/config is rewritten to protocol 1 reports it, naming both.
-func TestConfigWithoutAProtocol(t *testing.T) {
+// TestConfigProtocols: a P/config written by hand without a protocol is
+// this build's: an operator's view shows it so and a worker joins it. One
+// that names another protocol refuses a worker of this build, naming both.
+// A fleet of this build whose P/config is rewritten to another protocol
+// reports it, naming both.
+func TestConfigProtocols(t *testing.T) {
 	agent := consultest.StartDev(t)
 	ctx := t.Context()
 	kv := agent.Client(t).KV()
-	old := []byte(`{"shards":8,"name":"stream/shard"}`)
 
+	bare := newCoordinator(t, agent, nil)
+	if _, err := kv.Put(&api.KVPair{Key: bare.Prefix() + "/config", Value: []byte(`{"shards":8,"name":"stream/shard"}`)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if snap := snapshot(t, bare); snap.Config == nil || snap.Config.Protocol != shard.Protocol {
+		t.Fatalf("an operator's view of a config without a protocol: %+v, want protocol %d", snap.Config, shard.Protocol)
+	}
+	if _, err := bare.Fleet().Configure(ctx, shard.Config{Shards: 8}); err != nil {
+		t.Fatalf("Configure on a config written without a protocol: %v, want it joined", err)
+	}
+
+	old := []byte(`{"shards":8,"name":"stream/shard","protocol":2}`)
 	view := newCoordinator(t, agent, nil)
 	if _, err := kv.Put(&api.KVPair{Key: view.Prefix() + "/config", Value: old}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if snap := snapshot(t, view); snap.Config == nil || snap.Config.Protocol != shard.LegacyProtocol {
-		t.Fatalf("an operator's view of a config without a protocol: %+v, want protocol %d", snap.Config, shard.LegacyProtocol)
-	}
 	worker := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.Prefix = view.Prefix() })
 	got, err := worker.Fleet().Configure(ctx, shard.Config{Shards: 8})
-	if !errors.Is(err, shard.ErrConfigMismatch) || got.Protocol != shard.LegacyProtocol {
-		t.Fatalf("Configure on a protocol 1 fleet = %+v, %v; want its config and ErrConfigMismatch", got, err)
+	if !errors.Is(err, shard.ErrConfigMismatch) || got.Protocol != 2 {
+		t.Fatalf("Configure on a protocol 2 fleet = %+v, %v; want its config and ErrConfigMismatch", got, err)
 	}
-	for _, part := range []string{"protocol 1", fmt.Sprintf("protocol %d", shard.Protocol), "no mixed fleets"} {
+	for _, part := range []string{"protocol 2", fmt.Sprintf("protocol %d", shard.Protocol), "no mixed fleets"} {
 		if !strings.Contains(err.Error(), part) {
 			t.Errorf("%q does not say %q", err, part)
 		}
@@ -199,9 +208,9 @@ func TestConfigWithoutAProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := snapshot(t, running)
-	want := fmt.Sprintf("written by protocol 1; this fleet runs protocol %d", shard.Protocol)
+	want := fmt.Sprintf("written by protocol 2; this fleet runs protocol %d", shard.Protocol)
 	if !slices.ContainsFunc(snap.Problems, func(p string) bool { return strings.Contains(p, want) }) {
-		t.Fatalf("problems %q after P/config was rewritten to protocol 1, want one saying %q", snap.Problems, want)
+		t.Fatalf("problems %q after P/config was rewritten to protocol 2, want one saying %q", snap.Problems, want)
 	}
 	if snap.Config == nil || snap.Config.Protocol != shard.Protocol {
 		t.Fatalf("the running fleet's config became %+v, want it kept", snap.Config)

@@ -118,9 +118,8 @@ func (c *Coordinator) holderOf(ctx context.Context, key, free string, held func(
 }
 
 // fillLoads sets each member's Load from its loads key in pairs while the
-// member's live session holds that key; a member without one keeps the
-// load its own value carries (a member key written before loads had a key
-// of their own). A loads key that cannot be read is a problem; one of a
+// member's live session holds that key; a member without one has none. A
+// loads key that cannot be read is a problem; one of a
 // worker without a member key is an orphan the collector deletes.
 func (c *Coordinator) fillLoads(snap *shard.Snapshot, loads map[string]*api.KVPair) {
 	for i := range snap.Members {

@@ -68,5 +68,5 @@ func (c *Coordinator) memberLoadLocked(id string, k *memberKey) map[shard.ID]flo
 	if l := c.loads[id]; l != nil && l.session != "" && l.session == k.session {
 		return maps.Clone(l.load)
 	}
-	return maps.Clone(k.member.Load)
+	return nil
 }

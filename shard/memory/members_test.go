@@ -148,7 +148,7 @@ func TestConfigure(t *testing.T) {
 		{"same", shard.Config{Shards: 128, Name: shard.DefaultName}, nil, nil, want},
 		{"same, defaults left out", shard.Config{Shards: 128}, nil, nil, want},
 		{"same, protocol named", shard.Config{Shards: 128, Protocol: shard.Protocol}, nil, nil, want},
-		{"other protocol", shard.Config{Shards: 128, Protocol: 1}, shard.ErrConfigMismatch, []string{"protocol 2", "protocol 1", "no mixed fleets"}, want},
+		{"other protocol", shard.Config{Shards: 128, Protocol: 1}, shard.ErrConfigMismatch, []string{"protocol 3", "protocol 1", "no mixed fleets"}, want},
 		{"other count", shard.Config{Shards: 64}, shard.ErrConfigMismatch, []string{"128", "64"}, want},
 		{"other name", shard.Config{Shards: 128, Name: "orders"}, shard.ErrConfigMismatch, []string{`"stream/shard"`, `"orders"`}, want},
 		{"invalid", shard.Config{Shards: 0}, shard.ErrInvalidConfig, []string{"0"}, shard.Config{}},
