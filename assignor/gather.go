@@ -29,10 +29,10 @@ const gatherQuiet = 300 * time.Millisecond
 // It is pacing only, kept by the assignor in memory: a new assignor
 // gathers afresh, which delays nothing but a cold fleet's first placement.
 type gathering struct {
-	done    bool          // the fleet was seen warm, or the wait ended
-	began   time.Time     // when this assignor first saw the fleet cold
-	changed time.Time     // when the live member set last changed
-	members []string      // the live member IDs last seen, sorted
+	done    bool      // the fleet was seen warm, or the wait ended
+	began   time.Time // when this assignor first saw the fleet cold
+	changed time.Time // when the live member set last changed
+	members []string  // the live member IDs last seen, sorted
 }
 
 // wait reports when the assignor may place a cold fleet's shards, from the
