@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -51,7 +52,7 @@ func encodeMemory(cfg shard.Config, a rebalance.Assignment) ([]byte, error) {
 		at[k] = t
 	}
 	for _, k := range slices.Sorted(maps.Keys(byTime)) {
-		set, err := cfg.EncodeSet(byTime[k])
+		set, err := keycodec.EncodeSet(cfg, byTime[k])
 		if err != nil {
 			return nil, fmt.Errorf("arrivals at %v: %w", at[k], err)
 		}
@@ -79,7 +80,7 @@ func decodeMemory(cfg shard.Config, b []byte, a *rebalance.Assignment) error {
 	}
 	var arrived map[shard.ID]time.Time
 	for _, av := range v.Arrived {
-		ids, err := cfg.DecodeSet(av.Shards)
+		ids, err := keycodec.DecodeSet(cfg, av.Shards)
 		if err != nil {
 			return fmt.Errorf("assignor memory's shards arrived at %v: %w", av.At, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardlease/shardlease/assignor"
 	"github.com/shardlease/shardlease/internal/faults"
+	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -153,7 +154,7 @@ func notAssignor(s shard.Snapshot, ids []string) string {
 // plain put would: well formed, and not the assignor's.
 func (f *fleet) putAssignment(worker string, a shard.Assignment) {
 	f.t.Helper()
-	value, err := f.snapshot().Config.EncodeAssignment(a)
+	value, err := keycodec.EncodeAssignment(*f.snapshot().Config, a)
 	if err != nil {
 		f.t.Fatal(err)
 	}

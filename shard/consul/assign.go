@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -24,7 +25,7 @@ const MaxTxnAssignments = (MaxTxnOps - 2) / 2
 // before 126 keys do.
 const maxTxnBytes = 480 << 10
 
-// Assign encodes every assignment first (shard.Config.EncodeAssignment,
+// Assign encodes every assignment first (keycodec.EncodeAssignment,
 // against the config Configure settled, else the stored one), then writes
 // the keys in sorted worker order: a set per assignment, a delete per nil,
 // at most MaxTxnAssignments workers and about 480 KiB per /v1/txn, each
@@ -67,7 +68,7 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 		if a := set[w]; a != nil {
 			v := *a
 			v.Epoch = epoch
-			value, err := fleet.cfg.EncodeAssignment(v)
+			value, err := keycodec.EncodeAssignment(fleet.cfg, v)
 			if err != nil {
 				return fmt.Errorf("assign: worker %q: %w", w, err)
 			}
@@ -208,7 +209,7 @@ func decodeAssignment(fleet *shardSet, kv, memory *api.KVPair) (shard.Assignment
 	if fleet == nil {
 		return shard.Assignment{}, kv.Key + ": the fleet has no config to read the assignment against"
 	}
-	a, err := fleet.cfg.DecodeAssignment(kv.Value)
+	a, err := keycodec.DecodeAssignment(fleet.cfg, kv.Value)
 	if err != nil {
 		return shard.Assignment{}, fmt.Sprintf("%s: %v", kv.Key, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/harness/consultest"
+	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 )
@@ -186,7 +187,7 @@ func TestAssignSplitsLargeTransactions(t *testing.T) {
 			mine = append(mine, ids[i])
 		}
 		a := &shard.Assignment{Epoch: epoch, Shards: mine}
-		value, err := cfg.EncodeAssignment(*a)
+		value, err := keycodec.EncodeAssignment(cfg, *a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +198,7 @@ func TestAssignSplitsLargeTransactions(t *testing.T) {
 	// The evidence: the same keys in one transaction are refused.
 	var ops api.TxnOps
 	for w, a := range set {
-		value, _ := cfg.EncodeAssignment(*a)
+		value, _ := keycodec.EncodeAssignment(cfg, *a)
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVSet, Key: c.Prefix() + "/assign/" + w, Value: value}})
 	}
 	_, _, _, err = consul.APIClient(c).Txn().Txn(ops, nil)

@@ -11,7 +11,7 @@
 //	P/members/<worker>   JSON shard.Member (without Load), locked by the
 //	                     worker's session; operators' drain and cordon
 //	                     are written here with that session
-//	P/loads/<worker>     JSON {shard: load} (shard.EncodeLoad, at most
+//	P/loads/<worker>     JSON {shard: load} (keycodec.EncodeLoad, at most
 //	                     shard.MaxLoadBytes), locked by the worker's
 //	                     session, written only by ReportLoad after a
 //	                     check-session of P/members/<worker>; shown as
@@ -19,7 +19,7 @@
 //	P/shards/<shard>     JSON shard.Owner, locked by the owner's session
 //	P/assignor           JSON {worker, since}, locked by the assignor's own
 //	                     worker session; its ModifyIndex is the epoch
-//	P/assign/<worker>/shards  JSON shard.Assignment (Config.EncodeAssignment:
+//	P/assign/<worker>/shards  JSON shard.Assignment (keycodec.EncodeAssignment:
 //	                     shard sets as index ranges, "0-99,150"), and
 //	P/assign/<worker>/memory  the assignor's memory about the worker,
 //	                     opaque; both written only by the assignor, in

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -34,7 +35,7 @@ func FuzzDecode(f *testing.F) {
 		join([]byte("[]"), member, []byte("{overwritten")), "s1,s2,s3", uint64(1))
 	f.Add([]byte(`{"shards":0,"name":"/x"}`), "somewhere/deep/in/the/tree", join(owner), "", uint64(0))
 	f.Add([]byte(nil), "shards/stream/shard-000\nmembers/w1", join([]byte("null"), []byte("null")), ",", uint64(3))
-	assigned, _ := shard.Config{Shards: 4}.EncodeAssignment(shard.Assignment{Epoch: 9, Shards: []shard.ID{"stream/shard-001"}})
+	assigned, _ := keycodec.EncodeAssignment(shard.Config{Shards: 4}, shard.Assignment{Epoch: 9, Shards: []shard.ID{"stream/shard-001"}})
 	f.Add([]byte(`{"shards":4,"protocol":2}`), "assignor\nassign/w1\nassign/w2\nassign/\nassign/w3\nassignors",
 		join([]byte(`{"worker":"w1"}`), assigned, []byte(`{"epoch":9,"shards":"0-4"}`), assigned, []byte(`{"epoch":0}`), []byte("x")), "s1,,s2,,,", uint64(12))
 	f.Add([]byte(nil), "assignor\nassign/w1", join([]byte(`not json`), assigned), ",", uint64(5))

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -15,7 +16,7 @@ func (c *Coordinator) loadsKey(worker string) string { return c.prefix + "loads/
 
 func (c *Coordinator) isLoadsKey(key string) bool { return strings.HasPrefix(key, c.prefix+"loads/") }
 
-// ReportLoad writes P/loads/<worker> (shard.EncodeLoad's JSON) in one
+// ReportLoad writes P/loads/<worker> (keycodec.EncodeLoad's JSON) in one
 // transaction: a check-session of P/members/<worker> with the session,
 // then a lock of the loads key with it. The member key is only checked,
 // never written, so an operator's drain or cordon on it cannot be
@@ -41,7 +42,7 @@ func (ms members) ReportLoad(ctx context.Context, id shard.SessionID, worker str
 	if worker == "" {
 		return fmt.Errorf("%w: report load: worker id is empty", shard.ErrInvalidArgument)
 	}
-	value, err := shard.EncodeLoad(worker, load)
+	value, err := keycodec.EncodeLoad(worker, load)
 	if err != nil {
 		return err
 	}
@@ -128,7 +129,7 @@ func (c *Coordinator) fillLoads(snap *shard.Snapshot, loads map[string]*api.KVPa
 		if kv == nil || kv.Session == "" || shard.SessionID(kv.Session) != m.Session {
 			continue
 		}
-		load, err := shard.DecodeLoad(kv.Value)
+		load, err := keycodec.DecodeLoad(kv.Value)
 		if err != nil {
 			snap.Problems = append(snap.Problems, fmt.Sprintf("%s: %v; the member's loads are ignored", kv.Key, err))
 			m.Load = nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -370,7 +371,7 @@ func (s *suite) assignmentEdited(t *testing.T) {
 	assign(t, c, a, epoch, map[string]*shard.Assignment{"w-1": written, "w-2": written})
 
 	edited := shard.Assignment{Epoch: epoch, Shards: ids[:5], Free: ids[2:5], AsOf: 3}
-	value, err := cfg.EncodeAssignment(edited)
+	value, err := keycodec.EncodeAssignment(cfg, edited)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -58,8 +59,8 @@ func (c *Coordinator) Assignments() shard.Assignments { return assignments{c} }
 // that changes nothing, deleting only missing keys, is none). A failed
 // check wraps shard.ErrNotAssignor and names the holder; here every call
 // is atomic, so a call is refused before its first transaction or not at
-// all. Values are encoded as Consul stores them (shard.Config's
-// EncodeAssignment), so the same shards are refused: a shard outside the
+// all. Values are encoded as Consul stores them
+// (keycodec.EncodeAssignment), so the same shards are refused: a shard outside the
 // config wraps shard.ErrUnknownShard, before anything is written.
 func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
 	c := as.c
@@ -87,7 +88,7 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 		}
 		a := *set[w]
 		a.Epoch = epoch
-		value, err := c.config.EncodeAssignment(a)
+		value, err := keycodec.EncodeAssignment(*c.config, a)
 		if err != nil {
 			return fmt.Errorf("assign: worker %q: %w", w, err)
 		}
@@ -178,7 +179,7 @@ func (c *Coordinator) decodeAssignmentLocked(value []byte) *assignKey {
 		k.problem = "the fleet has no config to read the assignment against"
 		return k
 	}
-	a, err := c.config.DecodeAssignment(value)
+	a, err := keycodec.DecodeAssignment(*c.config, value)
 	if err != nil {
 		k.problem = err.Error()
 		return k

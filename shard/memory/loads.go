@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -31,7 +32,7 @@ func (ms members) ReportLoad(ctx context.Context, id shard.SessionID, worker str
 	if worker == "" {
 		return fmt.Errorf("%w: report load: worker id is empty", shard.ErrInvalidArgument)
 	}
-	if _, err := shard.EncodeLoad(worker, load); err != nil {
+	if _, err := keycodec.EncodeLoad(worker, load); err != nil {
 		return err
 	}
 	c.mu.Lock()

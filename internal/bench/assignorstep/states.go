@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -122,11 +123,11 @@ func asRead(s rebalance.State) (rebalance.State, error) {
 	cfg := shard.Config{Shards: len(s.Shards)}
 	assigned := make(map[string]rebalance.Assignment, len(s.Assigned))
 	for w, a := range s.Assigned {
-		enc, err := cfg.EncodeSet(a.Shards)
+		enc, err := keycodec.EncodeSet(cfg, a.Shards)
 		if err != nil {
 			return s, err
 		}
-		if a.Shards, err = cfg.DecodeSet(enc); err != nil {
+		if a.Shards, err = keycodec.DecodeSet(cfg, enc); err != nil {
 			return s, err
 		}
 		assigned[w] = a

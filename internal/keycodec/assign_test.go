@@ -1,10 +1,12 @@
-package shard
+package keycodec
 
 import (
 	"errors"
 	"maps"
 	"strings"
 	"testing"
+
+	"github.com/shardlease/shardlease/shard"
 )
 
 // TestAssignmentValue: an assignment round-trips through its key's value,
@@ -12,17 +14,17 @@ import (
 // with a message naming the fault, never a panic; a 10,000-shard fleet's
 // assignment stays small.
 func TestAssignmentValue(t *testing.T) {
-	cfg := Config{Shards: 10000}
+	cfg := shard.Config{Shards: 10000}
 	ids := cfg.IDs()
-	a := Assignment{Epoch: 42, Shards: []ID{ids[7], ids[5], ids[6], ids[9000]}, Free: []ID{ids[6]}, AsOf: 12, Memory: []byte("not in the value")}
-	value, err := cfg.EncodeAssignment(a)
+	a := shard.Assignment{Epoch: 42, Shards: []shard.ID{ids[7], ids[5], ids[6], ids[9000]}, Free: []shard.ID{ids[6]}, AsOf: 12, Memory: []byte("not in the value")}
+	value, err := EncodeAssignment(cfg, a)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := `"shards":"5-7,9000"`; !strings.Contains(string(value), want) {
 		t.Fatalf("value %s does not hold %s", value, want)
 	}
-	back, err := cfg.DecodeAssignment(value)
+	back, err := DecodeAssignment(cfg, value)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,23 +37,23 @@ func TestAssignmentValue(t *testing.T) {
 	}
 
 	// A worker's share of 10,000 shards among 100, scattered: small.
-	var scattered []ID
+	var scattered []shard.ID
 	for i := 0; i < len(ids); i += 100 {
 		scattered = append(scattered, ids[i])
 	}
-	if value, err := cfg.EncodeAssignment(Assignment{Epoch: 1, Shards: scattered}); err != nil || len(value) > 700 {
+	if value, err := EncodeAssignment(cfg, shard.Assignment{Epoch: 1, Shards: scattered}); err != nil || len(value) > 700 {
 		t.Fatalf("100 scattered shards of 10,000: %d bytes, %v; want at most 700", len(value), err)
 	}
 
 	for _, tc := range []struct {
-		shards  []ID
+		shards  []shard.ID
 		wantErr error
 	}{
-		{[]ID{"stream/shard-10000"}, ErrUnknownShard},
-		{[]ID{"other-001"}, ErrUnknownShard},
-		{[]ID{ids[1], ids[1]}, ErrInvalidArgument},
+		{[]shard.ID{"stream/shard-10000"}, shard.ErrUnknownShard},
+		{[]shard.ID{"other-001"}, shard.ErrUnknownShard},
+		{[]shard.ID{ids[1], ids[1]}, shard.ErrInvalidArgument},
 	} {
-		if _, err := cfg.EncodeAssignment(Assignment{Epoch: 1, Shards: tc.shards}); !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), string(tc.shards[0])) {
+		if _, err := EncodeAssignment(cfg, shard.Assignment{Epoch: 1, Shards: tc.shards}); !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), string(tc.shards[0])) {
 			t.Errorf("EncodeAssignment(%v) = %v, want %v naming the shard", tc.shards, err, tc.wantErr)
 		}
 	}
@@ -65,51 +67,51 @@ func TestAssignmentValue(t *testing.T) {
 		{`{"epoch":3,"shards":"5,1"}`, `"5,1"`},
 		{`{"epoch":3,"shards":"x"}`, `"x"`},
 	} {
-		if got, err := cfg.DecodeAssignment([]byte(tc.value)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if got, err := DecodeAssignment(cfg, []byte(tc.value)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("DecodeAssignment(%s) = %+v, %v; want an error saying %s", tc.value, got, err, tc.want)
 		}
 	}
-	if got, err := cfg.DecodeAssignment([]byte(`{"epoch":3,"shards":""}`)); err != nil || len(got.Shards) != 0 || got.Epoch != 3 {
+	if got, err := DecodeAssignment(cfg, []byte(`{"epoch":3,"shards":""}`)); err != nil || len(got.Shards) != 0 || got.Epoch != 3 {
 		t.Errorf("an empty set = %+v, %v", got, err)
 	}
 }
 
 // TestAssignmentReasons: why each free shard was given and why each held
 // one is taken round-trip typed, grouped by reason and source; a key
-// encodes one way; an unknown reason name reads as ReasonUnknown; a
+// encodes one way; an unknown reason name reads as shard.ReasonUnknown; a
 // reason for a shard outside the fleet is refused.
 func TestAssignmentReasons(t *testing.T) {
-	cfg := Config{Shards: 16}
+	cfg := shard.Config{Shards: 16}
 	ids := cfg.IDs()
-	why := map[ID]Why{
-		ids[1]: {Reason: ReasonInitial},
-		ids[2]: {Reason: ReasonInitial},
-		ids[3]: {Reason: ReasonDrain, From: "w2"},
-		ids[4]: {Reason: ReasonOrphaned, From: "w7"},
-		ids[5]: {Reason: ReasonLoad, From: "w3"},
+	why := map[shard.ID]shard.Why{
+		ids[1]: {Reason: shard.ReasonInitial},
+		ids[2]: {Reason: shard.ReasonInitial},
+		ids[3]: {Reason: shard.ReasonDrain, From: "w2"},
+		ids[4]: {Reason: shard.ReasonOrphaned, From: "w7"},
+		ids[5]: {Reason: shard.ReasonLoad, From: "w3"},
 	}
-	release := map[ID]Why{ids[9]: {Reason: ReasonLoad}, ids[10]: {Reason: ReasonRebalance}}
-	a := Assignment{Epoch: 5, Shards: ids[1:6], Free: ids[1:6], Why: why, Release: release}
-	value, err := cfg.EncodeAssignment(a)
+	release := map[shard.ID]shard.Why{ids[9]: {Reason: shard.ReasonLoad}, ids[10]: {Reason: shard.ReasonRebalance}}
+	a := shard.Assignment{Epoch: 5, Shards: ids[1:6], Free: ids[1:6], Why: why, Release: release}
+	value, err := EncodeAssignment(cfg, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := cfg.EncodeAssignment(a)
+	again, _ := EncodeAssignment(cfg, a)
 	if string(again) != string(value) {
 		t.Errorf("one assignment encoded two ways:\n%s\n%s", value, again)
 	}
-	back, err := cfg.DecodeAssignment(value)
+	back, err := DecodeAssignment(cfg, value)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !maps.Equal(back.Why, why) || !maps.Equal(back.Release, release) {
 		t.Errorf("round trip: why %v release %v, want %v and %v", back.Why, back.Release, why, release)
 	}
-	unknown, err := cfg.DecodeAssignment([]byte(`{"epoch":3,"shards":"1","why":[{"reason":"teleported","shards":"1"}]}`))
-	if err != nil || unknown.Why[ids[1]].Reason != ReasonUnknown {
+	unknown, err := DecodeAssignment(cfg, []byte(`{"epoch":3,"shards":"1","why":[{"reason":"teleported","shards":"1"}]}`))
+	if err != nil || unknown.Why[ids[1]].Reason != shard.ReasonUnknown {
 		t.Errorf("an unknown reason name: %+v, %v; want it read as unknown", unknown.Why, err)
 	}
-	if _, err := cfg.DecodeAssignment([]byte(`{"epoch":3,"shards":"1","release":[{"reason":"load","shards":"99"}]}`)); err == nil || !strings.Contains(err.Error(), `"99"`) {
+	if _, err := DecodeAssignment(cfg, []byte(`{"epoch":3,"shards":"1","release":[{"reason":"load","shards":"99"}]}`)); err == nil || !strings.Contains(err.Error(), `"99"`) {
 		t.Errorf("a reason for a shard outside the fleet: %v", err)
 	}
 }

@@ -1,32 +1,34 @@
-package shard
+package keycodec
 
 import (
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/shardlease/shardlease/shard"
 )
 
-// EncodeSet writes a set of the fleet's shards compactly, as their indexes in
+// EncodeSet writes a set of c's shards compactly, as their indexes in
 // ascending ranges: "0-99,150,152-160". The empty set is "". IDs may come in
 // any order; the encoding of a set is unique, so two encodings are equal
 // exactly when the sets are.
 //
-// A shard that is not one of c's IDs (see Config.IDs) is refused with an
-// error wrapping ErrUnknownShard, a shard listed twice with one wrapping
-// ErrInvalidArgument; both name the value.
+// A shard that is not one of c's IDs (see shard.Config.IDs) is refused with
+// an error wrapping shard.ErrUnknownShard, a shard listed twice with one
+// wrapping shard.ErrInvalidArgument; both name the value.
 //
 // Size: at most about 6 bytes a shard for a scattered set of a 10,000-shard
 // fleet, one range for a contiguous one.
-func (c Config) EncodeSet(ids []ID) (string, error) {
-	c = c.Normalize()
+func EncodeSet(c shard.Config, ids []shard.ID) (string, error) {
+	n := namesOf(c)
 	idx := make([]int, len(ids))
 	for i, id := range ids {
-		n, err := c.index(id)
+		k, err := n.index(id)
 		if err != nil {
 			return "", err
 		}
-		idx[i] = n
+		idx[i] = k
 	}
 	slices.Sort(idx)
 	var b strings.Builder
@@ -34,7 +36,7 @@ func (c Config) EncodeSet(ids []ID) (string, error) {
 		j := i
 		for j+1 < len(idx) && idx[j+1] <= idx[j]+1 {
 			if idx[j+1] == idx[j] {
-				return "", fmt.Errorf("%w: shard %q listed twice", ErrInvalidArgument, c.id(idx[j]))
+				return "", fmt.Errorf("%w: shard %q listed twice", shard.ErrInvalidArgument, n.id(idx[j]))
 			}
 			j++
 		}
@@ -58,30 +60,31 @@ func (c Config) EncodeSet(ids []ID) (string, error) {
 // without sign or leading zeros.
 //
 // An index at or beyond the shard count is refused with an error wrapping
-// ErrUnknownShard; anything else malformed (a bad number, an empty item, a
-// range that runs backwards, items out of order or overlapping) with one
-// wrapping ErrInvalidArgument. The message names the offending item.
-func (c Config) DecodeSet(s string) ([]ID, error) {
+// shard.ErrUnknownShard; anything else malformed (a bad number, an empty
+// item, a range that runs backwards, items out of order or overlapping) with
+// one wrapping shard.ErrInvalidArgument. The message names the offending
+// item.
+func DecodeSet(c shard.Config, s string) ([]shard.ID, error) {
 	if s == "" {
 		return nil, nil
 	}
-	c = c.Normalize()
-	var ids []ID
+	n := namesOf(c)
+	var ids []shard.ID
 	next := 0 // the smallest index the next item may start at
 	for item := range strings.SplitSeq(s, ",") {
 		lo, hi, err := parseRange(item)
 		if err != nil {
 			return nil, err
 		}
-		if hi >= c.Shards {
+		if hi >= n.shards {
 			return nil, fmt.Errorf("%w: index %d in %q is out of range for %d shards (0..%d)",
-				ErrUnknownShard, hi, item, c.Shards, c.Shards-1)
+				shard.ErrUnknownShard, hi, item, n.shards, n.shards-1)
 		}
 		if lo < next {
-			return nil, fmt.Errorf("%w: shard set item %q overlaps or precedes the item before it", ErrInvalidArgument, item)
+			return nil, fmt.Errorf("%w: shard set item %q overlaps or precedes the item before it", shard.ErrInvalidArgument, item)
 		}
 		for i := lo; i <= hi; i++ {
-			ids = append(ids, c.id(i))
+			ids = append(ids, n.id(i))
 		}
 		next = hi + 1
 	}
@@ -101,7 +104,7 @@ func parseRange(item string) (lo, hi int, err error) {
 		return 0, 0, err
 	}
 	if hi <= lo {
-		return 0, 0, fmt.Errorf("%w: shard set range %q does not run upwards", ErrInvalidArgument, item)
+		return 0, 0, fmt.Errorf("%w: shard set range %q does not run upwards", shard.ErrInvalidArgument, item)
 	}
 	return lo, hi, nil
 }
@@ -112,25 +115,7 @@ func parseIndex(s, item string) (int, error) {
 	bad := s == "" || (len(s) > 1 && s[0] == '0') || strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) >= 0
 	n, err := strconv.Atoi(s)
 	if bad || err != nil {
-		return 0, fmt.Errorf("%w: malformed shard set item %q", ErrInvalidArgument, item)
+		return 0, fmt.Errorf("%w: malformed shard set item %q", shard.ErrInvalidArgument, item)
 	}
 	return n, nil
-}
-
-// index returns the index of id in c's shard set; c is normalized. It is the
-// inverse of id: an ID is accepted only in exactly the form IDs writes it.
-func (c Config) index(id ID) (int, error) {
-	digits, ok := strings.CutPrefix(string(id), c.Name+"-")
-	n, err := strconv.Atoi(digits)
-	if !ok || err != nil || n < 0 || n >= c.Shards || c.id(n) != id {
-		return 0, fmt.Errorf("%w: %q is not one of the %d shards %s-…", ErrUnknownShard, id, c.Shards, c.Name)
-	}
-	return n, nil
-}
-
-// id returns the ID of shard i exactly as IDs formats it; c is normalized.
-func (c Config) id(i int) ID {
-	width := max(len(strconv.Itoa(c.Shards-1)), 3)
-	digits := strconv.Itoa(i)
-	return ID(c.Name + "-" + strings.Repeat("0", max(width-len(digits), 0)) + digits)
 }
