@@ -7,49 +7,6 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// assign returns the target member index of each shard.
-//
-// shards and ids are sorted; owner[i] is the index of shard i's live holder
-// or -1 when it is free; caps are the quotas (they sum to len(shards)).
-//
-// First every member keeps what it holds, up to its quota (see keep). Then
-// each free shard, in shard order, goes to the highest-scoring member that
-// still has room. Without the capacity bound this is plain rendezvous
-// hashing; with it, placement stays O(F·W) and deterministic, and a shard
-// only deviates from its first choice when that member is full.
-func assign(shards []shard.ID, ids []string, owner []int, caps []int) []int {
-	var sc scorer
-	target, room := keep(shards, ids, owner, nil, caps)
-
-	// Members with room, in ID order; as they fill up they drop out, so in
-	// the common cases (one joiner, a few leavers' shards) the loop is short.
-	open := make([]int, 0, len(ids))
-	for m, r := range room {
-		if r > 0 {
-			open = append(open, m)
-		}
-	}
-	for i, s := range shards {
-		if target[i] >= 0 {
-			continue
-		}
-		// Σroom equals the number of free shards, so open is not empty.
-		sc.setShard(s)
-		best, bestScore := 0, sc.member(ids[open[0]])
-		for k := 1; k < len(open); k++ {
-			if v := sc.member(ids[open[k]]); v > bestScore {
-				best, bestScore = k, v // strict: a tie keeps the lower ID
-			}
-		}
-		m := open[best]
-		target[i] = m
-		if room[m]--; room[m] == 0 {
-			open = slices.Delete(open, best, best+1)
-		}
-	}
-	return target
-}
-
 // keep returns, for every shard, the member that keeps it (-1 for the shards
 // nobody keeps) and each member's room left under its quota.
 //

@@ -11,6 +11,17 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
+func ids(n int) []shard.ID { return shard.Config{Shards: n}.IDs() }
+
+// members returns members of weight 1 with the given IDs.
+func members(names ...string) []Member {
+	ms := make([]Member, len(names))
+	for i, n := range names {
+		ms[i] = Member{ID: n, Weight: 1}
+	}
+	return ms
+}
+
 // live returns members of weight 1 whose session is "<id>#1".
 func live(names ...string) []Member {
 	ms := members(names...)

@@ -147,8 +147,8 @@ func TestStepShedsLowestScores(t *testing.T) {
 func TestStepKeepsWhatItHolds(t *testing.T) {
 	forCases(t, 0, stepShedCases, func(t *testing.T, i int, r *rand.Rand) {
 		w, n := 1+r.IntN(64), shardCount(r)
-		in := genInput(r, w, n)
-		s := State{Now: epoch, Shards: in.Shards, Members: in.Members, Holders: aligned(in.Shards, in.Owners), Assigned: map[string]Assignment{}}
+		members, shards, holders := genFleet(r, w, n)
+		s := State{Now: epoch, Shards: shards, Members: members, Holders: holders, Assigned: map[string]Assignment{}}
 		held := map[string][]shard.ID{}
 		for _, m := range s.Members {
 			held[m.ID] = nil
