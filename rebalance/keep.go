@@ -10,16 +10,15 @@ import (
 // keep returns, for every shard, the member that keeps it (-1 for the shards
 // nobody keeps) and each member's room left under its quota.
 //
-// owner[i] is the member shard i counts for, or -1; caps are the quotas.
+// owner[i] is the member shard i counts for (its holder, or the member
+// it is assigned to and not yet taken by), or -1; caps are the quotas.
 // Every member keeps min(count, quota) of its shards, preferring its
-// highest-scoring ones: keeping is what makes a plan sticky, and choosing by
-// score rather than by shard order spreads what is shed evenly over the
-// shard space and keeps the shards the member would also win by rendezvous.
-// firm, when not nil, tells the shards a member actually holds (Step also
-// counts shards only assigned to it): those are kept first, whatever the
-// scores, because shedding an assigned free shard costs nothing while
-// shedding a held one costs a hand-off.
-func keep[I int | int32](shards []shard.ID, ids []string, owner []I, firm func(i int) bool, caps []int) (target []I, room []int) {
+// highest-scoring ones: keeping is what makes a decision sticky, and
+// choosing by score rather than by shard order spreads what is shed evenly
+// over the shard space. firm tells the shards a member actually holds:
+// those are kept first, whatever the scores, because shedding an assigned
+// free shard costs nothing while shedding a held one costs a hand-off.
+func keep(shards []shard.ID, ids []string, owner []int32, firm func(i int) bool, caps []int) (target []int32, room []int) {
 	var sc scorer
 	room = slices.Clone(caps)
 	for _, o := range owner {
@@ -31,7 +30,7 @@ func keep[I int | int32](shards []shard.ID, ids []string, owner []I, firm func(i
 		// Nobody is over its quota (the steady state): everyone keeps all.
 		return slices.Clone(owner), room
 	}
-	target = make([]I, len(shards))
+	target = make([]int32, len(shards))
 	for i := range target {
 		target[i] = -1
 	}
@@ -49,16 +48,16 @@ func keep[I int | int32](shards []shard.ID, ids []string, owner []I, firm func(i
 	for m := range ids {
 		start[m+1] += start[m]
 	}
-	grouped := make([]I, start[len(ids)])
+	grouped := make([]int32, start[len(ids)])
 	next := slices.Clone(start[:len(ids)])
 	for i, o := range owner {
 		if o >= 0 {
-			grouped[next[o]] = I(i)
+			grouped[next[o]] = int32(i)
 			next[o]++
 		}
 	}
 	type scored struct {
-		i     I
+		i     int32
 		firm  bool
 		score uint64
 	}
@@ -68,7 +67,7 @@ func keep[I int | int32](shards []shard.ID, ids []string, owner []I, firm func(i
 		if len(list) > caps[m] {
 			byScore = byScore[:0]
 			for _, i := range list {
-				byScore = append(byScore, scored{i, firm == nil || firm(int(i)), sc.score(shards[i], ids[m])})
+				byScore = append(byScore, scored{i, firm(int(i)), sc.score(shards[i], ids[m])})
 			}
 			slices.SortFunc(byScore, func(a, b scored) int {
 				if a.firm != b.firm {
@@ -88,7 +87,7 @@ func keep[I int | int32](shards []shard.ID, ids []string, owner []I, firm func(i
 			}
 		}
 		for _, i := range list {
-			target[i] = I(m)
+			target[i] = int32(m)
 		}
 		room[m] -= len(list)
 	}
