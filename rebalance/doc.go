@@ -1,83 +1,49 @@
-// Package rebalance decides who should own which shard, as pure functions
-// that do no I/O and read no clock, randomness or environment.
+// Package rebalance decides who should own which shard: Step, a pure
+// function that does no I/O and reads no clock, randomness or environment.
 //
-// Compute is the planner of protocol 1, where every worker plans: from one
-// snapshot of a fleet (its shard set, its live members and their weights,
-// and who holds which shard) to a target assignment and the moves that
-// reach it, so that every worker that sees the same snapshot computes the
-// same Plan. Step is the assignor of protocol 2: one elected worker reads
-// the members, the shard locks and every worker's assignment key, and Step
-// decides which keys to write (see "The assignor's step" below).
+// The fleet's one elected assignor (package assignor) reads the members,
+// the shard locks and every worker's assignment key, and calls Step. Step
+// takes everything the assignor read (State: the time, the shard set, the
+// live members with their weights and sessions, the live holder of each
+// lock, and every assignment key, including those of workers gone) and
+// returns the keys to write and to delete, the moves it made (for logs and
+// metrics) and when to step again if nothing changes. The assignor keeps
+// nothing else: what Step must remember (when a key changed, how long its
+// worker has been waiting, a stuck mark) is in the keys, so a new assignor
+// carries on from the coordinator alone. Each worker reads only its own
+// key, takes the free shards it lists and releases the shards it holds that
+// it does not list.
 //
-// # What a Plan guarantees
+// # What a Decision guarantees
 //
-//   - Coverage: every shard of the set has exactly one target, a live member.
-//     In particular a free shard has exactly one designated acquirer.
-//   - Capacity: member quotas sum to the shard count and each member's target
-//     count equals its quota. Quotas follow the weights by the
-//     largest-remainder method: a member gets ⌊N·w/Σw⌋ or ⌈N·w/Σw⌉ shards,
-//     so with equal weights target counts differ by at most one. A draining
-//     member gets none, unless every member drains (shards must go somewhere).
-//   - Stickiness: every member keeps min(owned, quota) of the shards it holds.
-//     A member over its quota keeps those with the highest rendezvous score and
-//     releases the rest. The rounding slots (the "+1"s) go first to members
-//     that would otherwise have to release a shard, so that, from a converged
-//     assignment with equal weights, a join moves at most ⌈N/(W+1)⌉ shards (all
-//     to the joiner) and a leave moves only the leaver's shards.
-//   - Convergence: applying a Plan (every shard held by its target) and
-//     planning again yields the same targets and no moves.
-//   - Determinism: the order of Members, Shards and map iteration does not
-//     matter. The rendezvous score (xxhash of shard ID, a zero byte, member
-//     ID) and every tie-break are part of the protocol between workers:
-//     changing them makes workers of two versions disagree during a rolling
-//     upgrade, which costs extra moves until the old version is gone.
+// For the keys as they are once the Decision is written:
 //
-// # What it does not guarantee
-//
-// A Plan is only as current as its snapshot. Workers that see different
-// snapshots may compute different targets; the coordinator's locks decide who
-// actually holds a shard and fencing tokens (package offsets) make a stale
-// holder harmless. The planner does not pace anything: a Plan lists every
-// move at once, and it is the worker that releases a few shards per round and
-// waits a grace period before taking an orphan targeted to someone else.
-// With unequal weights the join bound does not hold in general: quotas stay
-// within one of each weighted share, and a share that becomes a whole number
-// forces its holder to shed down to it, so a shed shard may go to another
-// old member instead of the joiner (weights 1,1,3,3 and 12 shards: a joiner
-// of weight 1 gets one shard, an old member the other).
-// Owners entries for shards outside the shard set are ignored; an owner that
-// is not a live member is treated as dead and its shard as free. Weights above
-// 2^32 are treated as 2^32 (so that the arithmetic cannot overflow).
-//
-// # The assignor's step
-//
-// Step takes everything the assignor read (State: the time, the shard set,
-// the live members with their sessions, the live holder of each lock, and
-// every assignment key, including those of workers gone) and returns the
-// keys to write and to delete, the moves it made (for logs and metrics) and
-// when to step again if nothing changes. The assignor keeps nothing else:
-// what Step must remember (when a key changed, how long its worker has been
-// waiting, a stuck mark) is in the keys, so a new assignor carries on from
-// the coordinator alone. Each worker reads only its own key, takes the free
-// shards it lists and releases the shards it holds that it does not list.
-//
-// A Decision guarantees, for the keys as they are once it is written:
-//
-//   - One key per shard: no shard is in two workers' keys. The key of a
-//     worker that is not live is deleted, unless it is returning.
+//   - Coverage: no shard is in two workers' keys, and every free shard is
+//     in one at once (one writer: there is no herd to pace), so it has
+//     exactly one designated taker, unless every live member is stuck. The
+//     key of a worker that is not live is deleted, unless it is returning.
 //   - Two-step moves: a shard held by a live member is in no key but its
 //     holder's. A hand-off takes it out of the holder's key; it goes into
 //     another key only once the holder has released it. Nobody is told to
 //     take a lock that is held.
-//   - Free shards are in a key at once (one writer: there is no herd to
-//     pace), unless every live member is stuck.
-//   - Quotas and stickiness as Compute's: quotas by weight, draining members
-//     none unless all drain; a holder keeps min(held, quota) of what it
-//     holds, its highest-scoring shards first; a shard assigned and not yet
-//     taken counts for its assignee, so it stays there unless the assignee
-//     is over its quota. At rest with equal weights and nobody stuck, counts
-//     differ by at most one; a join moves ⌊N/(W+1)⌋ or ⌈N/(W+1)⌉ shards, all
-//     to the joiner; a leave moves exactly the leaver's shards.
+//   - Quotas by weight: the quotas sum to the shard count N and follow the
+//     weights by the largest-remainder method: a member's quota is
+//     ⌊N·w/Σw⌋ or ⌈N·w/Σw⌉, so at rest with equal weights and nobody stuck
+//     counts differ by at most one. A weight ≤ 0 counts as 1 and one above
+//     2^32 as 2^32 (so that the arithmetic cannot overflow). A draining
+//     member's quota is 0, unless every member drains (shards must go
+//     somewhere). The rounding slots (the "+1"s) go first to members that
+//     would otherwise have to give up a shard. Stuck and cordoned members
+//     have the quotas their rules below give them; the others share the
+//     rest in the same way.
+//   - Stickiness: a holder keeps min(held, quota) of what it holds; one
+//     over its quota keeps its highest-scoring shards (rendezvous: the
+//     xxhash of the shard ID, a zero byte and the member ID) and hands off
+//     the rest. A shard assigned and not yet taken counts for its assignee,
+//     so it stays there unless the assignee is over its quota. From rest
+//     with equal weights and nobody stuck, a join moves ⌊N/(W+1)⌋ or
+//     ⌈N/(W+1)⌉ shards, all to the joiner, and a leave moves exactly the
+//     leaver's shards.
 //   - Pacing: hand-offs in flight (held, but not in the holder's key) are
 //     counted from the state, and a new one starts only while fewer than
 //     Policy.MaxMovesInFlight are; drains start first. Placements of free
@@ -103,16 +69,28 @@
 //   - Cordoned members gain no shard: their keys list only shards they
 //     hold, unless every member planned for is cordoned.
 //   - Frozen (State.Frozen): no hand-off starts; free shards are placed.
-//   - Determinism: the order of slices and maps in State does not matter.
+//   - Determinism: the same State and Policy give the same Decision,
+//     whatever the order of the slices and maps in State. The scores and
+//     tie-breaks are the assignor's alone: workers follow their keys and
+//     never compute them.
 //
-// What Step does not guarantee: a key is advice, the lock decides. A worker
-// acting on an old key may take a shard another key lists: Step then takes
-// it out of that key, and the taker either keeps it (it is added to its
-// key) or must release it, which counts as a hand-off in flight; this is
-// why a worker must release every shard it holds that its key does not
-// list, not only the shards taken out of it. Free shards are placed on a
-// ring with bounded loads (see placeFree), not by Compute's rendezvous: the
-// quotas are the same, the choice of member among those with room is not.
+// # What it does not guarantee
+//
+// A key is advice, the lock decides. A Decision is only as current as the
+// State it was given; fencing tokens (package offsets) make a stale holder
+// harmless. A worker acting on an old key may take a shard another key
+// lists: Step then takes it out of that key, and the taker either keeps it
+// (it is added to its key) or must release it, which counts as a hand-off
+// in flight; this is why a worker must release every shard it holds that
+// its key does not list, not only the shards taken out of it.
+//
+// Where a free shard goes among the members with room is not stable from
+// one step to the next: it is placed on a ring with bounded loads (see
+// placeFree), so it depends on which members still have room. The quotas
+// are what is promised. The join and leave bounds are for equal weights:
+// with unequal weights the quotas stay within one of each weighted share,
+// but which members round up may change with a join or a leave.
+//
 // The stuck verdict reads the assignor's clock: StuckAfter must exceed the
 // lock-delay (a shard freed by a session that ended cannot be taken before
 // it) plus an acquire, or healthy workers given orphans are judged stuck;
@@ -183,16 +161,15 @@
 //
 // # How it fails
 //
-// Compute and Step return an error wrapping ErrInvalidInput, naming the
-// offending values, for an empty or duplicate member ID and an empty or
-// duplicate shard ID; Step also for Holders of another length than Shards,
-// a key of an empty worker ID, a key naming a shard outside the set or a
-// shard twice, and a negative, NaN or infinite load. They never panic.
-// Compute costs O(N log N + F·W) for N shards, F of them to be placed, and
-// W members. Step costs O(N + K + W log W + H log H + F log W) for K keyed
-// shards, H shards some over-quota member holds and F placements. At
-// 100,000 shards a step is bound by memory: it reads every shard's ID and
-// holder and every ID in the keys. Load balancing adds
+// Step returns an error wrapping ErrInvalidInput, naming the offending
+// values (eight at most, then how many more), for an empty or duplicate
+// member ID, an empty or duplicate shard ID, Holders of another length than
+// Shards, a key of an empty worker ID, a key naming a shard outside the set
+// or a shard twice, and a negative, NaN or infinite load. It never panics.
+// Step costs O(N + K + W log W + H log H + F log W) for N shards, W
+// members, K keyed shards, H shards some over-quota member holds and F
+// placements. At 100,000 shards a step is bound by memory: it reads every
+// shard's ID and holder and every ID in the keys. Load balancing adds
 // O(N + F·W + M·(W log W + N)) for M load moves planned (at most
 // MaxMovesInFlight), and an exchange tried O((N/W)²) per corrected member
 // (4 partners); BenchmarkStepLoad measures it. A shard set that is a

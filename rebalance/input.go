@@ -13,17 +13,6 @@ import (
 // duplicated wholesale does not produce a megabyte-long message.
 const maxProblems = 8
 
-// normalize returns sorted copies of the members and shards, so that nothing
-// downstream depends on the caller's order, or an error wrapping
-// ErrInvalidInput that lists every problem (up to maxProblems).
-func normalize(in Input) ([]Member, []shard.ID, error) {
-	members, shards, problems := sortIDs(in.Members, in.Shards)
-	if len(problems) == 0 {
-		return members, shards, nil
-	}
-	return nil, nil, invalid(problems)
-}
-
 // sortIDs returns sorted copies of ms and ss and a description of every
 // empty or duplicate ID among them (each duplicate named once).
 func sortIDs(ms []Member, ss []shard.ID) ([]Member, []shard.ID, []string) {

@@ -108,7 +108,7 @@ func corrected(s State, d Decision, p Policy, w string) bool {
 func TestStepLoadInvariants(t *testing.T) {
 	var loadMovesSeen atomic.Int64
 	exercised(t, "load moves", &loadMovesSeen, 200)
-	forCases(t, invariantCases+joinLeaveCases+stepCases+stepSimCases+stepJoinLeaves+stepOpsCases, loadCases, func(t *testing.T, i int, r *rand.Rand) {
+	forCases(t, stepCasesFrom+stepCases+stepSimCases+stepJoinLeaves+stepOpsCases, loadCases, func(t *testing.T, i int, r *rand.Rand) {
 		w, n := 1+r.IntN(32), shardCount(r)
 		s, p := genState(r, w, n)
 		s, p = genLoads(r, s, p)
@@ -178,7 +178,7 @@ func TestStepLoadInvariants(t *testing.T) {
 func TestStepLoadNeverWidens(t *testing.T) {
 	var widenChecked atomic.Int64
 	exercised(t, "load moves checked", &widenChecked, 200)
-	forCases(t, invariantCases+joinLeaveCases+stepCases+stepSimCases+stepJoinLeaves+stepOpsCases+loadCases, loadCases/4, func(t *testing.T, i int, r *rand.Rand) {
+	forCases(t, stepCasesFrom+stepCases+stepSimCases+stepJoinLeaves+stepOpsCases+loadCases, loadCases/4, func(t *testing.T, i int, r *rand.Rand) {
 		f := newFleet(r, 1+r.IntN(16), 1+r.IntN(300))
 		for k := range f.s.Members {
 			f.s.Members[k].Weight = 1 + r.IntN(3)

@@ -22,15 +22,13 @@ const ringPoints = 8
 // leaves the ring; a union-find over the points skips its points, so a
 // placement costs O(log P) for P points however full the ring is.
 //
-// Compute places each free shard by rendezvous over every member with room,
-// which costs O(F·W): 10^8 hashes for 100,000 free shards and 1,000
-// members, seconds of CPU (docs/benchmarks.md, "Assignor step"). This costs
-// O(F log(W) + W log W). The
-// trade-off: a free shard's member depends on which members still have room
-// when its turn comes, not on its own scores alone, so placement is not the
-// same as Compute's. Nothing outside one Step relies on it (one assignor
-// decides, and what it decided is in the keys it wrote), and the quotas,
-// which carry the balance guarantee, are the same.
+// Rendezvous over every member with room would cost O(F·W): 10^8 hashes
+// for 100,000 free shards and 1,000 members, seconds of CPU
+// (docs/benchmarks.md, "Assignor step"); this costs O(F log W + W log W).
+// The trade-off: a free shard's member depends on which members still have
+// room when its turn comes, not on the shard alone. Nothing outside one
+// Step relies on where a free shard goes (one assignor decides, and what it
+// decided is in the keys it wrote); the quotas carry the balance guarantee.
 //
 // Shards stay without a target when no member has room left.
 func placeFree(shards []shard.ID, ids []string, target []int32, room []int) {

@@ -54,6 +54,24 @@ type State struct {
 	Loads map[shard.ID]float64
 }
 
+// Member is a live member of the fleet as Step sees it.
+type Member struct {
+	ID string
+	// Weight is the member's relative share of shards; ≤ 0 counts as 1.
+	Weight int
+	// Draining gives the member a quota of 0, so its shards move elsewhere.
+	// If every member drains, draining is ignored: shards must go somewhere.
+	Draining bool
+	// Cordoned: the member keeps the shards it holds and is given none it
+	// does not hold. Its quota is what it holds (none when it also drains);
+	// the members not cordoned share the rest by weight. If every member is
+	// cordoned, cordons are ignored: shards must go somewhere.
+	Cordoned bool
+	// Session is the member's current session: Step tells a restarted
+	// member from the one it judged stuck by it.
+	Session shard.SessionID
+}
+
 // Assignment is one worker's assignment key: the shards it should own, and
 // what Step must remember about it. The assignor keeps no other state, so
 // every field must be stored in the key and given back in State.Assigned.

@@ -11,6 +11,17 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
+func ids(n int) []shard.ID { return shard.Config{Shards: n}.IDs() }
+
+// members returns members of weight 1 with the given IDs.
+func members(names ...string) []Member {
+	ms := make([]Member, len(names))
+	for i, n := range names {
+		ms[i] = Member{ID: n, Weight: 1}
+	}
+	return ms
+}
+
 // live returns members of weight 1 whose session is "<id>#1".
 func live(names ...string) []Member {
 	ms := members(names...)
@@ -79,6 +90,7 @@ func TestStepInvalidInput(t *testing.T) {
 		want  []string
 	}{
 		{"duplicate member", State{Shards: s, Members: live("a", "b", "a")}, []string{`duplicate member ID "a"`}},
+		{"triplicate member named once", State{Members: live("a", "a", "a")}, []string{`duplicate member ID "a"`}},
 		{"empty member ID", State{Shards: s, Members: live("a", "")}, []string{"empty member ID"}},
 		{"duplicate shard", State{Shards: []shard.ID{"x", "y", "x"}, Members: live("a")}, []string{`duplicate shard ID "x"`}},
 		{"empty shard ID", State{Shards: []shard.ID{"x", ""}, Members: live("a")}, []string{"empty shard ID"}},
@@ -96,6 +108,8 @@ func TestStepInvalidInput(t *testing.T) {
 			Returning: map[string]time.Time{"b": epoch.Add(time.Minute)}}, []string{"4 holders for 3 shards"}},
 		{"long lists are cut", State{Shards: ids(20), Assigned: map[string]Assignment{"a": {Shards: slices.Repeat([]shard.ID{"q"}, 12)}}},
 			[]string{"and 4 more"}},
+		{"long lists of shards are cut", State{Shards: slices.Concat(ids(20), ids(20)), Members: live("a")},
+			[]string{`duplicate shard ID "stream/shard-000"`, "and 12 more"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,6 +126,19 @@ func TestStepInvalidInput(t *testing.T) {
 				t.Errorf("decision with an error: %+v", d)
 			}
 		})
+	}
+	// Each duplicate is named once, and a list is cut after maxProblems.
+	for _, tc := range []struct {
+		state State
+		what  string
+		want  int
+	}{
+		{State{Members: live("a", "a", "a")}, "duplicate member ID", 1},
+		{State{Shards: slices.Concat(ids(20), ids(20)), Members: live("a")}, "duplicate shard ID", maxProblems},
+	} {
+		if _, err := Step(tc.state, Policy{}); err == nil || strings.Count(err.Error(), tc.what) != tc.want {
+			t.Errorf("error %v: want %q %d times", err, tc.what, tc.want)
+		}
 	}
 }
 

@@ -11,10 +11,8 @@ import (
 	"github.com/shardlease/shardlease/shard"
 )
 
-// Case counts for Step (kept affordable under -race: each case steps
-// several times, a simulation case dozens of times); the case numbers
-// continue after Compute's, so the generated states differ from its
-// snapshots.
+// Case counts for Step, kept affordable under -race: each case steps
+// several times, a simulation case dozens of times.
 const (
 	stepCases      = 3_000
 	stepSimCases   = 400
@@ -25,19 +23,19 @@ const (
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // genState draws a state of w members and n shards: the members, shards
-// and holders of genInput (weights, draining, dead and skewed holders),
+// and holders of genFleet (weights, draining, dead and skewed holders),
 // sessions, and keys that mix the holder's own shards, free shards, shards
 // held by someone else, shards in several keys, keys of dead workers, stuck
 // marks under the member's session or another, and waits of every age
 // (including in the future). The policy's cap and StuckAfter are sometimes
 // the defaults, sometimes small.
 func genState(r *rand.Rand, w, n int) (State, Policy) {
-	in := genInput(r, w, n)
+	members, shards, holders := genFleet(r, w, n)
 	s := State{
 		Now:      epoch.Add(time.Duration(r.IntN(3600)) * time.Second),
-		Shards:   in.Shards,
-		Members:  in.Members,
-		Holders:  aligned(in.Shards, in.Owners),
+		Shards:   shards,
+		Members:  members,
+		Holders:  holders,
 		Assigned: map[string]Assignment{},
 	}
 	for i := range s.Members {
@@ -152,7 +150,7 @@ func applied(s State, d Decision) State {
 // written, is a fixed point until a worker acts or time passes (the
 // assignor sees its own writes and steps again: that must change nothing).
 func TestStepInvariants(t *testing.T) {
-	forCases(t, invariantCases+joinLeaveCases, stepCases, func(t *testing.T, i int, r *rand.Rand) {
+	forCases(t, stepCasesFrom, stepCases, func(t *testing.T, i int, r *rand.Rand) {
 		w, n := 1+r.IntN(64), shardCount(r)
 		if i%500 == 499 {
 			w, n = 64, 4096 // the largest fleet, every time

@@ -28,7 +28,7 @@ const stepOpsCases = 2_000
 //   - a grace that is over changes nothing: the decision is the one
 //     without it.
 func TestStepOperatorStates(t *testing.T) {
-	forCases(t, invariantCases+joinLeaveCases+stepCases+stepSimCases+stepJoinLeaves, stepOpsCases, func(t *testing.T, i int, r *rand.Rand) {
+	forCases(t, stepCasesFrom+stepCases+stepSimCases+stepJoinLeaves, stepOpsCases, func(t *testing.T, i int, r *rand.Rand) {
 		s, p := genState(r, 1+r.IntN(12), 1+r.IntN(256))
 		for k := range s.Members {
 			s.Members[k].Cordoned = r.IntN(4) == 0

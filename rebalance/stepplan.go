@@ -64,9 +64,10 @@ func newStep(in *stepInput, p Policy) *step {
 // plan computes every shard's target. A shard counts for its live holder,
 // or else for the first member not stuck whose key lists it (so that a
 // free shard assigned and not yet taken stays where it was assigned: that is
-// what keeps assignments from flapping between steps). Quotas follow
-// Compute's (capacities), except that a stuck member's quota is at most what
-// it holds and the members not stuck share the rest. Then every member keeps
+// what keeps assignments from flapping between steps). Quotas are by
+// weight with the largest remainder (capacities), except that a stuck
+// member's quota is at most what it holds and the members not stuck share
+// the rest. Then every member keeps
 // min(count, quota) of its shards, those it holds first, and the shards
 // nobody keeps are placed on the ring among the members with room.
 func (st *step) plan() {
@@ -115,8 +116,8 @@ func (st *step) plan() {
 	st.target = target
 }
 
-// capacities are the members' quotas: Compute's, except that a stuck
-// member's quota is min(held, ⌈its weighted share⌉), a cordoned member's
+// capacities are the members' quotas: by weight with the largest
+// remainder (the function capacities), except that a stuck member's quota is min(held, ⌈its weighted share⌉), a cordoned member's
 // is what it holds (none if it also drains), and the other members share
 // the rest by weight. The stuck quotas depend on nothing that
 // moves between steps (not on who got the rounding slots, which follows the

@@ -17,7 +17,7 @@ import (
 // comes to rest within a bound, the bound on moves, that no shard moves
 // twice because of one stuck worker, and the balance at rest.
 func TestStepConverges(t *testing.T) {
-	forCases(t, invariantCases+joinLeaveCases+stepCases, stepSimCases, func(t *testing.T, i int, r *rand.Rand) {
+	forCases(t, stepCasesFrom+stepCases, stepSimCases, func(t *testing.T, i int, r *rand.Rand) {
 		w, n := 1+r.IntN(24), 1+r.IntN(512)
 		if i%50 == 49 {
 			n = 2048
@@ -186,7 +186,7 @@ func checkBalance(s State) error {
 // off to the joiner and placed with it, in waves of the cap) and of a leave
 // (exactly the leaver's shards, placed as orphans, nothing handed off).
 func TestStepJoinLeave(t *testing.T) {
-	forCases(t, invariantCases+joinLeaveCases+stepCases+stepSimCases, stepJoinLeaves, func(t *testing.T, i int, r *rand.Rand) {
+	forCases(t, stepCasesFrom+stepCases+stepSimCases, stepJoinLeaves, func(t *testing.T, i int, r *rand.Rand) {
 		w, n := 1+r.IntN(64), shardCount(r)
 		var p Policy
 		if r.IntN(3) == 0 {

@@ -10,10 +10,11 @@
 // from the assignment keys (hand-offs in flight, free shards assigned and
 // not yet taken), never planned again here; the fleet's freeze (who,
 // when, why); the move queue: hand-offs in flight against the budget when
-// the viewer knows it, and an estimate of those waiting (rebalance.Compute
-// over the workers free to take shards; an estimate for display, never a
-// decision; none while the assignor balances load, whose waves it cannot
-// foresee); and the recent ownership, membership and assignor changes, and
+// the viewer knows it, and those waiting: the hand-offs the assignor's own
+// step would start on this listing (assignor.Plan, a dry run of that step
+// with no cap and the fleet unfrozen, shown and never written; a load wave
+// shows only while no hand-off is in flight, as the step plans one then);
+// and the recent ownership, membership and assignor changes, and
 // the cordons and freezes operators set and lift, with their reasons. shardctl status and watch and
 // the dashboard all show this one model, so they never disagree.
 //
