@@ -80,5 +80,5 @@ flakecheck:
 FUZZTIME ?= 1000000x
 fuzz:
 	@for t in shard:FuzzLeasePolicyValidate shard:FuzzConfig shard/consul:FuzzDecode offsets/consul:FuzzDecode offsets/bolt:FuzzDecode \
-		cmd/shardd:FuzzWorkerFlags cmd/shardctl:FuzzPolicyCommand internal/demo:FuzzOptionsValidate rebalance:FuzzStep; do \
+		cmd/shardd:FuzzWorkerFlags cmd/shardctl:FuzzPolicyCommand internal/demo:FuzzOptionsValidate rebalance:FuzzStep internal/keycodec:FuzzSetEncoding; do \
 		(cd $${t%%:*} && $(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) .) || exit 1; done
