@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/internal/backoff"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -113,7 +114,7 @@ func (c *Claim) Commit(ctx context.Context, offset int64) error {
 // showed the claim is already stale.
 func (w *Worker) runShard(ctx context.Context, auth *authority, claim shard.Claim) error {
 	log := w.log.With(zap.String("shard", string(claim.Shard)), zap.Uint64("token", uint64(claim.Token)))
-	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
+	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	var start offsets.Checkpoint
 	for {
 		err := w.cfg.Offsets.Fence(ctx, claim.Shard, claim.Token)
@@ -130,13 +131,13 @@ func (w *Worker) runShard(ctx context.Context, auth *authority, claim shard.Clai
 		if ctx.Err() != nil {
 			return nil
 		}
-		wait := retry.next()
+		wait := retry.Next()
 		log.Warn("fencing the shard failed; retrying", zap.Error(err), zap.Duration("retry_in", wait))
-		if !sleepCtx(ctx.Done(), wait) {
+		if !backoff.Sleep(ctx.Done(), wait) {
 			return nil
 		}
 	}
-	retry.reset()
+	retry.Reset()
 	// One meter for the claim's whole run: a restarted handler's reports
 	// continue its predecessor's.
 	load := w.load.meters.open(claim.Shard, w.cfg.LoadHalfLife)
@@ -152,12 +153,12 @@ func (w *Worker) runShard(ctx context.Context, auth *authority, claim shard.Clai
 			return nil
 		}
 		if time.Since(began) > time.Minute {
-			retry.reset() // it ran fine for a while: start the backoff over
+			retry.Reset() // it ran fine for a while: start the backoff over
 		}
-		wait := retry.next()
+		wait := retry.Next()
 		w.m.handlerRestarts.Inc()
 		log.Warn("handler returned while the shard is owned; restarting", zap.Error(err), zap.Duration("restart_in", wait))
-		if !sleepCtx(ctx.Done(), wait) {
+		if !backoff.Sleep(ctx.Done(), wait) {
 			return nil
 		}
 		// A restarted handler resumes from what is committed now.

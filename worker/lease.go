@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/internal/backoff"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -90,9 +91,9 @@ func (l *lease) end(cause error) {
 // deadline; ErrSessionInvalid ends the term at once.
 func (w *Worker) renew(l *lease) {
 	p := w.cfg.Policy
-	retry := backoff{base: p.RenewEvery / 8, max: p.RenewEvery / 2, j: w.jitter}
+	retry := backoff.Backoff{Base: p.RenewEvery / 8, Max: p.RenewEvery / 2, J: w.jitter}
 	wait := p.RenewEvery
-	for sleepCtx(l.ctx.Done(), wait) {
+	for backoff.Sleep(l.ctx.Done(), wait) {
 		start := time.Now()
 		ctx, cancel := context.WithDeadline(l.ctx, l.deadline())
 		err := w.cfg.Coordinator.Sessions().Renew(ctx, l.session)
@@ -101,7 +102,7 @@ func (w *Worker) renew(l *lease) {
 		switch {
 		case err == nil:
 			l.extend(start, p)
-			retry.reset()
+			retry.Reset()
 			wait = p.RenewEvery
 		case errors.Is(err, shard.ErrSessionInvalid):
 			w.m.renewFailures.Inc()
@@ -109,7 +110,7 @@ func (w *Worker) renew(l *lease) {
 			return
 		default:
 			w.m.renewFailures.Inc()
-			wait = retry.next()
+			wait = retry.Next()
 			if l.ctx.Err() == nil {
 				w.log.Warn("session renewal failed; retrying before the local deadline",
 					zap.String("session", string(l.session)), zap.Error(err),

@@ -147,7 +147,7 @@ func (w *Worker) carriesLoad() bool { return w.cfg.carriesLoad(w.load.asked.Load
 func (lp *loop) followLoads(now time.Time, c *loadClock) {
 	switch carries := lp.w.carriesLoad(); {
 	case carries && c.due.IsZero():
-		c.arm(now, lp.w.jitter.between(0, lp.w.cfg.loadEvery()))
+		c.arm(now, lp.w.jitter.Between(0, lp.w.cfg.loadEvery()))
 	case !carries && !c.due.IsZero():
 		c.t.Stop()
 		c.due = time.Time{}

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/internal/backoff"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -113,7 +114,7 @@ func (lp *loop) run(ctx context.Context) error {
 // after another and hands the loop the latest answer. It reads one key: the
 // cost of a change elsewhere in the fleet is nothing here.
 func (lp *loop) watchAssignment(ctx context.Context) {
-	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: lp.w.jitter}
+	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: lp.w.jitter}
 	var index uint64
 	for {
 		k, err := lp.w.cfg.Coordinator.Assignments().Watch(ctx, lp.w.cfg.ID, index)
@@ -121,14 +122,14 @@ func (lp *loop) watchAssignment(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			wait := retry.next()
+			wait := retry.Next()
 			lp.w.log.Warn("watching the assignment failed; retrying", zap.Error(err), zap.Duration("in", wait))
-			if !sleepCtx(ctx.Done(), wait) {
+			if !backoff.Sleep(ctx.Done(), wait) {
 				return
 			}
 			continue
 		}
-		retry.reset()
+		retry.Reset()
 		if index != 0 && k.Index == index {
 			continue // a blocking query that timed out: nothing changed
 		}
@@ -138,7 +139,7 @@ func (lp *loop) watchAssignment(ctx context.Context) {
 		default:
 		}
 		lp.assigns <- k
-		if !sleepCtx(ctx.Done(), lp.w.cfg.WatchCoalesce) {
+		if !backoff.Sleep(ctx.Done(), lp.w.cfg.WatchCoalesce) {
 			return
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/internal/backoff"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -30,7 +31,7 @@ import (
 // It runs until ctx ends: the term's end, or the start of a stop, which
 // writes the key itself (loop.stopGuard).
 func (w *Worker) guardMember(ctx context.Context, l *lease, m shard.Member) {
-	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
+	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	var index uint64
 	for ctx.Err() == nil {
 		k, err := w.cfg.Coordinator.Members().Watch(ctx, w.cfg.ID, index)
@@ -38,12 +39,12 @@ func (w *Worker) guardMember(ctx context.Context, l *lease, m shard.Member) {
 			return
 		}
 		if err != nil {
-			if !sleepCtx(ctx.Done(), retry.next()) {
+			if !backoff.Sleep(ctx.Done(), retry.Next()) {
 				return
 			}
 			continue
 		}
-		retry.reset()
+		retry.Reset()
 		index = shard.NextIndex(index, k.Index)
 		if k.Exists && k.Problem == "" && k.Member.Session == l.session && sameRegistration(k.Member.Member, m) {
 			w.noteDraining(l, k.Member.Draining)
@@ -69,7 +70,7 @@ func (w *Worker) guardMember(ctx context.Context, l *lease, m shard.Member) {
 			w.log.Warn("the member key was changed under this worker and writing it again failed; retrying",
 				zap.String("key", why), zap.Error(err))
 			index = 0 // look again at once (after the backoff)
-			sleepCtx(ctx.Done(), retry.next())
+			backoff.Sleep(ctx.Done(), retry.Next())
 			continue
 		}
 		w.log.Warn("the member key was changed under this live worker; registered again", zap.String("key", why))

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/internal/backoff"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -285,7 +286,7 @@ func (lp *loop) announceLeave(ctx context.Context, now time.Time) {
 		budget = max(budget, lp.w.cfg.DrainTimeout)
 	}
 	giveUp := now.Add(budget)
-	retry := backoff{base: 50 * time.Millisecond, max: time.Second, j: lp.w.jitter}
+	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: time.Second, J: lp.w.jitter}
 	for {
 		deadline := time.Now().Add(lp.w.cfg.Policy.RenewEvery)
 		if giveUp.Before(deadline) {
@@ -297,7 +298,7 @@ func (lp *loop) announceLeave(ctx context.Context, now time.Time) {
 		if err == nil {
 			return
 		}
-		wait := retry.next()
+		wait := retry.Next()
 		if grace == 0 || !errors.Is(err, shard.ErrUnavailable) || time.Now().Add(wait).After(giveUp) {
 			lp.w.log.Warn("marking the member key before the shards are released failed; they are placed as after a stop without a rejoin grace",
 				zap.Duration("rejoin_grace", grace), zap.Error(err))

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/assignor"
+	"github.com/shardlease/shardlease/internal/backoff"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -19,7 +20,7 @@ type Worker struct {
 	cfg    Config
 	log    *zap.Logger
 	m      *metrics
-	jitter *jitter
+	jitter *backoff.Jitter
 	shards []shard.ID
 
 	running atomic.Bool
@@ -52,7 +53,7 @@ func New(cfg Config) (*Worker, error) {
 		cfg:    cfg,
 		log:    cfg.Logger.With(zap.String("worker", cfg.ID)),
 		m:      m,
-		jitter: newJitter(cfg.JitterSeed),
+		jitter: backoff.NewJitter(cfg.JitterSeed),
 		shards: cfg.Fleet.IDs(),
 	}
 	w.assignor, err = assignor.New(assignor.Config{
@@ -63,7 +64,7 @@ func New(cfg Config) (*Worker, error) {
 		Policy:      cfg.balancePolicy(),
 		ShardWeight: cfg.ShardWeight,
 		Coalesce:    cfg.WatchCoalesce,
-		Jitter:      func(d time.Duration) time.Duration { return w.jitter.between(0, d) },
+		Jitter:      func(d time.Duration) time.Duration { return w.jitter.Between(0, d) },
 		Registerer:  cfg.Registerer,
 		Logger:      w.log,
 	})
@@ -105,7 +106,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.configure(ctx); err != nil {
 		return err
 	}
-	retry := backoff{base: 100 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
+	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	for {
 		err := w.term(ctx)
 		if ctx.Err() != nil {
@@ -114,9 +115,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		if isFatal(err) {
 			return err
 		}
-		wait := retry.next()
+		wait := retry.Next()
 		w.log.Warn("rejoining the fleet", zap.Error(err), zap.Duration("in", wait))
-		if !sleepCtx(ctx.Done(), wait) {
+		if !backoff.Sleep(ctx.Done(), wait) {
 			return nil
 		}
 	}
@@ -134,7 +135,7 @@ func isFatal(err error) bool {
 // the fleet has none, then proposes this worker's balancing policy
 // (proposePolicy). Transient failures are retried with backoff.
 func (w *Worker) configure(ctx context.Context) error {
-	retry := backoff{base: 100 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
+	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	for {
 		stored, err := w.cfg.Coordinator.Fleet().Configure(ctx, w.cfg.Fleet)
 		if err == nil {
@@ -149,9 +150,9 @@ func (w *Worker) configure(ctx context.Context) error {
 		case isFatal(err) || ctx.Err() != nil:
 			return err
 		}
-		wait := retry.next()
+		wait := retry.Next()
 		w.log.Warn("coordinator not reachable; retrying", zap.Error(err), zap.Duration("in", wait))
-		if !sleepCtx(ctx.Done(), wait) {
+		if !backoff.Sleep(ctx.Done(), wait) {
 			return ctx.Err()
 		}
 	}
@@ -247,7 +248,7 @@ func (w *Worker) join(ctx context.Context, l *lease) (shard.Member, error) {
 	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Weight: w.cfg.Weight, Started: time.Now(),
 		Draining: w.draining.Load(), Cordon: w.keptCordon(l)}
 	giveUp := time.Now().Add(2*w.cfg.Policy.TTL + w.cfg.Policy.RenewEvery)
-	retry := backoff{base: 100 * time.Millisecond, max: 2 * time.Second, j: w.jitter}
+	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, J: w.jitter}
 	for {
 		err := w.cfg.Coordinator.Members().Join(l.ctx, l.session, m)
 		if err == nil {
@@ -262,7 +263,7 @@ func (w *Worker) join(ctx context.Context, l *lease) (shard.Member, error) {
 		if l.ctx.Err() != nil {
 			return m, context.Cause(l.ctx)
 		}
-		wait := retry.next()
+		wait := retry.Next()
 		w.log.Warn("joining failed; retrying", zap.Error(err), zap.Duration("in", wait))
 		select {
 		case <-ctx.Done():
