@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/internal/backoff"
+	"github.com/shardlease/shardlease/internal/lease"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -35,7 +36,7 @@ type Claim struct {
 	Start offsets.Checkpoint
 
 	w    *Worker
-	auth *authority
+	auth *lease.Authority
 	load *meter // nil in a Claim made by hand
 }
 
@@ -52,7 +53,7 @@ func (c *Claim) Lost() <-chan struct{} {
 	if c.auth == nil {
 		return nil
 	}
-	return c.auth.ctx.Done()
+	return c.auth.Context().Done()
 }
 
 // Err is nil while the claim may act for its shard, and an error wrapping
@@ -64,7 +65,7 @@ func (c *Claim) Err() error {
 	if c.auth == nil {
 		return nil
 	}
-	return c.auth.err()
+	return c.auth.Err()
 }
 
 // Commit stores offset for the shard with the claim's token. It returns an
@@ -77,24 +78,10 @@ func (c *Claim) Commit(ctx context.Context, offset int64) error {
 	if c.w == nil || c.auth == nil {
 		return fmt.Errorf("%w: the claim on shard %q (token %d) was not issued by a worker, so it has no authority to commit", ErrLost, c.Shard, c.Token)
 	}
-	if err := c.Err(); err != nil {
-		c.w.m.commits.WithLabelValues("lost").Inc()
-		return err
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(c.auth.ctx, func() { cancel(context.Cause(c.auth.ctx)) })
-	defer stop()
-	err := c.w.cfg.Offsets.Commit(ctx, c.Shard, c.Token, offset)
-	if err != nil && !errors.Is(err, offsets.ErrStaleToken) && c.auth.ctx.Err() != nil {
-		// Cancelled because the claim's authority ended meanwhile: say so
-		// (ErrLost), not only that a context was cancelled. Whether the
-		// write landed is unknown; the next owner's fence settles it.
-		err = fmt.Errorf("%w; the commit in flight was cancelled and may or may not have landed: %w", context.Cause(c.auth.ctx), err)
-		c.w.m.commits.WithLabelValues("lost").Inc()
-		return err
-	}
+	lost, err := c.auth.Commit(ctx, c.w.cfg.Offsets, c.Shard, c.Token, offset)
 	switch {
+	case lost:
+		c.w.m.commits.WithLabelValues("lost").Inc()
 	case err == nil:
 		c.w.m.commits.WithLabelValues("accepted").Inc()
 		c.load.commit()
@@ -112,7 +99,7 @@ func (c *Claim) Commit(ctx context.Context, offset int64) error {
 // then run the handler until ctx ends, restarting it with backoff while the
 // claim's authority lasts. It returns a non-nil error only when the fence
 // showed the claim is already stale.
-func (w *Worker) runShard(ctx context.Context, auth *authority, claim shard.Claim) error {
+func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shard.Claim) error {
 	log := w.log.With(zap.String("shard", string(claim.Shard)), zap.Uint64("token", uint64(claim.Token)))
 	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	var start offsets.Checkpoint
@@ -144,12 +131,12 @@ func (w *Worker) runShard(ctx context.Context, auth *authority, claim shard.Clai
 	defer w.load.meters.close(claim.Shard, load)
 	c := &Claim{Claim: claim, Worker: w.cfg.ID, Start: start, w: w, auth: auth, load: load}
 	for {
-		if auth.err() != nil {
+		if auth.Err() != nil {
 			return nil // the fence and load outlasted the authority
 		}
 		began := time.Now()
 		err := w.process(ctx, c)
-		if ctx.Err() != nil || auth.err() != nil {
+		if ctx.Err() != nil || auth.Err() != nil {
 			return nil
 		}
 		if time.Since(began) > time.Minute {

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/internal/backoff"
+	"github.com/shardlease/shardlease/internal/lease"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -21,7 +22,7 @@ import (
 // send the loop events.
 type loop struct {
 	w      *Worker
-	lease  *lease
+	lease  *lease.Lease
 	member shard.Member // the registration this term wrote
 
 	assigns chan shard.AssignmentKey // latest wins (buffer 1)
@@ -50,7 +51,7 @@ type loop struct {
 	stopGuard func()
 }
 
-func newLoop(w *Worker, l *lease) *loop {
+func newLoop(w *Worker, l *lease.Lease) *loop {
 	return &loop{
 		w: w, lease: l,
 		assigns: make(chan shard.AssignmentKey, 1),
@@ -68,7 +69,7 @@ const overdueEvery = time.Second
 
 func (lp *loop) run(ctx context.Context) error {
 	defer close(lp.closed)
-	watchCtx, stopWatch := context.WithCancel(lp.lease.ctx)
+	watchCtx, stopWatch := context.WithCancel(lp.lease.Context())
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); lp.watchAssignment(watchCtx) }()
 	defer func() { stopWatch(); <-watchDone }()
@@ -87,7 +88,7 @@ func (lp *loop) run(ctx context.Context) error {
 		case <-ctx.Done():
 			lp.shutdown(ctx)
 			return nil
-		case <-lp.lease.ctx.Done():
+		case <-lp.lease.Context().Done():
 			return lp.stepDown(ctx)
 		case k := <-lp.assigns:
 			lp.follow(k)
@@ -251,7 +252,7 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 	}
 	ctx, cancel := lp.opCtx()
 	defer cancel()
-	got, err := lp.w.cfg.Coordinator.Locks().Acquire(ctx, lp.lease.session, want)
+	got, err := lp.w.cfg.Coordinator.Locks().Acquire(ctx, lp.lease.Session(), want)
 	var started []shard.ID
 	for _, c := range shard.Claims(got) {
 		if _, busy := lp.runners[c.Shard]; busy {
@@ -259,7 +260,7 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 		}
 		lp.w.m.acquisitions.WithLabelValues(lp.acquireReason(c.Shard).Reason.String()).Inc()
 		lp.w.log.Info("acquired shard", zap.String("shard", string(c.Shard)), zap.Uint64("token", uint64(c.Token)),
-			zap.String("session", string(lp.lease.session)))
+			zap.String("session", string(lp.lease.Session())))
 		lp.start(c)
 		started = append(started, c.Shard)
 	}
