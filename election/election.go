@@ -239,15 +239,19 @@ func (e *Election) participate(ctx context.Context) error {
 }
 
 // session is one session's life: open it, campaign with it until ctx or
-// its lease ends, destroy it. It returns nil after a graceful stop and
-// why the session ended otherwise.
+// its lease ends, destroy it. At a stop it first releases the lock, unless
+// a Lead that overran its drain timeout still runs. It returns nil after a
+// graceful stop and why the session ended otherwise.
 func (e *Election) session(ctx context.Context) error {
 	l, err := lease.Open(ctx, e.leasing)
 	if err != nil {
 		return err
 	}
 	defer l.Wait()
-	err = e.campaign(ctx, l)
+	running, err := e.campaign(ctx, l)
+	if ctx.Err() != nil && !running {
+		e.release(ctx, l, shard.ReasonShutdown) // at once, for another candidate to take it without a lock-delay
+	}
 	l.Destroy(ctx)
 	switch {
 	case ctx.Err() != nil:

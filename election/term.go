@@ -18,58 +18,25 @@ import (
 )
 
 // campaign follows the election's lock with session l until ctx or the
-// lease ends: it reports every holder it sees, takes the lock whenever it
-// can and leads while it holds it. While another session holds the lock it
-// waits on the key, which the holder's release or end writes; once the key
-// is free but the lock refused (the lock-delay after a holder's session
-// ended, whose end is not a write) it tries again a lock-delay later, with
-// jitter, so candidates do not all try at once. Whoever tries first after
-// the delay wins: there is no queue. It returns an error only when
-// retrying cannot cure it.
-func (e *Election) campaign(ctx context.Context, l *lease.Lease) error {
+// lease ends (lease.Campaign): it reports every holder it sees, takes the
+// lock whenever it can and leads while it holds it. It reports whether a
+// Lead it gave up waiting for may still run, and returns an error only
+// when retrying cannot cure it.
+func (e *Election) campaign(ctx context.Context, l *lease.Lease) (running bool, err error) {
 	fctx, stop := context.WithCancel(l.Context())
 	defer stop()
 	defer context.AfterFunc(ctx, stop)()
-	p := e.cfg.Policy
-	ld := p.EffectiveLockDelay()
-	opts := e.following()
-	opts.OnError = func(err error) bool { return !isFatal(err) }
-	fresh := true // the first answer of a following: try whoever holds the key
-	return shard.Follow(fctx, e.watch, opts, func(k shard.LockKey) (time.Time, error) {
-		e.roles.saw(k)
-		other := k.Held() && k.Session != l.Session()
-		if other && !fresh {
-			return time.Time{}, nil // its holder's end clears the key's session: a write that wakes us
-		}
-		fresh = false
-		tctx, cancel := context.WithTimeout(fctx, p.RenewEvery)
-		token, held, err := shard.TryLock(tctx, e.cfg.Coordinator.Locks(), l.Session(), e.lock)
-		cancel()
-		switch {
-		case fctx.Err() != nil:
-			if held && ctx.Err() != nil {
-				e.release(ctx, l, shard.ReasonShutdown) // taken as the instance stops: give it back at once
-			}
-			return time.Time{}, shard.ErrStopFollowing
-		case errors.Is(err, shard.ErrSessionInvalid):
-			l.End(fmt.Errorf("%w: %w", worker.ErrLost, err))
-			return time.Time{}, shard.ErrStopFollowing
-		case isFatal(err):
-			return time.Time{}, err
-		case err != nil:
-			e.log.Warn("taking the election's lock failed; retrying", zap.Error(err))
-			fresh = true
-			return time.Time{}, shard.ErrFollowAgain
-		case held:
-			e.lead(ctx, l, token)
-			fresh = true
-			return time.Time{}, shard.ErrFollowAgain // look again: campaign anew
-		case other:
-			return time.Time{}, nil // wait for its holder's end
-		}
-		// Free, but refused: a lock-delay, whose end is not a write.
-		return time.Now().Add(ld + 25*time.Millisecond + e.jitter.Between(0, ld/4)), nil
-	})
+	c := lease.Candidacy{Locks: e.cfg.Coordinator.Locks(), Session: l.Session(), Lock: e.lock, Policy: e.cfg.Policy,
+		Jitter: e.spread, Seen: e.roles.saw, OnError: func(err error) bool {
+			e.log.Warn("campaigning failed", zap.Error(err), zap.Bool("retrying", !isFatal(err)))
+			return !isFatal(err)
+		}}
+	err = lease.Campaign(fctx, c, func(token shard.Token) { running = e.lead(ctx, l, token) })
+	if errors.Is(err, shard.ErrSessionInvalid) {
+		l.End(fmt.Errorf("%w: %w", worker.ErrLost, err))
+		err = nil
+	}
+	return running, err
 }
 
 // watch reads the election's lock with a blocking query.
@@ -77,28 +44,26 @@ func (e *Election) watch(ctx context.Context, after uint64) (shard.LockKey, erro
 	return e.cfg.Coordinator.Locks().Watch(ctx, e.lock, after)
 }
 
-// following is how the instance follows its lock: with its own jitter, so
-// a seeded instance replays its waits.
-func (e *Election) following() shard.FollowOptions {
-	return shard.FollowOptions{Jitter: func(d time.Duration) time.Duration { return e.jitter.Between(0, d) }}
-}
+// spread returns a random duration in [0, d) from the instance's jitter,
+// so a seeded instance replays its waits.
+func (e *Election) spread(d time.Duration) time.Duration { return e.jitter.Between(0, d) }
 
 // lead is one term: session l holds the lock at token. It runs Lead (serve)
-// until the term ends, and returns once Lead has returned or given up on:
+// until the term ends and returns once Lead has returned, or reports that
+// it gave up waiting and Lead still runs:
 //
-//   - ctx ends (Run's): Lead's context ends with worker.ErrRevoked. Once
-//     Lead has returned the lock is released, so that another candidate
-//     takes it at once. A Lead that overruns the drain timeout loses the
-//     term's authority (Commit refuses) and gets one renewal interval
-//     more; if it has not returned then, the lock is left to the session's
-//     destroy and its lock-delay.
+//   - ctx ends (Run's): Lead's context ends with worker.ErrRevoked. A Lead
+//     that overruns the drain timeout loses the term's authority (Commit
+//     refuses) and gets one renewal interval more. The caller releases
+//     the lock once Lead has returned (session), and otherwise leaves it
+//     to the session's destroy and its lock-delay.
 //   - the term's authority ends (the lease's local deadline, the session's
 //     end, the lock seen held by another session or by none): Lead's
 //     context ends with worker.ErrLost, and it gets the drain timeout to
 //     return before the instance campaigns again.
 //   - the offset store refuses to fence token (a newer term fenced it):
 //     the lock is released, to be taken again with a newer token.
-func (e *Election) lead(ctx context.Context, l *lease.Lease, token shard.Token) {
+func (e *Election) lead(ctx context.Context, l *lease.Lease, token shard.Token) (running bool) {
 	log := e.log.With(zap.Uint64("token", uint64(token)), zap.String("session", string(l.Session())))
 	log.Info("took the election's lock")
 	e.m.leader.Set(1)
@@ -110,42 +75,39 @@ func (e *Election) lead(ctx context.Context, l *lease.Lease, token shard.Token) 
 	guarding, stopGuarding := context.WithCancel(auth.Context())
 	var guard sync.WaitGroup
 	guard.Go(func() { e.guard(guarding, l, token, auth) })
-	stopGuard := func() { stopGuarding(); guard.Wait() }
-	defer stopGuard()
+	defer func() { stopGuarding(); guard.Wait() }()
 
 	var fenceErr error
 	served := make(chan struct{})
 	go func() { defer close(served); fenceErr = e.serve(ctx, work, auth, token) }()
-	release := func(why shard.Reason) {
-		stopGuard() // the release is this term's own write, not a loss
-		e.release(ctx, l, why)
-	}
 	select {
 	case <-served:
 		if fenceErr != nil {
 			log.Error("the offset store refused this term's token: a newer term fenced the checkpoint; releasing the lock", zap.Error(fenceErr))
-			release(shard.ReasonLost)
-			return
+			stopGuarding() // the release is this term's own write, not a loss
+			e.release(ctx, l, shard.ReasonLost)
+			return false
 		}
 	case <-ctx.Done():
 		revoke(fmt.Errorf("%w: %s", worker.ErrRevoked, shard.ReasonShutdown))
-		if !returns(served, e.cfg.DrainTimeout) {
-			auth.Lose(fmt.Sprintf("Lead did not return within the drain timeout %v", e.cfg.DrainTimeout))
-			if !returns(served, e.cfg.Policy.RenewEvery) {
-				log.Error("Lead still runs after the drain timeout and its loss: the lock is left to the session's end and its lock-delay",
-					zap.Duration("drain_timeout", e.cfg.DrainTimeout), zap.Duration("lock_delay", e.cfg.Policy.EffectiveLockDelay()))
-				return
-			}
+		if returns(served, e.cfg.DrainTimeout) {
+			return false
 		}
-		release(shard.ReasonShutdown)
-		log.Info("stepped down: the lock is released")
-		return
+		auth.Lose(fmt.Sprintf("Lead did not return within the drain timeout %v", e.cfg.DrainTimeout))
+		if returns(served, e.cfg.Policy.RenewEvery) {
+			return false
+		}
+		log.Error("Lead still runs after the drain timeout and its loss: the lock is left to the session's end and its lock-delay",
+			zap.Duration("drain_timeout", e.cfg.DrainTimeout), zap.Duration("lock_delay", e.cfg.Policy.EffectiveLockDelay()))
+		return true
 	case <-auth.Context().Done():
 		if !returns(served, e.cfg.DrainTimeout) {
 			log.Warn("Lead still runs after the term was lost and the drain timeout passed", zap.Duration("drain_timeout", e.cfg.DrainTimeout))
+			running = true
 		}
 	}
 	log.Warn("stepped down: the term was lost", zap.Error(context.Cause(auth.Context())))
+	return running
 }
 
 // release gives the lock back at once, without lock-delay, so another
@@ -165,7 +127,7 @@ func returns(done <-chan struct{}, d time.Duration) bool { return !backoff.Sleep
 // term's authority once the lock is not the term's any more: released or
 // deleted by someone else (an operator), or held by another session.
 func (e *Election) guard(ctx context.Context, l *lease.Lease, token shard.Token, auth *lease.Authority) {
-	_ = shard.Follow(ctx, e.watch, e.following(), func(k shard.LockKey) (time.Time, error) {
+	_ = shard.Follow(ctx, e.watch, shard.FollowOptions{Jitter: e.spread}, func(k shard.LockKey) (time.Time, error) {
 		e.roles.saw(k)
 		if k.Session == l.Session() && k.Token == token {
 			return time.Time{}, nil
