@@ -2,7 +2,6 @@ package assignor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/internal/lease"
 	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -123,50 +123,17 @@ func (a *Assignor) Epoch() shard.Token { return shard.Token(a.leading.Load()) }
 
 // Run is one candidacy: it campaigns for shard.AssignorLock with session
 // id until ctx ends (the term's end, or the worker's stop), leading the
-// fleet whenever it holds the lock. Every worker is a candidate, with its
-// own session, so the assignor dies with its worker and a worker never
-// holds a second session. It campaigns at once, then, while another
-// session holds the lock, waits on the one key; once the key is free but
-// the lock refused (the lock-delay of a holder whose session ended, which
-// wakes no watcher) it tries again a lock-delay later, with jitter, so
-// candidates do not all try at once.
-// Run returns when ctx ends or the session is gone; it does not release
-// the lock (Resign does).
+// fleet whenever it holds the lock (lease.Campaign). Every worker is a
+// candidate, with its own session, so the assignor dies with its worker
+// and a worker never holds a second session. Run returns when ctx ends or
+// the session is gone; it does not release the lock (Resign does).
 func (a *Assignor) Run(ctx context.Context, id shard.SessionID) {
-	locks := a.cfg.Coordinator.Locks()
-	watch := func(ctx context.Context, after uint64) (shard.LockKey, error) {
-		return locks.Watch(ctx, shard.AssignorLock, after)
-	}
-	ld := a.cfg.Lease.EffectiveLockDelay()
-	fresh := true // the first answer of a following: campaign whoever holds the key
-	_ = shard.Follow(ctx, watch, shard.FollowOptions{Jitter: a.cfg.Jitter}, func(k shard.LockKey) (time.Time, error) {
-		if k.Held() && k.Session != id && !fresh {
-			return time.Time{}, nil // its holder's end clears the key's session: a write that wakes us
-		}
-		fresh = false
-		cctx, cancel := context.WithTimeout(ctx, a.cfg.Lease.RenewEvery)
-		epoch, held, err := shard.TryLock(cctx, locks, id, shard.AssignorLock)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return time.Time{}, shard.ErrStopFollowing
-		case errors.Is(err, shard.ErrSessionInvalid):
-			return time.Time{}, shard.ErrStopFollowing // the term is over
-		case err != nil:
+	c := lease.Candidacy{Locks: a.cfg.Coordinator.Locks(), Session: id, Lock: shard.AssignorLock, Policy: a.cfg.Lease,
+		Jitter: a.cfg.Jitter, OnError: func(err error) bool {
 			a.log.Warn("campaigning for the assignor failed; retrying", zap.Error(err))
-			fresh = true
-			return time.Time{}, shard.ErrFollowAgain
-		case held:
-			a.lead(ctx, id, epoch)
-			fresh = true
-			return time.Time{}, shard.ErrFollowAgain // look again: campaign anew
-		}
-		if k.Held() && k.Session != id {
-			return time.Time{}, nil // held by another: wait for its end
-		}
-		// Free, but refused: a lock-delay, whose end is not a write.
-		return time.Now().Add(ld + 25*time.Millisecond + a.cfg.Jitter(ld/4)), nil
-	})
+			return true
+		}}
+	_ = lease.Campaign(ctx, c, func(epoch shard.Token) { a.lead(ctx, id, epoch) })
 }
 
 // Resign releases the role if session id holds it, at once and without

@@ -50,13 +50,12 @@ func (c Change) String() string {
 	}
 }
 
-// tracker derives the role from two sources: the term's handler (started,
-// ending, returned) and the snapshots the worker's watch receives (who holds
-// the lock). Every event applies its change and reports it while holding
+// tracker derives the role from two sources: the term (started, ending,
+// returned) and the election's lock as this instance last read it (who
+// holds it). Every event applies its change and reports it while holding
 // notify, so reports reach OnChange in the order the changes happened.
 type tracker struct {
 	me       string
-	lock     shard.ID
 	onChange func(Change)
 
 	notify sync.Mutex
@@ -66,15 +65,15 @@ type tracker struct {
 	leading, stepping, stopped bool
 	token                      shard.Token
 	cause                      error
-	// owner holds the lock in the latest snapshot (a live member), with
-	// its token; "" when the lock is free.
+	// owner is the instance whose session holds the lock as last read,
+	// with its token; "" when the lock is free.
 	owner      string
 	ownerToken shard.Token
 	last       Change
 }
 
-func newTracker(me string, lock shard.ID, onChange func(Change)) *tracker {
-	return &tracker{me: me, lock: lock, onChange: onChange, last: Change{Instance: me, Role: RoleCandidate}}
+func newTracker(me string, onChange func(Change)) *tracker {
+	return &tracker{me: me, onChange: onChange, last: Change{Instance: me, Role: RoleCandidate}}
 }
 
 func (t *tracker) current() Change {
@@ -134,7 +133,7 @@ func (t *tracker) ending(cause error) {
 }
 
 // returned: Lead returned; ctxDone tells whether its term had ended. A Lead
-// that returns during its term is restarted by the worker: still leading.
+// that returns during its term is run again: still leading.
 // One that returns because the instance is leaving (Run's context ended)
 // stays stepping_down until stop.
 func (t *tracker) returned(ctxDone, leaving bool) {
@@ -143,11 +142,11 @@ func (t *tracker) returned(ctxDone, leaving bool) {
 	}
 }
 
-func (t *tracker) snapshot(s shard.Snapshot) {
-	owner := s.Owners()[t.lock]
-	var token shard.Token
-	if st, ok := s.Shard(t.lock); ok && owner != "" {
-		token = st.Token
+// saw records the lock's holder as a read of its key shows it.
+func (t *tracker) saw(k shard.LockKey) {
+	owner, token := "", shard.Token(0)
+	if k.Held() {
+		owner, token = k.Worker, k.Token
 	}
 	t.update(func() { t.owner, t.ownerToken = owner, token })
 }

@@ -9,6 +9,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/internal/backoff"
+	"github.com/shardlease/shardlease/internal/lease"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -34,7 +36,7 @@ type Claim struct {
 	Start offsets.Checkpoint
 
 	w    *Worker
-	auth *authority
+	auth *lease.Authority
 	load *meter // nil in a Claim made by hand
 }
 
@@ -51,7 +53,7 @@ func (c *Claim) Lost() <-chan struct{} {
 	if c.auth == nil {
 		return nil
 	}
-	return c.auth.ctx.Done()
+	return c.auth.Context().Done()
 }
 
 // Err is nil while the claim may act for its shard, and an error wrapping
@@ -63,7 +65,7 @@ func (c *Claim) Err() error {
 	if c.auth == nil {
 		return nil
 	}
-	return c.auth.err()
+	return c.auth.Err()
 }
 
 // Commit stores offset for the shard with the claim's token. It returns an
@@ -76,24 +78,10 @@ func (c *Claim) Commit(ctx context.Context, offset int64) error {
 	if c.w == nil || c.auth == nil {
 		return fmt.Errorf("%w: the claim on shard %q (token %d) was not issued by a worker, so it has no authority to commit", ErrLost, c.Shard, c.Token)
 	}
-	if err := c.Err(); err != nil {
-		c.w.m.commits.WithLabelValues("lost").Inc()
-		return err
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(c.auth.ctx, func() { cancel(context.Cause(c.auth.ctx)) })
-	defer stop()
-	err := c.w.cfg.Offsets.Commit(ctx, c.Shard, c.Token, offset)
-	if err != nil && !errors.Is(err, offsets.ErrStaleToken) && c.auth.ctx.Err() != nil {
-		// Cancelled because the claim's authority ended meanwhile: say so
-		// (ErrLost), not only that a context was cancelled. Whether the
-		// write landed is unknown; the next owner's fence settles it.
-		err = fmt.Errorf("%w; the commit in flight was cancelled and may or may not have landed: %w", context.Cause(c.auth.ctx), err)
-		c.w.m.commits.WithLabelValues("lost").Inc()
-		return err
-	}
+	lost, err := c.auth.Commit(ctx, c.w.cfg.Offsets, c.Shard, c.Token, offset)
 	switch {
+	case lost:
+		c.w.m.commits.WithLabelValues("lost").Inc()
 	case err == nil:
 		c.w.m.commits.WithLabelValues("accepted").Inc()
 		c.load.commit()
@@ -111,9 +99,9 @@ func (c *Claim) Commit(ctx context.Context, offset int64) error {
 // then run the handler until ctx ends, restarting it with backoff while the
 // claim's authority lasts. It returns a non-nil error only when the fence
 // showed the claim is already stale.
-func (w *Worker) runShard(ctx context.Context, auth *authority, claim shard.Claim) error {
+func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shard.Claim) error {
 	log := w.log.With(zap.String("shard", string(claim.Shard)), zap.Uint64("token", uint64(claim.Token)))
-	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
+	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	var start offsets.Checkpoint
 	for {
 		err := w.cfg.Offsets.Fence(ctx, claim.Shard, claim.Token)
@@ -130,34 +118,34 @@ func (w *Worker) runShard(ctx context.Context, auth *authority, claim shard.Clai
 		if ctx.Err() != nil {
 			return nil
 		}
-		wait := retry.next()
+		wait := retry.Next()
 		log.Warn("fencing the shard failed; retrying", zap.Error(err), zap.Duration("retry_in", wait))
-		if !sleepCtx(ctx.Done(), wait) {
+		if !backoff.Sleep(ctx.Done(), wait) {
 			return nil
 		}
 	}
-	retry.reset()
+	retry.Reset()
 	// One meter for the claim's whole run: a restarted handler's reports
 	// continue its predecessor's.
 	load := w.load.meters.open(claim.Shard, w.cfg.LoadHalfLife)
 	defer w.load.meters.close(claim.Shard, load)
 	c := &Claim{Claim: claim, Worker: w.cfg.ID, Start: start, w: w, auth: auth, load: load}
 	for {
-		if auth.err() != nil {
+		if auth.Err() != nil {
 			return nil // the fence and load outlasted the authority
 		}
 		began := time.Now()
 		err := w.process(ctx, c)
-		if ctx.Err() != nil || auth.err() != nil {
+		if ctx.Err() != nil || auth.Err() != nil {
 			return nil
 		}
 		if time.Since(began) > time.Minute {
-			retry.reset() // it ran fine for a while: start the backoff over
+			retry.Reset() // it ran fine for a while: start the backoff over
 		}
-		wait := retry.next()
+		wait := retry.Next()
 		w.m.handlerRestarts.Inc()
 		log.Warn("handler returned while the shard is owned; restarting", zap.Error(err), zap.Duration("restart_in", wait))
-		if !sleepCtx(ctx.Done(), wait) {
+		if !backoff.Sleep(ctx.Done(), wait) {
 			return nil
 		}
 		// A restarted handler resumes from what is committed now.

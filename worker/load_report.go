@@ -47,7 +47,7 @@ func (lp *loop) reportLoad(ctx context.Context, now, shifted time.Time) {
 	ls := &w.load
 	ls.mu.Lock()
 	var last map[shard.ID]float64
-	if ls.writtenSession == lp.lease.session {
+	if ls.writtenSession == lp.lease.Session() {
 		last = ls.written
 	}
 	threshold := loadChange
@@ -62,13 +62,13 @@ func (lp *loop) reportLoad(ctx context.Context, now, shifted time.Time) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, w.cfg.Policy.RenewEvery)
 	defer cancel()
-	if err := w.cfg.Coordinator.Members().ReportLoad(wctx, lp.lease.session, w.cfg.ID, loads); err != nil {
+	if err := w.cfg.Coordinator.Members().ReportLoad(wctx, lp.lease.Session(), w.cfg.ID, loads); err != nil {
 		w.log.Warn("writing the shards' loads failed; trying again at the next report", zap.Error(err))
 		return
 	}
 	w.m.load.writes.Inc()
 	ls.mu.Lock()
-	ls.written, ls.writtenSession, ls.writtenAt = loads, lp.lease.session, now
+	ls.written, ls.writtenSession, ls.writtenAt = loads, lp.lease.Session(), now
 	ls.mu.Unlock()
 }
 
@@ -147,7 +147,7 @@ func (w *Worker) carriesLoad() bool { return w.cfg.carriesLoad(w.load.asked.Load
 func (lp *loop) followLoads(now time.Time, c *loadClock) {
 	switch carries := lp.w.carriesLoad(); {
 	case carries && c.due.IsZero():
-		c.arm(now, lp.w.jitter.between(0, lp.w.cfg.loadEvery()))
+		c.arm(now, lp.w.jitter.Between(0, lp.w.cfg.loadEvery()))
 	case !carries && !c.due.IsZero():
 		c.t.Stop()
 		c.due = time.Time{}

@@ -8,6 +8,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/internal/backoff"
+	"github.com/shardlease/shardlease/internal/lease"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -20,7 +22,7 @@ import (
 // send the loop events.
 type loop struct {
 	w      *Worker
-	lease  *lease
+	lease  *lease.Lease
 	member shard.Member // the registration this term wrote
 
 	assigns chan shard.AssignmentKey // latest wins (buffer 1)
@@ -49,7 +51,7 @@ type loop struct {
 	stopGuard func()
 }
 
-func newLoop(w *Worker, l *lease) *loop {
+func newLoop(w *Worker, l *lease.Lease) *loop {
 	return &loop{
 		w: w, lease: l,
 		assigns: make(chan shard.AssignmentKey, 1),
@@ -67,7 +69,7 @@ const overdueEvery = time.Second
 
 func (lp *loop) run(ctx context.Context) error {
 	defer close(lp.closed)
-	watchCtx, stopWatch := context.WithCancel(lp.lease.ctx)
+	watchCtx, stopWatch := context.WithCancel(lp.lease.Context())
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); lp.watchAssignment(watchCtx) }()
 	defer func() { stopWatch(); <-watchDone }()
@@ -86,7 +88,7 @@ func (lp *loop) run(ctx context.Context) error {
 		case <-ctx.Done():
 			lp.shutdown(ctx)
 			return nil
-		case <-lp.lease.ctx.Done():
+		case <-lp.lease.Context().Done():
 			return lp.stepDown(ctx)
 		case k := <-lp.assigns:
 			lp.follow(k)
@@ -113,7 +115,7 @@ func (lp *loop) run(ctx context.Context) error {
 // after another and hands the loop the latest answer. It reads one key: the
 // cost of a change elsewhere in the fleet is nothing here.
 func (lp *loop) watchAssignment(ctx context.Context) {
-	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: lp.w.jitter}
+	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: lp.w.jitter}
 	var index uint64
 	for {
 		k, err := lp.w.cfg.Coordinator.Assignments().Watch(ctx, lp.w.cfg.ID, index)
@@ -121,14 +123,14 @@ func (lp *loop) watchAssignment(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			wait := retry.next()
+			wait := retry.Next()
 			lp.w.log.Warn("watching the assignment failed; retrying", zap.Error(err), zap.Duration("in", wait))
-			if !sleepCtx(ctx.Done(), wait) {
+			if !backoff.Sleep(ctx.Done(), wait) {
 				return
 			}
 			continue
 		}
-		retry.reset()
+		retry.Reset()
 		if index != 0 && k.Index == index {
 			continue // a blocking query that timed out: nothing changed
 		}
@@ -138,7 +140,7 @@ func (lp *loop) watchAssignment(ctx context.Context) {
 		default:
 		}
 		lp.assigns <- k
-		if !sleepCtx(ctx.Done(), lp.w.cfg.WatchCoalesce) {
+		if !backoff.Sleep(ctx.Done(), lp.w.cfg.WatchCoalesce) {
 			return
 		}
 	}
@@ -250,7 +252,7 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 	}
 	ctx, cancel := lp.opCtx()
 	defer cancel()
-	got, err := lp.w.cfg.Coordinator.Locks().Acquire(ctx, lp.lease.session, want)
+	got, err := lp.w.cfg.Coordinator.Locks().Acquire(ctx, lp.lease.Session(), want)
 	var started []shard.ID
 	for _, c := range shard.Claims(got) {
 		if _, busy := lp.runners[c.Shard]; busy {
@@ -258,7 +260,7 @@ func (lp *loop) acquire(want []shard.Acquisition) []shard.ID {
 		}
 		lp.w.m.acquisitions.WithLabelValues(lp.acquireReason(c.Shard).Reason.String()).Inc()
 		lp.w.log.Info("acquired shard", zap.String("shard", string(c.Shard)), zap.Uint64("token", uint64(c.Token)),
-			zap.String("session", string(lp.lease.session)))
+			zap.String("session", string(lp.lease.Session())))
 		lp.start(c)
 		started = append(started, c.Shard)
 	}

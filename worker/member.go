@@ -8,6 +8,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/internal/backoff"
+	"github.com/shardlease/shardlease/internal/lease"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -29,8 +31,8 @@ import (
 //
 // It runs until ctx ends: the term's end, or the start of a stop, which
 // writes the key itself (loop.stopGuard).
-func (w *Worker) guardMember(ctx context.Context, l *lease, m shard.Member) {
-	retry := backoff{base: 50 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
+func (w *Worker) guardMember(ctx context.Context, l *lease.Lease, m shard.Member) {
+	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	var index uint64
 	for ctx.Err() == nil {
 		k, err := w.cfg.Coordinator.Members().Watch(ctx, w.cfg.ID, index)
@@ -38,14 +40,14 @@ func (w *Worker) guardMember(ctx context.Context, l *lease, m shard.Member) {
 			return
 		}
 		if err != nil {
-			if !sleepCtx(ctx.Done(), retry.next()) {
+			if !backoff.Sleep(ctx.Done(), retry.Next()) {
 				return
 			}
 			continue
 		}
-		retry.reset()
+		retry.Reset()
 		index = shard.NextIndex(index, k.Index)
-		if k.Exists && k.Problem == "" && k.Member.Session == l.session && sameRegistration(k.Member.Member, m) {
+		if k.Exists && k.Problem == "" && k.Member.Session == l.Session() && sameRegistration(k.Member.Member, m) {
 			w.noteDraining(l, k.Member.Draining)
 			w.cordon.Store(k.Member.Cordon)
 			continue
@@ -57,19 +59,19 @@ func (w *Worker) guardMember(ctx context.Context, l *lease, m shard.Member) {
 			m.Draining = k.Member.Draining // an operator's drain request stays
 			m.Cordon = k.Member.Cordon     // and so does a cordon
 		}
-		why := describeMemberKey(k, l.session)
+		why := describeMemberKey(k, l.Session())
 		jctx, cancel := context.WithTimeout(ctx, w.cfg.Policy.RenewEvery)
-		err = w.cfg.Coordinator.Members().Join(jctx, l.session, m)
+		err = w.cfg.Coordinator.Members().Join(jctx, l.Session(), m)
 		cancel()
 		if errors.Is(err, shard.ErrSessionInvalid) {
-			l.end(fmt.Errorf("%w: %w", ErrLost, err)) // ended meanwhile: the term is over
+			l.End(fmt.Errorf("%w: %w", ErrLost, err)) // ended meanwhile: the term is over
 			return
 		}
 		if err != nil {
 			w.log.Warn("the member key was changed under this worker and writing it again failed; retrying",
 				zap.String("key", why), zap.Error(err))
 			index = 0 // look again at once (after the backoff)
-			sleepCtx(ctx.Done(), retry.next())
+			backoff.Sleep(ctx.Done(), retry.Next())
 			continue
 		}
 		w.log.Warn("the member key was changed under this live worker; registered again", zap.String("key", why))
@@ -80,20 +82,13 @@ func (w *Worker) guardMember(ctx context.Context, l *lease, m shard.Member) {
 // exists. A session that is gone ends the term at once (the caller
 // returns); any other failure is left to the renewal loop and counts as
 // alive.
-func (w *Worker) sessionAlive(l *lease) bool {
-	start := time.Now()
-	ctx, cancel := context.WithDeadline(l.ctx, l.deadline())
-	err := w.cfg.Coordinator.Sessions().Renew(ctx, l.session)
-	cancel()
-	switch {
-	case err == nil:
-		l.extend(start, w.cfg.Policy)
-	case errors.Is(err, shard.ErrSessionInvalid):
-		l.end(fmt.Errorf("%w: session %s was ended by the coordinator before its TTL (destroyed, node failed or check critical), "+
-			"seen on the worker's member key: %w", ErrLost, l.session, err))
+func (w *Worker) sessionAlive(l *lease.Lease) bool {
+	if err := l.Renew(); errors.Is(err, shard.ErrSessionInvalid) {
+		l.End(fmt.Errorf("%w: session %s was ended by the coordinator before its TTL (destroyed, node failed or check critical), "+
+			"seen on the worker's member key: %w", ErrLost, l.Session(), err))
 		return false
 	}
-	return l.ctx.Err() == nil
+	return l.Context().Err() == nil
 }
 
 // sameRegistration compares what the worker wrote, leaving out Draining
@@ -123,14 +118,14 @@ func describeMemberKey(k shard.MemberKey, session shard.SessionID) string {
 // on this worker's own member key. The assignor gives a draining member no
 // shards; remembering the flag keeps the request across a rejoin and names
 // the hand-offs "drain".
-func (w *Worker) noteDraining(l *lease, on bool) {
+func (w *Worker) noteDraining(l *lease.Lease, on bool) {
 	if w.draining.Swap(on) == on {
 		return
 	}
 	if on {
-		w.log.Info("an operator asked this worker to drain: handing off every shard", zap.String("session", string(l.session)))
+		w.log.Info("an operator asked this worker to drain: handing off every shard", zap.String("session", string(l.Session())))
 	} else {
-		w.log.Info("drain withdrawn: taking a share of shards again", zap.String("session", string(l.session)))
+		w.log.Info("drain withdrawn: taking a share of shards again", zap.String("session", string(l.Session())))
 	}
 }
 
@@ -138,8 +133,8 @@ func (w *Worker) noteDraining(l *lease, on bool) {
 // as it is now (left by an earlier run of this worker ID, or set by an
 // operator meanwhile), or, if the key cannot be read, the last one seen.
 // A cordon is an operator's and outlives restarts.
-func (w *Worker) keptCordon(l *lease) *shard.Mark {
-	ctx, cancel := context.WithTimeout(l.ctx, w.cfg.Policy.RenewEvery)
+func (w *Worker) keptCordon(l *lease.Lease) *shard.Mark {
+	ctx, cancel := context.WithTimeout(l.Context(), w.cfg.Policy.RenewEvery)
 	defer cancel()
 	k, err := w.cfg.Coordinator.Members().Watch(ctx, w.cfg.ID, 0)
 	if err != nil || !k.Exists || k.Problem != "" {

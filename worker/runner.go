@@ -8,6 +8,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/internal/backoff"
+	"github.com/shardlease/shardlease/internal/lease"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -17,7 +19,7 @@ type runner struct {
 	state    ClaimState
 	since    time.Time
 	cancel   context.CancelCauseFunc // the handler's context; nil once it returned
-	auth     *authority
+	auth     *lease.Authority
 	drainBy  time.Time    // when revoking: the claim is lost if the handler has not returned by then
 	revokeBy shard.Reason // when revoking: why (rebalance, drain, load, shutdown)
 	overdue  bool         // when revoking: drainBy passed, authority ended, waiting for the handler
@@ -32,22 +34,22 @@ type exit struct {
 	err   error // non-nil: the fence showed the claim was already stale
 }
 
-func (lp *loop) publish() { lp.w.publish(lp.state, lp.lease.session, lp.runners) }
+func (lp *loop) publish() { lp.w.publish(lp.state, lp.lease.Session(), lp.runners) }
 
 // opCtx bounds one coordinator call made by the loop: it ends with the term.
 func (lp *loop) opCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(lp.lease.ctx, lp.w.cfg.Policy.StepDownAfter())
+	return context.WithTimeout(lp.lease.Context(), lp.w.cfg.Policy.StepDownAfter())
 }
 
 // start launches the runner of a granted claim.
 func (lp *loop) start(c shard.Claim) {
-	auth := newAuthority(lp.lease)
-	ctx, cancel := context.WithCancelCause(auth.ctx)
+	auth := lease.NewAuthority(lp.lease)
+	ctx, cancel := context.WithCancelCause(auth.Context())
 	lp.runners[c.Shard] = &runner{claim: c, state: ShardOwned, since: time.Now(), cancel: cancel, auth: auth}
 	go func() {
 		err := lp.w.runShard(ctx, auth, c)
 		cancel(nil)
-		auth.end(nil)
+		auth.End(nil)
 		select {
 		case lp.exits <- exit{shard: c.Shard, token: c.Token, err: err}:
 		case <-lp.closed:
@@ -68,7 +70,7 @@ func (lp *loop) revoke(r *runner, why shard.Reason) {
 	// next round: a handler overrunning it is told at once (Claim.Lost).
 	auth := r.auth
 	r.drainTimer = time.AfterFunc(drain, func() {
-		auth.lose(fmt.Sprintf("the handler did not return within the drain timeout %v", drain))
+		auth.Lose(fmt.Sprintf("the handler did not return within the drain timeout %v", drain))
 	})
 	r.cancel(fmt.Errorf("%w: %s", ErrRevoked, why))
 	lp.w.log.Info("revoking shard", zap.String("shard", string(r.claim.Shard)), zap.Stringer("why", why))
@@ -80,7 +82,7 @@ func (lp *loop) lose(r *runner, why string) {
 		return
 	}
 	r.state = ShardLost
-	r.auth.lose(why)
+	r.auth.Lose(why)
 	lp.w.m.losses.WithLabelValues("taken").Inc()
 	lp.w.log.Warn("shard lost", zap.String("shard", string(r.claim.Shard)), zap.Uint64("token", uint64(r.claim.Token)), zap.String("why", why))
 }
@@ -92,7 +94,7 @@ func (lp *loop) release(ids []shard.ID, why shard.Reason) {
 	}
 	ctx, cancel := lp.opCtx()
 	defer cancel()
-	if err := lp.w.cfg.Coordinator.Locks().Release(ctx, lp.lease.session, shard.ShardLocks(ids), why); err != nil {
+	if err := lp.w.cfg.Coordinator.Locks().Release(ctx, lp.lease.Session(), shard.ShardLocks(ids), why); err != nil {
 		lp.w.log.Warn("release failed; the shards stay held until the next round or the session ends",
 			zap.Int("shards", len(ids)), zap.Error(err))
 		return
@@ -188,7 +190,7 @@ func (lp *loop) shutdown(ctx context.Context) {
 	if !lp.awaitRunners(lp.w.cfg.DrainTimeout) {
 		for _, r := range lp.runners {
 			if r.cancel != nil {
-				r.auth.lose(fmt.Sprintf("the handler did not return within the drain timeout %v at shutdown", lp.w.cfg.DrainTimeout))
+				r.auth.Lose(fmt.Sprintf("the handler did not return within the drain timeout %v at shutdown", lp.w.cfg.DrainTimeout))
 			}
 		}
 		if !lp.awaitRunners(lp.w.cfg.Policy.RenewEvery) {
@@ -200,12 +202,12 @@ func (lp *loop) shutdown(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
 	defer cancel()
 	if len(held) > 0 {
-		if err := lp.w.cfg.Coordinator.Locks().Release(ctx, lp.lease.session, shard.ShardLocks(held), shard.ReasonShutdown); err == nil {
+		if err := lp.w.cfg.Coordinator.Locks().Release(ctx, lp.lease.Session(), shard.ShardLocks(held), shard.ReasonShutdown); err == nil {
 			lp.w.m.releases.WithLabelValues(shard.ReasonShutdown.String()).Add(float64(len(held)))
 		}
 	}
-	lp.w.destroy(ctx, lp.lease.session)
-	lp.lease.end(fmt.Errorf("%w: worker stopped", ErrRevoked))
+	lp.lease.Destroy(ctx)
+	lp.lease.End(fmt.Errorf("%w: worker stopped", ErrRevoked))
 	lp.runners = map[shard.ID]*runner{}
 	lp.w.log.Info("stopped: every shard released", zap.Int("shards", len(held)))
 }
@@ -227,7 +229,7 @@ func (lp *loop) heldByMe() []shard.ID {
 // carries ErrLost (they derive from the lease). Wait for the handlers, then
 // destroy the session in case the coordinator still thinks it is alive.
 func (lp *loop) stepDown(ctx context.Context) error {
-	cause := context.Cause(lp.lease.ctx)
+	cause := context.Cause(lp.lease.Context())
 	lp.w.m.stepDowns.Inc()
 	n := 0
 	for _, r := range lp.runners {
@@ -243,7 +245,7 @@ func (lp *loop) stepDown(ctx context.Context) error {
 	if !lp.awaitRunners(lp.w.cfg.DrainTimeout) {
 		lp.w.log.Warn("handlers still running after a step-down and the drain timeout", zap.Int("handlers", lp.running()))
 	}
-	lp.w.destroy(ctx, lp.lease.session)
+	lp.lease.Destroy(ctx)
 	if cause == nil {
 		cause = errors.New("lease ended")
 	}
@@ -285,19 +287,19 @@ func (lp *loop) announceLeave(ctx context.Context, now time.Time) {
 		budget = max(budget, lp.w.cfg.DrainTimeout)
 	}
 	giveUp := now.Add(budget)
-	retry := backoff{base: 50 * time.Millisecond, max: time.Second, j: lp.w.jitter}
+	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: time.Second, J: lp.w.jitter}
 	for {
 		deadline := time.Now().Add(lp.w.cfg.Policy.RenewEvery)
 		if giveUp.Before(deadline) {
 			deadline = giveUp
 		}
 		attempt, cancel := context.WithDeadline(ctx, deadline)
-		err := lp.w.cfg.Coordinator.Members().Join(attempt, lp.lease.session, m)
+		err := lp.w.cfg.Coordinator.Members().Join(attempt, lp.lease.Session(), m)
 		cancel()
 		if err == nil {
 			return
 		}
-		wait := retry.next()
+		wait := retry.Next()
 		if grace == 0 || !errors.Is(err, shard.ErrUnavailable) || time.Now().Add(wait).After(giveUp) {
 			lp.w.log.Warn("marking the member key before the shards are released failed; they are placed as after a stop without a rejoin grace",
 				zap.Duration("rejoin_grace", grace), zap.Error(err))
@@ -316,7 +318,7 @@ func (lp *loop) resign(ctx context.Context) {
 	lp.stopCandidate()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
 	defer cancel()
-	if err := lp.w.assignor.Resign(ctx, lp.lease.session); err != nil {
+	if err := lp.w.assignor.Resign(ctx, lp.lease.Session()); err != nil {
 		lp.w.log.Warn("resigning the assignor role failed; it ends with the session", zap.Error(err))
 	}
 }

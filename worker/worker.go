@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/assignor"
+	"github.com/shardlease/shardlease/internal/backoff"
+	"github.com/shardlease/shardlease/internal/lease"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -19,7 +21,7 @@ type Worker struct {
 	cfg    Config
 	log    *zap.Logger
 	m      *metrics
-	jitter *jitter
+	jitter *backoff.Jitter
 	shards []shard.ID
 
 	running atomic.Bool
@@ -35,6 +37,8 @@ type Worker struct {
 	assignor *assignor.Assignor
 	// load is the worker's part in load balancing (load_state.go).
 	load loadState
+	// leasing is how the worker keeps each term's session.
+	leasing lease.Config
 }
 
 // New validates cfg (every problem at once) and returns a Worker. It does not
@@ -52,9 +56,16 @@ func New(cfg Config) (*Worker, error) {
 		cfg:    cfg,
 		log:    cfg.Logger.With(zap.String("worker", cfg.ID)),
 		m:      m,
-		jitter: newJitter(cfg.JitterSeed),
+		jitter: backoff.NewJitter(cfg.JitterSeed),
 		shards: cfg.Fleet.IDs(),
 	}
+	w.leasing = lease.Config{Sessions: cfg.Coordinator.Sessions(), Policy: cfg.Policy, Owner: cfg.ID, Lost: ErrLost,
+		Jitter: w.jitter, Logger: w.log, Renewed: func(took time.Duration, err error) {
+			w.m.renewSeconds.Observe(took.Seconds())
+			if err != nil {
+				w.m.renewFailures.Inc()
+			}
+		}}
 	w.assignor, err = assignor.New(assignor.Config{
 		Worker:      cfg.ID,
 		Fleet:       cfg.Fleet,
@@ -63,7 +74,7 @@ func New(cfg Config) (*Worker, error) {
 		Policy:      cfg.balancePolicy(),
 		ShardWeight: cfg.ShardWeight,
 		Coalesce:    cfg.WatchCoalesce,
-		Jitter:      func(d time.Duration) time.Duration { return w.jitter.between(0, d) },
+		Jitter:      func(d time.Duration) time.Duration { return w.jitter.Between(0, d) },
 		Registerer:  cfg.Registerer,
 		Logger:      w.log,
 	})
@@ -105,7 +116,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.configure(ctx); err != nil {
 		return err
 	}
-	retry := backoff{base: 100 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
+	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	for {
 		err := w.term(ctx)
 		if ctx.Err() != nil {
@@ -114,9 +125,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		if isFatal(err) {
 			return err
 		}
-		wait := retry.next()
+		wait := retry.Next()
 		w.log.Warn("rejoining the fleet", zap.Error(err), zap.Duration("in", wait))
-		if !sleepCtx(ctx.Done(), wait) {
+		if !backoff.Sleep(ctx.Done(), wait) {
 			return nil
 		}
 	}
@@ -134,7 +145,7 @@ func isFatal(err error) bool {
 // the fleet has none, then proposes this worker's balancing policy
 // (proposePolicy). Transient failures are retried with backoff.
 func (w *Worker) configure(ctx context.Context) error {
-	retry := backoff{base: 100 * time.Millisecond, max: 5 * time.Second, j: w.jitter}
+	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	for {
 		stored, err := w.cfg.Coordinator.Fleet().Configure(ctx, w.cfg.Fleet)
 		if err == nil {
@@ -149,9 +160,9 @@ func (w *Worker) configure(ctx context.Context) error {
 		case isFatal(err) || ctx.Err() != nil:
 			return err
 		}
-		wait := retry.next()
+		wait := retry.Next()
 		w.log.Warn("coordinator not reachable; retrying", zap.Error(err), zap.Duration("in", wait))
-		if !sleepCtx(ctx.Done(), wait) {
+		if !backoff.Sleep(ctx.Done(), wait) {
 			return ctx.Err()
 		}
 	}
@@ -186,70 +197,45 @@ func (w *Worker) proposePolicy(ctx context.Context) error {
 // term is one session's lifetime: create the session, join, run the loop.
 // It returns nil after a graceful stop and the cause after a loss.
 func (w *Worker) term(ctx context.Context) error {
-	p := w.cfg.Policy
-	created := time.Now()
-	sid, err := w.cfg.Coordinator.Sessions().Create(ctx, p.SessionSpec(w.cfg.ID))
+	l, err := lease.Open(ctx, w.leasing)
 	if err != nil {
-		return fmt.Errorf("creating session: %w", err)
+		return err
 	}
-	if time.Since(created) > p.RenewEvery {
-		// A slow create leaves no way to tell when the session's TTL began
-		// (possibly at the start): renew once and count from that renewal.
-		if created, err = w.renewNow(ctx, sid); err != nil {
-			w.destroy(ctx, sid)
-			return fmt.Errorf("renewing a session that was slow to create: %w", err)
-		}
-	}
-	l := newLease(context.WithoutCancel(ctx), sid, created, p)
-	var renewing sync.WaitGroup
-	renewing.Go(func() { w.renew(l) })
-	defer renewing.Wait()
+	defer l.Wait()
 
 	m, err := w.join(ctx, l)
 	if err != nil {
-		l.end(err)
-		w.destroy(ctx, sid)
+		l.End(err)
+		l.Destroy(ctx)
 		return err
 	}
-	w.log.Info("joined the fleet", zap.String("session", string(sid)))
+	w.log.Info("joined the fleet", zap.String("session", string(l.Session())))
 	lp := newLoop(w, l)
 	lp.member = m
-	guarding, stopGuarding := context.WithCancel(l.ctx)
+	guarding, stopGuarding := context.WithCancel(l.Context())
 	var guard sync.WaitGroup
 	guard.Go(func() { w.guardMember(guarding, l, m) })
 	lp.stopGuard = func() { stopGuarding(); guard.Wait() }
 	defer lp.stopGuard()
-	candidate, stopCandidate := context.WithCancel(l.ctx)
+	candidate, stopCandidate := context.WithCancel(l.Context())
 	var campaigning sync.WaitGroup
-	campaigning.Go(func() { w.assignor.Run(candidate, l.session) })
+	campaigning.Go(func() { w.assignor.Run(candidate, l.Session()) })
 	lp.stopCandidate = func() { stopCandidate(); campaigning.Wait() }
 	defer lp.stopCandidate()
 	return lp.run(ctx)
-}
-
-// renewNow renews sid once and returns when that renewal started.
-func (w *Worker) renewNow(ctx context.Context, sid shard.SessionID) (time.Time, error) {
-	start := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, w.cfg.Policy.StepDownAfter())
-	defer cancel()
-	err := w.cfg.Coordinator.Sessions().Renew(rctx, sid)
-	if err == nil && time.Since(start) > w.cfg.Policy.RenewEvery {
-		err = fmt.Errorf("renewal took %v, more than the renewal interval %v", time.Since(start), w.cfg.Policy.RenewEvery)
-	}
-	return start, err
 }
 
 // join registers the member key. A key held by another session is retried
 // for as long as a crashed predecessor with the same ID could keep its
 // session (2·TTL on Consul, plus a renewal period); after that it is a
 // duplicate worker ID.
-func (w *Worker) join(ctx context.Context, l *lease) (shard.Member, error) {
+func (w *Worker) join(ctx context.Context, l *lease.Lease) (shard.Member, error) {
 	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Weight: w.cfg.Weight, Started: time.Now(),
 		Draining: w.draining.Load(), Cordon: w.keptCordon(l)}
 	giveUp := time.Now().Add(2*w.cfg.Policy.TTL + w.cfg.Policy.RenewEvery)
-	retry := backoff{base: 100 * time.Millisecond, max: 2 * time.Second, j: w.jitter}
+	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, J: w.jitter}
 	for {
-		err := w.cfg.Coordinator.Members().Join(l.ctx, l.session, m)
+		err := w.cfg.Coordinator.Members().Join(l.Context(), l.Session(), m)
 		if err == nil {
 			return m, nil
 		}
@@ -259,27 +245,17 @@ func (w *Worker) join(ctx context.Context, l *lease) (shard.Member, error) {
 		if isFatal(err) && !errors.Is(err, shard.ErrMemberExists) {
 			return m, err
 		}
-		if l.ctx.Err() != nil {
-			return m, context.Cause(l.ctx)
+		if l.Context().Err() != nil {
+			return m, context.Cause(l.Context())
 		}
-		wait := retry.next()
+		wait := retry.Next()
 		w.log.Warn("joining failed; retrying", zap.Error(err), zap.Duration("in", wait))
 		select {
 		case <-ctx.Done():
 			return m, ctx.Err()
-		case <-l.ctx.Done():
-			return m, context.Cause(l.ctx)
+		case <-l.Context().Done():
+			return m, context.Cause(l.Context())
 		case <-time.After(wait):
 		}
-	}
-}
-
-// destroy ends a session on a best-effort basis, even when ctx has ended, so
-// the shards it still holds are free at once instead of after its TTL.
-func (w *Worker) destroy(ctx context.Context, sid shard.SessionID) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.Policy.RenewEvery)
-	defer cancel()
-	if err := w.cfg.Coordinator.Sessions().Destroy(dctx, sid); err != nil {
-		w.log.Warn("destroying session failed; it will expire by its TTL", zap.String("session", string(sid)), zap.Error(err))
 	}
 }
