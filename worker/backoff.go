@@ -29,6 +29,11 @@ func (j *jitter) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(j.rng.Int64N(int64(hi-lo)))
 }
 
+// upTo returns a duration uniformly in [0, d): shard.FollowOptions.Jitter,
+// so the worker's follows draw from its seeded source and a simulated
+// fleet replays their waits.
+func (j *jitter) upTo(d time.Duration) time.Duration { return j.between(0, d) }
+
 // around returns d ± 50 %.
 func (j *jitter) around(d time.Duration) time.Duration { return j.between(d/2, d+d/2) }
 
