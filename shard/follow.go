@@ -50,6 +50,12 @@ type FollowOptions struct {
 	// Nil uses math/rand/v2; a worker passes its own seeded jitter so a
 	// simulated fleet replays its waits.
 	Jitter func(d time.Duration) time.Duration
+	// After is an index the caller has already seen (a read of its own,
+	// shown or acted on): the first read waits for a change past it, so
+	// fn is first called on a change, not with what the caller has. Zero:
+	// fn gets the first answer at once. A failed read starts over from 0
+	// as always.
+	After uint64
 }
 
 // The backoff of a failed read: jittered between half and all of a wait
@@ -63,7 +69,7 @@ const (
 // Follow reads a key or prefix with blocking queries, one after another
 // (watch is e.g. a Fleet's Watch, or a Locks' Watch bound to one lock),
 // following NextIndex's rules, and calls fn with every answer whose index
-// moved, the first one at once. fn returns when to call it again if
+// moved, the first one at once (with opts.After, the first past it). fn returns when to call it again if
 // nothing changes before then (zero: only on a change): Follow then bounds
 // its wait by that time and, when it passes, calls fn again with the last
 // answer. A failed read is retried with a jittered exponential backoff
@@ -78,7 +84,7 @@ func Follow[T Indexed](ctx context.Context, watch func(ctx context.Context, afte
 		jitter = func(d time.Duration) time.Duration { return rand.N(d + 1) }
 	}
 	var (
-		index   uint64
+		index   = opts.After
 		wait    = followFirstWait
 		started time.Time // when the previous read started
 		again   time.Time // when to call fn again without a change

@@ -109,3 +109,46 @@ func TestFollowAgain(t *testing.T) {
 		}
 	})
 }
+
+// known is at index 5 until 2 s have passed, then at 6; a blocking query
+// on index 5 times out after a second with index 5 unchanged.
+type known struct {
+	start time.Time
+	reads []uint64
+}
+
+func (k *known) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) {
+	k.reads = append(k.reads, after)
+	if after == 5 {
+		select {
+		case <-ctx.Done():
+			return shard.Snapshot{}, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	index := uint64(5)
+	if time.Since(k.start) >= 2*time.Second {
+		index = 6
+	}
+	return shard.Snapshot{Index: index}, nil
+}
+
+// TestFollowAfter: with After, the first read waits past that index and
+// fn is first called on a change, never with the answer the caller
+// already has, even when a blocking query times out with it unchanged.
+func TestFollowAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := &known{start: time.Now()}
+		var got []uint64
+		err := shard.Follow(t.Context(), k.Watch, shard.FollowOptions{After: 5}, func(s shard.Snapshot) (time.Time, error) {
+			got = append(got, s.Index)
+			return time.Time{}, shard.ErrStopFollowing
+		})
+		if err != nil || len(got) != 1 || got[0] != 6 || time.Since(k.start) != 2*time.Second {
+			t.Fatalf("Follow = %v, fn got %v at %v, want index 6 alone at 2s", err, got, time.Since(k.start))
+		}
+		if len(k.reads) != 2 || k.reads[0] != 5 || k.reads[1] != 5 {
+			t.Errorf("reads after %v, want [5 5]: the first waits on the known index, as does the one after its timeout", k.reads)
+		}
+	})
+}

@@ -109,10 +109,11 @@ type Config struct {
 	// Zero: DefaultColdStartGather; NoColdStartGather (any negative value):
 	// place at once.
 	ColdStartGather time.Duration
-	// WatchCoalesce is the minimum time between two wake-ups of a watch
-	// (the worker's assignment key, the assignor's listing of the fleet),
-	// so a burst of changes costs one reconcile or one step. Zero:
-	// DefaultWatchCoalesce.
+	// WatchCoalesce is the least time between the starts of two reads of
+	// a watch (the worker's assignment key, the assignor's listing of the
+	// fleet: shard.FollowOptions.MinSpacing), so a burst of changes costs
+	// one reconcile or one step per WatchCoalesce, and one more at its
+	// start after a quiet spell. Zero: DefaultWatchCoalesce.
 	WatchCoalesce time.Duration
 
 	// Registerer receives the worker's metrics (labelled worker=ID). Nil

@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/shardlease/shardlease/internal/backoff"
 	"github.com/shardlease/shardlease/internal/lease"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -111,39 +110,33 @@ func (lp *loop) run(ctx context.Context) error {
 	}
 }
 
-// watchAssignment runs one blocking query on the worker's assignment key
-// after another and hands the loop the latest answer. It reads one key: the
-// cost of a change elsewhere in the fleet is nothing here.
+// watchAssignment follows the worker's assignment key (shard.Follow) and
+// hands the loop the latest answer. Its reads start at least
+// Config.WatchCoalesce apart, so a burst of writes costs few reconciles.
+// It reads one key: the cost of a change elsewhere in the fleet is nothing
+// here. After a failed read Follow starts over from index 0 and may find
+// the key as it was: that is no change, and is not handed over again.
 func (lp *loop) watchAssignment(ctx context.Context) {
-	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: lp.w.jitter}
-	var index uint64
-	for {
-		k, err := lp.w.cfg.Coordinator.Assignments().Watch(ctx, lp.w.cfg.ID, index)
-		if ctx.Err() != nil {
-			return
+	watch := func(ctx context.Context, after uint64) (shard.AssignmentKey, error) {
+		return lp.w.cfg.Coordinator.Assignments().Watch(ctx, lp.w.cfg.ID, after)
+	}
+	opts := shard.FollowOptions{MinSpacing: lp.w.cfg.WatchCoalesce, Jitter: lp.w.jitter.UpTo, OnError: func(err error) bool {
+		lp.w.log.Warn("watching the assignment failed; retrying", zap.Error(err))
+		return true
+	}}
+	var sent *uint64 // the index last handed over
+	_ = shard.Follow(ctx, watch, opts, func(k shard.AssignmentKey) (time.Time, error) {
+		if sent != nil && *sent == k.Index {
+			return time.Time{}, nil
 		}
-		if err != nil {
-			wait := retry.Next()
-			lp.w.log.Warn("watching the assignment failed; retrying", zap.Error(err), zap.Duration("in", wait))
-			if !backoff.Sleep(ctx.Done(), wait) {
-				return
-			}
-			continue
-		}
-		retry.Reset()
-		if index != 0 && k.Index == index {
-			continue // a blocking query that timed out: nothing changed
-		}
-		index = shard.NextIndex(index, k.Index)
+		sent = &k.Index
 		select { // replace an unread answer: only the latest matters
 		case <-lp.assigns:
 		default:
 		}
 		lp.assigns <- k
-		if !backoff.Sleep(ctx.Done(), lp.w.cfg.WatchCoalesce) {
-			return
-		}
-	}
+		return time.Time{}, nil
+	})
 }
 
 // follow makes k the latest assignment and says, once, when the key goes

@@ -8,13 +8,13 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/shardlease/shardlease/internal/backoff"
 	"github.com/shardlease/shardlease/internal/lease"
 	"github.com/shardlease/shardlease/shard"
 )
 
-// guardMember watches the worker's own member key for the whole term, one
-// blocking query on one key (it is not woken by other workers' writes).
+// guardMember follows the worker's own member key (shard.Follow) for the
+// whole term: blocking queries on one key, not woken by other workers'
+// writes.
 // The key stops being what the term wrote in three ways, and each is acted
 // on within one watch round:
 //
@@ -29,31 +29,21 @@ import (
 //   - Another session holds it: only after this term's session ended and
 //     another worker took the ID, so the renewal check ends the term.
 //
-// It runs until ctx ends: the term's end, or the start of a stop, which
-// writes the key itself (loop.stopGuard).
+// A write that fails is tried again after Follow's backoff, on the key as
+// it is then. It runs until ctx ends: the term's end, or the start of a
+// stop, which writes the key itself (loop.stopGuard).
 func (w *Worker) guardMember(ctx context.Context, l *lease.Lease, m shard.Member) {
-	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
-	var index uint64
-	for ctx.Err() == nil {
-		k, err := w.cfg.Coordinator.Members().Watch(ctx, w.cfg.ID, index)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			if !backoff.Sleep(ctx.Done(), retry.Next()) {
-				return
-			}
-			continue
-		}
-		retry.Reset()
-		index = shard.NextIndex(index, k.Index)
+	watch := func(ctx context.Context, after uint64) (shard.MemberKey, error) {
+		return w.cfg.Coordinator.Members().Watch(ctx, w.cfg.ID, after)
+	}
+	_ = shard.Follow(ctx, watch, shard.FollowOptions{Jitter: w.jitter.UpTo}, func(k shard.MemberKey) (time.Time, error) {
 		if k.Exists && k.Problem == "" && k.Member.Session == l.Session() && sameRegistration(k.Member.Member, m) {
 			w.noteDraining(l, k.Member.Draining)
 			w.cordon.Store(k.Member.Cordon)
-			continue
+			return time.Time{}, nil
 		}
 		if !w.sessionAlive(l) || ctx.Err() != nil {
-			return
+			return time.Time{}, shard.ErrStopFollowing
 		}
 		if k.Exists && k.Problem == "" {
 			m.Draining = k.Member.Draining // an operator's drain request stays
@@ -61,21 +51,20 @@ func (w *Worker) guardMember(ctx context.Context, l *lease.Lease, m shard.Member
 		}
 		why := describeMemberKey(k, l.Session())
 		jctx, cancel := context.WithTimeout(ctx, w.cfg.Policy.RenewEvery)
-		err = w.cfg.Coordinator.Members().Join(jctx, l.Session(), m)
+		err := w.cfg.Coordinator.Members().Join(jctx, l.Session(), m)
 		cancel()
 		if errors.Is(err, shard.ErrSessionInvalid) {
 			l.End(fmt.Errorf("%w: %w", ErrLost, err)) // ended meanwhile: the term is over
-			return
+			return time.Time{}, shard.ErrStopFollowing
 		}
 		if err != nil {
 			w.log.Warn("the member key was changed under this worker and writing it again failed; retrying",
 				zap.String("key", why), zap.Error(err))
-			index = 0 // look again at once (after the backoff)
-			backoff.Sleep(ctx.Done(), retry.Next())
-			continue
+			return time.Time{}, shard.ErrFollowAgain // look again at once (after the backoff)
 		}
 		w.log.Warn("the member key was changed under this live worker; registered again", zap.String("key", why))
-	}
+		return time.Time{}, nil
+	})
 }
 
 // sessionAlive renews the term's session once to tell whether it still

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/shardlease/shardlease/internal/fleetview"
 	"github.com/shardlease/shardlease/shard"
@@ -47,7 +48,19 @@ blocking query (at most one every 250 ms) show as one.
 	}
 
 	var lastErr string
-	err = fleetview.Follow(ctx, after(fc.coord.Fleet(), first.Index), func(s shard.Snapshot) error {
+	// Follow from the snapshot just shown: the first listing blocks until
+	// the fleet changes past it, at fleetview's rate.
+	opts := shard.FollowOptions{MinSpacing: fleetview.MinSpacing, After: first.Index, OnError: func(err error) bool {
+		if errors.Is(err, shard.ErrPermissionDenied) {
+			return false
+		}
+		if msg := oneLine(fc.explain(err, "read")); msg != lastErr {
+			fmt.Fprintf(a.stderr, "shardctl watch: %s; retrying\n", msg)
+			lastErr = msg
+		}
+		return true
+	}}
+	err = shard.Follow(ctx, fc.coord.Fleet().Watch, opts, func(s shard.Snapshot) (time.Time, error) {
 		if lastErr != "" {
 			fmt.Fprintf(a.stderr, "shardctl watch: back in contact with %s\n", fc.addr)
 			lastErr = ""
@@ -57,7 +70,7 @@ blocking query (at most one every 250 ms) show as one.
 		for _, e := range evs {
 			if *asJSON {
 				if err := enc.Encode(e); err != nil {
-					return err
+					return time.Time{}, err
 				}
 				continue
 			}
@@ -67,27 +80,7 @@ blocking query (at most one every 250 ms) show as one.
 			f := fleetview.Build(fleetview.Input{Name: fc.name, Snapshot: s, Now: now})
 			fmt.Fprintf(a.stdout, "%12s  %s\n", "·", headline(f))
 		}
-		return nil
-	}, func(err error) bool {
-		if errors.Is(err, shard.ErrPermissionDenied) {
-			return false
-		}
-		if msg := oneLine(fc.explain(err, "read")); msg != lastErr {
-			fmt.Fprintf(a.stderr, "shardctl watch: %s; retrying\n", msg)
-			lastErr = msg
-		}
-		return true
+		return time.Time{}, nil
 	})
 	return fc.explain(err, "read")
-}
-
-// after is a fleet's Watch that starts after a known index, so Follow's
-// first query blocks instead of returning the snapshot already shown.
-func after(f shard.Fleet, index uint64) func(context.Context, uint64) (shard.Snapshot, error) {
-	return func(ctx context.Context, idx uint64) (shard.Snapshot, error) {
-		if idx == 0 && index != 0 {
-			idx, index = index, 0
-		}
-		return f.Watch(ctx, idx)
-	}
 }

@@ -422,25 +422,29 @@ func (s *story) owned(ctx context.Context, c shard.Coordinator, id string) int {
 	return snap.Counts()[id]
 }
 
-// waitOwned waits until every shard is owned by a worker not in dead.
+// waitOwned waits until every shard is owned by a worker not in dead. It
+// follows the fleet (shard.Follow: a blocking query per change) rather
+// than polling it, and gives up on the first failed read.
 func (s *story) waitOwned(ctx context.Context, c shard.Coordinator, dead map[string]bool) error {
-	for {
-		snap, err := c.Fleet().Watch(ctx, 0)
-		if err != nil {
-			return err
-		}
+	owned := false
+	err := shard.Follow(ctx, c.Fleet().Watch, shard.FollowOptions{OnError: func(error) bool { return false }}, func(snap shard.Snapshot) (time.Time, error) {
 		owners := snap.Owners()
-		ok := len(owners) == len(s.ids)
+		owned = len(owners) == len(s.ids)
 		for _, w := range owners {
-			ok = ok && !dead[w]
+			owned = owned && !dead[w]
 		}
-		if ok {
-			return nil
+		if owned {
+			return time.Time{}, shard.ErrStopFollowing
 		}
-		if !pipeline.Sleep(ctx, 50*time.Millisecond) {
-			return context.Cause(ctx)
-		}
+		return time.Time{}, nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case !owned:
+		return context.Cause(ctx)
 	}
+	return nil
 }
 
 // coordinators gives each member its coordinator: the one embedded

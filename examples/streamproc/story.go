@@ -347,19 +347,27 @@ func (s *story) startAfter(id shard.ID, t time.Time) (started, bool) {
 	return started{}, false
 }
 
+// waitFor follows the fleet (shard.Follow: a blocking query per change)
+// until ok holds, and returns the snapshot that satisfied it, or the last
+// one seen with an error: the first failed read's, or "interrupted" when
+// ctx ends.
 func (s *story) waitFor(ctx context.Context, coord *memory.Coordinator, ok func(shard.Snapshot) bool) (shard.Snapshot, error) {
-	for {
-		snap, err := coord.Fleet().Watch(ctx, 0)
-		if err != nil {
-			return snap, err
+	var snap shard.Snapshot
+	met := false
+	err := shard.Follow(ctx, coord.Fleet().Watch, shard.FollowOptions{OnError: func(error) bool { return false }}, func(got shard.Snapshot) (time.Time, error) {
+		snap, met = got, ok(got)
+		if met {
+			return time.Time{}, shard.ErrStopFollowing
 		}
-		if ok(snap) {
-			return snap, nil
-		}
-		if !sleep(ctx, 50*time.Millisecond) {
-			return snap, errors.New("interrupted")
-		}
+		return time.Time{}, nil
+	})
+	switch {
+	case err != nil:
+		return snap, err
+	case !met:
+		return snap, errors.New("interrupted")
 	}
+	return snap, nil
 }
 
 func spread(counts map[string]int) int {

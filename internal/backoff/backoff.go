@@ -30,6 +30,11 @@ func (j *Jitter) Between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(j.rng.Int64N(int64(hi-lo)))
 }
 
+// UpTo returns a duration uniformly in [0, d): shard.FollowOptions.Jitter,
+// so a worker's follows draw from its seeded source and a simulated fleet
+// replays their waits.
+func (j *Jitter) UpTo(d time.Duration) time.Duration { return j.Between(0, d) }
+
 // Backoff is capped exponential backoff with jitter: attempt n waits a
 // random duration in [c/4, c), c = min(Max, Base·2ⁿ).
 type Backoff struct {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
+	"github.com/shardlease/shardlease/shard"
 )
 
 // Fleet is one system's workers under test, on one fresh KV prefix: the
@@ -40,15 +41,21 @@ const (
 	largePrefix     = 1000
 )
 
-// WaitFor watches f until cond holds and returns the view that satisfied
-// it and when it was seen, or an error after within.
+// WaitFor follows f's views (shard.Follow) until cond holds and returns
+// the view that satisfied it and when it was seen, or an error after
+// within.
 func WaitFor(ctx context.Context, f Fleet, within time.Duration, what string, cond func(procfleet.View) bool) (procfleet.View, time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	var last procfleet.View
-	var after uint64
-	var rest time.Duration
-	for {
+	var seen time.Time // when last satisfied cond
+	_ = shard.Follow(ctx, f.View, shard.FollowOptions{}, func(v procfleet.View) (time.Time, error) {
+		now := time.Now()
+		last = v
+		if cond(v) {
+			seen = now
+			return time.Time{}, shard.ErrStopFollowing
+		}
 		// A large prefix is read at a bounded rate, as the dashboard reads
 		// it (fleetview: a listing at most every 250 ms): a listing of
 		// 10,000 keys costs Consul tens of milliseconds (docs/benchmarks.md,
@@ -56,36 +63,24 @@ func WaitFor(ctx context.Context, f Fleet, within time.Duration, what string, co
 		// again on every write would compete with the workers it measures.
 		// Times that must be exact come from the workers (StartLog); a
 		// small prefix is cheap to read and read at once. Large is judged by
-		// the shards seen, not by how long the call took: a blocking query
-		// takes as long as nothing changes.
-		select {
-		case <-time.After(rest):
-		case <-ctx.Done():
-		}
-		v, err := f.View(ctx, after)
-		rest = 0
+		// the shards seen, so the pause is here rather than Follow's
+		// MinSpacing, and it follows the answer, not the start of its
+		// read: a blocking query takes as long as nothing changes.
 		if len(v.Owners) >= largePrefix {
-			rest = observerSpacing
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return last, time.Time{}, fmt.Errorf("%s: %s not reached within %v (last seen: %d shards owned, %d members, max−min %d)",
-					f.System(), what, within, len(last.Owners), len(last.Members), last.Spread())
-			}
-			// A failed blocking query: retry after a moment.
+			t := time.NewTimer(observerSpacing)
+			defer t.Stop()
 			select {
-			case <-time.After(50 * time.Millisecond):
+			case <-t.C:
 			case <-ctx.Done():
 			}
-			continue
 		}
-		now := time.Now()
-		last = v
-		if cond(v) {
-			return v, now, nil
-		}
-		after = v.Index
+		return time.Time{}, nil
+	})
+	if seen.IsZero() {
+		return last, time.Time{}, fmt.Errorf("%s: %s not reached within %v (last seen: %d shards owned, %d members, max−min %d)",
+			f.System(), what, within, len(last.Owners), len(last.Members), last.Spread())
 	}
+	return last, seen, nil
 }
 
 // WorkerID names the i-th worker of a fleet: w01, w02, …

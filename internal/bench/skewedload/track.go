@@ -30,25 +30,12 @@ type loadTrack struct {
 
 func newLoadTrack() *loadTrack { return &loadTrack{last: map[string]string{}} }
 
-// follow watches observer's prefix until ctx ends.
+// follow follows observer's prefix (shard.Follow) until ctx ends.
 func (t *loadTrack) follow(ctx context.Context, observer *procfleet.Observer) {
-	var after uint64
-	for {
-		snap, err := observer.Snapshot(ctx, after)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			select { // a failed blocking query: retry after a moment
-			case <-time.After(50 * time.Millisecond):
-			case <-ctx.Done():
-				return
-			}
-			continue
-		}
+	_ = shard.Follow(ctx, observer.Snapshot, shard.FollowOptions{}, func(snap shard.Snapshot) (time.Time, error) {
 		t.see(procfleet.SnapshotView(snap), snap.ShardLoads(), time.Now())
-		after = shard.NextIndex(after, snap.Index)
-	}
+		return time.Time{}, nil
+	})
 }
 
 // see records view v and the fleet's own loads, seen at at.

@@ -94,31 +94,32 @@ func ColdStart(ctx context.Context, o Options, n int, progress io.Writer) (*Flee
 	// The observer follows the prefix with blocking queries, as the
 	// workers do: polling a large prefix would itself load the agent.
 	lastReport := start
-	for !converged(snap, n, o.Workers) {
-		if time.Since(start) > o.Converge {
-			owned, spread, _ := ownership(snap)
-			f.count(&r, reg)
-			f.Close()
-			return nil, r, fmt.Errorf("%w after %v (%d of %d shards owned by live workers, max−min %d)", ErrNotConverged, o.Converge, owned, n, spread)
-		}
-		octx, cancel := context.WithTimeout(ctx, time.Until(start.Add(o.Converge))+time.Second)
-		next, err := observer.Snapshot(octx, snap.Index)
+	if !converged(snap, n, o.Workers) {
+		octx, cancel := context.WithDeadline(ctx, start.Add(o.Converge+time.Second))
+		_ = shard.Follow(octx, observer.Snapshot, shard.FollowOptions{After: snap.Index}, func(next shard.Snapshot) (time.Time, error) {
+			snap = next
+			if converged(snap, n, o.Workers) || time.Since(start) > o.Converge {
+				return time.Time{}, shard.ErrStopFollowing
+			}
+			if time.Since(lastReport) >= 5*time.Second {
+				lastReport = time.Now()
+				owned, spread, _ := ownership(snap)
+				fmt.Fprintf(progress, "consul-steady: %4.0fs: %d of %d shards owned by live workers, max−min %d\n",
+					time.Since(start).Seconds(), owned, n, spread)
+			}
+			return time.Time{}, nil
+		})
 		cancel()
-		if ctx.Err() != nil {
-			f.Close()
-			return nil, r, ctx.Err()
-		}
-		if err != nil {
-			time.Sleep(50 * time.Millisecond)
-			continue
-		}
-		snap = next
-		if time.Since(lastReport) >= 5*time.Second {
-			lastReport = time.Now()
-			owned, spread, _ := ownership(snap)
-			fmt.Fprintf(progress, "consul-steady: %4.0fs: %d of %d shards owned by live workers, max−min %d\n",
-				time.Since(start).Seconds(), owned, n, spread)
-		}
+	}
+	if ctx.Err() != nil {
+		f.Close()
+		return nil, r, ctx.Err()
+	}
+	if !converged(snap, n, o.Workers) {
+		owned, spread, _ := ownership(snap)
+		f.count(&r, reg)
+		f.Close()
+		return nil, r, fmt.Errorf("%w after %v (%d of %d shards owned by live workers, max−min %d)", ErrNotConverged, o.Converge, owned, n, spread)
 	}
 	r.ColdStartSeconds = time.Since(start).Seconds()
 	f.count(&r, reg)

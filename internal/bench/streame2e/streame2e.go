@@ -300,17 +300,15 @@ func (p *streamPipe) close() {
 // waitAllOwned waits until every shard is owned, every worker owns some,
 // max − min ≤ 1, and no shard has changed hands for a second: a hand-off
 // while the handlers are held would wait out the drain timeout and fail
-// the run.
+// the run. It follows the fleet (shard.Follow), looking again a second
+// after the last move when nothing changes.
 func waitAllOwned(ctx context.Context, coord *memory.Coordinator, shards, workers int) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var last map[shard.ID]string
 	var since time.Time
-	for {
-		snap, err := coord.Fleet().Watch(ctx, 0)
-		if err != nil {
-			return err
-		}
+	settled := false
+	err := shard.Follow(ctx, coord.Fleet().Watch, shard.FollowOptions{OnError: func(error) bool { return false }}, func(snap shard.Snapshot) (time.Time, error) {
 		owners, counts := snap.Owners(), snap.Counts()
 		spread := 0
 		if len(counts) > 0 {
@@ -323,15 +321,22 @@ func waitAllOwned(ctx context.Context, coord *memory.Coordinator, shards, worker
 		switch {
 		case len(owners) != shards || len(counts) != workers || spread > 1:
 			last = nil
+			return time.Time{}, nil
 		case !maps.Equal(owners, last):
 			last, since = owners, time.Now()
 		case time.Since(since) >= time.Second:
-			return nil
+			settled = true
+			return time.Time{}, shard.ErrStopFollowing
 		}
-		if !pipeline.Sleep(ctx, 20*time.Millisecond) {
-			return errors.New("the fleet did not settle (every shard owned, max − min ≤ 1, nothing moving for 1 s) within a minute")
-		}
+		return since.Add(time.Second), nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case !settled:
+		return errors.New("the fleet did not settle (every shard owned, max − min ≤ 1, nothing moving for 1 s) within a minute")
 	}
+	return nil
 }
 
 // waitEvents waits until the handlers have committed n events.

@@ -132,9 +132,8 @@ func stuckTrial(ctx context.Context, env *bench.Env, workers, shards int, span t
 	return followStuck(ctx, f, shards, span)
 }
 
-// followStuck follows f's prefix with blocking queries for span and
-// integrates what it sees: between two snapshots the ownership is the
-// first's.
+// followStuck follows f's prefix (shard.Follow) for span and integrates
+// what it sees: between two snapshots the ownership is the first's.
 func followStuck(ctx context.Context, f *fleet.Shardlease, shards int, span time.Duration) (stuckFigures, error) {
 	fig := stuckFigures{allOwned: math.NaN()}
 	start := time.Now()
@@ -144,26 +143,13 @@ func followStuck(ctx context.Context, f *fleet.Shardlease, shards int, span time
 	owner := map[shard.ID]string{} // the last live owner seen
 	changes := map[shard.ID]int{}
 	var last shard.Snapshot
-	var after uint64
 	lastAt, lastUnowned := start, shards
 	var unowned time.Duration
-	for {
-		snap, err := f.Observer().Snapshot(wctx, after)
+	_ = shard.Follow(wctx, f.Observer().Snapshot, shard.FollowOptions{}, func(snap shard.Snapshot) (time.Time, error) {
 		now := time.Now()
-		if err != nil {
-			if ctx.Err() != nil {
-				return fig, ctx.Err()
-			}
-			if wctx.Err() != nil {
-				break
-			}
-			time.Sleep(50 * time.Millisecond) // a failed blocking query
-			continue
-		}
 		unowned += time.Duration(lastUnowned) * now.Sub(lastAt)
 		owners := snap.Owners()
 		lastAt, lastUnowned, last = now, shards-len(owners), snap
-		after = shard.NextIndex(after, snap.Index)
 		if len(owners) == shards && math.IsNaN(fig.allOwned) {
 			fig.allOwned = now.Sub(start).Seconds()
 		}
@@ -173,6 +159,10 @@ func followStuck(ctx context.Context, f *fleet.Shardlease, shards int, span time
 			}
 			owner[s] = w
 		}
+		return time.Time{}, nil
+	})
+	if ctx.Err() != nil {
+		return fig, ctx.Err()
 	}
 	end = time.Now()
 	unowned += time.Duration(lastUnowned) * end.Sub(lastAt)

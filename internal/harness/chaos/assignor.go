@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -76,23 +75,14 @@ func (f *Fleet) watchAssignor(ctx context.Context) (*assignorWatch, <-chan struc
 	return a, done, nil
 }
 
-// run watches until ctx ends; errors (a busy machine, an election) are
-// retried with jittered backoff, as the workers' own watches do.
+// run follows P/assignor (shard.Follow) until ctx ends; errors (a busy
+// machine, an election) are retried with Follow's jittered backoff, as
+// the workers' own watches are.
 func (a *assignorWatch) run(ctx context.Context) {
-	var after uint64
-	backoff := 50 * time.Millisecond
-	for ctx.Err() == nil {
-		k, err := a.o.Assignor(ctx, after)
-		if err != nil {
-			after = 0
-			backoff = min(2*backoff, 2*time.Second)
-			sleepCtx(ctx, backoff/2+rand.N(backoff/2))
-			continue
-		}
-		backoff = 50 * time.Millisecond
+	_ = shard.Follow(ctx, a.o.Assignor, shard.FollowOptions{}, func(k shard.LockKey) (time.Time, error) {
 		a.record(holderOf(k, time.Now()))
-		after = shard.NextIndex(after, k.Index)
-	}
+		return time.Time{}, nil
+	})
 }
 
 func holderOf(k shard.LockKey, seen time.Time) Holder {

@@ -72,15 +72,19 @@ func (o *Observer) AssignorWorker(ctx context.Context, must bool) (string, error
 	}
 	wctx, cancel := context.WithTimeout(ctx, ElectWithin)
 	defer cancel()
-	for !k.Held() {
-		next, err := o.Assignor(wctx, k.Index)
-		if wctx.Err() != nil {
-			return "", fmt.Errorf("%s: %w within %v (P/assignor %+v)", o.prefix, ErrNoAssignor, ElectWithin, k)
-		}
-		if err != nil {
-			return "", fmt.Errorf("%s: reading P/assignor: %w", o.prefix, err)
-		}
+	stop := func(error) bool { return false } // a failed read is the caller's to judge
+	err = shard.Follow(wctx, o.Assignor, shard.FollowOptions{After: k.Index, OnError: stop}, func(next shard.LockKey) (time.Time, error) {
 		k = next
+		if k.Held() {
+			return time.Time{}, shard.ErrStopFollowing
+		}
+		return time.Time{}, nil
+	})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%s: reading P/assignor: %w", o.prefix, err)
+	case !k.Held():
+		return "", fmt.Errorf("%s: %w within %v (P/assignor %+v)", o.prefix, ErrNoAssignor, ElectWithin, k)
 	}
 	return k.Worker, nil
 }

@@ -13,6 +13,10 @@ type View struct {
 	Members []string          // workers that count for balance (live ones)
 }
 
+// BlockingIndex is the view's index, so that shard.Follow follows a
+// fleet's views.
+func (v View) BlockingIndex() uint64 { return v.Index }
+
 // SnapshotView is a shardlease snapshot as a view: its held shards' owners
 // and its live members.
 func SnapshotView(snap shard.Snapshot) View {

@@ -44,10 +44,10 @@ func (c *checker) list() []string {
 	return append([]string(nil), c.violations...)
 }
 
-// watchTokens follows the coordinator from outside, one blocking query after
-// another, and checks the fencing tokens: a shard key's index never goes
-// back, and each new claim of a shard carries a higher token than every
-// earlier one, so no token is ever handed to two sessions.
+// watchTokens follows the coordinator from outside (shard.Follow) and
+// checks the fencing tokens: a shard key's index never goes back, and
+// each new claim of a shard carries a higher token than every earlier
+// one, so no token is ever handed to two sessions.
 func watchTokens(ctx context.Context, co shard.Coordinator, c *checker) {
 	type held struct {
 		session shard.SessionID
@@ -55,16 +55,15 @@ func watchTokens(ctx context.Context, co shard.Coordinator, c *checker) {
 	}
 	index := map[shard.ID]shard.Token{}
 	last := map[shard.ID]held{}
-	var after uint64
-	for {
-		snap, err := co.Fleet().Watch(ctx, after)
-		if err != nil {
-			return // ctx ended: the embedded coordinator fails no other way
+	var at uint64 // the index of the last snapshot
+	// A failed read ends the check: the embedded coordinator fails only
+	// when ctx ends.
+	stop := func(error) bool { return false }
+	_ = shard.Follow(ctx, co.Fleet().Watch, shard.FollowOptions{OnError: stop}, func(snap shard.Snapshot) (time.Time, error) {
+		if snap.Index < at {
+			c.violate("coordinator index went back from %d to %d", at, snap.Index)
 		}
-		if snap.Index < after {
-			c.violate("coordinator index went back from %d to %d", after, snap.Index)
-		}
-		after = snap.Index
+		at = snap.Index
 		for _, st := range snap.Shards {
 			if st.Token < index[st.Shard] {
 				c.violate("shard %s: key index went back from %d to %d", st.Shard, index[st.Shard], st.Token)
@@ -83,7 +82,8 @@ func watchTokens(ctx context.Context, co shard.Coordinator, c *checker) {
 			}
 			last[st.Shard] = held{st.Session, st.Token}
 		}
-	}
+		return time.Time{}, nil
+	})
 }
 
 // handlers tracks every running handler invocation, to check that a handler
