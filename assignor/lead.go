@@ -39,23 +39,7 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 		log.Warn("listing the fleet failed; retrying", zap.Error(err))
 		return true
 	}}
-	// own is this assignor's last write when nothing else was written
-	// between the listing it decided on and that write: the next listing
-	// need not return before a change that is not its own (a listing of
-	// 10,000 shards is megabytes, and a step on its own write decides
-	// nothing new: a decision read back plans the same).
-	var own ownWrite
-	watch := func(ctx context.Context, after uint64) (shard.Snapshot, error) {
-		return a.cfg.Coordinator.Fleet().Watch(ctx, own.next(after))
-	}
-	_ = shard.Follow(ctx, watch, opts, func(snap shard.Snapshot) (time.Time, error) {
-		stale := own.stale(snap)
-		own = ownWrite{}
-		if stale {
-			// Woken on time with the listing before its own write: list
-			// again rather than decide on what it has already changed.
-			return time.Time{}, shard.ErrFollowAgain
-		}
+	_ = shard.Follow(ctx, a.cfg.Coordinator.Fleet().Watch, opts, func(snap shard.Snapshot) (time.Time, error) {
 		a.m.observe(snap, time.Now())
 		for _, p := range problems.fresh(snap.Problems) {
 			log.Warn("the coordinator reports a problem under the fleet prefix (ignored, never taken as an owner, an assignment or a config)", zap.String("problem", p))
@@ -70,10 +54,7 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 			log.Info("following the fleet's balance policy", zap.Stringer("policy", p), zap.Bool("stored", snap.Policy != nil))
 			following = &p
 		}
-		wake, written, err := a.step(ctx, id, epoch, snap, p, &gather, log)
-		if written == snap.Index+1 {
-			own = ownWrite{listed: snap.Index, written: written}
-		}
+		wake, err := a.step(ctx, id, epoch, snap, p, &gather, log)
 		switch {
 		case errors.Is(err, shard.ErrNotAssignor):
 			log.Info("deposed: the coordinator refused this assignor's writes", zap.Error(err))
@@ -89,9 +70,8 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 }
 
 // step runs one rebalance.Step on snap and writes its decision. It
-// returns when to step again if nothing changes, and the index of its
-// write when it took one transaction (shard.Assignments.Assign).
-func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Token, snap shard.Snapshot, pol shard.BalancePolicy, gather *gathering, log *zap.Logger) (time.Time, uint64, error) {
+// returns when to step again if nothing changes.
+func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Token, snap shard.Snapshot, pol shard.BalancePolicy, gather *gathering, log *zap.Logger) (time.Time, error) {
 	began := time.Now()
 	state, unread := State(snap, a.cfg.Fleet, a.shards, began)
 	for _, p := range unread {
@@ -101,14 +81,14 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 		state.Loads = a.loads.of(snap, a.shards)
 	}
 	if until := gather.wait(state, gatherLimit(pol)); !until.IsZero() {
-		return until, 0, nil // a cold fleet whose members are still joining
+		return until, nil // a cold fleet whose members are still joining
 	}
 	d, err := rebalance.Step(state, StepPolicy(pol, a.cfg.Lease))
 	a.m.steps.Inc()
 	a.m.stepSeconds.Observe(time.Since(began).Seconds())
 	if err != nil {
 		log.Error("cannot decide from this listing; waiting for the next", zap.Uint64("index", snap.Index), zap.Error(err))
-		return time.Time{}, 0, nil
+		return time.Time{}, nil
 	}
 	a.m.imbalance.Set(float64(rebalance.Spread(heldCounts(state))))
 	if lo, hi, ok := spread(snap, state.Loads); ok && state.Loads != nil {
@@ -117,18 +97,17 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	}
 	d = askLoads(snap, state, d, pol.Load != nil)
 	if len(d.Assign) == 0 && len(d.Delete) == 0 {
-		return d.Wake, 0, nil
+		return d.Wake, nil
 	}
 	set, err := Keys(snap, a.cfg.Fleet, d, pol.Load != nil)
 	if err != nil {
 		log.Error("cannot write this decision; waiting for the next listing", zap.Error(err))
-		return time.Time{}, 0, nil
+		return time.Time{}, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, a.cfg.Lease.StepDownAfter())
 	defer cancel()
-	written, err := a.cfg.Coordinator.Assignments().Assign(wctx, id, epoch, set)
-	if err != nil {
-		return time.Time{}, 0, err
+	if err := a.cfg.Coordinator.Assignments().Assign(wctx, id, epoch, set); err != nil {
+		return time.Time{}, err
 	}
 	a.m.written.Add(float64(len(set)))
 	for _, mv := range d.Moves {
@@ -138,28 +117,7 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 				zap.String("reason", mv.Reason.String()))
 		}
 	}
-	return d.Wake, written, nil
-}
-
-// ownWrite is the assignor's last write, made at index written right
-// after the listing at index listed it decided on, with nothing else
-// written in between; zero when there is none to skip.
-type ownWrite struct{ listed, written uint64 }
-
-// next is the index to list after: past the assignor's own write when the
-// listing would otherwise return just for it.
-func (o ownWrite) next(after uint64) uint64 {
-	if o.written != 0 && after == o.listed {
-		return o.written
-	}
-	return after
-}
-
-// stale reports whether snap is the listing the own write was decided on,
-// which Follow hands back when the step's wake-up time comes before any
-// change: it lacks the assignor's own write.
-func (o ownWrite) stale(snap shard.Snapshot) bool {
-	return o.written != 0 && snap.Index == o.listed
+	return d.Wake, nil
 }
 
 // heldCounts is the number of shards each live member holds.

@@ -257,14 +257,7 @@ type Assignments interface {
 	// ErrInvalidArgument, a shard outside the fleet's config wraps
 	// ErrUnknownShard, and an unconfigured fleet ErrInvalidArgument. An
 	// empty set writes and checks nothing. Assign does not modify set.
-	//
-	// written is the index of the write when the whole set took one
-	// transaction that changed something (every key it wrote has that
-	// index), and 0 otherwise. An assignor that listed the fleet at index I
-	// and is told I+1 knows that nothing else was written in between, so
-	// its next listing need not return before a change that is not its
-	// own.
-	Assign(ctx context.Context, id SessionID, epoch Token, set map[string]*Assignment) (written uint64, err error)
+	Assign(ctx context.Context, id SessionID, epoch Token, set map[string]*Assignment) error
 	// Watch returns worker's assignment key as soon as its index is
 	// greater than after (at once when after is 0), or when the
 	// coordinator's blocking wait ends; callers follow NextIndex. It reads

@@ -187,16 +187,10 @@ type iAssignments struct {
 	f  Interceptor
 }
 
-func (a iAssignments) Assign(ctx context.Context, id SessionID, epoch Token, set map[string]*Assignment) (uint64, error) {
-	var written uint64
-	err := a.f(ctx, &Call{Op: OpAssign, Session: id, Epoch: epoch, Keys: len(set)}, func(ctx context.Context) (err error) {
-		written, err = a.in.Assign(ctx, id, epoch, set)
-		return err
+func (a iAssignments) Assign(ctx context.Context, id SessionID, epoch Token, set map[string]*Assignment) error {
+	return a.f(ctx, &Call{Op: OpAssign, Session: id, Epoch: epoch, Keys: len(set)}, func(ctx context.Context) error {
+		return a.in.Assign(ctx, id, epoch, set)
 	})
-	if err != nil {
-		return 0, err
-	}
-	return written, nil
 }
 
 func (a iAssignments) Watch(ctx context.Context, worker string, after uint64) (AssignmentKey, error) {

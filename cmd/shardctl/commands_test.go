@@ -86,7 +86,7 @@ func TestStatusTable(t *testing.T) {
 		}
 		given := snap.Assignments["w3"]
 		given.Memory = assignor.Memory{Stuck: true, StuckSession: w3}.Encode()
-		if _, err := f.coord.Assignments().Assign(t.Context(), a.Session, a.Token, map[string]*shard.Assignment{"w3": &given}); err != nil {
+		if err := f.coord.Assignments().Assign(t.Context(), a.Session, a.Token, map[string]*shard.Assignment{"w3": &given}); err != nil {
 			t.Fatal(err)
 		}
 		_, out, _ = f.run(t.Context(), "", "status", "-prefix", "orders", "-no-shards")

@@ -24,7 +24,7 @@ func TestAssignmentsInChromium(t *testing.T) {
 	if err != nil || !held {
 		t.Fatalf("Campaign = %d, %v, %v", epoch, held, err)
 	}
-	_, err = c.Assignments().Assign(ctx, sessions["a"], epoch, map[string]*shard.Assignment{
+	err = c.Assignments().Assign(ctx, sessions["a"], epoch, map[string]*shard.Assignment{
 		"a": {Shards: []shard.ID{"stream/shard-000", "stream/shard-001", "stream/shard-003"}, Memory: assignor.Memory{Since: time.Now()}.Encode()},
 		"b": {Shards: []shard.ID{"stream/shard-002"}, Memory: assignor.Memory{Since: time.Now(), Stuck: true, StuckSession: sessions["b"]}.Encode()},
 	})

@@ -35,26 +35,26 @@ const maxTxnBytes = 480 << 10
 // just after, and says how many keys earlier transactions wrote; those
 // stay written. A transaction that fails otherwise (Consul unreachable: its
 // outcome is unknown) returns that error with the same count.
-func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) (uint64, error) {
+func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
 	c := as.c
 	if err := ctxErr(ctx); err != nil {
-		return 0, err
+		return err
 	}
 	workers := slices.Sorted(maps.Keys(set))
 	if len(workers) == 0 {
-		return 0, nil
+		return nil
 	}
 	if workers[0] == "" {
-		return 0, fmt.Errorf("%w: assign: worker id is empty", shard.ErrInvalidArgument)
+		return fmt.Errorf("%w: assign: worker id is empty", shard.ErrInvalidArgument)
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
 	fleet, err := c.shardSet(octx, "assign (read config)")
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if fleet == nil {
-		return 0, fmt.Errorf("%w: assign: the fleet has no config at %q yet (Configure first)", shard.ErrInvalidArgument, c.configKey())
+		return fmt.Errorf("%w: assign: the fleet has no config at %q yet (Configure first)", shard.ErrInvalidArgument, c.configKey())
 	}
 	// A worker's key and the assignor's memory about it are written (or
 	// deleted) in one transaction, so they carry one modify index: the
@@ -70,7 +70,7 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 			v.Epoch = epoch
 			value, err := keycodec.EncodeAssignment(fleet.cfg, v)
 			if err != nil {
-				return 0, fmt.Errorf("assign: worker %q: %w", w, err)
+				return fmt.Errorf("assign: worker %q: %w", w, err)
 			}
 			seal := newSeal()
 			groups[i][0].KV.Verb, groups[i][0].KV.Value = api.KVSet, sealValue(value, seal)
@@ -83,44 +83,26 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 	}
 	batches, err := consulkv.GroupBatches(checks, groups, maxTxnBytes)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	written, index := 0, uint64(0)
+	written := 0
 	for _, batch := range batches {
-		results, txnErrs, err := c.txn(octx, "assign", batch)
+		_, txnErrs, err := c.txn(octx, "assign", batch)
 		if err != nil {
-			return 0, fmt.Errorf("%w (%d of %d assignment keys were written by earlier transactions)", err, written, len(workers))
+			return fmt.Errorf("%w (%d of %d assignment keys were written by earlier transactions)", err, written, len(workers))
 		}
 		if len(txnErrs) > 0 {
 			for _, e := range txnErrs {
 				if e.OpIndex < len(checks) && consulkv.ClassifyRefusal(e.What) != consulkv.RefusedPermission {
-					return 0, c.notAssignor(octx, id, epoch, e.What, written, len(workers))
+					return c.notAssignor(octx, id, epoch, e.What, written, len(workers))
 				}
 			}
-			return 0, fmt.Errorf("%w (%d of %d assignment keys were written by earlier transactions)",
+			return fmt.Errorf("%w (%d of %d assignment keys were written by earlier transactions)",
 				c.txnFailure("assign", txnErrs), written, len(workers))
 		}
 		written += (len(batch) - len(checks)) / 2
-		index = writeIndex(results, len(checks))
 	}
-	if len(batches) != 1 {
-		return 0, nil
-	}
-	return index, nil
-}
-
-// writeIndex is the index of a transaction's writes: the highest modify
-// index among its results (the checks return P/assignor as it was, the
-// sets the keys as written), 0 when it set nothing (deletes and checks
-// alone return nothing newer than the checked key, which was not written).
-func writeIndex(results api.TxnResults, checks int) uint64 {
-	var idx uint64
-	for _, r := range results[min(checks, len(results)):] {
-		if r.KV != nil {
-			idx = max(idx, r.KV.ModifyIndex)
-		}
-	}
-	return idx
+	return nil
 }
 
 // notAssignor is Assign's error when a transaction's check on P/assignor

@@ -101,7 +101,7 @@ func TestAssignChecksEveryTransaction(t *testing.T) {
 	}
 	first := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	spy.reset(nil)
-	if _, err := c.Assignments().Assign(ctx, a, epoch, set(first)); err != nil {
+	if err := c.Assignments().Assign(ctx, a, epoch, set(first)); err != nil {
 		t.Fatal(err)
 	}
 	assignor := c.Prefix() + "/assignor"
@@ -135,7 +135,7 @@ func TestAssignChecksEveryTransaction(t *testing.T) {
 		return err
 	})
 	second := first.Add(time.Hour)
-	_, err = c.Assignments().Assign(ctx, a, epoch, set(second))
+	err = c.Assignments().Assign(ctx, a, epoch, set(second))
 	if spy.err != nil {
 		t.Fatalf("deposing the assignor: %v", spy.err)
 	}
@@ -207,7 +207,7 @@ func TestAssignSplitsLargeTransactions(t *testing.T) {
 	}
 
 	requests.Reset()
-	if _, err := c.Assignments().Assign(ctx, a, epoch, set); err != nil {
+	if err := c.Assignments().Assign(ctx, a, epoch, set); err != nil {
 		t.Fatalf("Assign of %d values, %d bytes: %v", workers, total, err)
 	}
 	if n := requests.Counts()["PUT /v1/txn"]; n < 3 {
@@ -246,7 +246,7 @@ func TestWatchAssignmentOfAMissingKey(t *testing.T) {
 	}
 	assign := func(set map[string]*shard.Assignment) {
 		t.Helper()
-		if _, err := c.Assignments().Assign(ctx, a, epoch, set); err != nil {
+		if err := c.Assignments().Assign(ctx, a, epoch, set); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -332,14 +332,14 @@ func TestAssignorValueEditedByHand(t *testing.T) {
 		t.Fatalf("WatchAssignor(0) = %+v, %v; want the holder, the new epoch and a problem", k, err)
 	}
 	set := map[string]*shard.Assignment{"w": {}}
-	if _, err := c.Assignments().Assign(ctx, a, epoch, set); !errors.Is(err, shard.ErrNotAssignor) {
+	if err := c.Assignments().Assign(ctx, a, epoch, set); !errors.Is(err, shard.ErrNotAssignor) {
 		t.Fatalf("Assign with the epoch from before the edit = %v, want ErrNotAssignor", err)
 	}
 	again, held, err := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock)
 	if err != nil || !held || again != snap.Assignor.Token {
 		t.Fatalf("the holder's Campaign after the edit = %d, %v, %v; want the new epoch %d", again, held, err, snap.Assignor.Token)
 	}
-	if _, err := c.Assignments().Assign(ctx, a, again, set); err != nil {
+	if err := c.Assignments().Assign(ctx, a, again, set); err != nil {
 		t.Fatalf("Assign with the new epoch: %v", err)
 	}
 }

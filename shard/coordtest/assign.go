@@ -143,7 +143,7 @@ func (s *suite) assignFenced(t *testing.T) {
 		{"the holder with a later epoch", a, e1 + 1},
 		{"the holder with an earlier epoch", a, e1 - 1},
 	} {
-		if _, err := c.Assignments().Assign(ctx, tt.sid, tt.epoch, set); !errors.Is(err, shard.ErrNotAssignor) {
+		if err := c.Assignments().Assign(ctx, tt.sid, tt.epoch, set); !errors.Is(err, shard.ErrNotAssignor) {
 			t.Fatalf("Assign by %s = %v, want ErrNotAssignor", tt.name, err)
 		}
 	}
@@ -169,13 +169,13 @@ func (s *suite) assignFenced(t *testing.T) {
 	// The holder resigns and campaigns again: its old epoch is refused.
 	resign(t, c, a)
 	e2 := campaignHeld(t, c, a, "w-a")
-	if _, err := c.Assignments().Assign(ctx, a, e1, map[string]*shard.Assignment{"w-a": nil}); !errors.Is(err, shard.ErrNotAssignor) {
+	if err := c.Assignments().Assign(ctx, a, e1, map[string]*shard.Assignment{"w-a": nil}); !errors.Is(err, shard.ErrNotAssignor) {
 		t.Fatalf("Assign by the holder of epoch %d with its earlier epoch %d = %v, want ErrNotAssignor", e2, e1, err)
 	}
 	// Deposed: b took the lock; a's writes at its last epoch are refused.
 	resign(t, c, a)
 	e3 := campaignHeld(t, c, b, "w-b")
-	_, err := c.Assignments().Assign(ctx, a, e2, map[string]*shard.Assignment{"w-a": nil})
+	err := c.Assignments().Assign(ctx, a, e2, map[string]*shard.Assignment{"w-a": nil})
 	if !errors.Is(err, shard.ErrNotAssignor) || !strings.Contains(err.Error(), string(a)) {
 		t.Fatalf("Assign by the deposed assignor = %v, want ErrNotAssignor naming its session", err)
 	}
@@ -189,7 +189,7 @@ func (s *suite) assignFenced(t *testing.T) {
 	}
 
 	destroy(t, c, b)
-	if _, err := c.Assignments().Assign(ctx, b, e3, map[string]*shard.Assignment{"w-b": nil}); !errors.Is(err, shard.ErrNotAssignor) {
+	if err := c.Assignments().Assign(ctx, b, e3, map[string]*shard.Assignment{"w-b": nil}); !errors.Is(err, shard.ErrNotAssignor) {
 		t.Fatalf("Assign by an ended session = %v, want ErrNotAssignor", err)
 	}
 	checkAssignments(t, "after an ended session's Assign", snapshot(t, c).Assignments, want)
@@ -199,33 +199,6 @@ func (s *suite) assignFenced(t *testing.T) {
 // split, in sorted worker order, MaxTxnAssignments keys per transaction
 // (each with its own index), and writes them all; deleting them all works
 // the same way.
-// assignWrittenIndex: an Assign that took one transaction returns its
-// index, every key it wrote has it, and a listing taken just before sees
-// it as the next index when nothing else was written; one that wrote
-// nothing returns 0.
-func (s *suite) assignWrittenIndex(t *testing.T) {
-	c := s.open(t)
-	ids := configure(t, c, 8).IDs()
-	a := session(t, c, "assignor", long, 0)
-	epoch := campaignHeld(t, c, a, "assignor")
-	before := snapshot(t, c).Index
-	written, err := c.Assignments().Assign(t.Context(), a, epoch, map[string]*shard.Assignment{"w-a": {Shards: ids[:2]}, "w-b": {Shards: ids[2:4]}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if written == 0 || written != assignment(t, c, "w-a").Index || written != assignment(t, c, "w-b").Index {
-		t.Fatalf("Assign of two keys in one transaction returned %d; the keys' indexes are %d and %d", written,
-			assignment(t, c, "w-a").Index, assignment(t, c, "w-b").Index)
-	}
-	if written != before+1 {
-		t.Fatalf("Assign right after a listing at %d returned %d, want %d: nothing else was written", before, written, before+1)
-	}
-	written, err = c.Assignments().Assign(t.Context(), a, epoch, map[string]*shard.Assignment{"w-gone": nil})
-	if err != nil || written != 0 {
-		t.Fatalf("Assign deleting a missing key = %d, %v; want 0 (nothing written)", written, err)
-	}
-}
-
 func (s *suite) assignBatches(t *testing.T) {
 	c := s.open(t)
 	const workers = 200
@@ -238,9 +211,7 @@ func (s *suite) assignBatches(t *testing.T) {
 		names[i] = fmt.Sprintf("w-%03d", i)
 		set[names[i]] = &shard.Assignment{Shards: ids[2*i : 2*i+2]}
 	}
-	if written, err := c.Assignments().Assign(t.Context(), a, epoch, set); err != nil || written != 0 {
-		t.Fatalf("Assign of %d workers = %d, %v; want written 0: several transactions", workers, written, err)
-	}
+	assign(t, c, a, epoch, set)
 
 	got := snapshot(t, c).Assignments
 	if len(got) != workers {
@@ -463,7 +434,7 @@ func resign(t *testing.T, c shard.Coordinator, sid shard.SessionID) {
 
 func assign(t *testing.T, c shard.Coordinator, sid shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) {
 	t.Helper()
-	if _, err := c.Assignments().Assign(t.Context(), sid, epoch, set); err != nil {
+	if err := c.Assignments().Assign(t.Context(), sid, epoch, set); err != nil {
 		t.Fatalf("Assign(%s, epoch %d, %d keys): %v", sid, epoch, len(set), err)
 	}
 }

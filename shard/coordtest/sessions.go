@@ -264,7 +264,7 @@ func (s *suite) goneSession(t *testing.T) {
 			}
 		}
 		// A gone session holds nothing: it is not the assignor.
-		_, err = c.Assignments().Assign(ctx, sid, 1, map[string]*shard.Assignment{"w": {}})
+		err = c.Assignments().Assign(ctx, sid, 1, map[string]*shard.Assignment{"w": {}})
 		if !errors.Is(err, shard.ErrNotAssignor) {
 			t.Errorf("Assign(%s) = %v, want ErrNotAssignor", sid, err)
 		}
@@ -308,7 +308,7 @@ func (s *suite) argumentErrors(t *testing.T) {
 		}
 	}
 	epoch := campaignHeld(t, c, sid, "w")
-	if _, err := c.Assignments().Assign(ctx, sid, epoch, map[string]*shard.Assignment{"w": {}}); !errors.Is(err, shard.ErrInvalidArgument) || !strings.Contains(err.Error(), "config") {
+	if err := c.Assignments().Assign(ctx, sid, epoch, map[string]*shard.Assignment{"w": {}}); !errors.Is(err, shard.ErrInvalidArgument) || !strings.Contains(err.Error(), "config") {
 		t.Errorf("Assign before the fleet is configured = %v, want ErrInvalidArgument saying so", err)
 	}
 	cfg := configure(t, c, 4)
@@ -339,7 +339,7 @@ func (s *suite) argumentErrors(t *testing.T) {
 		{map[string]*shard.Assignment{"a": {Shards: cfg.IDs()[:1]}, "": {}}, shard.ErrInvalidArgument, "empty"},
 		{map[string]*shard.Assignment{"a": {Shards: cfg.IDs()[:1]}, "b": {Shards: []shard.ID{"stream/shard-004"}}}, shard.ErrUnknownShard, `"stream/shard-004"`},
 	} {
-		if _, err := c.Assignments().Assign(ctx, sid, epoch, tt.set); !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantMsg) {
+		if err := c.Assignments().Assign(ctx, sid, epoch, tt.set); !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantMsg) {
 			t.Errorf("Assign(%v) = %v, want %v naming %s", tt.set, err, tt.wantErr, tt.wantMsg)
 		}
 	}
@@ -380,8 +380,7 @@ func (s *suite) canceledContext(t *testing.T) {
 		},
 		"WatchAssignor": func() error { _, err := c.Locks().Watch(ctx, shard.AssignorLock, 0); return err },
 		"Assign": func() error {
-			_, err := c.Assignments().Assign(ctx, sid, 1, map[string]*shard.Assignment{"w": {}})
-			return err
+			return c.Assignments().Assign(ctx, sid, 1, map[string]*shard.Assignment{"w": {}})
 		},
 		"WatchAssignment": func() error { _, err := c.Assignments().Watch(ctx, "w", 0); return err },
 	}

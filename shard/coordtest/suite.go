@@ -44,7 +44,6 @@ func Run(t *testing.T, open func(t *testing.T) shard.Coordinator, opts ...Option
 		{"AssignorDiesWithSession", s.assignorDiesWithSession},
 		{"AssignFencedByAssignor", s.assignFenced},
 		{"AssignManyBatches", s.assignBatches},
-		{"AssignWrittenIndex", s.assignWrittenIndex},
 		{"WatchAssignment", s.watchAssignment},
 		{"SnapshotAssignorAndAssignments", s.snapshotAssign},
 		{"MalformedAssignment", s.malformedAssignment},

@@ -62,24 +62,24 @@ func (c *Coordinator) Assignments() shard.Assignments { return assignments{c} }
 // all. Values are encoded as Consul stores them
 // (keycodec.EncodeAssignment), so the same shards are refused: a shard outside the
 // config wraps shard.ErrUnknownShard, before anything is written.
-func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) (uint64, error) {
+func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
 	c := as.c
 	if err := ctxErr(ctx); err != nil {
-		return 0, err
+		return err
 	}
 	workers := slices.Sorted(maps.Keys(set))
 	if len(workers) > 0 && workers[0] == "" {
-		return 0, fmt.Errorf("%w: assign: worker id is empty", shard.ErrInvalidArgument)
+		return fmt.Errorf("%w: assign: worker id is empty", shard.ErrInvalidArgument)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.catchUpLocked()
 
 	if len(workers) == 0 {
-		return 0, nil
+		return nil
 	}
 	if c.config == nil {
-		return 0, fmt.Errorf("%w: assign: the fleet has no config yet (Configure first)", shard.ErrInvalidArgument)
+		return fmt.Errorf("%w: assign: the fleet has no config yet (Configure first)", shard.ErrInvalidArgument)
 	}
 	keys := make(map[string]*assignKey, len(set))
 	for _, w := range workers {
@@ -90,24 +90,23 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 		a.Epoch = epoch
 		value, err := keycodec.EncodeAssignment(*c.config, a)
 		if err != nil {
-			return 0, fmt.Errorf("assign: worker %q: %w", w, err)
+			return fmt.Errorf("assign: worker %q: %w", w, err)
 		}
 		k := c.decodeAssignmentLocked(value)
 		k.memory = slices.Clone(a.Memory)
 		keys[w] = k
 	}
 
-	written, commits := 0, []uint64(nil)
+	written := 0
 	for batch := range slices.Chunk(workers, MaxTxnAssignments) {
 		if err := c.checkAssignorLocked(id, epoch); err != nil {
-			return 0, fmt.Errorf("%w (%d of %d assignment keys were written before this transaction)", err, written, len(workers))
+			return fmt.Errorf("%w (%d of %d assignment keys were written before this transaction)", err, written, len(workers))
 		}
 		changes := slices.ContainsFunc(batch, func(w string) bool { return keys[w] != nil || c.assigns[w] != nil })
 		if !changes {
 			continue
 		}
 		idx := c.commitLocked()
-		commits = append(commits, idx)
 		for _, w := range batch {
 			switch k := keys[w]; {
 			case k != nil:
@@ -120,10 +119,7 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 		}
 		written += len(batch)
 	}
-	if len(commits) != 1 {
-		return 0, nil
-	}
-	return commits[0], nil
+	return nil
 }
 
 // checkAssignorLocked is the check every Assign transaction starts with:

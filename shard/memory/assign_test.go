@@ -96,10 +96,9 @@ func TestAssignWrites(t *testing.T) {
 	for i := range 2*memory.MaxTxnAssignments + 1 {
 		set[string(rune('a'+i/26))+string(rune('a'+i%26))] = &shard.Assignment{Shards: []shard.ID{shard.Config{Shards: 200}.IDs()[i]}}
 	}
-	step("assigning three transactions' worth", 3, func() error { _, err := c.Assignments().Assign(ctx, a, epoch, set); return err })
+	step("assigning three transactions' worth", 3, func() error { return c.Assignments().Assign(ctx, a, epoch, set) })
 	step("deleting keys never written", 0, func() error {
-		_, err := c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"x1": nil, "x2": nil})
-		return err
+		return c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"x1": nil, "x2": nil})
 	})
 
 	missing := make(chan error, 1)
@@ -109,8 +108,7 @@ func TestAssignWrites(t *testing.T) {
 		missing <- err
 	}()
 	step("a write of another key", 1, func() error {
-		_, err := c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"aa": nil})
-		return err
+		return c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"aa": nil})
 	})
 	select {
 	case err := <-missing:
@@ -118,8 +116,7 @@ func TestAssignWrites(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	step("the key's write", 1, func() error {
-		_, err := c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"x1": {}})
-		return err
+		return c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"x1": {}})
 	})
 	if err := <-missing; err != nil {
 		t.Fatal(err)
@@ -135,7 +132,7 @@ func TestAssignmentCopies(t *testing.T) {
 	ids, _ := c.Fleet().Configure(ctx, shard.Config{Shards: 4})
 	a := newSession(t, c, "a", time.Hour, 0)
 	epoch, _, _ := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock)
-	if _, err := c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"w": {Shards: ids.IDs()[:2]}}); err != nil {
+	if err := c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"w": {Shards: ids.IDs()[:2]}}); err != nil {
 		t.Fatal(err)
 	}
 	snapshot(t, c).Assignments["w"].Shards[0] = "forged"
@@ -157,7 +154,7 @@ func TestAssignmentWithoutConfig(t *testing.T) {
 	c := memory.New()
 	a := newSession(t, c, "a", time.Hour, 0)
 	epoch, _, _ := shard.TryLock(ctx, c.Locks(), a, shard.AssignorLock)
-	if _, err := c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"w": {}}); !errors.Is(err, shard.ErrInvalidArgument) {
+	if err := c.Assignments().Assign(ctx, a, epoch, map[string]*shard.Assignment{"w": {}}); !errors.Is(err, shard.ErrInvalidArgument) {
 		t.Fatalf("Assign without a config = %v, want ErrInvalidArgument", err)
 	}
 	c.PutAssignmentValue("w", []byte(`{"epoch":1,"shards":""}`))

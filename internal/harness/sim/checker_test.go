@@ -89,8 +89,8 @@ func (yesLocks) Watch(context.Context, shard.Lock, uint64) (shard.LockKey, error
 
 type yesAssignments struct{ shard.Assignments }
 
-func (yesAssignments) Assign(context.Context, shard.SessionID, shard.Token, map[string]*shard.Assignment) (uint64, error) {
-	return 0, nil
+func (yesAssignments) Assign(context.Context, shard.SessionID, shard.Token, map[string]*shard.Assignment) error {
+	return nil
 }
 
 // TestElectionsCatchACoordinatorWithoutTheAssignorCheck: each write the
@@ -107,12 +107,12 @@ func TestElectionsCatchACoordinatorWithoutTheAssignorCheck(t *testing.T) {
 		_, _, _ = shard.TryLock(ctx, e.Locks(), id, shard.AssignorLock)
 	}
 	campaign("s1", 5)
-	_, _ = e.Assignments().Assign(ctx, "s1", 5, set) // fine: s1 holds epoch 5
+	_ = e.Assignments().Assign(ctx, "s1", 5, set) // fine: s1 holds epoch 5
 	campaign("s2", 9)
-	_, _ = e.Assignments().Assign(ctx, "s1", 5, set) // deposed
-	_, _ = e.Assignments().Assign(ctx, "s3", 9, set) // never won
+	_ = e.Assignments().Assign(ctx, "s1", 5, set) // deposed
+	_ = e.Assignments().Assign(ctx, "s3", 9, set) // never won
 	el.destroy("s2")
-	_, _ = e.Assignments().Assign(ctx, "s2", 9, set) // destroyed
+	_ = e.Assignments().Assign(ctx, "s2", 9, set) // destroyed
 	el.held("w2", "s2", 9, 2*time.Second, nil)
 	campaign("s4", 9) // an epoch handed out twice
 	campaign("s5", 7) // a new epoch below one won before
