@@ -79,6 +79,8 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	}
 	if pol.Load != nil {
 		state.Loads = a.loads.of(snap, a.shards)
+	} else {
+		a.loads.forget() // figures seen before a switch to counts are stale by a switch back
 	}
 	if until := gather.wait(state, gatherLimit(pol)); !until.IsZero() {
 		return until, nil // a cold fleet whose members are still joining

@@ -29,6 +29,13 @@ type loads struct {
 	weight func(shard.ID) float64
 }
 
+// forget drops every figure seen.
+func (l *loads) forget() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = nil
+}
+
 // of returns every shard's load from snap's loads keys.
 func (l *loads) of(snap shard.Snapshot, shards []shard.ID) map[shard.ID]float64 {
 	l.mu.Lock()

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -157,10 +158,17 @@ func (p BalancePolicy) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads P/policy's value, saying which field is wrong; a
-// well-formed value that Validate refuses is refused too.
+// well-formed value that Validate refuses is refused too, and so is a
+// field it does not know (a misspelt setting would otherwise be followed
+// as its default) or null.
 func (p *BalancePolicy) UnmarshalJSON(b []byte) error {
 	var v balanceValue
-	if err := json.Unmarshal(b, &v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return fmt.Errorf("malformed balance policy: null (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load})")
+	}
+	if err := dec.Decode(&v); err != nil {
 		return fmt.Errorf("malformed balance policy (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load}): %w", err)
 	}
 	var out BalancePolicy

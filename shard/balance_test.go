@@ -39,6 +39,9 @@ func TestBalancePolicyJSON(t *testing.T) {
 		`{"load":{"tolerance":2}}`:         "tolerance 2",
 		`{"load":{"min_residence":"-1s"}}`: "-1s",
 		`{"max_moves_in_flight":"twelve"}`: "max_moves_in_flight",
+		`{"max_moves":4}`:                  `"max_moves"`,
+		`{"load":{"tolerence":0.5}}`:       `"tolerence"`,
+		`null`:                             "null",
 	} {
 		if err := json.Unmarshal([]byte(value), &back); err == nil || !strings.Contains(err.Error(), names) {
 			t.Errorf("%s: error %v, want one naming %s", value, err, names)

@@ -167,6 +167,9 @@ func (c Config) carriesLoad(asked bool) bool {
 // that stores none, and follows as the assignor while none is stored.
 func (c Config) balancePolicy() shard.BalancePolicy {
 	p := shard.BalancePolicy{MaxMovesInFlight: c.MaxMovesInFlight, StuckAfter: c.StuckAfter, ColdStartGather: c.ColdStartGather}
+	if p.ColdStartGather == DefaultColdStartGather {
+		p.ColdStartGather = 0 // the default, as shardctl writes it: not pinned into the fleet's key
+	}
 	if lb := c.LoadBalance; lb != nil {
 		p.Load = &shard.LoadBalance{Tolerance: lb.Tolerance, MinResidence: lb.MinResidence, MinGain: lb.MinGain, Patience: lb.Patience}
 	}

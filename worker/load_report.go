@@ -134,7 +134,7 @@ func (lp *loop) loadClock() *loadClock {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	c := &loadClock{t: t}
-	lp.followLoads(time.Now(), c)
+	lp.followLoads(context.Background(), time.Now(), c)
 	return c
 }
 
@@ -143,15 +143,41 @@ func (w *Worker) carriesLoad() bool { return w.cfg.carriesLoad(w.load.asked.Load
 
 // followLoads starts the clock, at a random point of the first interval,
 // when the worker carries loads and it is stopped, and stops it when the
-// worker no longer does.
-func (lp *loop) followLoads(now time.Time, c *loadClock) {
+// worker no longer does, emptying its loads key: figures left there would
+// be shown as current, and planned on if the fleet balanced load again
+// before the next report.
+func (lp *loop) followLoads(ctx context.Context, now time.Time, c *loadClock) {
 	switch carries := lp.w.carriesLoad(); {
 	case carries && c.due.IsZero():
 		c.arm(now, lp.w.jitter.Between(0, lp.w.cfg.loadEvery()))
 	case !carries && !c.due.IsZero():
 		c.t.Stop()
 		c.due = time.Time{}
+		lp.clearLoads(ctx)
 	}
+}
+
+// clearLoads writes an empty loads key over the figures this session
+// wrote, and zeroes the load gauges.
+func (lp *loop) clearLoads(ctx context.Context) {
+	w := lp.w
+	w.m.load.observeOwn(map[shard.ID]float64{}, w.cfg.Weight)
+	ls := &w.load
+	ls.mu.Lock()
+	wrote := ls.writtenSession == lp.lease.Session() && len(ls.written) > 0
+	ls.mu.Unlock()
+	if !wrote {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, w.cfg.Policy.RenewEvery)
+	defer cancel()
+	if err := w.cfg.Coordinator.Members().ReportLoad(wctx, lp.lease.Session(), w.cfg.ID, map[shard.ID]float64{}); err != nil {
+		w.log.Warn("emptying the loads key after the fleet stopped balancing load failed; its figures stay until the next report", zap.Error(err))
+		return
+	}
+	ls.mu.Lock()
+	ls.written = map[shard.ID]float64{}
+	ls.mu.Unlock()
 }
 
 // arm sets the tick to fire in d.

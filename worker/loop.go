@@ -91,7 +91,7 @@ func (lp *loop) run(ctx context.Context) error {
 			return lp.stepDown(ctx)
 		case k := <-lp.assigns:
 			lp.follow(k)
-			lp.followLoads(time.Now(), loadTick)
+			lp.followLoads(ctx, time.Now(), loadTick)
 			lp.w.m.watchWakeups.Inc()
 			lp.reconcile()
 		case <-lp.retryTimer.C:

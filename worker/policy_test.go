@@ -14,7 +14,8 @@ import (
 // workers started for count balance over six shards (one hot) hold three
 // each; an operator stores a load-balancing policy and the hot shard's
 // worker ends with it alone; the operator stores count balance again and
-// the fleet returns to three each.
+// the fleet returns to three each, its loads keys emptied (figures left
+// there would be shown as current).
 func TestBalancePolicyFollowedLive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFleet(t, 6)
@@ -44,6 +45,9 @@ func TestBalancePolicyFollowedLive(t *testing.T) {
 		if c := counts(f.owners()); c["a"] != 3 || c["b"] != 3 {
 			t.Fatalf("after the fleet's policy turned back to counts: %v, want 3 each", c)
 		}
+		if l := f.snapshot().ShardLoads(); len(l) != 0 {
+			t.Fatalf("loads still carried after the fleet turned back to counts: %v, want the loads keys emptied", l)
+		}
 	})
 }
 
@@ -59,7 +63,7 @@ func TestWorkerProposesItsPolicy(t *testing.T) {
 		cfg.LoadBalance = &rebalance.LoadPolicy{Tolerance: 0.2}
 		f.startWith(cfg)
 		settle(10 * time.Second)
-		want := shard.BalancePolicy{MaxMovesInFlight: 2, ColdStartGather: 3 * time.Second, Load: &shard.LoadBalance{Tolerance: 0.2}}
+		want := shard.BalancePolicy{MaxMovesInFlight: 2, Load: &shard.LoadBalance{Tolerance: 0.2}}
 		if p := f.snapshot().Policy; p == nil || !p.Equal(want) {
 			t.Fatalf("the fleet's policy after a's start: %v, want %v", p, want)
 		}

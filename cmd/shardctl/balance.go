@@ -75,6 +75,11 @@ wins, and this command prints what it replaced.
 	var old shard.BalancePolicy
 	if snap.Policy != nil {
 		old = *snap.Policy
+	} else if !b.set["by"] {
+		// The assignor then follows its own worker's flags, which this
+		// command cannot see: a partial change would silently turn a
+		// fleet balancing load into one balancing counts.
+		return usagef("fleet %s stores no readable balance policy (its assignor follows its own worker's flags): name what it balances with -by count or -by load along with the other settings", fc.name)
 	}
 	p, err := b.apply(old)
 	if err != nil {
@@ -190,10 +195,10 @@ func (a *app) showBalance(name string, snap shard.Snapshot) {
 	}
 	for _, p := range snap.Problems {
 		if strings.Contains(p, "not a balance policy") {
-			fmt.Fprintf(a.stdout, "fleet %s stores a balance policy that cannot be read: %s\nthe assignor follows its own configuration until one is set with 'shardctl balance -prefix %s -by count' (or other settings)\n", name, p, name)
+			fmt.Fprintf(a.stdout, "fleet %s stores a balance policy that cannot be read: %s\nthe assignor follows its own worker's flags until one is set with 'shardctl balance -prefix %s -by count|load' and any other settings\n", name, p, name)
 			return
 		}
 	}
-	fmt.Fprintf(a.stdout, "fleet %s stores no balance policy: the assignor follows its own configuration (%s at the defaults)\nset one with 'shardctl balance -prefix %s -moves N' or other settings\n",
-		name, shard.BalancePolicy{}, name)
+	fmt.Fprintf(a.stdout, "fleet %s stores no balance policy: the assignor follows its own worker's flags (the defaults unless it was started with others)\nset one with 'shardctl balance -prefix %s -by count|load' and any other settings\n",
+		name, name)
 }

@@ -27,7 +27,10 @@ func TestBalance(t *testing.T) {
 			t.Fatalf("a fleet at the defaults: %q, want that it stores none", out)
 		}
 
-		out := run("-moves", "4", "-stuck-after", "1m")
+		if code, _, errOut := f.run(t.Context(), "", "balance", "-prefix", "orders", "-moves", "4"); code != exitBadInvoke || !strings.Contains(errOut, "name what it balances with -by") {
+			t.Fatalf("a partial change with no policy stored: exit %d, %q; want exit 2 asking for -by", code, errOut)
+		}
+		out := run("-by", "count", "-moves", "4", "-stuck-after", "1m")
 		want := shard.BalancePolicy{MaxMovesInFlight: 4, StuckAfter: time.Minute}
 		if p := f.snapshot().Policy; p == nil || !p.Equal(want) {
 			t.Fatalf("stored after -moves 4 -stuck-after 1m: %v, want %v (output %q)", p, want, out)
@@ -77,7 +80,7 @@ func TestBalanceBadValues(t *testing.T) {
 			{[]string{"-by", "load", "-tolerance", "1.5"}, "-tolerance 1.5 must be a fraction in [0, 1)"},
 			{[]string{"-by", "load", "-gain", "-0.1"}, "-gain -0.1 must be a fraction in [0, 1)"},
 			{[]string{"-by", "count", "-patience", "1m"}, "-patience tunes load balancing and cannot go with -by count"},
-			{[]string{"-residence", "1m"}, "-residence tune load balancing, and the fleet balances shard counts: add -by load"},
+			{[]string{"-residence", "1m"}, "stores no readable balance policy (its assignor follows its own worker's flags): name what it balances with -by"},
 		} {
 			code, _, errOut := f.run(t.Context(), "", append([]string{"balance", "-prefix", "orders"}, tc.args...)...)
 			if code != exitBadInvoke || !strings.Contains(errOut, tc.want) {
@@ -86,6 +89,16 @@ func TestBalanceBadValues(t *testing.T) {
 			if p := f.snapshot().Policy; p != nil {
 				t.Fatalf("balance %v stored %v", tc.args, p)
 			}
+		}
+		if _, err := f.coord.Fleet().SetPolicy(t.Context(), shard.BalancePolicy{MaxMovesInFlight: 3}, false); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := f.run(t.Context(), "", "balance", "-prefix", "orders", "-residence", "1m")
+		if want := "-residence tune load balancing, and the fleet balances shard counts: add -by load"; code != exitBadInvoke || !strings.Contains(errOut, want) {
+			t.Errorf("-residence on a fleet balancing counts: exit %d, stderr %q; want exit 2 naming %q", code, errOut, want)
+		}
+		if p := f.snapshot().Policy; p == nil || !p.Equal(shard.BalancePolicy{MaxMovesInFlight: 3}) {
+			t.Errorf("a refused change wrote %v", p)
 		}
 	})
 }
