@@ -29,6 +29,8 @@ type memoryValue struct {
 	WaitingSince time.Time       `json:"waiting_since,omitzero"`
 	Stuck        bool            `json:"stuck,omitempty"`
 	StuckSession shard.SessionID `json:"stuck_session,omitempty"`
+	Verdicts     int             `json:"verdicts,omitempty"`
+	StuckSince   time.Time       `json:"stuck_since,omitzero"`
 	Arrived      []arrivalValue  `json:"arrived,omitempty"`
 	OutOfBand    time.Time       `json:"out_of_band,omitzero"`
 }
@@ -43,7 +45,7 @@ type arrivalValue struct {
 // encodeMemory is a's memory for the fleet's config.
 func encodeMemory(cfg shard.Config, a rebalance.Assignment) ([]byte, error) {
 	v := memoryValue{V: memoryVersion, Since: a.Since, Waiting: a.Waiting, WaitingSince: a.WaitingSince,
-		Stuck: a.Stuck, StuckSession: a.StuckSession, OutOfBand: a.OutOfBand}
+		Stuck: a.Stuck, StuckSession: a.StuckSession, Verdicts: a.Verdicts, StuckSince: a.StuckSince, OutOfBand: a.OutOfBand}
 	byTime := map[int64][]shard.ID{}
 	at := map[int64]time.Time{}
 	for id, t := range a.Arrived {
@@ -78,6 +80,9 @@ func decodeMemory(cfg shard.Config, b []byte, a *rebalance.Assignment) error {
 	if v.Waiting < 0 {
 		return fmt.Errorf("assignor memory's waiting %d is negative", v.Waiting)
 	}
+	if v.Verdicts < 0 {
+		return fmt.Errorf("assignor memory's verdicts %d is negative", v.Verdicts)
+	}
 	var arrived map[shard.ID]time.Time
 	for _, av := range v.Arrived {
 		ids, err := keycodec.DecodeSet(cfg, av.Shards)
@@ -93,20 +98,24 @@ func decodeMemory(cfg shard.Config, b []byte, a *rebalance.Assignment) error {
 	}
 	a.Since, a.Waiting, a.WaitingSince = v.Since, v.Waiting, v.WaitingSince
 	a.Stuck, a.StuckSession, a.Arrived, a.OutOfBand = v.Stuck, v.StuckSession, arrived, v.OutOfBand
+	a.Verdicts, a.StuckSince = v.Verdicts, v.StuckSince
 	return nil
 }
 
 // Memory is what the assignor remembers about one worker, for operators'
 // views (shardctl, the dashboard): when its assignment last changed, how
 // long it has been given free shards it did not take, whether it is
-// judged stuck and under which session, and since when its load has been
-// outside the band.
+// judged stuck (or on probation after a verdict: Verdicts > 0 without
+// Stuck) and under which session, and since when its load has been outside
+// the band.
 type Memory struct {
 	Since        time.Time
 	Waiting      int
 	WaitingSince time.Time
 	Stuck        bool
 	StuckSession shard.SessionID
+	Verdicts     int
+	StuckSince   time.Time
 	OutOfBand    time.Time
 }
 
@@ -119,7 +128,7 @@ func Remembered(a shard.Assignment) (Memory, bool) {
 		return Memory{}, false
 	}
 	return Memory{Since: v.Since, Waiting: v.Waiting, WaitingSince: v.WaitingSince, Stuck: v.Stuck,
-		StuckSession: v.StuckSession, OutOfBand: v.OutOfBand}, true
+		StuckSession: v.StuckSession, Verdicts: v.Verdicts, StuckSince: v.StuckSince, OutOfBand: v.OutOfBand}, true
 }
 
 // Encode writes m in the assignor's memory format (no arrivals), as the
@@ -127,6 +136,6 @@ func Remembered(a shard.Assignment) (Memory, bool) {
 // fleet's keys by hand through a coordinator.
 func (m Memory) Encode() []byte {
 	b, _ := json.Marshal(memoryValue{V: memoryVersion, Since: m.Since, Waiting: m.Waiting, WaitingSince: m.WaitingSince,
-		Stuck: m.Stuck, StuckSession: m.StuckSession, OutOfBand: m.OutOfBand})
+		Stuck: m.Stuck, StuckSession: m.StuckSession, Verdicts: m.Verdicts, StuckSince: m.StuckSince, OutOfBand: m.OutOfBand})
 	return b
 }

@@ -20,7 +20,7 @@ func TestMemoryRoundTrip(t *testing.T) {
 	ids := cfg.IDs()
 	t0 := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
 	a := rebalance.Assignment{Since: t0, Waiting: 2, WaitingSince: t0.Add(time.Second), Stuck: true, StuckSession: "s-1",
-		OutOfBand: t0.Add(-time.Minute), Arrived: map[shard.ID]time.Time{ids[0]: t0, ids[1]: t0, ids[4]: t0.Add(time.Second)}}
+		Verdicts: 3, StuckSince: t0.Add(-time.Hour), OutOfBand: t0.Add(-time.Minute), Arrived: map[shard.ID]time.Time{ids[0]: t0, ids[1]: t0, ids[4]: t0.Add(time.Second)}}
 	b, err := encodeMemory(cfg, a)
 	if err != nil {
 		t.Fatal(err)
@@ -33,10 +33,11 @@ func TestMemoryRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !back.Since.Equal(t0) || back.Waiting != 2 || !back.Stuck || back.StuckSession != "s-1" || !back.OutOfBand.Equal(a.OutOfBand) ||
+		back.Verdicts != 3 || !back.StuckSince.Equal(a.StuckSince) ||
 		!maps.EqualFunc(back.Arrived, a.Arrived, time.Time.Equal) {
 		t.Errorf("round trip gave %+v, want %+v", back, a)
 	}
-	if m, ok := Remembered(shard.Assignment{Memory: b}); !ok || !m.Stuck || m.StuckSession != "s-1" || m.Waiting != 2 {
+	if m, ok := Remembered(shard.Assignment{Memory: b}); !ok || !m.Stuck || m.StuckSession != "s-1" || m.Waiting != 2 || m.Verdicts != 3 {
 		t.Errorf("Remembered = %+v, %v", m, ok)
 	}
 	a.Arrived["nope"] = t0

@@ -20,8 +20,9 @@
 //
 //   - Coverage: no shard is in two workers' keys, and every free shard is
 //     in one at once (one writer: there is no herd to pace), so it has
-//     exactly one designated taker, unless every live member is stuck. The
-//     key of a worker that is not live is deleted, unless it is returning.
+//     exactly one designated taker, unless every live member is stuck or on
+//     probation. The key of a worker that is not live is deleted, unless it
+//     is returning.
 //   - Two-step moves: a shard held by a live member is in no key but its
 //     holder's. A hand-off takes it out of the holder's key; it goes into
 //     another key only once the holder has released it. Nobody is told to
@@ -50,16 +51,21 @@
 //     shards are not counted: a crashed worker's shards are placed at once.
 //   - Stuck workers: a worker whose key lists free shards and that took none
 //     of them for Policy.StuckAfter is marked stuck under its session. Its
-//     free shards go elsewhere, once; while it keeps that session it is
-//     given nothing new and keeps at most ⌈its weighted share⌉ of what it
-//     holds; the others share the rest. A new session clears the mark. A
-//     worker that takes some of a large assignment each StuckAfter is not
-//     stuck.
+//     free shards go elsewhere, once per verdict; while the verdict lasts it
+//     is given nothing new and keeps at most ⌈its weighted share⌉ of what
+//     it holds; the others share the rest. A verdict lasts
+//     StuckAfter·2^k (the session's k-th, k at most 6), then the worker is
+//     on probation: its quota is min(held+1, ⌈its weighted share⌉), in
+//     load balance it is given the lightest free shard when one is free,
+//     and taking a shard its key lists as free ends the probation (and the
+//     count of verdicts). A new session clears mark and count. A worker
+//     that takes some of a large assignment each StuckAfter is not stuck.
 //   - Stability: a written decision is a fixed point until a worker acts or
 //     time passes, so the assignor, woken by its own writes, changes nothing.
 //     Workers that follow their keys bring the fleet to rest (no change, no
-//     move, no wake-up) in a bounded number of steps, and each shard moves
-//     at most a few times plus once per stuck worker it was given.
+//     move, no wake-up but a stuck verdict's end) in a bounded number of
+//     steps, and each shard moves at most a few times plus once per stuck
+//     verdict given or ended.
 //   - Returning workers (State.Returning, inside their grace): their keys
 //     are neither written nor deleted, and no other key gains a shard they
 //     list that no other live member holds; the rest of the fleet is
@@ -95,8 +101,9 @@
 // lock-delay (a shard freed by a session that ended cannot be taken before
 // it) plus an acquire, or healthy workers given orphans are judged stuck;
 // waits stamped after Now restart at Now. Stuck members can break the
-// spread of one, and when every live member is stuck the free shards wait
-// in no key until a member joins or restarts. A restarted worker's wait is
+// spread of one, and when every live member is stuck (or on probation)
+// the free shards beyond the probations' wait in no key until a member
+// joins, restarts or takes one. A restarted worker's wait is
 // reset by the change in what it holds, not by its new session, unless it
 // was marked stuck. Step does not schedule itself: the caller steps on
 // every change of members, locks or keys, and at Decision.Wake.

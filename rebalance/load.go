@@ -61,18 +61,19 @@ func readLoads(loads map[shard.ID]float64, index shardIndex, n int, problems []s
 
 // eligible reports, for every member, whether it takes part in load
 // balancing: it may be given shards and its shards may be moved for load.
-// Stuck and cordoned members do not (they keep what count balance lets
-// them keep); draining members do not, unless every member that is neither
-// stuck nor cordoned drains (then, as in count balance, they must take the
-// shards).
+// Stuck, cordoned and probation members do not (they keep what count
+// balance lets them keep; one on probation is also given a free shard to
+// take, see probe); draining members do not, unless every member that is
+// neither stuck, on probation nor cordoned drains (then, as in count
+// balance, they must take the shards).
 func (st *step) eligible() []bool {
 	el := make([]bool, len(st.members))
 	working := false
 	for m := range st.members {
-		working = working || (!st.stuck[m] && !st.cordoned[m] && !st.draining[m])
+		working = working || (!st.stuck[m] && !st.probation[m] && !st.cordoned[m] && !st.draining[m])
 	}
 	for m := range st.members {
-		el[m] = !st.stuck[m] && !st.cordoned[m] && (!st.draining[m] || !working)
+		el[m] = !st.stuck[m] && !st.probation[m] && !st.cordoned[m] && (!st.draining[m] || !working)
 	}
 	return el
 }
@@ -112,9 +113,6 @@ func (st *step) planLoad(caps, owned []int) {
 	}
 	target, _ := keep(st.shards, st.ids, st.next, func(i int) bool { return st.holder[i] >= 0 }, kcaps)
 	st.target = target
-	if !slices.Contains(el, true) {
-		return // nobody may take a shard: the unkept stay free or with their holders
-	}
 	lp := newLoadPlan(st, el)
 	var pool []int32
 	for i, t := range target {
@@ -136,6 +134,10 @@ func (st *step) planLoad(caps, owned []int) {
 		}
 		return 0
 	})
+	pool = st.probe(pool, target, kcaps)
+	if !slices.Contains(el, true) {
+		return // nobody else may take a shard: the unkept stay free or with their holders
+	}
 	inFlight, starts := 0, 0
 	for _, i := range pool {
 		h := st.holder[i]
@@ -162,6 +164,42 @@ func (st *step) planLoad(caps, owned []int) {
 		return
 	}
 	st.loadMoves, st.loadWake = lp.moves(budget)
+}
+
+// probe gives every member on probation that has room under its quota
+// (kcaps: what it holds plus one, at most) the lightest free shard of pool
+// (shard order among equals), as count balance's quota would: in load
+// balance it takes part in no placement, and taking a shard it is given
+// is how it shows progress. It returns the pool without the shards it
+// gave. A member on probation while no shard is free is tested when one
+// is.
+func (st *step) probe(pool, target []int32, kcaps []int) []int32 {
+	if !slices.Contains(st.probation, true) {
+		return pool
+	}
+	room := slices.Clone(kcaps)
+	for _, t := range target {
+		if t >= 0 {
+			room[t]--
+		}
+	}
+	for m, on := range st.probation {
+		if !on || room[m] <= 0 {
+			continue
+		}
+		best := -1
+		for k, i := range pool {
+			if st.holder[i] < 0 && (best < 0 || st.load[i] < st.load[pool[best]]) {
+				best = k
+			}
+		}
+		if best < 0 {
+			return pool
+		}
+		target[pool[best]] = int32(m)
+		pool = slices.Delete(pool, best, best+1)
+	}
+	return pool
 }
 
 // loadPlan is the load per eligible member during one step's plan.

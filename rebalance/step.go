@@ -108,6 +108,19 @@ type Assignment struct {
 	// another session is not stuck, and Step clears the mark.
 	Stuck        bool
 	StuckSession shard.SessionID
+	// Verdicts counts the stuck verdicts Step gave under StuckSession, the
+	// last one at StuckSince. A verdict does not last for the session:
+	// StuckAfter·2^Verdicts after StuckSince (at most 64·StuckAfter) the
+	// worker goes on probation — no longer stuck, it may be given one
+	// shard more than it holds. Taking a shard it was given is the
+	// evidence of progress that ends the probation (Verdicts goes back to
+	// 0); taking none of them for StuckAfter is the next verdict. So a
+	// worker judged stuck only because its view of its key lagged is given
+	// its share again after one probation, while a worker that is really
+	// stuck costs the fleet one shard's StuckAfter per probation, at
+	// doubling intervals.
+	Verdicts   int
+	StuckSince time.Time
 	// Arrived maps shards of Shards to when Step added them to this key,
 	// for the minimum residence of load balancing (LoadPolicy.MinResidence):
 	// a shard that arrived less than that ago is not moved for load. Step

@@ -217,7 +217,7 @@ func TestStepSmall(t *testing.T) {
 		}
 	})
 
-	t.Run("a stuck worker is judged once and given nothing until it restarts", func(t *testing.T) {
+	t.Run("a stuck worker is given nothing until its verdict ends, then one shard on probation", func(t *testing.T) {
 		st := State{Now: now, Shards: s[:4], Members: live("a", "b")}
 		st = applied(st, mustStep(t, st, p))
 		for _, id := range st.Assigned["a"].Shards {
@@ -232,23 +232,77 @@ func TestStepSmall(t *testing.T) {
 		st.Now = now.Add(time.Second)
 		d = mustStep(t, st, p)
 		b := d.Assign["b"]
-		if !b.Stuck || b.StuckSession != "b#1" || len(b.Shards) != 0 || len(d.Moves) != 2 || d.Moves[0].Reason != shard.ReasonStuck || d.Moves[0].To != "a" {
+		if !b.Stuck || b.StuckSession != "b#1" || b.Verdicts != 1 || !b.StuckSince.Equal(st.Now) || len(b.Shards) != 0 ||
+			len(d.Moves) != 2 || d.Moves[0].Reason != shard.ReasonStuck || d.Moves[0].To != "a" {
 			t.Fatalf("verdict: %+v", d)
 		}
+		verdictEnds := st.Now.Add(2 * time.Second) // StuckAfter·2^1
 		st = applied(st, d)
 		for _, mv := range d.Moves {
 			hold(&st, mv.Shard, "a")
 		}
-		st.Now = now.Add(time.Hour)
+		st.Now = verdictEnds.Add(-time.Millisecond)
 		d = mustStep(t, st, p)
-		if _, b := d.Assign["b"]; b || len(d.Moves) != 0 || d.Assign["a"].Waiting != 0 {
-			t.Fatalf("after the verdict: %+v", d) // a's wait ends; b gets nothing
+		if _, b := d.Assign["b"]; b || len(d.Moves) != 0 || d.Assign["a"].Waiting != 0 || !d.Wake.Equal(verdictEnds) {
+			t.Fatalf("during the verdict: %+v", d) // a's wait ends; b gets nothing; wake when the verdict ends
 		}
 		st = applied(st, d)
-		st.Members[1].Session = "b#2" // b restarted
+
+		// Probation: b is no longer stuck and may be given one shard more
+		// than it holds (a hand-off from a, as a holds them all).
+		st.Now = verdictEnds
+		probation := st
+		probation.Holders = slices.Clone(st.Holders)
 		d = mustStep(t, st, p)
-		if b := d.Assign["b"]; b.Stuck || b.StuckSession != "" {
+		if b := d.Assign["b"]; b.Stuck || b.Verdicts != 1 || len(d.Moves) != 1 || d.Moves[0].From != "a" || d.Moves[0].To != "b" {
+			t.Fatalf("probation: %+v", d)
+		}
+		test := d.Moves[0].Shard
+		st = applied(st, d)
+		hold(&st, test, "") // a releases it; the next step places it with b
+		d = mustStep(t, st, p)
+		if b := d.Assign["b"]; !slices.Equal(b.Shards, []shard.ID{test}) || b.Waiting != 1 || b.Verdicts != 1 {
+			t.Fatalf("probation's shard: %+v", d)
+		}
+		st = applied(st, d)
+		onProbation := st
+		onProbation.Holders = slices.Clone(st.Holders)
+
+		// b takes it: the probation ends, and b is given its share.
+		hold(&st, test, "b")
+		d = mustStep(t, st, p)
+		if b := d.Assign["b"]; b.Stuck || b.Verdicts != 0 || !b.StuckSince.IsZero() || len(d.Moves) != 1 || d.Moves[0].To != "b" {
+			t.Fatalf("progress: %+v", d)
+		}
+
+		// b takes nothing for StuckAfter: the next verdict, twice as long.
+		st = onProbation
+		st.Now = st.Now.Add(time.Second)
+		d = mustStep(t, st, p)
+		if b := d.Assign["b"]; !b.Stuck || b.Verdicts != 2 || len(b.Shards) != 0 || len(d.Moves) != 1 || d.Moves[0].Reason != shard.ReasonStuck ||
+			!b.StuckSince.Equal(st.Now) {
+			t.Fatalf("second verdict: %+v", d)
+		}
+
+		// A restart (a new session) clears the verdict at once.
+		st = probation
+		st.Members[1].Session = "b#2"
+		d = mustStep(t, st, p)
+		if b := d.Assign["b"]; b.Stuck || b.Verdicts != 0 || b.StuckSession != "" || len(d.Moves) != 2 || d.Moves[1].To != "b" {
 			t.Fatalf("restart: %+v", d)
+		}
+	})
+
+	t.Run("in load balance a worker on probation is given the lightest free shard", func(t *testing.T) {
+		loads := map[shard.ID]float64{s[0]: 5, s[1]: 1, s[2]: 3, s[3]: 1}
+		st := State{Now: now, Shards: s[:4], Members: live("a", "b"), Loads: loads,
+			Assigned: map[string]Assignment{"b": {Stuck: true, StuckSession: "b#1", Verdicts: 1, StuckSince: now.Add(-2 * time.Second)}}}
+		d := mustStep(t, st, p)
+		if b := d.Assign["b"]; b.Stuck || b.Verdicts != 1 || !slices.Equal(b.Shards, []shard.ID{s[1]}) || len(d.Assign["a"].Shards) != 3 {
+			t.Fatalf("decision %+v", d)
+		}
+		if d2 := mustStep(t, applied(st, d), p); len(d2.Assign) != 0 || len(d2.Moves) != 0 {
+			t.Fatalf("read back: %+v", d2)
 		}
 	})
 
@@ -295,9 +349,21 @@ func TestStepSmall(t *testing.T) {
 
 	t.Run("when every member is stuck free shards wait in no key", func(t *testing.T) {
 		st := State{Now: now, Shards: s[:2], Members: live("a"), Holders: []string{"a", ""},
-			Assigned: map[string]Assignment{"a": {Shards: s[:1], Stuck: true, StuckSession: "a#1"}}}
-		if d := mustStep(t, st, p); !quiet(d) {
+			Assigned: map[string]Assignment{"a": {Shards: s[:1], Stuck: true, StuckSession: "a#1", Verdicts: 1, StuckSince: now}}}
+		if d := mustStep(t, st, p); len(d.Assign) != 0 || len(d.Moves) != 0 || !d.Wake.Equal(now.Add(2*time.Second)) {
 			t.Fatalf("decision %+v", d)
+		}
+	})
+
+	t.Run("a stuck mark without a time is given one", func(t *testing.T) {
+		st := State{Now: now, Shards: s[:2], Members: live("a"), Holders: []string{"a", ""},
+			Assigned: map[string]Assignment{"a": {Shards: s[:1], Stuck: true, StuckSession: "a#1"}}}
+		d := mustStep(t, st, p)
+		if a := d.Assign["a"]; !a.Stuck || a.Verdicts != 1 || !a.StuckSince.Equal(now) || len(d.Moves) != 0 {
+			t.Fatalf("decision %+v", d)
+		}
+		if d2 := mustStep(t, applied(st, d), p); len(d2.Assign) != 0 || !d2.Wake.Equal(d.Wake) {
+			t.Fatalf("read back: %+v", d2)
 		}
 	})
 

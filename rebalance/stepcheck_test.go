@@ -66,8 +66,11 @@ func checkDecision(s State, p Policy, d Decision) error {
 		}
 		// A written key's wait and stuck mark are about the member's
 		// current session, and a key that has neither names none.
-		if (a.Stuck || a.Waiting > 0) != (a.StuckSession != "") || a.StuckSession != "" && a.StuckSession != live[w].Session {
-			return fmt.Errorf("key of %q: stuck %v, waiting %d, under session %q; member's session %q", w, a.Stuck, a.Waiting, a.StuckSession, live[w].Session)
+		if (a.Stuck || a.Waiting > 0 || a.Verdicts > 0) != (a.StuckSession != "") || a.StuckSession != "" && a.StuckSession != live[w].Session {
+			return fmt.Errorf("key of %q: stuck %v, waiting %d, verdicts %d, under session %q; member's session %q", w, a.Stuck, a.Waiting, a.Verdicts, a.StuckSession, live[w].Session)
+		}
+		if (a.Stuck && a.Verdicts < 1) || (a.Verdicts > 0) == a.StuckSince.IsZero() || a.StuckSince.After(s.Now) {
+			return fmt.Errorf("key of %q: stuck %v, %d verdicts, the last at %v (now %v)", w, a.Stuck, a.Verdicts, a.StuckSince, s.Now)
 		}
 		outKey[w] = a
 	}
@@ -89,15 +92,36 @@ func checkDecision(s State, p Policy, d Decision) error {
 		}
 	}
 
-	// Stuck marks: kept under the same session, cleared under another, and
-	// a stuck member's key lists only shards it holds.
+	// Stuck marks: kept under the same session until the verdict ends,
+	// cleared under another, and a stuck member's key lists only shards it
+	// holds; a member on probation's at most one it does not hold.
 	isStuck := func(a Assignment, m Member) bool { return a.Stuck && a.StuckSession == m.Session }
-	anyActive := false // a member not stuck after the step
+	onProbation := func(a Assignment, m Member) bool { return !a.Stuck && a.Verdicts > 0 && a.StuckSession == m.Session }
+	anyActive := false // a member neither stuck nor on probation after the step
 	anyWorking := false
 	for id, m := range live {
 		was, now := isStuck(s.Assigned[id], m), isStuck(outKey[id], m)
-		if was && !now {
-			return fmt.Errorf("member %q was stuck under its session %q and is not any more", id, m.Session)
+		end := verdictEnd(s.Assigned[id], p, s.Now)
+		if was && !now && s.Now.Before(end) {
+			return fmt.Errorf("member %q was stuck under its session %q until %v and is not any more at %v", id, m.Session, end, s.Now)
+		}
+		if was && now && !s.Now.Before(end) {
+			return fmt.Errorf("member %q is still stuck at %v, its verdict ended at %v", id, s.Now, end)
+		}
+		if was && now && outKey[id].Verdicts != max(s.Assigned[id].Verdicts, 1) {
+			return fmt.Errorf("member %q's verdict count went from %d to %d while the verdict lasted", id, s.Assigned[id].Verdicts, outKey[id].Verdicts)
+		}
+		if onProbation(outKey[id], m) {
+			notHeld := 0
+			for sh := range out[id] {
+				if holder[sh] != id {
+					notHeld++
+				}
+			}
+			if notHeld > 1 {
+				return fmt.Errorf("member %q on probation is assigned %d shards it does not hold", id, notHeld)
+			}
+			continue
 		}
 		if s.Assigned[id].Stuck && !was && now {
 			return fmt.Errorf("member %q, marked stuck under another session, is marked again at once", id)
@@ -192,6 +216,9 @@ func checkDecision(s State, p Policy, d Decision) error {
 		}
 		switch {
 		case isStuck(a, m):
+			if at := verdictEnd(a, p, s.Now); wake.IsZero() || at.Before(wake) {
+				wake = at
+			}
 		case free == 0 && (a.Waiting != 0 || !a.WaitingSince.IsZero()):
 			return fmt.Errorf("member %q has no free shard assigned but waits for %d since %v", id, a.Waiting, a.WaitingSince)
 		case free > 0 && (a.Waiting < free || a.WaitingSince.After(s.Now) || !a.WaitingSince.Add(p.StuckAfter).After(s.Now)):
@@ -233,4 +260,15 @@ func sameDecision(a, b Decision) bool {
 		}
 	}
 	return true
+}
+
+// verdictEnd is when the stuck verdict recorded in a ends:
+// StuckAfter·2^Verdicts (at most 2^6) after StuckSince, or after now when
+// the key records no time (or one after now).
+func verdictEnd(a Assignment, p Policy, now time.Time) time.Time {
+	since := a.StuckSince
+	if since.IsZero() || since.After(now) {
+		since = now
+	}
+	return since.Add(p.StuckAfter * time.Duration(1<<min(max(a.Verdicts, 1), 6)))
 }

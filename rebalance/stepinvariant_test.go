@@ -82,11 +82,20 @@ func genState(r *rand.Rand, w, n int) (State, Policy) {
 		if r.IntN(2) == 0 {
 			slices.Sort(a.Shards)
 		}
-		switch r.IntN(10) {
+		switch r.IntN(12) {
 		case 0:
 			a.Stuck, a.StuckSession = true, session[o]
 		case 1:
 			a.Stuck, a.StuckSession = true, "old-session"
+		case 2: // on probation
+			a.StuckSession = session[o]
+		}
+		if a.StuckSession != "" && r.IntN(4) != 0 {
+			// Verdicts: some ended, some lasting, some stamped in the future.
+			a.Verdicts = 1 + r.IntN(8)
+			a.StuckSince = s.Now.Add(time.Duration(r.IntN(300_000)-290_000) * time.Millisecond)
+		} else if !a.Stuck {
+			a.StuckSession = ""
 		}
 		if r.IntN(3) != 0 && len(a.Shards) > 0 {
 			a.Waiting = 1 + r.IntN(len(a.Shards))

@@ -24,11 +24,12 @@ type step struct {
 	*stepInput
 	p Policy
 
-	stuck    []bool // judged stuck (now or before, under its current session)
-	cordoned []bool // cordoned, and not every member is
-	draining []bool // drains, and not every member does
-	freeIn   []int  // free shards in the key as read
-	freeOut  []int  // free shards in the key after this step
+	stuck     []bool // judged stuck (now or before, under its current session)
+	probation []bool // a verdict expired and the member has not yet taken a shard since
+	cordoned  []bool // cordoned, and not every member is
+	draining  []bool // drains, and not every member does
+	freeIn    []int  // free shards in the key as read
+	freeOut   []int  // free shards in the key after this step
 
 	firstKey []int32 // the first live member whose key lists the shard, or -1
 	pending  []int32 // the first member not stuck whose key lists the shard, or -1
@@ -46,7 +47,7 @@ func newStep(in *stepInput, p Policy) *step {
 	n, w := len(in.shards), len(in.members)
 	st := &step{
 		stepInput: in, p: p,
-		stuck: make([]bool, w), cordoned: make([]bool, w), draining: make([]bool, w), freeIn: make([]int, w), freeOut: make([]int, w),
+		stuck: make([]bool, w), probation: make([]bool, w), cordoned: make([]bool, w), draining: make([]bool, w), freeIn: make([]int, w), freeOut: make([]int, w),
 		firstKey: make([]int32, n), pending: make([]int32, n), next: make([]int32, n),
 	}
 	allDrain, allCordoned := true, true
@@ -117,11 +118,14 @@ func (st *step) plan() {
 }
 
 // capacities are the members' quotas: by weight with the largest
-// remainder (the function capacities), except that a stuck member's quota is min(held, ⌈its weighted share⌉), a cordoned member's
-// is what it holds (none if it also drains), and the other members share
-// the rest by weight. The stuck quotas depend on nothing that
-// moves between steps (not on who got the rounding slots, which follows the
-// others' counts), so a decision written and read back plans the same. If
+// remainder (the function capacities), except that a stuck member's quota
+// is min(held, ⌈its weighted share⌉), a member on probation's
+// min(held+1, ⌈its weighted share⌉) (one shard to show it takes what it is
+// given), a cordoned member's is what it holds (none if it also drains),
+// and the other members share the rest by weight. These quotas depend on
+// nothing that moves between steps (not on who got the rounding slots,
+// which follows the others' counts), so a decision written and read back
+// plans the same. If
 // every member is stuck, the shards they do not hold have no quota anywhere
 // and stay free.
 func (st *step) capacities(owned, held []int) []int {
@@ -129,7 +133,7 @@ func (st *step) capacities(owned, held []int) []int {
 		return nil
 	}
 	ws := effectiveWeights(st.members)
-	if !slices.Contains(st.stuck, true) && !slices.Contains(st.cordoned, true) {
+	if !slices.Contains(st.stuck, true) && !slices.Contains(st.probation, true) && !slices.Contains(st.cordoned, true) {
 		return capacities(len(st.shards), st.ids, ws, owned)
 	}
 	var sum uint64
@@ -145,16 +149,28 @@ func (st *step) capacities(owned, held []int) []int {
 				caps[m] = held[m]
 			}
 			rest -= caps[m]
-		} else if st.stuck[m] {
+		} else if st.stuck[m] || st.probation[m] {
 			hi, lo := bits.Mul64(uint64(len(st.shards)), ws[m])
 			q, r := bits.Div64(hi, lo, sum) // as in capacities: cannot panic
 			if r > 0 {
 				q++
 			}
 			caps[m] = min(held[m], int(q))
+			if st.probation[m] {
+				caps[m] = min(held[m]+1, int(q))
+			}
 			rest -= caps[m]
 		} else {
 			others = append(others, m)
+		}
+	}
+	// The probation's one shard more comes out of what nobody else holds:
+	// the other fixed quotas are at most what their members hold, so
+	// taking the +1s back, last member first, leaves none negative.
+	for m := len(caps) - 1; m >= 0 && rest < 0; m-- {
+		if st.probation[m] && caps[m] > held[m] {
+			caps[m]--
+			rest++
 		}
 	}
 	if len(others) == 0 {
@@ -290,10 +306,15 @@ func (st *step) decision() Decision {
 			}
 			d.Assign[st.ids[m]] = key
 		}
-		if !st.stuck[m] && key.Waiting > 0 {
-			if at := key.WaitingSince.Add(st.p.StuckAfter); d.Wake.IsZero() || at.Before(d.Wake) {
-				d.Wake = at
-			}
+		var at time.Time
+		switch {
+		case st.stuck[m]:
+			at = st.probationAt(key)
+		case key.Waiting > 0:
+			at = key.WaitingSince.Add(st.p.StuckAfter)
+		}
+		if !at.IsZero() && (d.Wake.IsZero() || at.Before(d.Wake)) {
+			d.Wake = at
 		}
 	}
 	// A load move held back by residence: step again when it may be made,

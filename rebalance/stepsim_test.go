@@ -58,7 +58,8 @@ func converge(f *fleet, p Policy, tick time.Duration) error {
 	limit := 2*waits + 2*(len(f.s.Shards)/capMoves+1) + 20
 
 	moves := map[shard.ID]int{}
-	fromStuck := map[string]int{} // shard+worker: moves off a stuck worker's key
+	fromStuck := map[string]int{} // shard+worker+verdict: moves off a stuck worker's key
+	verdicts := 0
 	for round := 0; ; round++ {
 		if round > limit {
 			return fmt.Errorf("not at rest after %d rounds", limit)
@@ -70,8 +71,13 @@ func converge(f *fleet, p Policy, tick time.Duration) error {
 		if err := checkDecision(f.s, p, d); err != nil {
 			return fmt.Errorf("round %d: %v", round, err)
 		}
-		if quiet(d) && f.settled() {
+		if resting(f.s, d) && f.settled() {
 			break
+		}
+		for w, a := range d.Assign { // verdicts given, ended, and probations ended
+			if was := f.s.Assigned[w]; a.Stuck != was.Stuck || (a.Verdicts == 0 && was.Verdicts > 0) {
+				verdicts++
+			}
 		}
 		for _, mv := range d.Moves {
 			moves[mv.Shard]++
@@ -79,9 +85,10 @@ func converge(f *fleet, p Policy, tick time.Duration) error {
 				for w, a := range f.s.Assigned {
 					if a.Stuck || d.Assign[w].Stuck {
 						for _, id := range a.Shards {
+							k := fmt.Sprintf("%s\x00%s\x00%d", id, w, d.Assign[w].Verdicts)
 							if id == mv.Shard {
-								if fromStuck[string(id)+"\x00"+w]++; fromStuck[string(id)+"\x00"+w] > 1 {
-									return fmt.Errorf("round %d: %s moved off stuck %s twice", round, id, w)
+								if fromStuck[k]++; fromStuck[k] > 1 {
+									return fmt.Errorf("round %d: %s moved off stuck %s twice in one verdict", round, id, w)
 								}
 							}
 						}
@@ -96,19 +103,29 @@ func converge(f *fleet, p Policy, tick time.Duration) error {
 
 	// Moves (the generated cases reach the bound): a hand-off and its
 	// placement, once more when a quota shrinks as a worker is judged stuck,
-	// and once off each stuck worker it was given.
-	stuckCount := 0
-	for _, k := range f.kinds {
-		if k == stuck {
-			stuckCount++
-		}
-	}
+	// and once per verdict given or ended or probation ended (a quota that
+	// shrinks or grows again).
 	for id, k := range moves {
-		if k > 4+stuckCount {
-			return fmt.Errorf("shard %s moved %d times (%d stuck workers)", id, k, stuckCount)
+		if k > 4+verdicts {
+			return fmt.Errorf("shard %s moved %d times (%d verdicts given or ended)", id, k, verdicts)
 		}
 	}
 	return checkBalance(f.s)
+}
+
+// resting reports whether d changes nothing and wakes, if at all, only for
+// the end of a stuck verdict (no member's key records a wait): a fleet
+// with a stuck worker is at rest between its verdicts.
+func resting(s State, d Decision) bool {
+	if len(d.Assign) != 0 || len(d.Delete) != 0 || len(d.Moves) != 0 {
+		return false
+	}
+	for _, a := range s.Assigned {
+		if a.Waiting > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // checkBalance checks a fleet at rest: members not stuck hold between the
@@ -124,9 +141,9 @@ func checkBalance(s State) error {
 			counts[h]++
 		}
 	}
-	isStuck := func(m Member) bool {
+	isStuck := func(m Member) bool { // or on probation: a quota of its own too
 		a := s.Assigned[m.ID]
-		return a.Stuck && a.StuckSession == m.Session
+		return (a.Stuck || a.Verdicts > 0) && a.StuckSession == m.Session
 	}
 	weight := func(m Member, drainIgnored bool) int64 {
 		switch {

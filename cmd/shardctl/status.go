@@ -97,8 +97,11 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 	fmt.Fprintln(tw, header+"VERSION\tSESSION\tSTARTED\tADDRESS")
 	for _, wk := range f.Workers {
 		assigned := fmt.Sprint(wk.Assigned)
-		if wk.Stuck {
+		switch {
+		case wk.Stuck:
 			assigned += " stuck"
+		case wk.Probation:
+			assigned += " probation"
 		}
 		loadCols := ""
 		if loads {

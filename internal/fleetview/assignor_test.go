@@ -66,6 +66,11 @@ func TestBuildShowsTheAssignorAndAssignments(t *testing.T) {
 	if w, _ := Build(Input{Snapshot: s}).Worker("a"); w.Stuck {
 		t.Errorf("a stuck mark about an earlier session shows: %+v", w)
 	}
+	// A verdict that ended: on probation, not stuck.
+	s.Assignments["a"] = shard.Assignment{Epoch: 8, Memory: assignor.Memory{Verdicts: 1, StuckSince: t0, StuckSession: "s-a"}.Encode()}
+	if w, _ := Build(Input{Snapshot: s}).Worker("a"); w.Stuck || !w.Probation {
+		t.Errorf("a worker on probation shows %+v", w)
+	}
 
 	// No assignor and no keys: not held, and the JSON says so; nothing
 	// is pending, since nothing was decided (a worker with no readable

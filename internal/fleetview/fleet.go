@@ -134,9 +134,12 @@ type Worker struct {
 	AssignedEpoch shard.Token `json:"assigned_epoch,omitempty"`
 	// Stuck is set while the assignor judges this worker's current
 	// session stuck (given free shards it did not take): it is given
-	// nothing until it has a new session. A mark about an earlier session
-	// is not shown.
-	Stuck bool `json:"stuck,omitempty"`
+	// nothing until the verdict ends or it has a new session. Probation is
+	// set after a verdict ended until the worker takes a shard it is given:
+	// it may be given one more than it holds. Marks about an earlier
+	// session are not shown.
+	Stuck     bool `json:"stuck,omitempty"`
+	Probation bool `json:"probation,omitempty"`
 	// Cordon is set while an operator has cordoned the worker (shardctl
 	// cordon): who, when and why. A cordoned worker keeps what it holds
 	// and is given nothing new.
@@ -232,7 +235,8 @@ func Build(in Input) Fleet {
 			w.Assigned, w.AssignedSince, w.AssignedEpoch = len(a.Shards), mem.Since, a.Epoch
 			// The assignor's own rule (rebalance: judge): a verdict counts
 			// only for the session it names.
-			w.Stuck = mem.Stuck && m.Live() && mem.StuckSession == m.Session
+			current := m.Live() && mem.StuckSession == m.Session
+			w.Stuck, w.Probation = mem.Stuck && current, !mem.Stuck && mem.Verdicts > 0 && current
 		}
 		if m.Live() {
 			w.State = WorkerLive

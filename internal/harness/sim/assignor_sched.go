@@ -43,9 +43,10 @@ var assignorWeights = []struct {
 //     answers up to StuckAfter/3 late: a change that lands while an
 //     answer is held reaches the worker up to two lags later, and a worker
 //     that has not taken its free shards within StuckAfter is judged stuck
-//     and given nothing until it restarts (docs/design.md), which no
-//     settle bound covers; lags are kept to a third of the fault so that
-//     a healthy worker is not starved that way (docs/reliability.md).
+//     and given nothing until its verdict ends 2·StuckAfter later and it
+//     takes the one shard of its probation (docs/design.md), which the
+//     settle bound does not cover; lags are kept to a third of the fault so
+//     that a healthy worker is not judged that way (docs/reliability.md).
 func (s *Schedule) addAssignorFaults(steps []time.Duration, end time.Duration) {
 	rng := rand.New(rand.NewPCG(s.Seed, s.Seed^0xa55e1c0a55e1c0de))
 	draw := betweenIn(rng)

@@ -44,7 +44,8 @@
 //     after each new one, so the worker acts on an assignment the assignor
 //     has since changed; for no longer than StuckAfter and with answers
 //     at most a third of it late, or the assignor would judge it stuck and
-//     give it nothing until it restarts, which no settle bound covers.
+//     give it nothing until the verdict ends and a probation passes, which
+//     the settle bound does not cover.
 //
 // A fourth stream, laid over all of them, restarts a worker with a rejoin
 // grace (Rejoin): a graceful stop that asks the assignor to keep the
