@@ -36,7 +36,7 @@ type BalancePolicy struct {
 }
 
 // LoadBalance tunes load balancing (rebalance.LoadPolicy's fields, as
-// stored): the band's tolerance around the mean load per capacity, how
+// stored, and as a worker proposes them: worker.Config.LoadBalance): the band's tolerance around the mean load per capacity, how
 // long a moved shard stays put, how much a move must narrow a gap, how
 // long a member must stay outside the band before it is corrected.
 type LoadBalance struct {

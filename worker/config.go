@@ -61,7 +61,7 @@ type Config struct {
 	// followed by this worker as the assignor only while none is stored.
 	// The fleet's stored policy, changed with shardctl balance, is what
 	// every assignor follows. Nil: count balance.
-	LoadBalance *rebalance.LoadPolicy
+	LoadBalance *shard.LoadBalance
 	// ShardWeight, when not nil, is each shard's static weight for load
 	// balancing: the assignor multiplies the shard's measured load by it,
 	// and while nothing is measured balances the weights alone. It must
@@ -171,7 +171,8 @@ func (c Config) balancePolicy() shard.BalancePolicy {
 		p.ColdStartGather = 0 // the default, as shardctl writes it: not pinned into the fleet's key
 	}
 	if lb := c.LoadBalance; lb != nil {
-		p.Load = &shard.LoadBalance{Tolerance: lb.Tolerance, MinResidence: lb.MinResidence, MinGain: lb.MinGain, Patience: lb.Patience}
+		l := *lb // the proposal must not change with the caller's struct
+		p.Load = &l
 	}
 	return p
 }

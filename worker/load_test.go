@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -252,10 +251,10 @@ func TestLoadConfigProblems(t *testing.T) {
 		{"report every 100 ms", func(c *Config) { c.LoadReportEvery = 100 * time.Millisecond }, "load report interval 100ms"},
 		{"no reports", func(c *Config) { c.LoadReportEvery = NoLoadReport }, ""},
 		{"negative half-life", func(c *Config) { c.LoadHalfLife = -time.Second }, "load half-life -1s"},
-		{"NaN tolerance", func(c *Config) { c.LoadBalance = &rebalance.LoadPolicy{Tolerance: math.NaN()} }, "tolerance NaN"},
-		{"negative gain", func(c *Config) { c.LoadBalance = &rebalance.LoadPolicy{MinGain: -1} }, "minimum gain -1"},
-		{"negative residence", func(c *Config) { c.LoadBalance = &rebalance.LoadPolicy{MinResidence: -time.Second} }, "minimum residence -1s"},
-		{"negative patience", func(c *Config) { c.LoadBalance = &rebalance.LoadPolicy{Patience: -time.Second} }, "patience -1s"},
+		{"NaN tolerance", func(c *Config) { c.LoadBalance = &shard.LoadBalance{Tolerance: math.NaN()} }, "tolerance NaN"},
+		{"negative gain", func(c *Config) { c.LoadBalance = &shard.LoadBalance{MinGain: -1} }, "minimum gain -1"},
+		{"negative residence", func(c *Config) { c.LoadBalance = &shard.LoadBalance{MinResidence: -time.Second} }, "minimum residence -1s"},
+		{"negative patience", func(c *Config) { c.LoadBalance = &shard.LoadBalance{Patience: -time.Second} }, "patience -1s"},
 		{"weights", func(c *Config) { c.ShardWeight = func(shard.ID) float64 { return 0.5 } }, ""},
 		{"bad weights", func(c *Config) {
 			c.ShardWeight = func(id shard.ID) float64 {
@@ -278,7 +277,7 @@ func TestLoadConfigProblems(t *testing.T) {
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func TestCarriesLoad(t *testing.T) {
-	lb := &rebalance.LoadPolicy{}
+	lb := &shard.LoadBalance{}
 	for _, c := range []struct {
 		cfg   Config
 		asked bool

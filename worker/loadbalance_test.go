@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/assignor"
-	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -44,7 +43,7 @@ func TestLoadBalancesMeasuredLoad(t *testing.T) {
 			for _, id := range []string{"a", "b"} {
 				cfg := f.config(id, hotShard)
 				if lb {
-					cfg.LoadBalance = &rebalance.LoadPolicy{}
+					cfg.LoadBalance = &shard.LoadBalance{}
 				}
 				f.startWith(cfg)
 			}

@@ -8,7 +8,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -83,7 +82,7 @@ func TestCordonDuringLoadReportSurvives(t *testing.T) {
 		var load atomic.Int64
 		load.Store(10)
 		cfg := f.config("a", reporting(&load))
-		cfg.LoadBalance = &rebalance.LoadPolicy{}
+		cfg.LoadBalance = &shard.LoadBalance{}
 		mid := &cordonMidReport{op: &memoryOperator{coord: f.coord, worker: "a"}}
 		f.startWrapped(cfg, func(c shard.Coordinator) shard.Coordinator { return shard.Intercept(c, mid.intercept) })
 		settle(30 * time.Second)

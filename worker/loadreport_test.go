@@ -8,7 +8,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -73,7 +72,7 @@ func startReporting(t *testing.T, n int) (*fleet, *atomic.Int64, *loadWrites) {
 	load := &atomic.Int64{}
 	load.Store(10)
 	cfg := f.config("a", reporting(load))
-	cfg.LoadBalance = &rebalance.LoadPolicy{}
+	cfg.LoadBalance = &shard.LoadBalance{}
 	writes := &loadWrites{}
 	f.startWrapped(cfg, writes.wrap)
 	return f, load, writes
@@ -151,7 +150,7 @@ func TestLoadFromCommits(t *testing.T) {
 				}
 			}
 		}))
-		cfg.LoadBalance = &rebalance.LoadPolicy{}
+		cfg.LoadBalance = &shard.LoadBalance{}
 		f.startWith(cfg)
 		settle(60 * time.Second)
 		ms, _ := f.snapshot().Member("a")
@@ -264,7 +263,7 @@ func TestLoadFollowedAfterShift(t *testing.T) {
 				}
 			}
 		}))
-		cfg.LoadBalance = &rebalance.LoadPolicy{}
+		cfg.LoadBalance = &shard.LoadBalance{}
 		writes := &loadWrites{}
 		f.startWrapped(cfg, writes.wrap)
 		settle(40 * time.Second)

@@ -5,7 +5,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -60,7 +59,7 @@ func TestWorkerProposesItsPolicy(t *testing.T) {
 		f := newFleet(t, 6)
 		cfg := f.config("a", f.events.waiting("a"))
 		cfg.MaxMovesInFlight = 2
-		cfg.LoadBalance = &rebalance.LoadPolicy{Tolerance: 0.2}
+		cfg.LoadBalance = &shard.LoadBalance{Tolerance: 0.2}
 		f.startWith(cfg)
 		settle(10 * time.Second)
 		want := shard.BalancePolicy{MaxMovesInFlight: 2, Load: &shard.LoadBalance{Tolerance: 0.2}}

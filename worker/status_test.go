@@ -9,7 +9,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -36,7 +35,7 @@ func TestStatusShowsReportedLoads(t *testing.T) {
 			load.Store(10)
 			cfg := f.config("a", reporting(load))
 			if balance {
-				cfg.LoadBalance = &rebalance.LoadPolicy{}
+				cfg.LoadBalance = &shard.LoadBalance{}
 			}
 			a := f.startWith(cfg)
 			settle(5 * time.Second)
@@ -97,7 +96,7 @@ func TestStatusLeavesTheCommitRateAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFleet(t, 1)
 		cfg := f.config("a", committing(250*time.Millisecond))
-		cfg.LoadBalance = &rebalance.LoadPolicy{}
+		cfg.LoadBalance = &shard.LoadBalance{}
 		a := f.startWith(cfg)
 		var shown float64
 		for range 600 { // a minute, reading every 100 ms

@@ -93,7 +93,7 @@ func (f loadFlags) apply(c *worker.Config) {
 	if !f.on {
 		return
 	}
-	c.LoadBalance = &rebalance.LoadPolicy{Tolerance: f.tolerance}
+	c.LoadBalance = &shard.LoadBalance{Tolerance: f.tolerance}
 	if len(f.weights) > 0 {
 		weights := f.weights
 		c.ShardWeight = func(id shard.ID) float64 {

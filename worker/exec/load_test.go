@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/shardlease/shardlease/rebalance"
+	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
 
@@ -105,7 +105,7 @@ func TestUnderAWorkerAChildReportsItsLoad(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, stop := runUnderWorker(t, time.Second, time.Second, tc.script, func(c *worker.Config) {
-				c.LoadBalance, c.LoadReportEvery = &rebalance.LoadPolicy{}, worker.MinLoadReportEvery
+				c.LoadBalance, c.LoadReportEvery = &shard.LoadBalance{}, worker.MinLoadReportEvery
 			})
 			var loads map[string]float64
 			waitUntil(t, 15*time.Second, "the worker carries s-000's load", func() bool {

@@ -7,7 +7,6 @@ import (
 	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
-	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 	"github.com/shardlease/shardlease/worker"
@@ -21,7 +20,7 @@ type Options struct {
 	// makes one that never acquires); nil runs every worker on its own.
 	Coordinator func(id string, c shard.Coordinator) shard.Coordinator
 	// LoadBalance is every worker's Config.LoadBalance (nil: count balance).
-	LoadBalance *rebalance.LoadPolicy
+	LoadBalance *shard.LoadBalance
 	// Hold, if set, is what a handler does with its claim once started
 	// (skewed-load reports its shard's load), until ctx ends; nil: it only
 	// waits for the end.

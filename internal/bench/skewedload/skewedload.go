@@ -10,7 +10,6 @@ import (
 
 	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/bench/fleet"
-	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -204,8 +203,8 @@ func run(ctx context.Context, env *bench.Env, shape Params) ([]bench.Result, err
 	var fleets []*skewedFleet
 	for _, v := range []struct {
 		system string
-		lb     *rebalance.LoadPolicy
-	}{{bench.SystemShardlease, &rebalance.LoadPolicy{Tolerance: skewedTolerance}}, {bench.SystemCountBased, nil}} {
+		lb     *shard.LoadBalance
+	}{{bench.SystemShardlease, &shard.LoadBalance{Tolerance: skewedTolerance}}, {bench.SystemCountBased, nil}} {
 		f, err := fleet.NewShardlease(env, Name, fleet.Options{Shards: shape.Shards, Policy: skewedPolicy, LoadBalance: v.lb, Hold: table.report})
 		if err != nil {
 			return nil, err

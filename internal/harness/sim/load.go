@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -23,7 +22,7 @@ const loadShare = 1.0 / 3
 type LoadSetup struct {
 	On bool
 	// Tolerance, Residence and Patience are the assignor's
-	// rebalance.LoadPolicy; ReportEvery and HalfLife the workers'
+	// shard.LoadBalance; ReportEvery and HalfLife the workers'
 	// worker.Config.LoadReportEvery and LoadHalfLife. They are short so
 	// that a run of a minute or two sees several waves of load moves.
 	Tolerance   float64
@@ -98,11 +97,11 @@ func (l LoadSetup) at(seed uint64, i int, t time.Duration) float64 {
 }
 
 // policy is the assignor's load policy, nil for count balance.
-func (l LoadSetup) policy() *rebalance.LoadPolicy {
+func (l LoadSetup) policy() *shard.LoadBalance {
 	if !l.On {
 		return nil
 	}
-	return &rebalance.LoadPolicy{Tolerance: l.Tolerance, MinResidence: l.Residence, Patience: l.Patience}
+	return &shard.LoadBalance{Tolerance: l.Tolerance, MinResidence: l.Residence, Patience: l.Patience}
 }
 
 // settleBound is how much longer than Bound a load-balancing fleet may
