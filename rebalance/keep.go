@@ -18,7 +18,8 @@ import (
 // over the shard space. firm tells the shards a member actually holds:
 // those are kept first, whatever the scores, because shedding an assigned
 // free shard costs nothing while shedding a held one costs a hand-off.
-func keep(shards []shard.ID, ids []string, owner []int32, firm func(i int) bool, caps []int) (target []int32, room []int) {
+// target is written into dst (its length must be at least len(shards)).
+func keep(shards []shard.ID, ids []string, owner []int32, firm func(i int) bool, caps []int, dst []int32) (target []int32, room []int) {
 	var sc scorer
 	room = slices.Clone(caps)
 	for _, o := range owner {
@@ -28,9 +29,9 @@ func keep(shards []shard.ID, ids []string, owner []int32, firm func(i int) bool,
 	}
 	if !slices.ContainsFunc(room, func(r int) bool { return r < 0 }) {
 		// Nobody is over its quota (the steady state): everyone keeps all.
-		return slices.Clone(owner), room
+		return append(dst[:0], owner...), room
 	}
-	target = make([]int32, len(shards))
+	target = dst[:len(shards)]
 	for i := range target {
 		target[i] = -1
 	}

@@ -288,7 +288,9 @@ type Transfer struct {
 // error wraps ErrInvalidInput.
 func Step(s State, p Policy) (Decision, error) {
 	s, until := reserve(s)
-	in, err := readState(s)
+	sc := scratchPool.Get().(*scratch)
+	defer sc.release()
+	in, err := readState(s, sc)
 	if err != nil {
 		return Decision{}, err
 	}

@@ -48,7 +48,7 @@ func newStep(in *stepInput, p Policy) *step {
 	st := &step{
 		stepInput: in, p: p,
 		stuck: make([]bool, w), probation: make([]bool, w), cordoned: make([]bool, w), draining: make([]bool, w), freeIn: make([]int, w), freeOut: make([]int, w),
-		firstKey: make([]int32, n), pending: make([]int32, n), next: make([]int32, n),
+		firstKey: in.sc.int32s(n), pending: in.sc.int32s(n), next: in.sc.int32s(n),
 	}
 	allDrain, allCordoned := true, true
 	for _, m := range in.members {
@@ -112,7 +112,7 @@ func (st *step) plan() {
 		st.planLoad(caps, owned)
 		return
 	}
-	target, room := keep(st.shards, st.ids, st.next, func(i int) bool { return st.holder[i] >= 0 }, caps)
+	target, room := keep(st.shards, st.ids, st.next, func(i int) bool { return st.holder[i] >= 0 }, caps, st.sc.int32s(len(st.shards)))
 	placeFree(st.shards, st.ids, target, room)
 	st.target = target
 }

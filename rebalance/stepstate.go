@@ -42,6 +42,8 @@ type stepInput struct {
 	// load[i] is shard i's load when Step balances load; nil in count
 	// balance (no Loads, or the same load for every shard).
 	load []float64
+	// sc holds the per-shard slices, returned to its pool when Step ends.
+	sc *scratch
 }
 
 // readState validates s and indexes it, or returns an error wrapping
@@ -49,7 +51,7 @@ type stepInput struct {
 // duplicate member and shard IDs, Holders of another length than Shards, a
 // key of an empty worker ID, a key naming a shard outside the set or naming
 // one shard twice.
-func readState(s State) (*stepInput, error) {
+func readState(s State, sc *scratch) (*stepInput, error) {
 	shards, index := indexShards(s.Shards)
 	var check []shard.ID // the shards to sort and check: none in the numbered form
 	if index.byID != nil {
@@ -68,8 +70,9 @@ func readState(s State) (*stepInput, error) {
 		shards:  shards,
 		members: members,
 		ids:     make([]string, len(members)),
-		holder:  make([]int32, len(shards)),
-		flags:   make([]uint8, len(shards)),
+		sc:      sc,
+		holder:  sc.int32s(len(shards)),
+		flags:   sc.uint8s(len(shards)),
 		keys:    make([]Assignment, len(members)),
 		sets:    make([][]int32, len(members)),
 		took:    make([]bool, len(members)),
@@ -110,7 +113,7 @@ func (in *stepInput) readKeys(assigned map[string]Assignment, index shardIndex, 
 	for _, a := range assigned {
 		total += len(a.Shards)
 	}
-	backing := make([]int32, 0, total) // one allocation for every key's set
+	backing := in.sc.int32s(total)[:0] // one buffer for every key's set
 	for _, w := range slices.Sorted(maps.Keys(assigned)) {
 		a := assigned[w]
 		if w == "" {
