@@ -56,6 +56,20 @@ func (c *Claim) Lost() <-chan struct{} {
 	return c.auth.Context().Done()
 }
 
+// Deadline is when the claim's authority ends unless the worker's lease
+// is renewed before: the local step-down deadline, moved later by every
+// renewal (the authority may end sooner; Lost says when it does). ok is
+// false for a Claim no Worker issued. A handler that hands the shard's
+// work to something outside its process (as package exec does to a
+// child's process group) can give that the deadline, so that the work
+// stops in time even if this process stalls.
+func (c *Claim) Deadline() (deadline time.Time, ok bool) {
+	if c.auth == nil {
+		return time.Time{}, false
+	}
+	return c.auth.Deadline(), true
+}
+
 // Err is nil while the claim may act for its shard, and an error wrapping
 // ErrLost once it may not. It also checks the local deadline against the
 // clock, so a process paused across the deadline gets ErrLost from its

@@ -47,6 +47,11 @@ func (a *Authority) Err() error {
 	return nil
 }
 
+// Deadline is the lease's local deadline as it stands: the authority ends
+// then unless a renewal moves it later (it may end sooner: Lose, End, the
+// session's end).
+func (a *Authority) Deadline() time.Time { return a.lease.deadline() }
+
 // Lose ends the authority with the lease's loss sentinel and why (a no-op
 // once ended).
 func (a *Authority) Lose(why string) { a.end(fmt.Errorf("%w: %s", a.lease.cfg.Lost, why)) }

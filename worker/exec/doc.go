@@ -52,6 +52,18 @@
 //     shard it no longer holds.
 //   - KillAll sends SIGKILL to every child's group at once and keeps new
 //     ones from starting: the answer to an operator's second Ctrl-C.
+//   - A supervisor that stops running (SIGSTOP, stalled in the kernel,
+//     starved of CPU) cannot outlive its lease through its children: a
+//     watchdog process SIGKILLs a child's group once the claim's deadline
+//     (worker.Claim.Deadline, renewed with it every 200 ms) has passed, and
+//     every group it holds when the supervisor's process ends. The
+//     watchdog is this program itself, re-executed with
+//     SHARDLEASE_EXEC_WATCHDOG=1: the package's init runs the watchdog
+//     instead of the program's main then, so any program that imports the
+//     package has one. It runs while the Supervisor has children, in a
+//     process group of its own, and reads the machine's monotonic clock,
+//     which both processes share. A Claim that no Worker issued has no
+//     deadline and no watchdog.
 //
 // # What it does not guarantee
 //
@@ -61,6 +73,14 @@
 // are not fenced by anything here; the child must stop what it started, or
 // send SHARDLEASE_TOKEN with every write so the store refuses a stale one.
 // A child that ignores SIGTERM runs until the SIGKILL, up to DrainGrace.
+// The watchdog is told of a child just after it started: a supervisor
+// stopped in that instant leaves that child to be stopped by the
+// supervisor itself when it runs again (the worker's step-down, or the
+// claim's Lost). It is told to forget a group just after the child was
+// reaped: a supervisor stopped in that instant past the deadline gets a
+// SIGKILL sent to a process group ID that is no longer its child's. A
+// watchdog killed by someone else leaves the children to the supervisor
+// alone (logged at every renewal).
 // Pdeathsig does not exist outside Linux: there a supervisor killed with
 // SIGKILL leaves its children running. Process groups and signals are
 // Unix's; the package does not build elsewhere.

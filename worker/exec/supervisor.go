@@ -33,6 +33,8 @@ type Supervisor struct {
 	killAll  bool             // set by KillAll: children started later die at once
 
 	badLoadLines atomic.Int64 // lines on the load pipes that were not loads
+
+	dog watchdog // the children's dead man's switch (watchdog.go)
 }
 
 // New returns a Supervisor for cfg, or an error wrapping ErrInvalidConfig
@@ -80,10 +82,21 @@ func (s *Supervisor) Process(ctx context.Context, c *worker.Claim) error {
 		return fmt.Errorf("starting %q for %s: %w", s.cfg.Argv[0], c.Shard, err)
 	}
 
+	_, watched := c.Deadline()
+	if watched {
+		if err := s.dog.hold(s.cfg.Stderr); err != nil {
+			loads.close()
+			log.Error("cannot start the children's watchdog; not starting the child", zap.Error(err))
+			return fmt.Errorf("starting %q for %s: %w", s.cfg.Argv[0], c.Shard, err)
+		}
+	}
 	s.mu.Lock()
 	if s.killAll {
 		s.mu.Unlock()
 		loads.close()
+		if watched {
+			_ = s.dog.release(0, string(c.Shard))
+		}
 		<-ctx.Done()
 		return nil
 	}
@@ -94,6 +107,9 @@ func (s *Supervisor) Process(ctx context.Context, c *worker.Claim) error {
 	s.mu.Unlock()
 	if err != nil {
 		loads.close()
+		if watched {
+			_ = s.dog.release(0, string(c.Shard))
+		}
 		log.Error("cannot start the command", zap.Strings("command", s.cfg.Argv), zap.Error(err))
 		return fmt.Errorf("starting %q for %s: %w", s.cfg.Argv[0], c.Shard, err)
 	}
@@ -102,9 +118,14 @@ func (s *Supervisor) Process(ctx context.Context, c *worker.Claim) error {
 	log.Info("child started")
 	loads.run(s, c.ReportLoad, log)
 	defer loads.stop() // after the child is reaped (every return below waits for it)
+	stopRenewing := func() {}
+	if watched {
+		stopRenewing = s.renewWatch(pid, c, log)
+	}
 	exited := make(chan error, 1)
 	go func() {
 		err := cmd.Wait()
+		stopRenewing() // before the group is released: no renewal may hold a reaped group
 		stdout.flush()
 		stderr.flush()
 		s.mu.Lock()
@@ -147,6 +168,41 @@ func (s *Supervisor) Process(ctx context.Context, c *worker.Claim) error {
 	err = <-exited
 	log.Warn(why, zap.NamedError("cause", c.Err()), zap.Duration("drain_grace", s.cfg.DrainGrace), zap.String("exit", exitText(err)))
 	return nil
+}
+
+// renewWatch hands child pid's process group to the watchdog until the
+// claim's deadline, and renews it every watchdogRenewEvery as the lease's
+// renewals move the deadline, until the returned function is called, which
+// releases the group.
+func (s *Supervisor) renewWatch(pid int, c *worker.Claim, log *zap.Logger) (stop func()) {
+	renew := func() {
+		deadline, _ := c.Deadline()
+		if err := s.dog.renew(pid, deadline, string(c.Shard)); err != nil {
+			log.Error("cannot renew the child's deadline with the watchdog: a stall of this process would not stop it", zap.Error(err))
+		}
+	}
+	renew()
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(watchdogRenewEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				renew()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+		if err := s.dog.release(pid, string(c.Shard)); err != nil {
+			log.Warn("cannot release the child's group from the watchdog", zap.Error(err))
+		}
+	}
 }
 
 // KillAll sends SIGKILL to every child's process group at once and keeps
