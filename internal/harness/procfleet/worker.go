@@ -18,6 +18,7 @@ type Worker struct {
 
 	f    *Fleet
 	args []string
+	bin  string // the binary of the next Start; "" for the fleet's
 
 	mu    sync.Mutex
 	p     *shardproc.Proc
@@ -38,6 +39,14 @@ type Life struct {
 	Start, Exit time.Time
 }
 
+// UseBinary makes the worker's next processes run bin instead of the
+// fleet's binary (another release of shardd, taking the same arguments).
+func (w *Worker) UseBinary(bin string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.bin = bin
+}
+
 // Start starts another process of the worker, with the arguments it was
 // added with: after a kill or a stop, under the same ID. It is an error
 // while one is running.
@@ -47,8 +56,12 @@ func (w *Worker) Start() error {
 	if w.p != nil && w.p.Running() {
 		return fmt.Errorf("procfleet: %s is running already", w.ID)
 	}
+	bin := w.f.cfg.Bin
+	if w.bin != "" {
+		bin = w.bin
+	}
 	started := time.Now()
-	p, err := shardproc.Start(w.f.cfg.Bin, w.args, w.Log)
+	p, err := shardproc.Start(bin, w.args, w.Log)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,44 @@ func BuildPackage(dir, pkg string) (string, error) {
 	return bin, nil
 }
 
+// BuildAt builds shardd as it was at commit of the repository at root
+// into dir (the commit's tree unpacked with git archive, then built with
+// its own go.mod) and returns the binary's path: a previous release, for a
+// test of a fleet of two versions. It needs the commit in root's history
+// (a shallow clone may not have it; the error says so).
+func BuildAt(dir, root, commit string) (string, error) {
+	src := filepath.Join(dir, "src-"+commit)
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	archive := exec.Command("git", "-C", root, "archive", "--format=tar", commit)
+	untar := exec.Command("tar", "-x", "-C", src)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	untar.Stdin = pipe
+	var archiveErr strings.Builder
+	archive.Stderr = &archiveErr
+	if err := untar.Start(); err != nil {
+		return "", fmt.Errorf("shardproc: tar: %w", err)
+	}
+	if err := archive.Run(); err != nil {
+		_ = untar.Wait()
+		return "", fmt.Errorf("shardproc: git archive %s in %s: %v: %s (a shallow clone lacks old commits: git fetch --unshallow)", commit, root, err, archiveErr.String())
+	}
+	if err := untar.Wait(); err != nil {
+		return "", fmt.Errorf("shardproc: unpacking %s: %w", commit, err)
+	}
+	bin := filepath.Join(dir, "shardd-"+commit)
+	build := exec.Command("go", "build", "-o", bin, "./cmd/shardd")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("shardproc: building shardd at %s: %v\n%s", commit, err, out)
+	}
+	return bin, nil
+}
+
 // Proc is one running (or exited) process.
 type Proc struct {
 	cmd    *exec.Cmd

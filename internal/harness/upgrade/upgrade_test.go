@@ -1,0 +1,244 @@
+package upgrade
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/harness/chaos"
+	"github.com/shardlease/shardlease/internal/harness/consultest"
+	"github.com/shardlease/shardlease/internal/harness/pgtest"
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
+	"github.com/shardlease/shardlease/internal/harness/shardproc"
+	"github.com/shardlease/shardlease/internal/offsetlog"
+	"github.com/shardlease/shardlease/offsets/postgres"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/consul"
+)
+
+// The fleet: 12 workers over 128 shards, on chaos's short lease, with a
+// rejoin grace above a restart's down time.
+const (
+	workers, shards = 12, 128
+	maxGap          = 4 * time.Second
+)
+
+var workerArgs = []string{"--rate", "20", "--commit-every", "500ms", "--log-level", "info",
+	"--ttl", "2s", "--renew", "400ms", "--pause-budget", "1s", "--lock-delay", "1s", "--rejoin-grace", "10s"}
+
+// previousRelease reads release/previous: its last line that is not a
+// comment names the version and the commit.
+func previousRelease(t *testing.T, root string) (version, commit string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root, "release", "previous"))
+	if err != nil {
+		t.Fatalf("the previous release is recorded in release/previous: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) != 2 {
+			t.Fatalf("release/previous: %q is not \"<version> <commit>\"", line)
+		}
+		version, commit = fields[0], fields[1]
+	}
+	if commit == "" {
+		t.Fatal("release/previous names no release")
+	}
+	return version, commit
+}
+
+// TestRollForwardAndBack rolls a fleet from the previous release to this
+// tree and back, one worker at a time, each stopped with its rejoin grace
+// (SIGTERM) and started again under its ID with the other binary once the
+// fleet is ready again. Over both rolls: no instant of two processes on
+// one shard, no stale commit accepted and no offset back (the histories
+// of every offsets call, a final load of every shard), no shard handed to
+// another worker, and no shard without a running handler for more than
+// maxGap.
+func TestRollForwardAndBack(t *testing.T) {
+	root, err := shardproc.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, commit := previousRelease(t, root)
+	dir := t.TempDir()
+	var oldBin, newBin string
+	var oldErr, newErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { oldBin, oldErr = shardproc.BuildAt(dir, root, commit) })
+	wg.Go(func() { newBin, newErr = shardproc.Build(dir) })
+	wg.Wait()
+	if oldErr != nil || newErr != nil {
+		t.Fatalf("building shardd %s (%s): %v; this tree: %v", version, commit, oldErr, newErr)
+	}
+
+	agent := consultest.StartDev(t)
+	dsn := pgtest.Start(t).NewDatabase(t)
+	prefix := fmt.Sprintf("upgrade/%d", time.Now().UnixNano())
+	args := append([]string{"worker", "--consul", agent.HTTPAddr, "--prefix", prefix, "--shards", fmt.Sprint(shards), "--offsets", dsn}, workerArgs...)
+	procs, err := procfleet.New(procfleet.Config{Bin: oldBin, Dir: dir, Args: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = procs.Stop(30 * time.Second) })
+	obs, err := procfleet.NewObserver(consul.Config{Address: agent.HTTPAddr, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+
+	for i := range workers {
+		if _, err := procs.Add(fmt.Sprintf("w%02d", i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := waitReady(t, obs, 90*time.Second); err != nil {
+		t.Fatalf("the fleet of release %s: %v", version, err)
+	}
+	began := time.Now()
+
+	roll := func(bin, to string) {
+		for _, w := range procs.Workers() {
+			if err := w.Stop(30 * time.Second); err != nil {
+				t.Fatalf("stopping %s: %v", w.ID, err)
+			}
+			w.UseBinary(bin)
+			if err := w.Start(); err != nil {
+				t.Fatalf("starting %s on %s: %v", w.ID, to, err)
+			}
+			if err := waitReady(t, obs, 60*time.Second); err != nil {
+				t.Fatalf("the fleet after %s restarted on %s: %v; the end of its log:\n%s", w.ID, to, err, tail(w.Log, 20))
+			}
+		}
+		t.Logf("rolled to %s in %v", to, time.Since(began).Round(time.Millisecond))
+	}
+	roll(newBin, "this tree")
+	roll(oldBin, "release "+version)
+
+	if err := procs.Stop(30 * time.Second); err != nil {
+		t.Errorf("stopping the fleet: %v", err)
+	}
+	final := filepath.Join(dir, "final.jsonl")
+	loadAll(t, dsn, final)
+	ops, runs, err := offsetlog.ReadAll(append(procs.HistoryFiles(), final)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	v := chaos.NewHistory(ops).Check()
+	if v.StaleAccepted > 0 || len(v.Problems) > 0 || v.Accepted == 0 {
+		t.Errorf("offsets: %d commits accepted, %d stale accepted; problems:\n%s", v.Accepted, v.StaleAccepted, strings.Join(v.Problems, "\n"))
+	}
+	rv := chaos.CheckRuns(chaos.CloseRuns(runs, procs.Lives()), nil, time.Second)
+	for _, o := range rv.Overlaps {
+		t.Errorf("two processes on one shard: %s", o)
+	}
+	for _, p := range rv.Problems {
+		t.Errorf("handler runs: %s", p)
+	}
+	moves, longest, where := movesAndGaps(runs, began.UnixNano())
+	t.Logf("%d handler runs, %d commits accepted; %d moves; longest without a handler %v (%s)", rv.Runs, v.Accepted, moves, longest.Round(time.Millisecond), where)
+	if moves > 0 {
+		t.Errorf("%d shards moved to another worker during the rolls, want none: each worker's shards wait for it in its rejoin grace", moves)
+	}
+	if longest > maxGap {
+		t.Errorf("%s had no running handler for %v, want at most %v", where, longest.Round(time.Millisecond), maxGap)
+	}
+}
+
+// waitReady waits until every shard is owned by one of the fleet's live
+// workers, all of them members, balanced within one; its error says how
+// far the fleet got.
+func waitReady(t *testing.T, obs *procfleet.Observer, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
+	var last procfleet.View
+	for {
+		v, err := obs.View(ctx, last.Index)
+		if err != nil {
+			return fmt.Errorf("not ready within %v (%v): %d members, %d of %d shards owned, spread %d",
+				within, err, len(last.Members), last.OwnedByMembers(), shards, last.Spread())
+		}
+		if len(v.Members) == workers && v.OwnedByMembers() == shards && v.Spread() <= 1 {
+			return nil
+		}
+		last = v
+	}
+}
+
+// tail is the last n lines of the file at path.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// loadAll loads every shard's offset from the store once the fleet has
+// stopped, recording the loads to path: an acknowledged commit the store
+// lost shows there.
+func loadAll(t *testing.T, dsn, path string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	st, err := postgres.Open(ctx, postgres.Config{DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	out, err := offsetlog.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	rec := offsetlog.New(st, out, "final")
+	for _, id := range (shard.Config{Shards: shards}).IDs() {
+		if _, err := rec.Load(ctx, id); err != nil {
+			t.Fatalf("final load of %s: %v", id, err)
+		}
+	}
+}
+
+// movesAndGaps reads the handler runs that started after since (ns): a
+// run on another worker ID than its shard's run before is a move, and the
+// time from a run's end to its shard's next start is a gap.
+func movesAndGaps(runs []offsetlog.Interval, since int64) (moves int, longest time.Duration, where shard.ID) {
+	byShard := map[shard.ID][]offsetlog.Interval{}
+	for _, iv := range runs {
+		byShard[iv.Shard] = append(byShard[iv.Shard], iv)
+	}
+	for _, s := range slices.Sorted(maps.Keys(byShard)) {
+		rs := byShard[s]
+		slices.SortStableFunc(rs, func(a, b offsetlog.Interval) int { return cmp.Compare(a.Start, b.Start) })
+		for i := 1; i < len(rs); i++ {
+			prev, next := rs[i-1], rs[i]
+			if next.Start <= since {
+				continue
+			}
+			if prev.Worker != next.Worker {
+				moves++
+			}
+			if gap := time.Duration(max(0, next.Start-min(prev.End, next.Start))); gap > longest {
+				longest, where = gap, s
+			}
+		}
+	}
+	return moves, longest, where
+}
