@@ -28,11 +28,15 @@ type SessionSpec struct {
 // Member is a worker's registration, stored under P/members/<id> and held by
 // the worker's session.
 type Member struct {
-	ID      string    `json:"id"`
-	Address string    `json:"address,omitempty"`
-	Version string    `json:"version,omitempty"`
-	Weight  int       `json:"weight"`
-	Started time.Time `json:"started"`
+	ID      string `json:"id"`
+	Address string `json:"address,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Protocol is the coordination protocol the worker speaks (its build's
+	// shard.Protocol); 0 in a key written by release 0.1.0, which wrote
+	// none and speaks protocol 3.
+	Protocol int       `json:"protocol,omitempty"`
+	Weight   int       `json:"weight"`
+	Started  time.Time `json:"started"`
 	// Draining asks the worker to hand off all of its shards (set by an
 	// operator); the planner gives a draining member no capacity.
 	Draining bool `json:"draining,omitempty"`
@@ -69,6 +73,15 @@ type Mark struct {
 	By     string    `json:"by"`
 	At     time.Time `json:"at"`
 	Reason string    `json:"reason,omitempty"`
+}
+
+// Speaks is the protocol the member's worker speaks: Member.Protocol, or 3
+// for a key of release 0.1.0, which named none.
+func (m Member) Speaks() int {
+	if m.Protocol == 0 {
+		return 3
+	}
+	return m.Protocol
 }
 
 // Returning reports whether the member said, when it stopped, that it

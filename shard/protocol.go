@@ -16,6 +16,13 @@ import (
 // ConfigMismatch).
 const Protocol = 3
 
+// Release is the release this build is, or, with a -dev suffix, the one it
+// is developing towards: the version a worker writes in its member key
+// (Member.Version, with the commit when the build knows it) and shows in
+// its status, metrics and `version` commands, beside the Protocol it
+// speaks (Member.Protocol).
+const Release = "0.2.0-dev"
+
 // SameFleet reports whether a worker that brings config c may join a fleet
 // that stored config o: the same shard set and the same protocol.
 func (c Config) SameFleet(o Config) bool {

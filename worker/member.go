@@ -84,7 +84,7 @@ func (w *Worker) sessionAlive(l *lease.Lease) bool {
 // and Cordon, which belong to operators, and RejoinUntil, which the worker
 // writes only as it stops.
 func sameRegistration(got, want shard.Member) bool {
-	return got.ID == want.ID && got.Address == want.Address && got.Version == want.Version &&
+	return got.ID == want.ID && got.Address == want.Address && got.Version == want.Version && got.Protocol == want.Protocol &&
 		got.Weight == want.Weight && got.Started.Equal(want.Started)
 }
 

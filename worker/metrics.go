@@ -2,8 +2,10 @@ package worker
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shardlease/shardlease/shard"
 )
 
 // metrics are one worker's Prometheus collectors, labelled worker=<id> so
@@ -24,7 +26,18 @@ type metrics struct {
 	load            loadMetrics
 }
 
-func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
+// buildInfo is shardlease_build_info: 1, labelled with the release the
+// worker shows (Config.Version) and the protocol it speaks, so that a
+// dashboard sees a mixed fleet in one query.
+func buildInfo(worker, version string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "shardlease", Name: "build_info",
+		Help:        "1, labelled with the worker's release (its Config.Version) and the protocol it speaks.",
+		ConstLabels: prometheus.Labels{"worker": worker, "version": version, "protocol": strconv.Itoa(shard.Protocol)}})
+	g.Set(1)
+	return g
+}
+
+func newMetrics(worker, version string, reg prometheus.Registerer) (*metrics, error) {
 	labels := prometheus.Labels{"worker": worker}
 	opts := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: "shardlease", Name: name, Help: help, ConstLabels: labels}
@@ -60,7 +73,7 @@ func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{m.shardsOwned, m.acquisitions, m.releases, m.losses, m.renewSeconds,
+	for _, c := range append([]prometheus.Collector{buildInfo(worker, version), m.shardsOwned, m.acquisitions, m.releases, m.losses, m.renewSeconds,
 		m.renewFailures, m.stepDowns, m.commits, m.watchWakeups, m.moves, m.pauseSeconds, m.handlerRestarts}, m.load.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError

@@ -37,9 +37,13 @@ const (
 // Status is a read-only picture of a worker, published by its loop after
 // every change. It is safe to keep: nothing in it is shared with the loop.
 type Status struct {
-	Worker  string          `json:"worker"`
-	State   State           `json:"state"`
-	Session shard.SessionID `json:"session,omitempty"`
+	Worker string `json:"worker"`
+	// Version is the release the worker shows (Config.Version); Protocol
+	// the coordination protocol it speaks (shard.Protocol).
+	Version  string          `json:"version,omitempty"`
+	Protocol int             `json:"protocol"`
+	State    State           `json:"state"`
+	Session  shard.SessionID `json:"session,omitempty"`
 	// AssignorEpoch is the epoch of this worker's term as the fleet's
 	// assignor while it holds the role, 0 otherwise.
 	AssignorEpoch shard.Token   `json:"assignor_epoch,omitempty"`
@@ -85,7 +89,7 @@ func (w *Worker) Status() Status {
 		out.Shards = withLoads(s.Shards, w.load.meters.peek(time.Now()))
 		return out
 	}
-	return Status{Worker: w.cfg.ID, State: StateStopped}
+	return Status{Worker: w.cfg.ID, Version: w.cfg.Version, Protocol: shard.Protocol, State: StateStopped}
 }
 
 // withLoads returns shards with their loads (the loads change without the
@@ -142,7 +146,7 @@ func (m *meter) peek(now time.Time) (float64, bool) {
 
 // publish replaces the published status. Only the loop calls it.
 func (w *Worker) publish(state State, session shard.SessionID, runners map[shard.ID]*runner) {
-	s := &Status{Worker: w.cfg.ID, State: state, Session: session, Shards: make([]ShardStatus, 0, len(runners))}
+	s := &Status{Worker: w.cfg.ID, Version: w.cfg.Version, Protocol: shard.Protocol, State: state, Session: session, Shards: make([]ShardStatus, 0, len(runners))}
 	owned := 0
 	for id, r := range runners {
 		s.Shards = append(s.Shards, ShardStatus{Shard: id, Token: r.claim.Token, State: r.state, Since: r.since})

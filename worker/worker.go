@@ -48,7 +48,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	m, err := newMetrics(cfg.ID, cfg.Registerer)
+	m, err := newMetrics(cfg.ID, cfg.Version, cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("worker %q: registering metrics: %w", cfg.ID, err)
 	}
@@ -230,7 +230,7 @@ func (w *Worker) term(ctx context.Context) error {
 // session (2·TTL on Consul, plus a renewal period); after that it is a
 // duplicate worker ID.
 func (w *Worker) join(ctx context.Context, l *lease.Lease) (shard.Member, error) {
-	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Weight: w.cfg.Weight, Started: time.Now(),
+	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Protocol: shard.Protocol, Weight: w.cfg.Weight, Started: time.Now(),
 		Draining: w.draining.Load(), Cordon: w.keptCordon(l)}
 	giveUp := time.Now().Add(2*w.cfg.Policy.TTL + w.cfg.Policy.RenewEvery)
 	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, J: w.jitter}

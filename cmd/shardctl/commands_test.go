@@ -42,6 +42,7 @@ func TestStatusTable(t *testing.T) {
 			"SHARD             OWNER  ASSIGNED  TOKEN  SINCE",
 			"WHY IT LAST MOVED",
 			"LATEST ACQUISITIONS",
+			"versions: v1.4.2 (protocol 3) ×3",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("status output lacks %q", want)
@@ -485,4 +486,28 @@ func TestPolicy(t *testing.T) {
 		t.Errorf("policy with non-positive durations: exit %d, want 2", code)
 	}
 	wantOneLineError(t, 2, out.String(), errOut.String(), 2, "-ttl 0s must be positive", "-renew -1s must be positive", "-lock-delay -1s must not be negative")
+}
+
+// TestVersionsLine: one release says so; two say MIXED with both.
+func TestVersionsLine(t *testing.T) {
+	one := fleetview.Fleet{Versions: []fleetview.Version{{Release: "0.1.0", Protocol: 3, Workers: 4}}}
+	if got := versionsLine(one); got != "versions: 0.1.0 (protocol 3) ×4" {
+		t.Errorf("one release: %q", got)
+	}
+	two := fleetview.Fleet{Versions: []fleetview.Version{{Release: "0.1.0", Protocol: 3, Workers: 3}, {Release: "0.2.0", Protocol: 3, Workers: 1}}}
+	if got := versionsLine(two); !strings.HasPrefix(got, "MIXED versions: 0.1.0 (protocol 3) ×3, 0.2.0 (protocol 3) ×1") {
+		t.Errorf("two releases: %q", got)
+	}
+}
+
+// TestVersionCommand: shardctl version names the release and the
+// protocol, without reaching any fleet.
+func TestVersionCommand(t *testing.T) {
+	a, out, errOut := newApp("")
+	if code := a.run(t.Context(), []string{"version"}); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !strings.HasPrefix(out.String(), "shardctl "+shard.Release) || !strings.Contains(out.String(), fmt.Sprintf("protocol %d", shard.Protocol)) {
+		t.Errorf("shardctl version printed %q", out.String())
+	}
 }

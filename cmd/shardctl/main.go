@@ -37,6 +37,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/shardlease/shardlease/internal/cli"
 )
 
 // Exit codes.
@@ -99,6 +101,10 @@ func (a *app) run(ctx context.Context, args []string) int {
 		a.usage(a.stdout)
 		return exitOK
 	}
+	if v := args[0]; v == "version" || v == "-version" || v == "--version" {
+		cli.PrintVersion(a.stdout, "shardctl")
+		return exitOK
+	}
 	for _, c := range commands {
 		if c.name != args[0] {
 			continue
@@ -131,8 +137,9 @@ func (a *app) usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
+	fmt.Fprintf(w, "  %-10s %s\n", "version", "print the release, the commit and the protocol this build speaks")
 	fmt.Fprint(w, `
-Every command but policy talks to the fleet's Consul: -prefix P (or
+Every command but policy and version talks to the fleet's Consul: -prefix P (or
 SHARDLEASE_PREFIX) names the fleet; the connection comes from CONSUL_HTTP_ADDR,
 CONSUL_HTTP_TOKEN, CONSUL_CACERT, ... as for the consul CLI, each overridden
 by its flag. Run 'shardctl COMMAND -h' for a command's flags.

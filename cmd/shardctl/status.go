@@ -86,6 +86,9 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 	if line := loadLine(f); line != "" {
 		fmt.Fprintln(w, line)
 	}
+	if line := versionsLine(f); line != "" {
+		fmt.Fprintln(w, line)
+	}
 
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -201,4 +204,22 @@ func deref(p *int64) int64 {
 		return 0
 	}
 	return *p
+}
+
+// versionsLine names the releases and protocols the live workers run, and
+// says MIXED when there is more than one: a roll in progress, or one that
+// stopped halfway.
+func versionsLine(f fleetview.Fleet) string {
+	if len(f.Versions) == 0 {
+		return ""
+	}
+	parts := make([]string, len(f.Versions))
+	for i, v := range f.Versions {
+		parts[i] = fmt.Sprintf("%s (protocol %d) ×%d", v.Release, v.Protocol, v.Workers)
+	}
+	line := "versions: " + strings.Join(parts, ", ")
+	if f.Mixed() {
+		line = "MIXED " + line + ": live workers run different builds (a roll in progress?)"
+	}
+	return line
 }

@@ -46,6 +46,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return workerCmd(ctx, args[1:], stdout, stderr)
 	case "run":
 		return runCmd(ctx, args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		cli.PrintVersion(stdout, "shardd")
+		return exitOK
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return exitOK
@@ -69,6 +72,7 @@ commands:
   run     run a program once per owned shard (--shards, -- COMMAND ARGS…),
           with the shard and its fencing token in its environment; embedded
           by default, --consul ADDR to share the shards between machines
+  version print the release, the commit and the protocol this build speaks
 
 run 'shardd COMMAND -h' for a command's flags
 `)

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardlease/shardlease/shard"
 )
 
 // TestDemoBinaryEndsWithAJSONSummary runs the main job as a user would:
@@ -61,5 +64,17 @@ func TestBadCommandLinesExitTwoNamingTheValue(t *testing.T) {
 		if code != exitBadInvoke || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("shardd %v: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, errb.String(), tc.want)
 		}
+	}
+}
+
+// TestVersionCommand: shardd version names the release and the protocol
+// this build speaks.
+func TestVersionCommand(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), []string{"version"}, &out, &errOut); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if want := fmt.Sprintf("shardd %s", shard.Release); !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), fmt.Sprintf("(protocol %d, go", shard.Protocol)) {
+		t.Errorf("shardd version printed %q", out.String())
 	}
 }

@@ -7,12 +7,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/internal/cli"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
@@ -105,7 +105,7 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 	}
 	reg := prometheus.NewRegistry()
 	wcfg := f.settings()
-	wcfg.Address, wcfg.Version = address, version()
+	wcfg.Address, wcfg.Version = address, cli.Version()
 	wcfg.Coordinator, wcfg.Offsets, wcfg.Handler = coord, store, h
 	wcfg.Registerer, wcfg.Logger = reg, log
 	w, err := worker.New(wcfg)
@@ -191,13 +191,4 @@ func takeSignals(ctx context.Context, k killer, log *zap.Logger) (context.Contex
 		close(done)
 		cancel()
 	}
-}
-
-// version is the module version the binary was built from ("(devel)" for a
-// build in the repository).
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		return bi.Main.Version
-	}
-	return ""
 }

@@ -9,6 +9,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/shardlease/shardlease/shard"
 )
 
 // Exit codes of every shardlease command.
@@ -44,4 +48,39 @@ func PrintJSON(w io.Writer, v any) {
 		return
 	}
 	fmt.Fprintln(w, string(b))
+}
+
+// Version is the release a command was built as: shard.Release, and the
+// commit when the build recorded one ("0.2.0-dev+f382ed9", "+modified"
+// when the tree had changes). A worker writes it in its member key.
+func Version() string {
+	v := shard.Release
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	var rev string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return v
+	}
+	v += "+" + rev[:min(len(rev), 7)]
+	if modified {
+		v += ".modified"
+	}
+	return v
+}
+
+// PrintVersion writes a command's version line: its name, Version, the
+// protocol it speaks and the Go it was built with.
+func PrintVersion(w io.Writer, command string) {
+	fmt.Fprintf(w, "%s %s (protocol %d, %s)\n", command, Version(), shard.Protocol, runtime.Version())
 }

@@ -134,3 +134,40 @@ return {Freeze: fr.hidden ? '' : fr.textContent, FreezeBy: fr.dataset.by || '',
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestMixedVersionsInChromium: while the live workers run two releases, a
+// banner names both with their protocol and counts; once they run one, it
+// is gone.
+func TestMixedVersionsInChromium(t *testing.T) {
+	wd := startBrowser(t)
+	c, sessions := smallFleet(t)
+	ctx := context.Background()
+	join := func(id, version string, protocol int) {
+		if err := c.Members().Join(ctx, sessions[id], shard.Member{ID: id, Version: version, Protocol: protocol, Weight: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	join("a", "0.1.0", 0) // a 0.1.0 key names no protocol
+	join("b", "0.2.0", 3)
+	base := serve(t, dashboard.Options{Name: "mixed", Coordinator: c})
+	wd.navigate(base + "/")
+	banner := func() string {
+		var s string
+		if err := wd.eval(`const b = document.getElementById('mixed'); return b.hidden ? '' : b.textContent;`, &s); err != nil {
+			t.Fatalf("reading the page: %v", err)
+		}
+		return s
+	}
+	want := "Mixed versions: 0.1.0 (protocol 3) ×1, 0.2.0 (protocol 3) ×1"
+	for deadline := time.Now().Add(10 * time.Second); !strings.HasPrefix(banner(), want); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("banner %q, want it to start with %q", banner(), want)
+		}
+	}
+	join("a", "0.2.0", 3) // the roll finished
+	for deadline := time.Now().Add(10 * time.Second); banner() != ""; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("banner %q after every worker runs 0.2.0", banner())
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package fleetview
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -53,7 +54,11 @@ type Fleet struct {
 	// carries any (a fleet that balances shard counts).
 	Load    *Load    `json:"load,omitempty"`
 	Workers []Worker `json:"workers"`
-	Shards  []Shard  `json:"shards"`
+	// Versions counts the live workers by the release and protocol they
+	// run, sorted by release: more than one is a mixed fleet (a roll in
+	// progress, or one that stopped halfway).
+	Versions []Version `json:"versions"`
+	Shards   []Shard   `json:"shards"`
 	// Events are the recent ownership and membership changes, newest first.
 	Events []Event `json:"events"`
 	// HasOffsets is true when an offset store was read: Shard.Offset and
@@ -114,6 +119,17 @@ type Assignor struct {
 	Problem string `json:"problem,omitempty"`
 }
 
+// Version is one release and protocol among a fleet's live workers.
+type Version struct {
+	Release  string `json:"release"` // Member.Version; "unknown" when a worker wrote none
+	Protocol int    `json:"protocol"`
+	Workers  int    `json:"workers"`
+}
+
+// Mixed reports whether the live workers run more than one release or
+// protocol.
+func (f Fleet) Mixed() bool { return len(f.Versions) > 1 }
+
 // Worker is one member of the fleet.
 type Worker struct {
 	ID       string          `json:"id"`
@@ -121,6 +137,7 @@ type Worker struct {
 	Shards   int             `json:"shards"`
 	Session  shard.SessionID `json:"session,omitempty"`
 	Version  string          `json:"version,omitempty"`
+	Protocol int             `json:"protocol,omitempty"` // the protocol it speaks (shard.Member.Speaks)
 	Address  string          `json:"address,omitempty"`
 	Weight   int             `json:"weight"`
 	Started  time.Time       `json:"started,omitzero"`
@@ -227,7 +244,7 @@ func Build(in Input) Fleet {
 
 	bySession := map[shard.SessionID]int{} // live session → index in f.Workers
 	for _, m := range s.Members {
-		w := Worker{ID: m.ID, Session: m.Session, Version: m.Version, Address: m.Address, Weight: m.Weight,
+		w := Worker{ID: m.ID, Session: m.Session, Version: m.Version, Protocol: m.Speaks(), Address: m.Address, Weight: m.Weight,
 			Started: m.Started, Draining: m.Draining, State: WorkerDead,
 			Cordon: m.Cordon, RejoinUntil: m.RejoinUntil, Returning: m.Returning(in.Now)}
 		if a, ok := s.Assignments[m.ID]; ok {
@@ -247,6 +264,7 @@ func Build(in Input) Fleet {
 		}
 		f.Workers = append(f.Workers, w)
 	}
+	f.Versions = versions(f.Workers)
 
 	keys := make(map[shard.ID]shard.ShardState, len(s.Shards))
 	for _, st := range s.Shards {
@@ -498,4 +516,24 @@ func (f Fleet) WorkerIDs() []string {
 		ids[i] = w.ID
 	}
 	return ids
+}
+
+// versions counts the live workers by release and protocol.
+func versions(ws []Worker) []Version {
+	count := map[Version]int{}
+	for _, w := range ws {
+		if w.State == WorkerDead {
+			continue
+		}
+		count[Version{Release: cmp.Or(w.Version, "unknown"), Protocol: w.Protocol}]++
+	}
+	out := []Version{}
+	for v, n := range count {
+		v.Workers = n
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b Version) int {
+		return cmp.Or(cmp.Compare(a.Release, b.Release), cmp.Compare(a.Protocol, b.Protocol))
+	})
+	return out
 }

@@ -224,3 +224,21 @@ func TestEventStrings(t *testing.T) {
 		t.Errorf("re-acquisition by the same worker names a from: %q", s)
 	}
 }
+
+// TestVersionsOfAMixedFleet: the live workers are counted by release and
+// protocol (a 0.1.0 member key names no protocol: 3); dead ones are not; a
+// fleet with two is mixed.
+func TestVersionsOfAMixedFleet(t *testing.T) {
+	s := fixture() // a and b live on v1 (keys without a protocol), c dead
+	f := Build(Input{Snapshot: s})
+	if want := []Version{{Release: "v1", Protocol: 3, Workers: 2}}; len(f.Versions) != 1 || f.Versions[0] != want[0] || f.Mixed() {
+		t.Fatalf("versions %+v, mixed %v; want %+v", f.Versions, f.Mixed(), want)
+	}
+	s.Members[1].Version, s.Members[1].Protocol = "0.2.0-dev+abc1234", 3
+	s.Members[2].Version = "v9" // dead: not counted
+	f = Build(Input{Snapshot: s})
+	want := []Version{{Release: "0.2.0-dev+abc1234", Protocol: 3, Workers: 1}, {Release: "v1", Protocol: 3, Workers: 1}}
+	if len(f.Versions) != 2 || f.Versions[0] != want[0] || f.Versions[1] != want[1] || !f.Mixed() {
+		t.Errorf("versions %+v, mixed %v; want %+v", f.Versions, f.Mixed(), want)
+	}
+}

@@ -109,6 +109,7 @@ function render(f) {
 
   renderProblems(f);
   renderFreeze(f.freeze);
+  renderVersions(f.versions || []);
   renderGrid(f);
   renderLegend(f);
   renderWorkers(f);
@@ -152,6 +153,17 @@ function renderFreeze(freeze) {
   b.textContent = freeze
     ? `Frozen ${markText(freeze)} — no rebalancing moves start, only failover of crashed workers' shards ('shardctl unfreeze' lifts it).`
     : "";
+}
+
+// renderVersions: while the live workers run more than one release or
+// protocol (a roll in progress, or one stopped halfway), a banner says
+// which, with how many workers each.
+function renderVersions(vs) {
+  const b = document.getElementById("mixed");
+  b.hidden = vs.length < 2;
+  b.dataset.versions = String(vs.length);
+  b.textContent = vs.length < 2 ? ""
+    : "Mixed versions: " + vs.map(v => `${v.release} (protocol ${v.protocol}) ×${v.workers}`).join(", ") + " — a roll in progress, or one that stopped halfway.";
 }
 
 // renderQueue: hand-offs in flight against the budget (when the server
