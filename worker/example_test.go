@@ -43,8 +43,9 @@ func ExampleWorker_Run() {
 			mu.Unlock()
 			<-ctx.Done()
 			if errors.Is(context.Cause(ctx), worker.ErrRevoked) {
-				// Handed off: commit what was processed, then return.
-				_ = c.Commit(context.WithoutCancel(ctx), offset)
+				// Handed off: commit what was processed (the claim drains,
+				// so the commit goes through), then return.
+				_ = c.Commit(ctx, offset)
 			}
 			return nil // lost: return at once, commits would be refused
 		}),

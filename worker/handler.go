@@ -88,9 +88,19 @@ func (c *Claim) Err() error {
 // if the authority ends while it is in flight. It fails with an error
 // wrapping offsets.ErrStaleToken once a newer owner has fenced the shard.
 // Either way the handler must stop acting for the shard.
+//
+// A handler's context ended by a hand-off (cause ErrRevoked) does not stop
+// Commit: the claim drains until its authority ends (Config.DrainTimeout,
+// or the lease), and the last commit of a handler that stops for a
+// hand-off is the point of draining, so it goes through with the context
+// the handler has. Other ends of ctx (a deadline or cancellation of the
+// handler's own) cancel the store call as usual.
 func (c *Claim) Commit(ctx context.Context, offset int64) error {
 	if c.w == nil || c.auth == nil {
 		return fmt.Errorf("%w: the claim on shard %q (token %d) was not issued by a worker, so it has no authority to commit", ErrLost, c.Shard, c.Token)
+	}
+	if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrRevoked) {
+		ctx = context.WithoutCancel(ctx) // bounded by the authority instead
 	}
 	lost, err := c.auth.Commit(ctx, c.w.cfg.Offsets, c.Shard, c.Token, offset)
 	switch {
