@@ -61,3 +61,14 @@ type Store interface {
 	// Close releases the store's resources.
 	Close() error
 }
+
+// Local is implemented by a Store whose checkpoints only the process that
+// opened it sees (offsets/memory, offsets/bolt: a map, a file one process
+// opens). Such a store fences owners inside that process only: an owner in
+// another process neither sees its commits (it starts from offset 0) nor
+// is refused by its floor. worker.New refuses one beside a coordinator
+// shared between processes unless told the whole fleet runs in one
+// process (worker.Config.LocalOffsets).
+type Local interface {
+	ProcessLocal() bool
+}

@@ -170,6 +170,14 @@ type Coordinator interface {
 	Fleet() Fleet
 }
 
+// Shared is implemented by a Coordinator that processes share (shard/consul:
+// workers on many machines meet in one Consul), as opposed to one that
+// lives in a process (shard/memory). worker.New uses it to refuse an
+// offsets store that only one process sees (offsets.Local) beside it.
+type Shared interface {
+	SharedBetweenProcesses() bool
+}
+
 // Sessions are the coordinator's sessions: one per worker (not per
 // shard), whose liveness is the worker's, so that renewal costs the same
 // whatever the worker owns.

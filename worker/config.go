@@ -28,8 +28,18 @@ type Config struct {
 	Fleet shard.Config
 	// Coordinator is the lock service. Required.
 	Coordinator shard.Coordinator
-	// Offsets is the fenced offset store. Required.
+	// Offsets is the fenced offset store. Required. Every worker of a fleet
+	// must see the same store: a store only this process sees
+	// (offsets.Local: offsets/memory, offsets/bolt) beside a coordinator
+	// processes share (shard.Shared: shard/consul) is refused, since a
+	// shard's next owner in another process would start from offset 0 and
+	// its fence would not stop this one, unless LocalOffsets says that the
+	// whole fleet runs in this process.
 	Offsets offsets.Store
+	// LocalOffsets accepts a process-local Offsets store beside a shared
+	// coordinator: every worker of the fleet runs in this process, or the
+	// offsets may be lost (a benchmark, a demo).
+	LocalOffsets bool
 	// Handler processes one owned shard. Required.
 	Handler Handler
 
@@ -228,6 +238,13 @@ func (c Config) Validate() error {
 	}
 	if c.Offsets == nil {
 		problems = append(problems, "offset store is nil")
+	}
+	if local, ok := c.Offsets.(offsets.Local); ok && local.ProcessLocal() && !c.LocalOffsets {
+		if shared, ok := c.Coordinator.(shard.Shared); ok && shared.SharedBetweenProcesses() {
+			problems = append(problems, fmt.Sprintf("offset store %T keeps offsets in this process only, but the coordinator %T is shared between processes: "+
+				"a shard's next owner elsewhere would start from offset 0 and the fence would not stop this worker; "+
+				"use a shared store (offsets/postgres, offsets/consul), or set LocalOffsets if every worker of the fleet runs in this process", c.Offsets, c.Coordinator))
+		}
 	}
 	if c.Handler == nil {
 		problems = append(problems, "handler is nil")

@@ -21,6 +21,7 @@ import (
 // so the next owner starts where this one stopped.
 func ExampleHandlerFunc_readme() {
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	store := offmem.New()
 	var mu sync.Mutex
 	processed := map[shard.ID]int64{}

@@ -26,8 +26,11 @@ import (
 type member struct {
 	name     string // the command, for messages: "shardd worker"
 	flags    memberFlags
-	onConsul bool   // on Consul; otherwise the embedded coordinator
-	address  string // shown to operators; default the bound --http address
+	onConsul bool // on Consul; otherwise the embedded coordinator
+	// localOffsets: the store is process-local on purpose
+	// (worker.Config.LocalOffsets).
+	localOffsets bool
+	address      string // shown to operators; default the bound --http address
 	// newLog builds the command's logger (JSON, console) at --log-level.
 	newLog func(level string, w io.Writer) (*zap.Logger, error)
 	// openStore opens the offset store the worker fences claims in.
@@ -106,7 +109,7 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 	reg := prometheus.NewRegistry()
 	wcfg := f.settings()
 	wcfg.Address, wcfg.Version = address, cli.Version()
-	wcfg.Coordinator, wcfg.Offsets, wcfg.Handler = coord, store, h
+	wcfg.Coordinator, wcfg.Offsets, wcfg.Handler, wcfg.LocalOffsets = coord, store, h, m.localOffsets
 	wcfg.Registerer, wcfg.Logger = reg, log
 	w, err := worker.New(wcfg)
 	if err != nil {

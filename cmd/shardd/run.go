@@ -134,7 +134,7 @@ func (f runFlags) supervisor(stdout, stderr io.Writer) exec.Config {
 // own state and the worker only fences claims in it.
 func (f runFlags) member(stdout, stderr io.Writer) member {
 	return member{
-		name: "shardd run", flags: f.memberFlags, onConsul: f.onConsul,
+		name: "shardd run", flags: f.memberFlags, onConsul: f.onConsul, localOffsets: true, // the children keep their own
 		newLog: logging.Console,
 		openStore: func(context.Context, *zap.Logger) (offsets.Store, func(), error) {
 			st := offmem.New()

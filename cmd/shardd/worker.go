@@ -17,6 +17,7 @@ import (
 	"github.com/shardlease/shardlease/internal/offsetlog"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/offsets/bolt"
+	offconsul "github.com/shardlease/shardlease/offsets/consul"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/offsets/postgres"
 	"github.com/shardlease/shardlease/worker"
@@ -27,17 +28,18 @@ type workerFlags struct {
 	memberFlags
 	address     string
 	offsets     string
+	localOK     bool // --allow-local-offsets
 	history     string
 	dataDir     string
 	rate        int
 	commitEvery time.Duration
 }
 
-// Offset store kinds of --offsets, besides a postgres:// URL. Consul KV
-// comes with its backend; the flag keeps its name free.
+// Offset store kinds of --offsets, besides a postgres:// URL.
 const (
-	offsetsMemory = "memory"
-	offsetsBolt   = "bolt"
+	offsetsConsul = "consul" // P/offsets/ in the fleet's Consul: shared, the default
+	offsetsMemory = "memory" // this process only
+	offsetsBolt   = "bolt"   // a file this process only opens
 )
 
 // isPostgresDSN: --offsets names a PostgreSQL database.
@@ -62,7 +64,8 @@ func parseWorkerFlags(args []string, stderr io.Writer) (workerFlags, int, bool) 
 		"how long a revoked shard waits for its handler before it is released")
 	fs.IntVar(&f.weight, "weight", 1, "relative share of shards")
 	fs.StringVar(&f.address, "address", "", "address shown to operators (default: the bound --http address)")
-	fs.StringVar(&f.offsets, "offsets", "", `offset store: "memory", "bolt" (a file in --data), or a postgres:// URL (table shardlease_offsets); default bolt with --data, else memory`)
+	fs.StringVar(&f.offsets, "offsets", offsetsConsul, `offset store: "consul" (under the fleet's prefix, P/offsets/), a postgres:// URL (table shardlease_offsets; for large fleets), or, with --allow-local-offsets, "memory" or "bolt" (a file in --data), which this process alone sees`)
+	fs.BoolVar(&f.localOK, "allow-local-offsets", false, `accept --offsets memory or bolt: offsets only this process sees, so a shard's next owner in another process starts from offset 0 (benchmarks, demos)`)
 	fs.StringVar(&f.history, "history", "", "append a JSON line for every call and return of the offset store, and for every start, commit attempt and end of a shard handler, to this file (for the chaos suite's checkers)")
 	fs.StringVar(&f.dataDir, "data", "", "directory of the bolt offsets file (one worker process per directory)")
 	fs.IntVar(&f.rate, "rate", 50, "messages per second per shard in the synthetic stream")
@@ -86,12 +89,6 @@ Logs are JSON on stderr.
 	if ok, code := parse(fs, args, stderr); !ok {
 		return f, code, false
 	}
-	if f.offsets == "" {
-		f.offsets = offsetsMemory
-		if f.dataDir != "" {
-			f.offsets = offsetsBolt
-		}
-	}
 	if err := f.validate(); err != nil {
 		fmt.Fprintf(stderr, "shardd worker: %v\n", err)
 		return f, exitBadInvoke, false
@@ -108,14 +105,18 @@ func (f workerFlags) validate() error {
 		required = append(required, errors.New("--prefix is required: the fleet's KV prefix, e.g. shardlease/orders"))
 	}
 	switch f.offsets {
-	case offsetsMemory:
-	case offsetsBolt:
-		if f.dataDir == "" {
+	case offsetsConsul:
+	case offsetsMemory, offsetsBolt:
+		if f.offsets == offsetsBolt && f.dataDir == "" {
 			add("--offsets bolt needs --data DIR")
+		}
+		if !f.localOK {
+			add("--offsets %s keeps offsets in this process only: a shard's next owner in another worker process would start from offset 0 and the fence would not stop this one; "+
+				"use --offsets consul (the default) or a postgres:// URL, or pass --allow-local-offsets if losing them is acceptable", f.offsets)
 		}
 	default:
 		if !isPostgresDSN(f.offsets) {
-			add("--offsets %q: want %q, %q or a postgres:// URL", f.offsets, offsetsMemory, offsetsBolt)
+			add("--offsets %q: want %q, a postgres:// URL, or %q or %q with --allow-local-offsets", f.offsets, offsetsConsul, offsetsMemory, offsetsBolt)
 		}
 	}
 	if f.rate < 1 {
@@ -131,7 +132,7 @@ func (f workerFlags) validate() error {
 // synthetic stream per shard.
 func (f workerFlags) member() member {
 	return member{
-		name: "shardd worker", flags: f.memberFlags, onConsul: true, address: f.address,
+		name: "shardd worker", flags: f.memberFlags, onConsul: true, address: f.address, localOffsets: f.localOK,
 		newLog:    logging.JSON,
 		openStore: f.openStore,
 		newHandler: func(store offsets.Store, log *zap.Logger) (worker.Handler, error) {
@@ -165,6 +166,12 @@ func (f workerFlags) openStore(ctx context.Context, log *zap.Logger) (offsets.St
 
 func (f workerFlags) openOffsets(ctx context.Context) (offsets.Store, error) {
 	switch {
+	case f.offsets == offsetsConsul:
+		st, err := offconsul.New(offconsul.Config{Connection: f.consul.Connection(), Prefix: f.consul.Prefix})
+		if err != nil {
+			return nil, fmt.Errorf("--offsets consul: %w", err)
+		}
+		return st, nil
 	case f.offsets == offsetsMemory:
 		return offmem.New(), nil
 	case isPostgresDSN(f.offsets):

@@ -128,6 +128,7 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 		w, err := worker.New(worker.Config{
 			ID: id, Fleet: shard.Config{Shards: 1}, Coordinator: c, Offsets: store, Handler: h,
 			Policy: o.policy, DrainTimeout: 2 * time.Second,
+			LocalOffsets: true, // every worker of the story runs in this process, on Consul too
 		})
 		if err != nil {
 			return nil, err

@@ -162,6 +162,7 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 			Offsets:     netsim.Store{Store: audit, H: h},
 			Handler:     s.handler(h),
 			Policy:      o.policy, DrainTimeout: 2 * time.Second,
+			LocalOffsets: true, // every worker of the story runs in this process, on Consul too
 		})
 		if err != nil {
 			stopAll()

@@ -28,6 +28,7 @@ func (d *demo) spawn(id string) error {
 		Fleet:        shard.Config{Shards: d.o.Shards},
 		Coordinator:  m.Coordinator(),
 		Offsets:      m.Wire(d.store),
+		LocalOffsets: true, // every worker of the demo runs in this process
 		Handler:      d.handler(m),
 		Policy:       d.o.Policy,
 		DrainTimeout: 2 * time.Second,

@@ -134,3 +134,10 @@ func (s *Store) Load(ctx context.Context, id shard.ID) (offsets.Checkpoint, erro
 
 // Close closes the wrapped store.
 func (s *Store) Close() error { return s.inner.Close() }
+
+// ProcessLocal is the recorded store's (offsets.Local): recording does
+// not change who sees the offsets.
+func (s *Store) ProcessLocal() bool {
+	l, ok := s.inner.(offsets.Local)
+	return ok && l.ProcessLocal()
+}

@@ -180,3 +180,7 @@ func ctxErr(ctx context.Context, op string, s shard.ID) error {
 	}
 	return fmt.Errorf("offsets/bolt: %s shard %s: %w", op, s, err)
 }
+
+// ProcessLocal is true: only this process sees the store's checkpoints
+// (offsets.Local).
+func (s *Store) ProcessLocal() bool { return true }

@@ -106,6 +106,10 @@ func New(cfg Config) (*Coordinator, error) {
 // (Sessions.Destroy does). Calls after Close still work; they reconnect.
 func (c *Coordinator) Close() { c.transport.CloseIdleConnections() }
 
+// SharedBetweenProcesses is true: workers in many processes meet in one
+// Consul (shard.Shared).
+func (c *Coordinator) SharedBetweenProcesses() bool { return true }
+
 // Prefix returns the fleet's KV prefix.
 func (c *Coordinator) Prefix() string { return c.cfg.Prefix }
 

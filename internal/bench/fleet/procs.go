@@ -71,7 +71,8 @@ func NewProcs(env *bench.Env, system, scenario string, shards int, policy shard.
 		// runs, and the figures are the coordination's own.
 		args = []string{"worker", "--consul", addr, "--prefix", f.prefix, "--shards", strconv.Itoa(shards),
 			"--ttl", policy.TTL.String(), "--renew", policy.RenewEvery.String(), "--pause-budget", policy.PauseBudget.String(),
-			"--lock-delay", policy.EffectiveLockDelay().String(), "--rate", "1", "--commit-every", "1h", "--log-level", "warn"}
+			"--lock-delay", policy.EffectiveLockDelay().String(), "--rate", "1", "--commit-every", "1h", "--log-level", "warn",
+			"--offsets", "memory", "--allow-local-offsets"} // the fences are not what is measured; keep them off Consul
 		if f.slObs, err = procfleet.NewObserver(env.CoordConfig(f.prefix)); err != nil {
 			os.RemoveAll(dir)
 			return nil, err

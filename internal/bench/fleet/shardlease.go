@@ -69,7 +69,7 @@ func (f *Shardlease) Add(ctx context.Context, id string) error {
 		coord = f.o.Coordinator(id, coord)
 	}
 	w, err := worker.New(worker.Config{
-		ID: id, Fleet: shard.Config{Shards: f.o.Shards}, Coordinator: coord, Offsets: f.store,
+		ID: id, Fleet: shard.Config{Shards: f.o.Shards}, Coordinator: coord, Offsets: f.store, LocalOffsets: true, // one process
 		Policy: f.o.Policy, LoadBalance: f.o.LoadBalance,
 		// The handler notes its start, holds its shard and does nothing
 		// else: the figures are the coordination's own.

@@ -56,7 +56,7 @@ type proc struct {
 // workerArgs are the flags every test worker gets besides its own.
 func workerArgs(addr, prefix, id string, shards int, extra ...string) []string {
 	return append([]string{"worker", "--consul", addr, "--prefix", prefix, "--id", id,
-		"--shards", fmt.Sprint(shards), "--log-level", "info"}, extra...)
+		"--shards", fmt.Sprint(shards), "--log-level", "info", "--offsets", "memory", "--allow-local-offsets"}, extra...)
 }
 
 // startWorker runs shardd with args; its stderr (JSON logs) goes to a file
