@@ -2,13 +2,16 @@ package worker
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/shardlease/shardlease/assignor"
+	"github.com/shardlease/shardlease/internal/logging"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/rebalance"
 	"github.com/shardlease/shardlease/shard"
@@ -129,8 +132,20 @@ type Config struct {
 	// Registerer receives the worker's metrics (labelled worker=ID). Nil
 	// means the metrics are kept but not exported.
 	Registerer prometheus.Registerer
-	// Logger receives structured logs. Default zap.NewNop().
+	// StartTimeout bounds how long Run may take to join the fleet for the
+	// first time (the coordinator reached, the config checked, the member
+	// key written): past it Run returns an error wrapping ErrNotJoined that
+	// says what it waited on. Zero: Run waits as long as its context lets
+	// it (Ready and Status.Waiting say meanwhile). A worker that has joined
+	// once rejoins after a loss without this limit.
+	StartTimeout time.Duration
+	// Logger receives structured logs. Slog is the same for a program that
+	// logs with log/slog: the worker's logs go through its handler, at its
+	// levels; it is used when Logger is nil. With neither, warnings and
+	// errors (an unreachable coordinator, a duplicate ID, a lost shard) go
+	// to slog.Default(), so that a worker that cannot work says so.
 	Logger *zap.Logger
+	Slog   *slog.Logger
 	// JitterSeed seeds the worker's jitter; 0 picks a random seed.
 	JitterSeed uint64
 }
@@ -223,8 +238,12 @@ func (c Config) withDefaults() Config {
 	if c.LoadHalfLife == 0 {
 		c.LoadHalfLife = DefaultLoadHalfLife
 	}
-	if c.Logger == nil {
-		c.Logger = zap.NewNop()
+	switch {
+	case c.Logger != nil:
+	case c.Slog != nil:
+		c.Logger = logging.FromSlog(c.Slog)
+	default:
+		c.Logger = logging.FromSlog(slog.Default()).WithOptions(zap.IncreaseLevel(zapcore.WarnLevel))
 	}
 	return c
 }
@@ -282,6 +301,9 @@ func (c Config) settingsProblems() []string {
 	}
 	if err := c.Policy.Validate(); err != nil {
 		add("%v", err)
+	}
+	if c.StartTimeout < 0 {
+		add("start timeout %v must not be negative (zero means no limit)", c.StartTimeout)
 	}
 	for _, d := range []struct {
 		name    string

@@ -13,4 +13,8 @@ var (
 	ErrInvalidConfig = errors.New("worker: invalid config")
 	// ErrAlreadyRunning: Run was called twice on one Worker.
 	ErrAlreadyRunning = errors.New("worker: already running")
+	// ErrNotJoined: Run gave up after Config.StartTimeout without joining
+	// the fleet (an unreachable coordinator, a duplicate worker ID); the
+	// message says what it was waiting on.
+	ErrNotJoined = errors.New("worker: not joined the fleet")
 )

@@ -40,10 +40,14 @@ type Status struct {
 	Worker string `json:"worker"`
 	// Version is the release the worker shows (Config.Version); Protocol
 	// the coordination protocol it speaks (shard.Protocol).
-	Version  string          `json:"version,omitempty"`
-	Protocol int             `json:"protocol"`
-	State    State           `json:"state"`
-	Session  shard.SessionID `json:"session,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Protocol int    `json:"protocol"`
+	State    State  `json:"state"`
+	// Waiting says why the worker is not in the fleet while it joins or
+	// rejoins (the coordinator unreachable, its ID held by another
+	// session, …); empty once it is in.
+	Waiting string          `json:"waiting,omitempty"`
+	Session shard.SessionID `json:"session,omitempty"`
 	// AssignorEpoch is the epoch of this worker's term as the fleet's
 	// assignor while it holds the role, 0 otherwise.
 	AssignorEpoch shard.Token   `json:"assignor_epoch,omitempty"`
@@ -147,6 +151,9 @@ func (m *meter) peek(now time.Time) (float64, bool) {
 // publish replaces the published status. Only the loop calls it.
 func (w *Worker) publish(state State, session shard.SessionID, runners map[shard.ID]*runner) {
 	s := &Status{Worker: w.cfg.ID, Version: w.cfg.Version, Protocol: shard.Protocol, State: state, Session: session, Shards: make([]ShardStatus, 0, len(runners))}
+	if why := w.waiting.Load(); why != nil && state != StateStopped {
+		s.Waiting = *why
+	}
 	owned := 0
 	for id, r := range runners {
 		s.Shards = append(s.Shards, ShardStatus{Shard: id, Token: r.claim.Token, State: r.state, Since: r.since})

@@ -39,6 +39,27 @@ type Worker struct {
 	load loadState
 	// leasing is how the worker keeps each term's session.
 	leasing lease.Config
+	// ready is closed when the worker first joined the fleet (Ready);
+	// waiting is why it has not yet, or not again (Status.Waiting).
+	ready     chan struct{}
+	readyOnce sync.Once
+	waiting   atomic.Pointer[string]
+}
+
+// Ready is closed once the worker has first joined the fleet: its session
+// is open and its member key written, so the assignor plans with it. It
+// stays closed after a loss; Status says what the worker does now, and
+// Status.Waiting why it is not in the fleet while it is not.
+func (w *Worker) Ready() <-chan struct{} { return w.ready }
+
+// wait records why the worker is not in the fleet ("" once it is).
+func (w *Worker) wait(why string) {
+	w.waiting.Store(&why)
+	if st := w.status.Load(); st != nil && st.Waiting != why {
+		next := *st
+		next.Waiting = why
+		w.status.Store(&next)
+	}
 }
 
 // New validates cfg (every problem at once) and returns a Worker. It does not
@@ -53,6 +74,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("worker %q: registering metrics: %w", cfg.ID, err)
 	}
 	w := &Worker{
+		ready:  make(chan struct{}),
 		cfg:    cfg,
 		log:    cfg.Logger.With(zap.String("worker", cfg.ID)),
 		m:      m,
@@ -106,6 +128,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.running.Store(false)
 	defer w.publish(StateStopped, "", nil)
 	w.publish(StateJoining, "", nil)
+	var startBy time.Time
+	if w.cfg.StartTimeout > 0 {
+		startBy = time.Now().Add(w.cfg.StartTimeout)
+	}
 
 	pauseCtx, stopPauses := context.WithCancel(ctx)
 	var stop sync.WaitGroup
@@ -113,16 +139,19 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stopPauses()
 	stop.Go(func() { w.measurePauses(pauseCtx) })
 
-	if err := w.configure(ctx); err != nil {
+	if err := w.configure(ctx, startBy); err != nil {
 		return err
 	}
 	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	for {
-		err := w.term(ctx)
+		err := w.term(ctx, startBy)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if isFatal(err) {
+		if isFatal(err) || errors.Is(err, ErrNotJoined) {
+			return err
+		}
+		if err := w.startExpired(startBy, err); err != nil {
 			return err
 		}
 		wait := retry.Next()
@@ -144,7 +173,7 @@ func isFatal(err error) bool {
 // configure checks the fleet's stored config against ours, storing ours if
 // the fleet has none, then proposes this worker's balancing policy
 // (proposePolicy). Transient failures are retried with backoff.
-func (w *Worker) configure(ctx context.Context) error {
+func (w *Worker) configure(ctx context.Context, startBy time.Time) error {
 	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	for {
 		stored, err := w.cfg.Coordinator.Fleet().Configure(ctx, w.cfg.Fleet)
@@ -160,12 +189,31 @@ func (w *Worker) configure(ctx context.Context) error {
 		case isFatal(err) || ctx.Err() != nil:
 			return err
 		}
+		w.wait(fmt.Sprintf("the coordinator is not reachable: %v", err))
+		if err := w.startExpired(startBy, err); err != nil {
+			return err
+		}
 		wait := retry.Next()
 		w.log.Warn("coordinator not reachable; retrying", zap.Error(err), zap.Duration("in", wait))
 		if !backoff.Sleep(ctx.Done(), wait) {
 			return ctx.Err()
 		}
 	}
+}
+
+// startExpired returns an error wrapping ErrNotJoined once startBy (set
+// by Config.StartTimeout) has passed and the worker never joined; last is
+// the latest reason it could not.
+func (w *Worker) startExpired(startBy time.Time, last error) error {
+	select {
+	case <-w.ready:
+		return nil
+	default:
+	}
+	if startBy.IsZero() || time.Now().Before(startBy) {
+		return nil
+	}
+	return fmt.Errorf("%w within its start timeout of %v: %w", ErrNotJoined, w.cfg.StartTimeout, last)
 }
 
 // proposePolicy stores this worker's balancing policy as the fleet's if
@@ -196,19 +244,22 @@ func (w *Worker) proposePolicy(ctx context.Context) error {
 
 // term is one session's lifetime: create the session, join, run the loop.
 // It returns nil after a graceful stop and the cause after a loss.
-func (w *Worker) term(ctx context.Context) error {
+func (w *Worker) term(ctx context.Context, startBy time.Time) error {
 	l, err := lease.Open(ctx, w.leasing)
 	if err != nil {
+		w.wait(fmt.Sprintf("no session: %v", err))
 		return err
 	}
 	defer l.Wait()
 
-	m, err := w.join(ctx, l)
+	m, err := w.join(ctx, l, startBy)
 	if err != nil {
 		l.End(err)
 		l.Destroy(ctx)
 		return err
 	}
+	w.wait("")
+	w.readyOnce.Do(func() { close(w.ready) })
 	w.log.Info("joined the fleet", zap.String("session", string(l.Session())))
 	lp := newLoop(w, l)
 	lp.member = m
@@ -229,10 +280,11 @@ func (w *Worker) term(ctx context.Context) error {
 // for as long as a crashed predecessor with the same ID could keep its
 // session (2·TTL on Consul, plus a renewal period); after that it is a
 // duplicate worker ID.
-func (w *Worker) join(ctx context.Context, l *lease.Lease) (shard.Member, error) {
+func (w *Worker) join(ctx context.Context, l *lease.Lease, startBy time.Time) (shard.Member, error) {
 	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Protocol: shard.Protocol, Weight: w.cfg.Weight, Started: time.Now(),
 		Draining: w.draining.Load(), Cordon: w.keptCordon(l)}
 	giveUp := time.Now().Add(2*w.cfg.Policy.TTL + w.cfg.Policy.RenewEvery)
+	reported := false
 	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, J: w.jitter}
 	for {
 		err := w.cfg.Coordinator.Members().Join(l.Context(), l.Session(), m)
@@ -241,6 +293,20 @@ func (w *Worker) join(ctx context.Context, l *lease.Lease) (shard.Member, error)
 		}
 		if errors.Is(err, shard.ErrMemberExists) && time.Now().After(giveUp) {
 			return m, fmt.Errorf("worker id %q is held by another live session: is another worker running with this id? %w", w.cfg.ID, err)
+		}
+		if errors.Is(err, shard.ErrMemberExists) && !reported {
+			// Said at once, though it may be this worker's own previous
+			// process whose session has not expired yet: an operator who
+			// started two workers with one ID learns it now, not in 2·TTL.
+			reported = true
+			why := w.describeHolder(l.Context())
+			w.log.Error("another session holds this worker's id: another worker with this id is running, or this one's previous process crashed less than 2·TTL ago; "+
+				"waiting for that session to end", zap.String("holder", why), zap.Time("give_up_at", giveUp))
+			w.wait(fmt.Sprintf("worker id %q is held by another session (%s): a second worker with this id, or this one's previous process until its session expires (by %s)",
+				w.cfg.ID, why, giveUp.Format(time.RFC3339)))
+		}
+		if err := w.startExpired(startBy, err); err != nil {
+			return m, err
 		}
 		if isFatal(err) && !errors.Is(err, shard.ErrMemberExists) {
 			return m, err
@@ -258,4 +324,20 @@ func (w *Worker) join(ctx context.Context, l *lease.Lease) (shard.Member, error)
 		case <-time.After(wait):
 		}
 	}
+}
+
+// describeHolder says who holds this worker's member key, from the fleet's
+// snapshot: its session, address, version and start, as far as known.
+func (w *Worker) describeHolder(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	snap, err := w.cfg.Coordinator.Fleet().Watch(ctx, 0)
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	m, ok := snap.Member(w.cfg.ID)
+	if !ok {
+		return "unknown: no member key listed"
+	}
+	return fmt.Sprintf("session %s, address %q, version %q, started %s", m.Session, m.Address, m.Version, m.Started.Format(time.RFC3339))
 }

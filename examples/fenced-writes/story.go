@@ -13,6 +13,7 @@ import (
 	"github.com/shardlease/shardlease/shard/consul"
 	"github.com/shardlease/shardlease/shard/memory"
 	"github.com/shardlease/shardlease/worker"
+	"go.uber.org/zap"
 )
 
 // The values each write carries.
@@ -128,7 +129,8 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 		w, err := worker.New(worker.Config{
 			ID: id, Fleet: shard.Config{Shards: 1}, Coordinator: c, Offsets: store, Handler: h,
 			Policy: o.policy, DrainTimeout: 2 * time.Second,
-			LocalOffsets: true, // every worker of the story runs in this process, on Consul too
+			LocalOffsets: true,         // every worker of the story runs in this process, on Consul too
+			Logger:       zap.NewNop(), // the story tells what happens
 		})
 		if err != nil {
 			return nil, err

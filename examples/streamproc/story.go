@@ -15,6 +15,7 @@ import (
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/memory"
 	"github.com/shardlease/shardlease/worker"
+	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/examples/internal/netsim"
 )
@@ -162,7 +163,8 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 			Offsets:     netsim.Store{Store: audit, H: h},
 			Handler:     s.handler(h),
 			Policy:      o.policy, DrainTimeout: 2 * time.Second,
-			LocalOffsets: true, // every worker of the story runs in this process, on Consul too
+			LocalOffsets: true,         // every worker of the story runs in this process, on Consul too
+			Logger:       zap.NewNop(), // the story tells what happens
 		})
 		if err != nil {
 			stopAll()

@@ -10,6 +10,7 @@ import (
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 	"github.com/shardlease/shardlease/worker"
+	"go.uber.org/zap"
 )
 
 // Options shape a shardlease fleet.
@@ -69,7 +70,7 @@ func (f *Shardlease) Add(ctx context.Context, id string) error {
 		coord = f.o.Coordinator(id, coord)
 	}
 	w, err := worker.New(worker.Config{
-		ID: id, Fleet: shard.Config{Shards: f.o.Shards}, Coordinator: coord, Offsets: f.store, LocalOffsets: true, // one process
+		ID: id, Fleet: shard.Config{Shards: f.o.Shards}, Coordinator: coord, Offsets: f.store, LocalOffsets: true, Logger: zap.NewNop(), // one process; the figures say what happened
 		Policy: f.o.Policy, LoadBalance: f.o.LoadBalance,
 		// The handler notes its start, holds its shard and does nothing
 		// else: the figures are the coordination's own.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
@@ -76,7 +77,7 @@ func ColdStart(ctx context.Context, o Options, n int, progress io.Writer) (*Flee
 		bw.acquires = countAcquires(bw.coord)
 		id := WorkerName(i)
 		bw.w, err = worker.New(worker.Config{
-			ID: id, Fleet: fleet, Coordinator: bw.acquires, Offsets: f.store, LocalOffsets: true, Policy: o.Policy,
+			ID: id, Fleet: fleet, Coordinator: bw.acquires, Offsets: f.store, LocalOffsets: true, Logger: zap.NewNop(), Policy: o.Policy,
 			// The handler holds the shard and does nothing else: the
 			// figures are the coordination's own.
 			Handler:    worker.HandlerFunc(func(ctx context.Context, _ *worker.Claim) error { <-ctx.Done(); return nil }),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/examples/jetstream/pipeline"
 	"github.com/shardlease/shardlease/internal/bench"
@@ -265,7 +266,7 @@ func startPipe(ctx context.Context, js jetstream.JetStream, pool *pgxpool.Pool, 
 		}
 		p.stores = append(p.stores, st)
 		w, err := worker.New(worker.Config{
-			ID: fmt.Sprintf("w%02d", i+1), Fleet: fleetCfg, Coordinator: coord, Offsets: st, Policy: shard.DefaultPolicy,
+			ID: fmt.Sprintf("w%02d", i+1), Fleet: fleetCfg, Coordinator: coord, Offsets: st, Policy: shard.DefaultPolicy, Logger: zap.NewNop(),
 			Handler: &pipeline.Handler{JS: js, Store: st, Pool: st.Pool(), Tables: p.tables, Partition: part,
 				Unfenced: unfenced, Stats: &p.stats, Committed: committed, Hooks: pipeline.Hooks{Before: hold}},
 		})

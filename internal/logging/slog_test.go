@@ -1,0 +1,31 @@
+package logging
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"go.uber.org/zap"
+)
+
+// TestFromSlog: zap's levels, message, fields (With's and the call's) and
+// name arrive in the slog handler, and a level the handler does not want
+// is not written.
+func TestFromSlog(t *testing.T) {
+	var buf bytes.Buffer
+	l := FromSlog(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	l.Debug("hidden")
+	l.Named("worker").With(zap.String("worker", "w1")).Warn("coordinator not reachable; retrying", zap.Error(errors.New("refused")), zap.Int("try", 3))
+	var got map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("one JSON line, got %q: %v", buf.String(), err)
+	}
+	want := map[string]any{"level": "WARN", "msg": "coordinator not reachable; retrying", "worker": "w1", "logger": "worker", "error": "refused", "try": float64(3)}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (line %s)", k, got[k], v, buf.String())
+		}
+	}
+}
