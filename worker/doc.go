@@ -38,6 +38,37 @@
 // recovered, logged and treated as an error. Process calls for different
 // shards run concurrently; calls for one shard never overlap within a worker.
 //
+// # What is guaranteed
+//
+// No two workers run one shard's handler at the same instant, whichever way
+// a lease ends, provided the handler returns when its context ends or Lost
+// closes, and the policy's second rule holds (LockDelay ≥ TTL −
+// PauseBudget, checked by Validate): a session ended before its TTL cannot
+// free its locks before its worker, even cut off, has stepped down. A
+// worker that can reach the coordinator learns of an ended session at once
+// from its own member key, and writes a deleted or overwritten member key
+// back within one watch round.
+//
+// Before Process starts, the claim's token has been fenced in the offset
+// store (Store.Fence), so every later write of an older owner is rejected and
+// every write it got in before is visible in Claim.Start. The worker steps
+// down — every shard context is cancelled with ErrLost — when no renewal has
+// succeeded within LeasePolicy.StepDownAfter of the start of the last
+// successful one, which is before the coordinator can expire the session.
+// Renewal runs on its own goroutine, never behind handler work.
+//
+// # What is not guaranteed
+//
+// A worker cannot stop a handler that ignores its context and Lost, nor a
+// process that is paused: a paused worker wakes up believing it owns its
+// shards until it checks Err. A commit already on its way when the pause
+// struck then rests on the fence: it fails with offsets.ErrStaleToken.
+// Writes a handler hands to systems that do not check the token, and that
+// land after the handler stopped, are not protected. A handler that never
+// returns keeps its shard held; at shutdown it is given DrainTimeout plus a
+// renewal interval, after which the session is destroyed and only the
+// lock-delay stands between it and the next owner.
+//
 // # The assignor
 //
 // Every worker is also a candidate for the fleet's assignor role (package
@@ -89,35 +120,4 @@
 // figure as the mean. A worker not asked for loads (and without a report
 // interval) writes none and runs no load timer: a count-balanced fleet
 // is exactly as before.
-//
-// # What is guaranteed
-//
-// No two workers run one shard's handler at the same instant, whichever way
-// a lease ends, provided the handler returns when its context ends or Lost
-// closes, and the policy's second rule holds (LockDelay ≥ TTL −
-// PauseBudget, checked by Validate): a session ended before its TTL cannot
-// free its locks before its worker, even cut off, has stepped down. A
-// worker that can reach the coordinator learns of an ended session at once
-// from its own member key, and writes a deleted or overwritten member key
-// back within one watch round.
-//
-// Before Process starts, the claim's token has been fenced in the offset
-// store (Store.Fence), so every later write of an older owner is rejected and
-// every write it got in before is visible in Claim.Start. The worker steps
-// down — every shard context is cancelled with ErrLost — when no renewal has
-// succeeded within LeasePolicy.StepDownAfter of the start of the last
-// successful one, which is before the coordinator can expire the session.
-// Renewal runs on its own goroutine, never behind handler work.
-//
-// # What is not guaranteed
-//
-// A worker cannot stop a handler that ignores its context and Lost, nor a
-// process that is paused: a paused worker wakes up believing it owns its
-// shards until it checks Err. A commit already on its way when the pause
-// struck then rests on the fence: it fails with offsets.ErrStaleToken.
-// Writes a handler hands to systems that do not check the token, and that
-// land after the handler stopped, are not protected. A handler that never
-// returns keeps its shard held; at shutdown it is given DrainTimeout plus a
-// renewal interval, after which the session is destroyed and only the
-// lock-delay stands between it and the next owner.
 package worker

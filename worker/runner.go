@@ -241,7 +241,9 @@ func (lp *loop) stepDown(ctx context.Context) error {
 	lp.w.m.losses.WithLabelValues("step_down").Add(float64(n))
 	lp.state = StateJoining
 	lp.publish()
-	lp.w.log.Error("stepped down: every shard lost", zap.Int("shards", n), zap.Error(cause))
+	// A warning, not an error: losing the lease is a transition the worker
+	// handles (it rejoins with a new session); the cause says what to look at.
+	lp.w.log.Warn("stepped down: every shard lost", zap.Int("shards", n), zap.Error(cause))
 	if !lp.awaitRunners(lp.w.cfg.DrainTimeout) {
 		lp.w.log.Warn("handlers still running after a step-down and the drain timeout", zap.Int("handlers", lp.running()))
 	}

@@ -511,3 +511,13 @@ func TestVersionCommand(t *testing.T) {
 		t.Errorf("shardctl version printed %q", out.String())
 	}
 }
+
+// TestNoSessionFlagsOnReadOnlyCommands: shardctl opens no session, so it
+// offers no -consul-liveness: passing one is an unknown flag.
+func TestNoSessionFlagsOnReadOnlyCommands(t *testing.T) {
+	a, _, errOut := newApp("")
+	if code := a.run(t.Context(), []string{"status", "-prefix", "orders", "-consul-liveness", "ttl"}); code != exitBadInvoke ||
+		!strings.Contains(errOut.String(), "flag provided but not defined: -consul-liveness") {
+		t.Errorf("exit %d, stderr %q; want -consul-liveness refused as unknown", code, errOut.String())
+	}
+}

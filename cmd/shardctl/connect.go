@@ -30,7 +30,7 @@ const offsetsConsul = "consul"
 // the environment's values as defaults.
 func (a *app) connFlags(fs *flag.FlagSet) *connFlags {
 	c := &connFlags{consul: consul.DefaultConfig()}
-	c.consul.RegisterFlags(fs)
+	c.consul.RegisterConnectionFlags(fs) // shardctl opens no session: no -consul-liveness
 	fs.StringVar(&c.consul.Prefix, "prefix", a.getenv("SHARDLEASE_PREFIX"),
 		"the fleet's Consul KV prefix, e.g. shardlease/orders (env SHARDLEASE_PREFIX)")
 	fs.Func("offsets", `show each shard's committed offset and fencing floor from the fleet's offset store: "consul" (Consul KV under the prefix, as shardd worker --offsets consul writes them)`,

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/shardlease/shardlease/internal/demo"
 	"github.com/shardlease/shardlease/internal/logging"
@@ -56,7 +57,8 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "shardd demo: %v\n", err)
 		return exitBadInvoke
 	}
-	log, err := logging.Console(*level, stderr)
+	o.Start = time.Now() // the workers' log lines and the progress lines on one clock
+	log, err := logging.ConsoleSince(*level, stderr, o.Start)
 	if err != nil {
 		fmt.Fprintf(stderr, "shardd demo: %v\n", err)
 		return exitBadInvoke

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -70,7 +71,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Summary, error) {
 		coord:   coord,
 		reg:     o.Registry,
 		rng:     rand.New(rand.NewPCG(o.Seed, o.Seed>>1|1)),
-		start:   time.Now(),
+		start:   cmp.Or(o.Start, time.Now()),
 		out:     progress,
 	}
 	// Every broken invariant is said as it happens, with what broke it:

@@ -19,6 +19,10 @@ type Options struct {
 	Shards   int           // shards (default 128)
 	Duration time.Duration // 0: until ctx ends
 	Seed     uint64        // fault schedule and jitter; 0 picks one
+	// Start is the time the progress lines count from ("[  8.0s]"); zero:
+	// when Run starts. A caller that stamps its logger's lines the same way
+	// (logging.ConsoleSince) passes the same time.
+	Start time.Time
 	// DataDir keeps the bbolt offsets file; empty means a temp dir that is
 	// removed at the end.
 	DataDir string
@@ -93,7 +97,8 @@ func (o Options) Validate() error {
 		add("--shards %d: want 1..%d", o.Shards, shard.MaxShards)
 	}
 	if min := o.minDuration(); o.Duration < 0 || (o.Duration > 0 && o.Duration < min) {
-		add("--duration %v: want 0 (until Ctrl-C) or at least %v", o.Duration, min)
+		add("--duration %v: want 0 (until Ctrl-C) or at least %v, which fits the demo's faults (a crash at %v, a pause at %v for %v, a join at %v) and the fleet settling after the last", o.Duration, min,
+			crashAt, pauseAt, o.pauseFor(), joinAt)
 	}
 	if err := o.Policy.Validate(); err != nil {
 		add("%v", err)

@@ -183,6 +183,22 @@ func (c Config) Connection() Connection {
 //	-consul-cacert F  -consul-capath D  -consul-client-cert F  -consul-client-key F
 //	-consul-tls-server-name N  -consul-ssl  -consul-liveness check|ttl
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.RegisterConnectionFlags(fs)
+	fs.Func("consul-liveness", `session liveness: "check" (TTL health check, fast failover; default) or "ttl" (session TTL, 10s minimum)`,
+		func(s string) error {
+			l := Liveness(s)
+			if l != LivenessCheck && l != LivenessTTL {
+				return fmt.Errorf("want %q or %q", LivenessCheck, LivenessTTL)
+			}
+			c.Liveness = l
+			return nil
+		})
+}
+
+// RegisterConnectionFlags is RegisterFlags without -consul-liveness, for a
+// program that opens no session (a read-only tool such as shardctl): every
+// connection setting, and nothing about sessions it never makes.
+func (c *Config) RegisterConnectionFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Address, "consul", c.Address, "Consul agent HTTP address (env CONSUL_HTTP_ADDR)")
 	fs.StringVar(&c.Token, "consul-token", c.Token, "Consul ACL token (env CONSUL_HTTP_TOKEN)")
 	fs.StringVar(&c.TokenFile, "consul-token-file", c.TokenFile, "file holding the Consul ACL token (env CONSUL_HTTP_TOKEN_FILE)")
@@ -200,13 +216,4 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		c.Scheme = map[bool]string{true: "https", false: "http"}[on]
 		return nil
 	})
-	fs.Func("consul-liveness", `session liveness: "check" (TTL health check, fast failover; default) or "ttl" (session TTL, 10s minimum)`,
-		func(s string) error {
-			l := Liveness(s)
-			if l != LivenessCheck && l != LivenessTTL {
-				return fmt.Errorf("want %q or %q", LivenessCheck, LivenessTTL)
-			}
-			c.Liveness = l
-			return nil
-		})
 }
