@@ -99,10 +99,38 @@ func (c *Claim) Commit(ctx context.Context, offset int64) error {
 	if c.w == nil || c.auth == nil {
 		return fmt.Errorf("%w: the claim on shard %q (token %d) was not issued by a worker, so it has no authority to commit", ErrLost, c.Shard, c.Token)
 	}
-	if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrRevoked) {
-		ctx = context.WithoutCancel(ctx) // bounded by the authority instead
+	return c.count(c.auth.Commit(detachOnRevoke(ctx), c.w.cfg.Offsets, c.Shard, c.Token, offset))
+}
+
+// CommitWith runs commit, a write fenced with the claim's token that the
+// handler makes itself (offsets/postgres's FencedTx with its own
+// statements and CommitTx, say), as Commit runs the store's: refused with
+// ErrLost at once once the claim's authority has ended, its context
+// cancelled if the authority ends meanwhile (and not by a hand-off's end of
+// ctx), and counted in the same metrics and load figures as Commit
+// (commits_total by result, the commit rate). Its error is commit's, or
+// the authority's cause.
+func (c *Claim) CommitWith(ctx context.Context, commit func(ctx context.Context) error) error {
+	if c.w == nil || c.auth == nil {
+		return fmt.Errorf("%w: the claim on shard %q (token %d) was not issued by a worker, so it has no authority to commit", ErrLost, c.Shard, c.Token)
 	}
-	lost, err := c.auth.Commit(ctx, c.w.cfg.Offsets, c.Shard, c.Token, offset)
+	if commit == nil {
+		return fmt.Errorf("%w: CommitWith on shard %q: nil function", ErrInvalidConfig, c.Shard)
+	}
+	return c.count(c.auth.Do(detachOnRevoke(ctx), commit))
+}
+
+// detachOnRevoke is ctx, or, once a hand-off ended it, ctx without its
+// cancellation: the claim's authority bounds the call instead.
+func detachOnRevoke(ctx context.Context) context.Context {
+	if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrRevoked) {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
+// count records a commit's outcome in the worker's metrics and load meter.
+func (c *Claim) count(lost bool, err error) error {
 	switch {
 	case lost:
 		c.w.m.commits.WithLabelValues("lost").Inc()

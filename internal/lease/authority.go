@@ -66,6 +66,14 @@ func (a *Authority) End(cause error) { a.end(cause) }
 // authority's cause. Otherwise it returns what the store returns: an error
 // wrapping offsets.ErrStaleToken once a newer holder has fenced id.
 func (a *Authority) Commit(ctx context.Context, store offsets.Store, id shard.ID, token shard.Token, offset int64) (lost bool, err error) {
+	return a.Do(ctx, func(ctx context.Context) error { return store.Commit(ctx, id, token, offset) })
+}
+
+// Do runs write, a fenced write to a store (Commit's, or the user's own
+// fenced transaction), while the authority lasts, as Commit does: refused
+// at once once the authority has ended, its context cancelled if the
+// authority ends while it runs.
+func (a *Authority) Do(ctx context.Context, write func(context.Context) error) (lost bool, err error) {
 	if err := a.Err(); err != nil {
 		return true, err
 	}
@@ -73,7 +81,7 @@ func (a *Authority) Commit(ctx context.Context, store offsets.Store, id shard.ID
 	defer cancel(nil)
 	stop := context.AfterFunc(a.ctx, func() { cancel(context.Cause(a.ctx)) })
 	defer stop()
-	err = store.Commit(ctx, id, token, offset)
+	err = write(ctx)
 	if err != nil && !errors.Is(err, offsets.ErrStaleToken) && a.ctx.Err() != nil {
 		// Cancelled because the authority ended meanwhile: say so, not
 		// only that a context was cancelled. Whether the write landed is
