@@ -243,7 +243,7 @@ func (c Config) withDefaults() Config {
 	case c.Slog != nil:
 		c.Logger = logging.FromSlog(c.Slog)
 	default:
-		c.Logger = logging.FromSlog(slog.Default()).WithOptions(zap.IncreaseLevel(zapcore.WarnLevel))
+		c.Logger = logging.FromSlogAt(slog.Default(), zapcore.WarnLevel)
 	}
 	return c
 }

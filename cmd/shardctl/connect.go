@@ -12,6 +12,7 @@ import (
 	"github.com/shardlease/shardlease/internal/fleetview"
 	"github.com/shardlease/shardlease/offsets"
 	offconsul "github.com/shardlease/shardlease/offsets/consul"
+	"github.com/shardlease/shardlease/offsets/postgres"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 )
@@ -33,10 +34,10 @@ func (a *app) connFlags(fs *flag.FlagSet) *connFlags {
 	c.consul.RegisterConnectionFlags(fs) // shardctl opens no session: no -consul-liveness
 	fs.StringVar(&c.consul.Prefix, "prefix", a.getenv("SHARDLEASE_PREFIX"),
 		"the fleet's Consul KV prefix, e.g. shardlease/orders (env SHARDLEASE_PREFIX)")
-	fs.Func("offsets", `show each shard's committed offset and fencing floor from the fleet's offset store: "consul" (Consul KV under the prefix, as shardd worker --offsets consul writes them)`,
+	fs.Func("offsets", `show each shard's committed offset and fencing floor from the fleet's offset store: "consul" (Consul KV under the prefix, as shardd worker --offsets consul writes them) or a postgres:// URL (its shardlease_offsets table)`,
 		func(v string) error {
-			if v != offsetsConsul {
-				return fmt.Errorf("want %q (the other stores are private to their workers)", offsetsConsul)
+			if v != offsetsConsul && !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
+				return fmt.Errorf("want %q or a postgres:// URL (memory and bolt stores are private to their workers)", offsetsConsul)
 			}
 			c.offsets = v
 			return nil
@@ -78,13 +79,27 @@ func (a *app) connectConsul(c connFlags) (*fleetConn, error) {
 		return nil, err
 	}
 	fc := &fleetConn{coord: coord, keys: coord, name: cfg.Prefix, addr: "Consul at " + cfg.Address, close: coord.Close}
-	if c.offsets == offsetsConsul {
+	switch {
+	case c.offsets == offsetsConsul:
 		st, err := offconsul.New(offconsul.Config{Connection: coord.Connection(), Prefix: cfg.Prefix})
 		if err != nil {
 			coord.Close()
 			return nil, usageError{oneLine(err)}
 		}
 		fc.offsets = st
+	case c.offsets != "":
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		st, err := postgres.Open(ctx, postgres.Config{DSN: c.offsets})
+		if err != nil {
+			coord.Close()
+			return nil, fmt.Errorf("-offsets %s: %w", postgres.RedactDSN(c.offsets), err)
+		}
+		fc.offsets = st
+	}
+	if fc.offsets != nil {
+		closeCoord, st := fc.close, fc.offsets
+		fc.close = func() { st.Close(); closeCoord() }
 	}
 	return fc, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardlease/shardlease/internal/fleetview"
 	"github.com/shardlease/shardlease/internal/harness/consultest"
+	"github.com/shardlease/shardlease/internal/harness/pgtest"
 	offconsul "github.com/shardlease/shardlease/offsets/consul"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
@@ -100,6 +101,16 @@ func TestAgainstConsul(t *testing.T) {
 	}
 	if code, out, _ := ctl("", "status"); code != 0 || !strings.Contains(out, "owned 12/12 · workers 3 live · imbalance 0") {
 		t.Errorf("status: exit %d\n%s", code, out)
+	}
+	// -offsets takes a PostgreSQL store too; one the workers do not use
+	// (they fence in Consul KV) holds no fence of theirs, and status says
+	// it is not the fleet's.
+	if code, out, errOut := ctl("", "status", "-offsets", pgtest.Start(t).NewDatabase(t)); code != 0 ||
+		!strings.Contains(out, "WARNING: the offsets store holds no fence for any of the 12 owned shards") || !strings.Contains(out, "OFFSET") {
+		t.Errorf("status -offsets postgres://…: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := ctl("", "status", "-offsets", "consul"); code != 0 || strings.Contains(out, "WARNING: the offsets store") {
+		t.Errorf("status -offsets consul (the fleet's store) warns:\n%s", out)
 	}
 
 	// cordon and freeze are stored in Consul with who set them, read back

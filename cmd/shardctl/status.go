@@ -89,6 +89,9 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 	if line := versionsLine(f); line != "" {
 		fmt.Fprintln(w, line)
 	}
+	if line := offsetsWarning(f); line != "" {
+		fmt.Fprintln(w, line)
+	}
 
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -222,4 +225,28 @@ func versionsLine(f fleetview.Fleet) string {
 		line = "MIXED " + line + ": live workers run different builds (a roll in progress?)"
 	}
 	return line
+}
+
+// offsetsWarning says when the offsets store shardctl was given holds no
+// fence for any shard the fleet's workers own: every owner fences its claim
+// there before it runs, so that store is not this fleet's (another table,
+// another prefix, a store the workers do not use).
+func offsetsWarning(f fleetview.Fleet) string {
+	if !f.HasOffsets {
+		return ""
+	}
+	owned := 0
+	for _, s := range f.Shards {
+		if s.State != fleetview.ShardOwned {
+			continue
+		}
+		owned++
+		if s.Floor != nil && *s.Floor > 0 {
+			return ""
+		}
+	}
+	if owned == 0 {
+		return ""
+	}
+	return fmt.Sprintf("WARNING: the offsets store holds no fence for any of the %d owned shards: every owner fences its claim there first, so it is not this fleet's store (another table or prefix?); the OFFSET and FLOOR columns below are not the fleet's", owned)
 }

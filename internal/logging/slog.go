@@ -16,10 +16,19 @@ import (
 // anything above error is slog's error. Fields become attributes; a named
 // logger's name is the attribute "logger".
 func FromSlog(l *slog.Logger) *zap.Logger {
-	return zap.New(slogCore{h: l.Handler()})
+	return FromSlogAt(l, zapcore.DebugLevel)
 }
 
-type slogCore struct{ h slog.Handler }
+// FromSlogAt is FromSlog writing nothing below min, whatever the handler
+// would take.
+func FromSlogAt(l *slog.Logger, min zapcore.Level) *zap.Logger {
+	return zap.New(slogCore{h: l.Handler(), min: min})
+}
+
+type slogCore struct {
+	h   slog.Handler
+	min zapcore.Level
+}
 
 func slogLevel(l zapcore.Level) slog.Level {
 	switch {
@@ -47,11 +56,11 @@ func attrs(fs []zapcore.Field) []slog.Attr {
 }
 
 func (c slogCore) Enabled(l zapcore.Level) bool {
-	return c.h.Enabled(context.Background(), slogLevel(l))
+	return l >= c.min && c.h.Enabled(context.Background(), slogLevel(l))
 }
 
 func (c slogCore) With(fs []zapcore.Field) zapcore.Core {
-	return slogCore{h: c.h.WithAttrs(attrs(fs))}
+	return slogCore{h: c.h.WithAttrs(attrs(fs)), min: c.min}
 }
 
 func (c slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap"
@@ -27,5 +28,19 @@ func TestFromSlog(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v (line %s)", k, got[k], v, buf.String())
 		}
+	}
+}
+
+// TestFromSlogAtAHigherLevel: FromSlogAt writes nothing below its level,
+// and a handler that wants less still gets only what it wants (no error
+// about raising a level).
+func TestFromSlogAtAHigherLevel(t *testing.T) {
+	var buf bytes.Buffer
+	l := FromSlogAt(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelError})), zap.WarnLevel)
+	l.Info("no")
+	l.Warn("no: the handler wants errors only")
+	l.Error("yes")
+	if out := buf.String(); strings.Count(out, "msg=") != 1 || !strings.Contains(out, "msg=yes") {
+		t.Errorf("got %q, want only the error", out)
 	}
 }
