@@ -56,10 +56,13 @@
 //     it holds; the others share the rest. A verdict lasts
 //     StuckAfter·2^k (the session's k-th, k at most 6), then the worker is
 //     on probation: its quota is min(held+1, ⌈its weighted share⌉), in
-//     load balance it is given the lightest free shard when one is free,
-//     and taking a shard its key lists as free ends the probation (and the
-//     count of verdicts). A new session clears mark and count. A worker
-//     that takes some of a large assignment each StuckAfter is not stuck.
+//     load balance it is given the lightest free shard when one is free
+//     (and nothing while none is: a calm load-balanced fleet tests it at
+//     its next free shard — a release, a crash, a drain), and taking a
+//     shard its key lists as free ends the probation (and the count of
+//     verdicts). A new session, or a drain, clears mark and count. A
+//     worker that takes some of a large assignment each StuckAfter is not
+//     stuck.
 //   - Stability: a written decision is a fixed point until a worker acts or
 //     time passes, so the assignor, woken by its own writes, changes nothing.
 //     Workers that follow their keys bring the fleet to rest (no change, no

@@ -164,9 +164,11 @@ func (st *step) capacities(owned, held []int) []int {
 			others = append(others, m)
 		}
 	}
-	// The probation's one shard more comes out of what nobody else holds:
-	// the other fixed quotas are at most what their members hold, so
-	// taking the +1s back, last member first, leaves none negative.
+	// A probation's one shard more normally comes out of the other
+	// members' share (a hand-off to the member on probation). When the
+	// fixed quotas leave less than nothing for the others (few shards, all
+	// held), the +1s are taken back, last member first: the other fixed
+	// quotas are at most what their members hold, so none goes negative.
 	for m := len(caps) - 1; m >= 0 && rest < 0; m-- {
 		if st.probation[m] && caps[m] > held[m] {
 			caps[m]--

@@ -58,7 +58,7 @@ func (st *step) probationAt(key Assignment) time.Time {
 	length := st.p.StuckAfter
 	for range min(max(key.Verdicts, 1), maxVerdictShift) {
 		if length > math.MaxInt64/2 {
-			return time.Time{}.Add(math.MaxInt64) // never, in practice
+			return since.Add(math.MaxInt64) // about 292 years: never, in practice
 		}
 		length *= 2
 	}

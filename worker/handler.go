@@ -89,17 +89,20 @@ func (c *Claim) Err() error {
 // wrapping offsets.ErrStaleToken once a newer owner has fenced the shard.
 // Either way the handler must stop acting for the shard.
 //
-// A handler's context ended by a hand-off (cause ErrRevoked) does not stop
-// Commit: the claim drains until its authority ends (Config.DrainTimeout,
-// or the lease), and the last commit of a handler that stops for a
-// hand-off is the point of draining, so it goes through with the context
-// the handler has. Other ends of ctx (a deadline or cancellation of the
-// handler's own) cancel the store call as usual.
+// A handler's context ended by a hand-off (cause ErrRevoked), before the
+// call or during it, does not stop Commit: the claim drains until its
+// authority ends (Config.DrainTimeout, or the lease), and the last commit
+// of a handler that stops for a hand-off is the point of draining, so it
+// goes through with the context the handler has. Other ends of ctx (its
+// deadline, or a cancellation of the handler's own) cancel the store call
+// as usual.
 func (c *Claim) Commit(ctx context.Context, offset int64) error {
 	if c.w == nil || c.auth == nil {
 		return fmt.Errorf("%w: the claim on shard %q (token %d) was not issued by a worker, so it has no authority to commit", ErrLost, c.Shard, c.Token)
 	}
-	return c.count(c.auth.Commit(detachOnRevoke(ctx), c.w.cfg.Offsets, c.Shard, c.Token, offset))
+	ctx, done := detachOnRevoke(ctx)
+	defer done()
+	return c.count(c.auth.Commit(ctx, c.w.cfg.Offsets, c.Shard, c.Token, offset))
 }
 
 // CommitWith runs commit, a write fenced with the claim's token that the
@@ -117,16 +120,29 @@ func (c *Claim) CommitWith(ctx context.Context, commit func(ctx context.Context)
 	if commit == nil {
 		return fmt.Errorf("%w: CommitWith on shard %q: nil function", ErrInvalidConfig, c.Shard)
 	}
-	return c.count(c.auth.Do(detachOnRevoke(ctx), commit))
+	ctx, done := detachOnRevoke(ctx)
+	defer done()
+	return c.count(c.auth.Do(ctx, commit))
 }
 
-// detachOnRevoke is ctx, or, once a hand-off ended it, ctx without its
-// cancellation: the claim's authority bounds the call instead.
-func detachOnRevoke(ctx context.Context) context.Context {
-	if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrRevoked) {
-		return context.WithoutCancel(ctx)
+// detachOnRevoke is ctx without the end a hand-off gives it (cause
+// ErrRevoked), whether that end came before the call or comes during it:
+// the claim's authority bounds the call instead. Any other end of ctx (the
+// handler's own cancellation) still cancels it, and its deadline stays.
+// done releases what it set up.
+func detachOnRevoke(ctx context.Context) (context.Context, func()) {
+	inner := context.WithoutCancel(ctx)
+	var cancelDeadline context.CancelFunc = func() {}
+	if d, ok := ctx.Deadline(); ok {
+		inner, cancelDeadline = context.WithDeadline(inner, d)
 	}
-	return ctx
+	out, cancel := context.WithCancelCause(inner)
+	stop := context.AfterFunc(ctx, func() {
+		if cause := context.Cause(ctx); !errors.Is(cause, ErrRevoked) {
+			cancel(cause)
+		}
+	})
+	return out, func() { stop(); cancel(nil); cancelDeadline() }
 }
 
 // count records a commit's outcome in the worker's metrics and load meter.

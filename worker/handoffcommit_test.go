@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/internal/faults"
+	"github.com/shardlease/shardlease/offsets"
+	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
 
@@ -56,6 +58,56 @@ func TestCommitAfterAHandOffWithTheHandlersContext(t *testing.T) {
 		}
 		if rs := results["lost"]; len(rs) != 2 || !errors.Is(rs[0], worker.ErrLost) || !errors.Is(rs[1], worker.ErrLost) {
 			t.Errorf("commits after a loss: %v, want two refused with ErrLost", rs)
+		}
+	})
+}
+
+// gatedCommits holds every commit until the gate opens or its context
+// ends: a commit in flight when something happens to the claim.
+type gatedCommits struct {
+	offsets.Store
+	gate chan struct{}
+}
+
+func (g gatedCommits) Commit(ctx context.Context, s shard.ID, t shard.Token, off int64) error {
+	select {
+	case <-g.gate:
+		return g.Store.Commit(ctx, s, t, off)
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// TestACommitInFlightSurvivesTheHandOff: a commit sent before the hand-off
+// and still in flight when it comes is not cancelled by it: the claim
+// drains, and the commit lands.
+func TestACommitInFlightSurvivesTheHandOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 1)
+		gated := gatedCommits{Store: f.store, gate: make(chan struct{})}
+		var commitErr error
+		committed := make(chan struct{})
+		cfg := f.config("a", worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
+			commitErr = c.Commit(ctx, 42) // in flight across the hand-off
+			close(committed)
+			return nil
+		}))
+		cfg.Offsets = gated
+		f.startWith(cfg)
+		settle(5 * time.Second)
+		stopped := make(chan error, 1)
+		go func() { stopped <- f.stop("a") }() // the hand-off, while the commit waits
+		settle(time.Second)
+		close(gated.gate)
+		<-committed
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		if commitErr != nil {
+			t.Errorf("the commit in flight at the hand-off: %v, want it stored", commitErr)
+		}
+		if cp, _ := f.store.Load(context.Background(), f.shards.IDs()[0]); cp.Offset != 42 {
+			t.Errorf("checkpoint %d, want 42", cp.Offset)
 		}
 	})
 }

@@ -4,8 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	osexec "os/exec"
+	"os/signal"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,9 +39,28 @@ func init() {
 		return
 	}
 	// This process is a Supervisor's watchdog, not the program: run it and
-	// exit, before the program's main.
+	// exit, before the program's main. A write to a closed stderr (the
+	// supervisor read it and died) must not kill it before it has killed
+	// the children.
+	signal.Ignore(syscall.SIGPIPE)
+	fmt.Fprintln(os.Stdout, watchdogHello)
 	runWatchdog(os.Stdin, os.Stderr)
 	os.Exit(0)
+}
+
+// watchdogHello is the line a watchdog writes first on its stdout: the
+// supervisor's proof that the program it started is a watchdog (and not,
+// say, a build without one that now sits at the program's path).
+const watchdogHello = "shardlease-watchdog 1"
+
+// self is the file to run as this program's watchdog: on Linux the
+// running program itself (/proc/self/exe), even if its path now holds
+// another build.
+func self() (string, error) {
+	if runtime.GOOS == "linux" {
+		return "/proc/self/exe", nil
+	}
+	return os.Executable()
 }
 
 // monotonic is CLOCK_MONOTONIC now, in nanoseconds.
@@ -88,10 +111,18 @@ func runWatchdog(r io.Reader, errw io.Writer) {
 		}
 	}()
 	groups := map[int]watched{}
-	kill := func(pgid int, why string) {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		fmt.Fprintf(errw, "shardlease watchdog: SIGKILL to the process group %d of shard %s: %s\n", pgid, groups[pgid].shard, why)
-		delete(groups, pgid)
+	// killAll kills every group in due first and says so after: a write
+	// that blocks or fails must not spare a group.
+	killAll := func(due []int, why string) {
+		shards := make([]string, len(due))
+		for i, pgid := range due {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			shards[i] = groups[pgid].shard
+			delete(groups, pgid)
+		}
+		for i, pgid := range due {
+			fmt.Fprintf(errw, "shardlease watchdog: SIGKILL to the process group %d of shard %s: %s\n", pgid, shards[i], why)
+		}
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -110,9 +141,7 @@ func runWatchdog(r io.Reader, errw io.Writer) {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				for pgid := range groups {
-					kill(pgid, "its supervisor is gone")
-				}
+				killAll(slices.Collect(maps.Keys(groups)), "its supervisor is gone")
 				return
 			}
 			if l.w.until == 0 {
@@ -122,11 +151,13 @@ func runWatchdog(r io.Reader, errw io.Writer) {
 			}
 		case <-timer.C:
 			now := monotonic()
+			var due []int
 			for pgid, w := range groups {
 				if w.until <= now {
-					kill(pgid, "its supervisor did not renew the claim's deadline (stopped or stalled past it)")
+					due = append(due, pgid)
 				}
 			}
+			killAll(due, "its supervisor did not renew the claim's deadline (stopped or stalled past it)")
 		}
 	}
 }
@@ -137,6 +168,7 @@ type watchdog struct {
 	mu     sync.Mutex
 	in     io.WriteCloser // nil while not running
 	groups int            // groups held (hold, not yet released)
+	stderr io.Writer      // where a restarted watchdog writes
 }
 
 // hold starts the watchdog if it is not running and counts one more group
@@ -145,27 +177,61 @@ func (d *watchdog) hold(stderr io.Writer) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.in == nil {
-		self, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("finding this program to run its watchdog: %w", err)
+		if err := d.start(stderr); err != nil {
+			return err
 		}
-		cmd := osexec.Command(self)
-		cmd.Env = append(os.Environ(), envWatchdog+"=1")
-		cmd.Stderr = stderr
-		// Its own process group, so that a Ctrl-C on the terminal does not
-		// stop it before the supervisor has stopped the children in order.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			return fmt.Errorf("starting the watchdog: %w", err)
-		}
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("starting the watchdog: %w", err)
-		}
-		go func() { _ = cmd.Wait() }() // it exits once its pipe is closed
-		d.in = in
 	}
 	d.groups++
+	d.stderr = stderr
+	return nil
+}
+
+// watchdogHelloWithin bounds how long a watchdog may take to say hello.
+const watchdogHelloWithin = 10 * time.Second
+
+// start starts the watchdog process; d.mu is held.
+func (d *watchdog) start(stderr io.Writer) error {
+	exe, err := self()
+	if err != nil {
+		return fmt.Errorf("finding this program to run its watchdog: %w", err)
+	}
+	cmd := osexec.Command(exe)
+	cmd.Env = append(os.Environ(), envWatchdog+"=1")
+	cmd.Stderr = stderr
+	// Its own process group, so that a Ctrl-C on the terminal does not
+	// stop it before the supervisor has stopped the children in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("starting the watchdog: %w", err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("starting the watchdog: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the watchdog: %w", err)
+	}
+	hello := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		hello <- strings.TrimSpace(line)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case got := <-hello:
+		if got != watchdogHello {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return fmt.Errorf("starting the watchdog: %s is not a shardlease program with a watchdog (it said %q)", exe, got)
+		}
+	case <-time.After(watchdogHelloWithin):
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return fmt.Errorf("starting the watchdog: %s did not answer within %v", exe, watchdogHelloWithin)
+	}
+	go func() { _ = cmd.Wait() }() // it exits once its pipe is closed
+	d.in = in
 	return nil
 }
 
@@ -189,12 +255,24 @@ func (d *watchdog) release(pgid int, shard string) error {
 	return err
 }
 
+// send writes one line to the watchdog. A watchdog that is gone (killed
+// by someone) is started again, and the line sent to the new one: the
+// groups it held come back with their next renewal.
 func (d *watchdog) send(pgid int, until int64, shard string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.in == nil {
 		return fmt.Errorf("the watchdog is not running")
 	}
-	_, err := fmt.Fprintf(d.in, "%d %d %s\n", pgid, until, shard)
+	line := fmt.Sprintf("%d %d %s\n", pgid, until, shard)
+	if _, err := io.WriteString(d.in, line); err == nil {
+		return nil
+	}
+	_ = d.in.Close()
+	d.in = nil
+	if err := d.start(d.stderr); err != nil {
+		return err
+	}
+	_, err := io.WriteString(d.in, line)
 	return err
 }

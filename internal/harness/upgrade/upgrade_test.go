@@ -112,6 +112,26 @@ func TestRollForwardAndBack(t *testing.T) {
 	}
 	began := time.Now()
 
+	// running is the one version every live member writes in its member
+	// key: which build runs (the previous release's differs from the
+	// tree's, by release or by commit).
+	running := func() string {
+		snap, err := obs.Snapshot(t.Context(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, m := range snap.Members {
+			if m.Live() {
+				seen[fmt.Sprintf("%q (protocol %d)", m.Version, m.Speaks())] = true
+			}
+		}
+		if len(seen) != 1 {
+			t.Fatalf("live members run %v, want one build", slices.Sorted(maps.Keys(seen)))
+		}
+		return slices.Collect(maps.Keys(seen))[0]
+	}
+	previous := running()
 	roll := func(bin, to string) {
 		for _, w := range procs.Workers() {
 			if err := w.Stop(30 * time.Second); err != nil {
@@ -128,7 +148,13 @@ func TestRollForwardAndBack(t *testing.T) {
 		t.Logf("rolled to %s in %v", to, time.Since(began).Round(time.Millisecond))
 	}
 	roll(newBin, "this tree")
+	if now := running(); now == previous {
+		t.Fatalf("after the roll forward the members still run %s, the previous release's build", now)
+	}
 	roll(oldBin, "release "+version)
+	if now := running(); now != previous {
+		t.Fatalf("after the roll back the members run %s, want the previous release's %s", now, previous)
+	}
 
 	if err := procs.Stop(30 * time.Second); err != nil {
 		t.Errorf("stopping the fleet: %v", err)
