@@ -18,28 +18,6 @@ import (
 	"github.com/shardlease/shardlease/worker"
 )
 
-// commitsByResult reads shardlease_commits_total{result}.
-func commitsByResult(t *testing.T, reg *prometheus.Registry, result string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fam := range families {
-		if fam.GetName() != "shardlease_commits_total" {
-			continue
-		}
-		for _, m := range fam.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == result {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
-}
-
 // TestCommitWithCountsTheHandlersOwnFencedWrites: a write the handler
 // fences itself (as FencedTx does) through CommitWith counts in
 // commits_total like Commit's: accepted, stale when the store refuses the
@@ -87,7 +65,7 @@ func TestCommitWithCountsTheHandlersOwnFencedWrites(t *testing.T) {
 			t.Fatalf("errors %v, writes run %d; want accepted, stale, lost without running", errs, ran)
 		}
 		for result, want := range map[string]float64{"accepted": 1, "stale": 1, "lost": 1} {
-			if got := commitsByResult(t, reg, result); got != want {
+			if got := counterWith(t, reg, "shardlease_commits_total", "result", result); got != want {
 				t.Errorf("commits_total{result=%q} = %v, want %v", result, got, want)
 			}
 		}

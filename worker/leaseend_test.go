@@ -370,6 +370,11 @@ func newRegistry() *prometheus.Registry { return prometheus.NewRegistry() }
 
 // counterValue reads the counter name{reason=label} from reg (0 when absent).
 func counterValue(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	return counterWith(t, reg, name, "reason", label)
+}
+
+// counterWith reads the counter name{key=value} from reg (0 when absent).
+func counterWith(t *testing.T, reg *prometheus.Registry, name, key, value string) float64 {
 	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
@@ -381,7 +386,7 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, label string) fl
 		}
 		for _, m := range fam.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == label {
+				if l.GetName() == key && l.GetValue() == value {
 					return m.GetCounter().GetValue()
 				}
 			}

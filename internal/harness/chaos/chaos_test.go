@@ -19,7 +19,6 @@ import (
 	"github.com/shardlease/shardlease/internal/harness/shardproc"
 	"github.com/shardlease/shardlease/internal/offsetlog"
 	"github.com/shardlease/shardlease/offsets/offsetstest/lincheck"
-	"github.com/shardlease/shardlease/offsets/postgres"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -120,7 +119,11 @@ func TestChaos(t *testing.T) {
 		t.Errorf("stopping the fleet: %v", err)
 	}
 	finalPath := filepath.Join(dir, "final.jsonl")
-	loadAll(t, dsn, finalPath, *shardsFlag)
+	loadCtx, cancelLoad := context.WithTimeout(t.Context(), time.Minute)
+	defer cancelLoad()
+	if err := LoadFinal(loadCtx, dsn, finalPath, *shardsFlag); err != nil {
+		t.Fatal(err)
+	}
 
 	ops, runs, err := offsetlog.ReadAll(append(fleet.HistoryFiles(), finalPath)...)
 	if err != nil {
@@ -205,30 +208,6 @@ func waitAllFenced(t *testing.T, f *Fleet, shards int, within time.Duration) {
 			t.Fatalf("the fleet did not fence all %d shards within %v (history: %v)", shards, within, err)
 		}
 		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// loadAll loads every shard's final checkpoint through a recording store,
-// so the final state is checked with the rest of the history.
-func loadAll(t *testing.T, dsn, path string, shards int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	st, err := postgres.Open(ctx, postgres.Config{DSN: dsn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	out, err := offsetlog.OpenFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	rec := offsetlog.New(st, out, "final")
-	for _, id := range (shard.Config{Shards: shards}).IDs() {
-		if _, err := rec.Load(ctx, id); err != nil {
-			t.Fatalf("final load of %s: %v", id, err)
-		}
 	}
 }
 

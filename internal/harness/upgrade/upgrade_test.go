@@ -20,7 +20,6 @@ import (
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/internal/harness/shardproc"
 	"github.com/shardlease/shardlease/internal/offsetlog"
-	"github.com/shardlease/shardlease/offsets/postgres"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 )
@@ -160,7 +159,11 @@ func TestRollForwardAndBack(t *testing.T) {
 		t.Errorf("stopping the fleet: %v", err)
 	}
 	final := filepath.Join(dir, "final.jsonl")
-	loadAll(t, dsn, final)
+	loadCtx, cancelLoad := context.WithTimeout(t.Context(), time.Minute)
+	defer cancelLoad()
+	if err := chaos.LoadFinal(loadCtx, dsn, final, shards); err != nil {
+		t.Fatal(err)
+	}
 	ops, runs, err := offsetlog.ReadAll(append(procs.HistoryFiles(), final)...)
 	if err != nil {
 		t.Fatal(err)
@@ -215,31 +218,6 @@ func tail(path string, n int) string {
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// loadAll loads every shard's offset from the store once the fleet has
-// stopped, recording the loads to path: an acknowledged commit the store
-// lost shows there.
-func loadAll(t *testing.T, dsn, path string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	st, err := postgres.Open(ctx, postgres.Config{DSN: dsn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	out, err := offsetlog.OpenFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	rec := offsetlog.New(st, out, "final")
-	for _, id := range (shard.Config{Shards: shards}).IDs() {
-		if _, err := rec.Load(ctx, id); err != nil {
-			t.Fatalf("final load of %s: %v", id, err)
-		}
-	}
 }
 
 // movesAndGaps reads the handler runs that started after since (ns): a
