@@ -3,13 +3,14 @@
 #   make test                     everything below, against real servers
 GO ?= go
 
-.PHONY: test vet consul nats postgres chromium demo dashboard-screenshot bench shardbench sim chaos fuzz flakecheck
+.PHONY: test vet consul nats postgres chromium systemd demo dashboard-screenshot bench shardbench sim chaos fuzz flakecheck
 
 # test builds the real Consul and nats-server the integration tests start
 # (seconds when bin/ has them already), installs Debian's PostgreSQL and Chromium when
-# missing (the tests start their own throwaway servers and browser), vets, and
-# runs every test with the race detector.
-test: consul nats postgres chromium vet
+# missing (the tests start their own throwaway servers and browser) and
+# systemd-analyze (deploy's units are verified with it), vets, and runs every
+# test with the race detector.
+test: consul nats postgres chromium systemd vet
 	$(GO) test -race -count=1 -timeout 25m ./...
 
 vet:
@@ -27,6 +28,9 @@ postgres:
 
 chromium:
 	bash scripts/chromium.sh
+
+systemd:
+	bash scripts/systemd.sh
 
 # What the fence costs each offsets backend, against the same write unchecked
 # (docs/benchmarks.md, "Fenced offsets").
