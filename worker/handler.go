@@ -180,6 +180,14 @@ func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shar
 			break
 		}
 		if errors.Is(err, offsets.ErrStaleToken) {
+			if w.historyBehind(ctx, claim, auth) {
+				w.m.historyBehind.Inc()
+				log.Error("fence refused the new claim although this worker still holds the shard's lock at that token: "+
+					"the offsets store's floor comes from a coordinator history this coordinator does not have "+
+					"(rebuilt empty, or restored from an older snapshot); no shard can run until tokens pass the floors again "+
+					"(docs/operations.md, \"The coordinator lost its history\")", zap.Error(err))
+				return err
+			}
 			log.Error("fence refused the new claim: the store has a higher token", zap.Error(err))
 			return err
 		}
@@ -232,4 +240,17 @@ func (w *Worker) process(ctx context.Context, c *Claim) (err error) {
 		}
 	}()
 	return w.cfg.Handler.Process(ctx, c)
+}
+
+// historyBehind reports whether a claim whose fence the store refused is
+// still the holder of its lock at its token: then no newer owner raised
+// the floor, and the floor comes from a history the coordinator lost.
+func (w *Worker) historyBehind(ctx context.Context, claim shard.Claim, auth *lease.Authority) bool {
+	if auth.Err() != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	k, err := w.cfg.Coordinator.Locks().Watch(ctx, shard.ShardLock(claim.Shard), 0)
+	return err == nil && k.Held() && k.Token == claim.Token
 }

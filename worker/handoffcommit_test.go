@@ -111,3 +111,28 @@ func TestACommitInFlightSurvivesTheHandOff(t *testing.T) {
 		}
 	})
 }
+
+// TestFenceRefusedByALostHistoryIsNamed: a store whose floor is above any
+// token the coordinator gives (its history was lost: a rebuilt or restored
+// coordinator) refuses the new claim's fence while the claim still holds
+// its lock; the worker counts it as that, not as a newer owner, and tries
+// the shard again after doubling pauses rather than at once (it locked,
+// fenced and released half a million times in 5 s before).
+func TestFenceRefusedByALostHistoryIsNamed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 1)
+		if err := f.store.Fence(context.Background(), f.shards.IDs()[0], 1_000_000); err != nil {
+			t.Fatal(err)
+		}
+		reg := newRegistry()
+		cfg := f.config("a", worker.HandlerFunc(idle))
+		cfg.Registerer = reg
+		f.startWith(cfg)
+		settle(30 * time.Second)
+		// Pauses of 2, 4, 8 and 16 s (the renewal interval, doubling): five
+		// tries in 30 s.
+		if n := counterWith(t, reg, "shardlease_history_behind_total", "worker", "a"); n < 1 || n > 5 {
+			t.Errorf("history_behind_total = %v after 30 s, want the refusals counted, at most 5", n)
+		}
+	})
+}

@@ -39,6 +39,12 @@ type loop struct {
 	retryTimer *time.Timer
 	retryAt    time.Time
 	refusals   int
+	// fenced holds the shards whose last claim's fence the store refused:
+	// when they may be acquired again, and how many refusals in a row. A
+	// store whose floors are ahead of every token (the coordinator lost its
+	// history) refuses every claim; without a pause the worker would lock,
+	// fence and release as fast as the coordinator answers.
+	fenced map[shard.ID]fenceBackoff
 	// stopCandidate ends this worker's candidacy for the assignor (and its
 	// term as assignor) and waits for it: shutdown calls it, then resigns.
 	stopCandidate func()
@@ -57,6 +63,7 @@ func newLoop(w *Worker, l *lease.Lease) *loop {
 		exits:   make(chan exit),
 		closed:  make(chan struct{}),
 		runners: map[shard.ID]*runner{},
+		fenced:  map[shard.ID]fenceBackoff{},
 		state:   StateActive,
 	}
 }
@@ -211,14 +218,51 @@ func (lp *loop) reconcile() {
 	}
 
 	var acquire []shard.Acquisition
+	now := time.Now()
+	var later time.Time              // the first shard held back after a refused fence
 	for _, id := range lp.w.shards { // in the fleet's order, so batches are stable
-		if _, busy := lp.runners[id]; want[id] && !busy {
-			acquire = append(acquire, shard.AcquireShard(id, lp.acquireReason(id)))
+		if _, busy := lp.runners[id]; !want[id] || busy {
+			continue
 		}
+		if b, ok := lp.fenced[id]; ok && now.Before(b.until) {
+			if later.IsZero() || b.until.Before(later) {
+				later = b.until
+			}
+			continue
+		}
+		acquire = append(acquire, shard.AcquireShard(id, lp.acquireReason(id)))
 	}
 	started := lp.acquire(acquire)
 	lp.retryRefused(len(acquire) - len(started))
+	if !later.IsZero() && (lp.retryAt.IsZero() || later.Before(lp.retryAt)) {
+		lp.retryAt = later
+		lp.retryTimer.Reset(time.Until(later))
+	}
 	lp.publish()
+}
+
+// fenceBackoff is when a shard whose fence was refused may be acquired
+// again, and how many refusals in a row it had.
+type fenceBackoff struct {
+	until time.Time
+	n     int
+}
+
+// maxFenceBackoff caps the pause after refused fences.
+const maxFenceBackoff = 30 * time.Second
+
+// fenceRefused holds shard id back after its claim's fence was refused:
+// one renewal interval, doubling with each refusal in a row, at most
+// maxFenceBackoff.
+func (lp *loop) fenceRefused(id shard.ID) {
+	b := lp.fenced[id]
+	b.n++
+	d := lp.w.cfg.Policy.RenewEvery
+	for i := 1; i < b.n && d < maxFenceBackoff; i++ {
+		d *= 2
+	}
+	b.until = time.Now().Add(min(d, maxFenceBackoff))
+	lp.fenced[id] = b
 }
 
 // acquireReason is why the assignor gave the shard, as its key says; a

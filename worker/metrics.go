@@ -23,6 +23,7 @@ type metrics struct {
 	moves           prometheus.Counter
 	pauseSeconds    prometheus.Histogram
 	handlerRestarts prometheus.Counter
+	historyBehind   prometheus.Counter
 	load            loadMetrics
 }
 
@@ -68,13 +69,15 @@ func newMetrics(worker, version string, reg prometheus.Registerer) (*metrics, er
 			Help: "Measured scheduler lag of the worker process (GC pauses, CPU starvation).", ConstLabels: labels,
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
 		handlerRestarts: counter("handler_restarts_total", "Handler restarts after it returned while the shard was owned."),
-		load:            newLoadMetrics(gauge, counter),
+		historyBehind: counter("history_behind_total", "New claims whose fence the offsets store refused while the claim still held its lock at its token: "+
+			"the store's floors come from a coordinator history this coordinator lost (rebuilt, or restored from an older snapshot)."),
+		load: newLoadMetrics(gauge, counter),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{buildInfo(worker, version), m.shardsOwned, m.acquisitions, m.releases, m.losses, m.renewSeconds,
-		m.renewFailures, m.stepDowns, m.commits, m.watchWakeups, m.moves, m.pauseSeconds, m.handlerRestarts}, m.load.collectors()...) {
+		m.renewFailures, m.stepDowns, m.commits, m.watchWakeups, m.moves, m.pauseSeconds, m.handlerRestarts, m.historyBehind}, m.load.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {

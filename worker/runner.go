@@ -117,6 +117,10 @@ func (lp *loop) onExit(e exit) {
 	case e.err != nil:
 		lp.w.m.losses.WithLabelValues("fence_rejected").Inc()
 		lp.release([]shard.ID{e.shard}, shard.ReasonLost)
+		lp.fenceRefused(e.shard)
+	}
+	if e.err == nil {
+		delete(lp.fenced, e.shard) // it fenced: a later refusal starts the pauses afresh
 	}
 	lp.publish()
 }

@@ -521,3 +521,25 @@ func TestNoSessionFlagsOnReadOnlyCommands(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want -consul-liveness refused as unknown", code, errOut.String())
 	}
 }
+
+// TestHistoryWarning: held shards whose tokens are below the store's
+// floors are named, three at most, with the count; none, no line.
+func TestHistoryWarning(t *testing.T) {
+	floor := shard.Token(1_000_000)
+	f := fleetview.Fleet{HasOffsets: true}
+	for i := range 5 {
+		f.Shards = append(f.Shards, fleetview.Shard{ID: shard.ID(fmt.Sprintf("s-%d", i)), State: fleetview.ShardOwned, Token: shard.Token(20 + i), Floor: &floor})
+	}
+	got := historyWarning(f)
+	if !strings.HasPrefix(got, "HISTORY BEHIND: 5 held shards' tokens are below the offsets store's floors: s-0 (token 20, floor 1000000), s-1") ||
+		!strings.Contains(got, " and 2 more") || !strings.Contains(got, "The coordinator lost its history") {
+		t.Errorf("got %q", got)
+	}
+	high := shard.Token(10)
+	for i := range f.Shards {
+		f.Shards[i].Floor = &high
+	}
+	if got := historyWarning(f); got != "" {
+		t.Errorf("floors below the tokens: %q, want no line", got)
+	}
+}

@@ -92,6 +92,9 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 	if line := offsetsWarning(f); line != "" {
 		fmt.Fprintln(w, line)
 	}
+	if line := historyWarning(f); line != "" {
+		fmt.Fprintln(w, line)
+	}
 
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -249,4 +252,32 @@ func offsetsWarning(f fleetview.Fleet) string {
 		return ""
 	}
 	return fmt.Sprintf("WARNING: the offsets store holds no fence for any of the %d owned shards: every owner fences its claim there first, so it is not this fleet's store (another table or prefix?); the OFFSET and FLOOR columns below are not the fleet's", owned)
+}
+
+// historyWarning names the shards whose lock token is below the store's
+// floor: their owners' fences are refused, and when no newer owner raised
+// the floor the coordinator's history is older than the store's (rebuilt
+// empty, or restored from an older snapshot).
+func historyWarning(f fleetview.Fleet) string {
+	if !f.HasOffsets {
+		return ""
+	}
+	var behind []string
+	for _, s := range f.Shards {
+		if s.State != fleetview.ShardFree && s.Floor != nil && s.Token < *s.Floor {
+			behind = append(behind, fmt.Sprintf("%s (token %d, floor %d)", s.ID, s.Token, *s.Floor))
+		}
+	}
+	total := len(behind)
+	if total == 0 {
+		return ""
+	}
+	more := ""
+	if total > 3 {
+		more = fmt.Sprintf(" and %d more", total-3)
+		behind = behind[:3]
+	}
+	return fmt.Sprintf("HISTORY BEHIND: %d held shards' tokens are below the offsets store's floors: %s%s. Their fences are refused and they do not run: "+
+		"the coordinator's history is older than the store's (rebuilt empty, or restored from an older snapshot); see docs/operations.md, \"The coordinator lost its history\"",
+		total, strings.Join(behind, ", "), more)
 }
