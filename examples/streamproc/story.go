@@ -122,6 +122,24 @@ type story struct {
 
 	mu     sync.Mutex
 	starts map[shard.ID][]started
+
+	// death orders a host's death against its handlers' processing: a
+	// handler checks that its host is alive and processes under the read
+	// lock, the kill takes the write lock, so once the kill returns the
+	// dead worker processes nothing more, and how far it got is final.
+	death sync.RWMutex
+}
+
+// processAlive processes message off of shard id for host h unless h is
+// dead, and reports whether it did.
+func (s *story) processAlive(h *netsim.Host, id shard.ID, off int64) bool {
+	s.death.RLock()
+	defer s.death.RUnlock()
+	if h.Get() == netsim.Dead {
+		return false
+	}
+	s.sink.process(id, off)
+	return true
 }
 
 func (s *story) say(format string, args ...any) {
@@ -210,7 +228,9 @@ func (s *story) script(ctx context.Context, coord *memory.Coordinator, base offs
 			return errors.New("interrupted")
 		}
 	}
+	s.death.Lock()
 	victim.Set(netsim.Dead)
+	s.death.Unlock()
 	died := time.Now()
 	snap, err = coord.Fleet().Watch(ctx, 0)
 	if err != nil {
@@ -321,11 +341,10 @@ func (s *story) handler(h *netsim.Host) worker.HandlerFunc {
 				}
 				return nil // lost: return at once, commits would be refused
 			}
-			if h.Get() == netsim.Dead {
+			if !s.processAlive(h, c.Shard, off) {
 				<-h.Gone // the process is gone
 				return nil
 			}
-			s.sink.process(c.Shard, off)
 			off++
 			if off%s.o.commitEvery == 0 || off == s.o.length {
 				if err := c.Commit(ctx, off); errors.Is(err, offsets.ErrStaleToken) {
