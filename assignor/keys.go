@@ -120,19 +120,22 @@ func heldShards(st rebalance.State) map[shard.ID]bool {
 	return held
 }
 
-// placement is why a free shard the step placed was given: the step's
-// reason, or, for a shard it found free or orphaned, what its lock says:
-// never owned, released by its last owner for the reason recorded, or
-// orphaned by the owner whose session ended holding it.
+// placement is why a free shard the step placed was given. A lock whose
+// last owner released it says what happened, and who: released for the
+// reason recorded (a hand-off's, or a stopping worker's shutdown, which the
+// step would call a drain when the stopping worker's key still lists the
+// shard). Otherwise the step's reason, or, for a shard it found free or
+// orphaned, what its lock says: never owned, or orphaned by the owner whose
+// session ended holding it.
 func placement(snap shard.Snapshot, mv rebalance.Transfer) shard.Why {
 	st, exists := snap.Shard(mv.Shard)
 	switch {
+	case exists && st.Token != 0 && !st.Held() && st.Owner.Released != shard.ReasonUnknown:
+		return shard.Why{Reason: st.Owner.Released, From: st.Owner.Worker}
 	case mv.Reason != shard.ReasonFree && mv.Reason != shard.ReasonOrphaned:
 		return shard.Why{Reason: mv.Reason}
 	case !exists || st.Token == 0:
 		return shard.Why{Reason: shard.ReasonInitial}
-	case !st.Held() && st.Owner.Released != shard.ReasonUnknown:
-		return shard.Why{Reason: st.Owner.Released, From: st.Owner.Worker}
 	}
 	return shard.Why{Reason: shard.ReasonOrphaned, From: st.Owner.Worker}
 }
