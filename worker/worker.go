@@ -127,6 +127,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer w.running.Store(false)
 	defer w.publish(StateStopped, "", nil)
+	w.wait("") // a reason left by an earlier Run is not this one's
 	w.publish(StateJoining, "", nil)
 	var startBy time.Time
 	if w.cfg.StartTimeout > 0 {
