@@ -107,22 +107,28 @@ func TestUnderAWorkerAChildReportsItsLoad(t *testing.T) {
 			s, stop := runUnderWorker(t, time.Second, time.Second, tc.script, func(c *worker.Config) {
 				c.LoadBalance, c.LoadReportEvery = &shard.LoadBalance{}, worker.MinLoadReportEvery
 			})
-			var loads map[string]float64
-			waitUntil(t, 15*time.Second, "the worker carries s-000's load", func() bool {
+			// Every script writes its load line before "up"; the worker
+			// reports at its own pace, so the figure reaches the fleet
+			// some time after "up" (its first report, at the claim, is
+			// the fallback 0). Wait for the figure, then hold it for a
+			// few reports: a wrong one would replace it.
+			waitUntil(t, 15*time.Second, "the child is up", func() bool { return strings.Contains(s.out.String(), "[s-000] up") })
+			fleetLoad := func() (float64, bool) {
 				snap, err := s.coord.Fleet().Watch(context.Background(), 0)
 				if err != nil {
 					t.Fatal(err)
 				}
 				m, _ := snap.Member("w1")
-				loads = map[string]float64{}
-				for id, v := range m.Load {
-					loads[string(id)] = v
-				}
-				_, ok := loads["s-000"]
-				return ok
+				v, ok := m.Load["s-000"]
+				return v, ok
+			}
+			waitUntil(t, 15*time.Second, "the fleet carries s-000's load", func() bool {
+				v, ok := fleetLoad()
+				return ok && v == tc.want
 			})
-			if loads["s-000"] != tc.want {
-				t.Errorf("s-000's load in the fleet = %v, want %v", loads["s-000"], tc.want)
+			time.Sleep(3 * worker.MinLoadReportEvery)
+			if v, ok := fleetLoad(); !ok || v != tc.want {
+				t.Errorf("s-000's load in the fleet = %v (present %v), want %v", v, ok, tc.want)
 			}
 			if sh := s.w.Status().Shards; len(sh) != 1 || sh[0].Load == nil || *sh[0].Load != tc.want {
 				t.Errorf("the worker's Status = %+v, want s-000 at load %v", sh, tc.want)
