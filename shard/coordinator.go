@@ -34,9 +34,12 @@ type Member struct {
 	// Protocol is the coordination protocol the worker speaks (its build's
 	// shard.Protocol); 0 in a key written by release 0.1.0, which wrote
 	// none and speaks protocol 3.
-	Protocol int       `json:"protocol,omitempty"`
-	Weight   int       `json:"weight"`
-	Started  time.Time `json:"started"`
+	Protocol int `json:"protocol,omitempty"`
+	// Steps are the protocol steps the worker speaks beyond its protocol
+	// (see Steps): nil in a key of release 0.1.0, which speaks none.
+	Steps   []string  `json:"steps,omitempty"`
+	Weight  int       `json:"weight"`
+	Started time.Time `json:"started"`
 	// Draining asks the worker to hand off all of its shards (set by an
 	// operator); the planner gives a draining member no capacity.
 	Draining bool `json:"draining,omitempty"`
@@ -314,6 +317,16 @@ type Fleet interface {
 	// stored value that cannot be read is returned as an error wrapping
 	// ErrInvalidArgument when ifNone (it is overwritten otherwise).
 	SetPolicy(ctx context.Context, p BalancePolicy, ifNone bool) (BalancePolicy, error)
+	// RaiseGeneration rewrites the stored config with Generation gen, so
+	// that every lock taken afterwards carries a token above every token
+	// of an earlier generation (see MakeToken), and returns the stored
+	// config afterwards. It is how a fleet recovers after its coordinator
+	// lost its history; an operator decides it (`shardctl recover`),
+	// never a worker. The write is a check-and-set on the config read: a
+	// concurrent rewrite makes it read and check again. A gen that is not
+	// above the stored generation or above MaxGeneration, or a fleet with
+	// no stored config, wraps ErrInvalidArgument and writes nothing.
+	RaiseGeneration(ctx context.Context, gen uint32) (Config, error)
 	// Watch returns the fleet's snapshot as soon as its index is greater
 	// than after (at once when after is 0). It blocks until then or until
 	// ctx ends. Callers follow the blocking-query rules of NextIndex.

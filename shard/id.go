@@ -9,8 +9,10 @@ import (
 // the fleet's Config generates them so that their order is the numeric order.
 type ID string
 
-// Token is a fencing token: the coordinator's write index of the write that
-// granted a claim. For one shard, a later owner always holds a higher token.
+// Token is a fencing token: the fleet's generation and the coordinator's
+// write index of the write that granted a claim (see MakeToken). For one
+// shard, a later owner always holds a higher token, also after the
+// coordinator lost its history, once the generation was raised.
 type Token uint64
 
 // MaxShards bounds the shard count of a fleet. Consul's KV and the planner are
@@ -30,6 +32,11 @@ type Config struct {
 	// Zero means this build's Protocol, in a worker's config and in a
 	// stored one (a P/config written by hand without it).
 	Protocol int `json:"protocol"`
+	// Generation orders the fleet's tokens before the coordinator's index
+	// (see MakeToken). 0 for a new fleet; only Fleet.RaiseGeneration
+	// changes it, and a worker's config does not carry it: Equal and
+	// SameFleet ignore it.
+	Generation uint32 `json:"generation,omitempty"`
 }
 
 // DefaultName is the shard name stem used when Config.Name is empty.
@@ -55,6 +62,9 @@ func (c Config) Validate() error {
 	}
 	if n := c.Normalize().Name; strings.ContainsAny(n, " \t\n") || strings.HasPrefix(n, "/") || strings.HasSuffix(n, "/") {
 		problems = append(problems, fmt.Sprintf("shard name %q must not contain spaces or start or end with '/'", n))
+	}
+	if c.Generation > MaxGeneration {
+		problems = append(problems, fmt.Sprintf("generation %d is above the highest, %d", c.Generation, MaxGeneration))
 	}
 	if c.Protocol < 0 {
 		problems = append(problems, fmt.Sprintf("protocol %d must not be negative (0 means this build's, %d)", c.Protocol, Protocol))

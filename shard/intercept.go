@@ -24,6 +24,7 @@ const (
 	OpConfigure       Op = "fleet.configure"
 	OpSetFreeze       Op = "fleet.set_freeze"
 	OpSetPolicy       Op = "fleet.set_policy"
+	OpRaiseGeneration Op = "fleet.raise_generation"
 	OpWatchFleet      Op = "fleet.watch"
 )
 
@@ -227,6 +228,15 @@ func (fl iFleet) SetPolicy(ctx context.Context, p BalancePolicy, ifNone bool) (B
 	var stored BalancePolicy
 	err := fl.f(ctx, &Call{Op: OpSetPolicy}, func(ctx context.Context) (err error) {
 		stored, err = fl.in.SetPolicy(ctx, p, ifNone)
+		return err
+	})
+	return stored, err
+}
+
+func (fl iFleet) RaiseGeneration(ctx context.Context, gen uint32) (Config, error) {
+	var stored Config
+	err := fl.f(ctx, &Call{Op: OpRaiseGeneration}, func(ctx context.Context) (err error) {
+		stored, err = fl.in.RaiseGeneration(ctx, gen)
 		return err
 	})
 	return stored, err

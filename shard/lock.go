@@ -145,6 +145,10 @@ type Owner struct {
 	Why
 	Since    time.Time `json:"since"`
 	Released Reason    `json:"released,omitempty"`
+	// Gen is the fleet's generation when the lock was taken (the stored
+	// config's Generation, read in the same transaction): the high part
+	// of the holder's token (see MakeToken). Omitted while 0.
+	Gen uint32 `json:"gen,omitempty"`
 }
 
 // LockKey is one lock's key as Locks.Watch (and, for the assignor, a

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -22,6 +23,24 @@ const Protocol = 3
 // its status, metrics and `version` commands, beside the Protocol it
 // speaks (Member.Protocol).
 const Release = "0.2.0-dev"
+
+// StepGenerations is the protocol step of token generations: the worker
+// takes each lock in the fleet's generation (the config's Generation,
+// checked in the same transaction, recorded as Owner.Gen) and reads every
+// lock's token as MakeToken(Owner.Gen, index). A worker without it
+// (release 0.1.0) reads a token as the bare index: in a fleet whose
+// generation was raised its fences are refused and it owns nothing, so
+// `shardctl recover` refuses to raise the generation while such a worker
+// is live.
+const StepGenerations = "generations"
+
+// Steps returns the protocol steps this build speaks beyond Protocol,
+// which it writes into its member key (Member.Steps). A feature that
+// needs a step switches on only when every live member has it.
+func Steps() []string { return []string{StepGenerations} }
+
+// HasStep reports whether the member's worker speaks step.
+func (m Member) HasStep(step string) bool { return slices.Contains(m.Steps, step) }
 
 // SameFleet reports whether a worker that brings config c may join a fleet
 // that stored config o: the same shard set and the same protocol.

@@ -201,7 +201,7 @@ func (lp *loop) reconcile() {
 	// lock is gone (an operator released or deleted it). The index guard
 	// keeps an assignment written before the claim from revoking it.
 	for _, id := range free {
-		if r, ok := lp.runners[id]; ok && (r.state == ShardOwned || r.state == ShardRevoking) && asOf >= uint64(r.claim.Token) {
+		if r, ok := lp.runners[id]; ok && (r.state == ShardOwned || r.state == ShardRevoking) && asOf >= r.claim.Token.Index() {
 			lp.lose(r, fmt.Sprintf("its lock was released or deleted by someone else (seen free by the assignor at index %d)", asOf))
 		}
 	}

@@ -282,7 +282,7 @@ func (w *Worker) term(ctx context.Context, startBy time.Time) error {
 // session (2·TTL on Consul, plus a renewal period); after that it is a
 // duplicate worker ID.
 func (w *Worker) join(ctx context.Context, l *lease.Lease, startBy time.Time) (shard.Member, error) {
-	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Protocol: shard.Protocol, Weight: w.cfg.Weight, Started: time.Now(),
+	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Protocol: shard.Protocol, Steps: shard.Steps(), Weight: w.cfg.Weight, Started: time.Now(),
 		Draining: w.draining.Load(), Cordon: w.keptCordon(l)}
 	giveUp := time.Now().Add(2*w.cfg.Policy.TTL + w.cfg.Policy.RenewEvery)
 	reported := false

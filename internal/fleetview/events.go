@@ -213,7 +213,7 @@ func LatestAcquired(s shard.Snapshot, n int) []Event {
 		if !st.Held() || st.Owner.Worker == "" || st.Owner.Since.IsZero() {
 			continue
 		}
-		out = append(out, Event{At: st.Owner.Since, Index: uint64(st.Token), Kind: Acquired, Shard: st.Shard,
+		out = append(out, Event{At: st.Owner.Since, Index: st.Token.Index(), Kind: Acquired, Shard: st.Shard,
 			Worker: st.Owner.Worker, Token: st.Token, Reason: acquiredWhy(st.Owner)})
 	}
 	slices.SortStableFunc(out, func(a, b Event) int {

@@ -79,7 +79,7 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 	}
 	checks := api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: c.assignorKey(), Session: string(id)}},
-		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.assignorKey(), Index: uint64(epoch)}},
+		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.assignorKey(), Index: epoch.Index()}},
 	}
 	batches, err := consulkv.GroupBatches(checks, groups, maxTxnBytes)
 	if err != nil {

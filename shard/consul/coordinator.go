@@ -18,10 +18,11 @@ import (
 const MaxTxnOps = consulkv.MaxTxnOps
 
 // MaxTxnShards is how many shards one transaction locks or unlocks: a lock
-// costs two operations (the lock, and the get that reads its token), so
-// MaxTxnOps/2. The embedded coordinator (shard/memory) uses the same number,
+// costs two operations (the lock, and the get that reads its token), after
+// one that checks the fleet's config (its generation is in the tokens), so
+// (MaxTxnOps-1)/2. The embedded coordinator (shard/memory) uses the same number,
 // so tokens and write counts look alike in tests and in production.
-const MaxTxnShards = MaxTxnOps / 2
+const MaxTxnShards = (MaxTxnOps - 1) / 2
 
 // Coordinator is shard.Coordinator on a real Consul. Create it with New;
 // the zero value is not usable. All methods are safe for concurrent use.

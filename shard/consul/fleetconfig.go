@@ -1,12 +1,14 @@
 package consul
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/consulkv"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -145,4 +147,45 @@ func (c *Coordinator) configPair(pairs api.KVPairs) *api.KVPair {
 		}
 	}
 	return nil
+}
+
+// RaiseGeneration rewrites P/config with Generation gen, with a
+// check-and-set on the config it read; the config is read again when the
+// write loses to another, a few times.
+func (f fleet) RaiseGeneration(ctx context.Context, gen uint32) (shard.Config, error) {
+	c := f.c
+	if err := ctxErr(ctx); err != nil {
+		return shard.Config{}, err
+	}
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	for range 3 {
+		kv, _, err := c.kv.Get(octx, c.configKey(), consulkv.Query{})
+		if err != nil {
+			return shard.Config{}, c.fail(octx, "raise generation (read)", err)
+		}
+		if kv == nil {
+			return shard.Config{}, shard.NoConfigToRaise()
+		}
+		stored, err := parseConfig(kv.Value)
+		if err != nil {
+			return shard.Config{}, fmt.Errorf("%w: the fleet's stored config at %q is not a valid config (%v): fix it first", shard.ErrInvalidArgument, c.configKey(), err)
+		}
+		if err := shard.CheckRaise(stored.Generation, gen); err != nil {
+			return stored, err
+		}
+		stored.Generation = gen
+		value, err := json.Marshal(stored)
+		if err != nil {
+			return shard.Config{}, err
+		}
+		ok, err := c.kv.CAS(octx, &api.KVPair{Key: c.configKey(), Value: value, ModifyIndex: kv.ModifyIndex})
+		if err != nil {
+			return shard.Config{}, c.fail(octx, "raise generation", err)
+		}
+		if ok {
+			return stored, nil
+		}
+	}
+	return shard.Config{}, fmt.Errorf("%w: consul raise generation: %q changed under three writes in a row", shard.ErrUnavailable, c.configKey())
 }

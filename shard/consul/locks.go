@@ -22,8 +22,9 @@ import (
 // lock the session already holds is returned with its current token and
 // not locked again: a re-lock is a write and would move the token. The
 // others are locked MaxTxnShards per transaction, each as a lock and a
-// get; the get's ModifyIndex is the grant's token, and every lock of one
-// transaction shares it. Consul rolls a transaction back if any lock in it
+// get, after a check that P/config is still as read (its generation is in
+// every token: shard.MakeToken(generation, the get's ModifyIndex), and
+// every lock of one transaction shares it). Consul rolls a transaction back if any lock in it
 // fails: the locks it names as held by another session or in lock-delay
 // are dropped and the rest sent again, until a transaction commits or
 // nothing is left. Locks left out are not an error.
@@ -62,10 +63,10 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 	for _, a := range want {
 		keys = append(keys, c.lockKey(a.Lock))
 	}
+	// The config in the same read: its generation goes into every token,
+	// and when not configured, it is the stored shard set.
+	keys = append(keys, c.configKey())
 	set := c.fleetShards()
-	if set == nil && shardLocks {
-		keys = append(keys, c.configKey()) // not configured: the stored shard set, in the same read
-	}
 	current, err := c.readKeys(octx, "acquire (read)", keys)
 	if err != nil {
 		return nil, err
@@ -91,7 +92,7 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 		kv := current[c.lockKey(a.Lock)]
 		switch {
 		case kv != nil && kv.Session == string(id):
-			tokens[a.Lock] = shard.Token(kv.ModifyIndex)
+			tokens[a.Lock] = decodeLock(kv).Token
 			alive = true
 		case kv != nil && kv.Session != "":
 			// held by another session
@@ -100,8 +101,9 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 		}
 	}
 	since := now()
+	gen := generationOf(current[c.configKey()])
 	for batch := range slices.Chunk(toLock, MaxTxnShards) {
-		got, err := c.lockBatch(octx, id, info.worker, batch, since)
+		got, err := c.lockBatch(octx, id, info.worker, batch, since, &gen)
 		for lk, t := range got {
 			tokens[lk] = t
 			alive = true
@@ -118,14 +120,55 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 	return grantsInOrder(want, tokens), nil
 }
 
+// generation is the fleet's generation as one read of P/config saw it,
+// and the config key's modify index then (0: missing), which a lock's
+// transaction checks so that the generation its value records is the
+// stored one when it commits.
+type generation struct {
+	gen   uint32
+	index uint64
+}
+
+// generationOf reads the generation of a P/config pair (nil: none
+// stored). It reads the one field leniently: a config that is otherwise
+// malformed is reported by listings, and its locks still get a token.
+func generationOf(kv *api.KVPair) generation {
+	if kv == nil {
+		return generation{}
+	}
+	var v struct {
+		Generation uint32 `json:"generation"`
+	}
+	_ = json.Unmarshal(kv.Value, &v)
+	return generation{gen: v.Generation, index: kv.ModifyIndex}
+}
+
+// check is the transaction operation that fails unless P/config is still
+// as g was read.
+func (g generation) check(key string) *api.TxnOp {
+	if g.index == 0 {
+		return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: key}}
+	}
+	return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: key, Index: g.index}}
+}
+
+// maxGenerationReads bounds how often one lockBatch reads P/config again
+// after it changed under a transaction.
+const maxGenerationReads = 5
+
 // lockBatch takes up to MaxTxnShards locks in one committed transaction,
-// dropping the ones Consul refuses and trying again with the rest.
-func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker string, batch []shard.Acquisition, since time.Time) (map[shard.Lock]shard.Token, error) {
+// dropping the ones Consul refuses and trying again with the rest. The
+// transaction's first operation checks that P/config is as gen was read;
+// when it was rewritten meanwhile (the generation raised), gen is read
+// again and the transaction sent again.
+func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker string, batch []shard.Acquisition, since time.Time, gen *generation) (map[shard.Lock]shard.Token, error) {
 	pending := slices.Clone(batch)
+	reads := 0
 	for len(pending) > 0 {
-		ops := make(api.TxnOps, 0, 2*len(pending))
+		ops := make(api.TxnOps, 0, 1+2*len(pending))
+		ops = append(ops, gen.check(c.configKey()))
 		for _, a := range pending {
-			value, err := json.Marshal(shard.Owner{Worker: worker, Why: a.Why, Since: since})
+			value, err := json.Marshal(shard.Owner{Worker: worker, Why: a.Why, Since: since, Gen: gen.gen})
 			if err != nil {
 				return nil, err
 			}
@@ -142,9 +185,13 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker 
 			got := make(map[shard.Lock]shard.Token, len(pending))
 			for _, r := range results {
 				// The get's entry (the lock's has the same index).
-				if r.KV != nil && r.KV.Session == string(id) {
+				if r.KV != nil && r.KV.Session == string(id) && r.KV.Key != c.configKey() {
 					lk := c.lockOfKey(r.KV.Key)
-					got[lk] = max(got[lk], shard.Token(r.KV.ModifyIndex))
+					t, err := shard.MakeToken(gen.gen, r.KV.ModifyIndex)
+					if err != nil {
+						return got, err
+					}
+					got[lk] = max(got[lk], t)
 				}
 			}
 			return got, nil
@@ -154,9 +201,21 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker 
 				return nil, sessionGone(id, "does not exist (expired, destroyed or never created): "+e.What)
 			}
 		}
+		if slices.ContainsFunc(txnErrs, func(e *api.TxnError) bool { return e.OpIndex == 0 }) {
+			if reads++; reads > maxGenerationReads {
+				return nil, fmt.Errorf("%w: consul acquire: the fleet's config at %q changed under %d transactions in a row",
+					shard.ErrUnavailable, c.configKey(), maxGenerationReads)
+			}
+			kv, _, err := c.kv.Get(ctx, c.configKey(), consulkv.Query{})
+			if err != nil {
+				return nil, c.fail(ctx, "acquire (read config)", err)
+			}
+			*gen = generationOf(kv)
+			continue
+		}
 		refused := map[int]bool{}
 		for _, e := range txnErrs {
-			i := e.OpIndex / 2
+			i := (e.OpIndex - 1) / 2
 			switch consulkv.ClassifyRefusal(e.What) {
 			case consulkv.RefusedHeld, consulkv.RefusedLockDelay:
 				if i < len(pending) {
@@ -267,7 +326,7 @@ func decodeLock(kv *api.KVPair) shard.LockKey {
 		key.Owner = o
 	}
 	if kv.Session != "" {
-		key.Session, key.Token = shard.SessionID(kv.Session), shard.Token(kv.ModifyIndex)
+		key.Session, key.Token = shard.SessionID(kv.Session), o.TokenAt(kv.ModifyIndex)
 	}
 	return key
 }

@@ -31,6 +31,7 @@ func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, e
 		return shard.Config{}, err
 	}
 	cfg = cfg.Normalize()
+	cfg.Generation = 0 // a new fleet's; only RaiseGeneration changes it
 	value, err := json.Marshal(cfg)
 	if err != nil {
 		return shard.Config{}, err

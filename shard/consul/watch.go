@@ -140,12 +140,16 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 
 	// The config first: it says which shard keys are the fleet's.
 	fleet := c.fleetShards()
-	set, bad := c.listingShards(fleet, c.configPair(pairs))
+	stored := c.configPair(pairs)
+	set, bad := c.listingShards(fleet, stored)
 	if bad != "" {
 		problem(c.configKey(), "%s", bad)
 	}
 	if set != nil {
 		cfg := set.cfg
+		if bad == "" { // the stored config is the one the fleet runs: its generation is the fleet's
+			cfg.Generation = generationOf(stored).gen
+		}
 		snap.Config = &cfg
 	}
 	var outside []shard.ID            // held shard keys outside the stored config
@@ -228,7 +232,7 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 				}
 				continue
 			}
-			st := shard.ShardState{Shard: id, Session: shard.SessionID(kv.Session), Token: shard.Token(kv.ModifyIndex)}
+			st := shard.ShardState{Shard: id, Session: shard.SessionID(kv.Session)}
 			o, ok := prev[kv.Key]
 			if !ok || o.index != kv.ModifyIndex {
 				o = decodedOwner{index: kv.ModifyIndex}
@@ -237,7 +241,7 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 				}
 			}
 			owners[kv.Key] = o
-			st.Owner = o.owner
+			st.Owner, st.Token = o.owner, o.owner.TokenAt(kv.ModifyIndex)
 			if o.err != nil {
 				problem(kv.Key, "malformed shard value (want JSON shard.Owner): %v; lock holder %q kept, value ignored", o.err, kv.Session)
 			}

@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) shard.Coordinator, opts ...Option
 		{"MalformedAssignment", s.malformedAssignment},
 		{"AssignmentEditedByHand", s.assignmentEdited},
 		{"ConfigureProtocol", s.configureProtocol},
+		{"Generation", s.generation},
 		{"Freeze", s.freeze},
 		{"Policy", s.policy},
 		{"MemberMarks", s.memberMarks},

@@ -126,7 +126,7 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 // Consul's check-session and check-index on P/assignor.
 func (c *Coordinator) checkAssignorLocked(id shard.SessionID, epoch shard.Token) error {
 	k := c.locks[shard.AssignorLock]
-	if k != nil && k.session == id && shard.Token(k.index) == epoch {
+	if k != nil && k.session == id && k.token() == epoch {
 		return nil
 	}
 	var now string
@@ -136,9 +136,9 @@ func (c *Coordinator) checkAssignorLocked(id shard.SessionID, epoch shard.Token)
 	case k.session == "":
 		now = "it is free"
 	case k.session == id:
-		now = fmt.Sprintf("this session holds it at epoch %d", k.index)
+		now = fmt.Sprintf("this session holds it at epoch %d", k.token())
 	default:
-		now = fmt.Sprintf("session %q (worker %q) holds it at epoch %d", k.session, k.owner.Worker, k.index)
+		now = fmt.Sprintf("session %q (worker %q) holds it at epoch %d", k.session, k.owner.Worker, k.token())
 	}
 	return fmt.Errorf("%w: session %q does not hold P/assignor at epoch %d: %s", shard.ErrNotAssignor, id, epoch, now)
 }

@@ -13,11 +13,11 @@ import (
 
 // MaxTxnShards is how many shards one transaction locks or unlocks. Consul
 // caps a transaction at 128 operations and shardlease spends two per shard (a
-// lock and a get that reads the token), so an Acquire or Release of more
-// shards is split into several transactions, each with its own index. The
-// embedded coordinator keeps the same cap so that tokens and write counts in
-// tests look like production.
-const MaxTxnShards = 64
+// lock and a get that reads the token) after one that checks the fleet's
+// config, so an Acquire or Release of more shards is split into several
+// transactions, each with its own index. The embedded coordinator keeps the
+// same cap so that tokens and write counts in tests look like production.
+const MaxTxnShards = 63
 
 // DefaultMemberGrace is how long a dead member key (one whose session ended)
 // stays visible before it is deleted.
@@ -157,7 +157,9 @@ func (c *Coordinator) Fleet() shard.Fleet { return fleet{c} }
 // same config is stored it returns it without a write; if a different one
 // is (another shard set or another protocol), it returns the stored config
 // and shard.ConfigMismatch's error, which names both. An invalid cfg gets
-// cfg.Validate's error and changes nothing.
+// cfg.Validate's error and changes nothing. cfg's Generation is not
+// written: a new fleet starts at generation 0, and only RaiseGeneration
+// changes it.
 func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
 	c := f.c
 	if err := ctxErr(ctx); err != nil {
@@ -167,6 +169,7 @@ func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, e
 		return shard.Config{}, err
 	}
 	cfg = cfg.Normalize()
+	cfg.Generation = 0
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -263,4 +266,34 @@ func ctxErr(ctx context.Context) error {
 		return context.Cause(ctx)
 	}
 	return nil
+}
+
+// RaiseGeneration rewrites the stored config with Generation gen, in one
+// write, if gen is above the stored generation.
+func (f fleet) RaiseGeneration(ctx context.Context, gen uint32) (shard.Config, error) {
+	c := f.c
+	if err := ctxErr(ctx); err != nil {
+		return shard.Config{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.catchUpLocked()
+	if c.config == nil {
+		return shard.Config{}, shard.NoConfigToRaise()
+	}
+	if err := shard.CheckRaise(c.config.Generation, gen); err != nil {
+		return *c.config, err
+	}
+	c.commitLocked()
+	c.config.Generation = gen
+	return *c.config, nil
+}
+
+// generationLocked is the stored config's generation, 0 when none is
+// stored.
+func (c *Coordinator) generationLocked() uint32 {
+	if c.config == nil {
+		return 0
+	}
+	return c.config.Generation
 }

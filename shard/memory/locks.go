@@ -17,6 +17,9 @@ type lockKey struct {
 	owner   shard.Owner
 }
 
+// token is the key's token: its generation and its index.
+func (k *lockKey) token() shard.Token { return k.owner.TokenAt(k.index) }
+
 // locks is the coordinator's shard.Locks.
 type locks struct{ c *Coordinator }
 
@@ -30,8 +33,9 @@ func (c *Coordinator) Locks() shard.Locks { return locks{c} }
 // are left out; that is not an error.
 //
 // The locks to take are written MaxTxnShards per transaction; every lock
-// of one transaction gets the transaction's index as its token and
-// Owner{Worker: the session's worker, Reason, Since: now} as its value. A
+// of one transaction gets Owner{Worker: the session's worker, Reason,
+// Since: now, Gen: the stored config's generation} as its value and the
+// generation and the transaction's index as its token. A
 // lock the session already holds is not written again (a re-lock would
 // change its token) and is returned with its current token.
 //
@@ -65,7 +69,7 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 		k := c.locks[a.Lock]
 		switch {
 		case k != nil && k.session == id:
-			tokens[a.Lock] = shard.Token(k.index)
+			tokens[a.Lock] = k.token()
 		case k != nil && k.session != "":
 			// held by another session
 		case c.inLockDelayLocked(a.Lock, now):
@@ -73,15 +77,17 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 			toLock = append(toLock, a)
 		}
 	}
+	gen := c.generationLocked()
 	for batch := range slices.Chunk(toLock, MaxTxnShards) {
 		idx := c.commitLocked()
 		for _, a := range batch {
-			c.locks[a.Lock] = &lockKey{
+			k := &lockKey{
 				session: id,
 				index:   idx,
-				owner:   shard.Owner{Worker: s.spec.Worker, Why: a.Why, Since: now},
+				owner:   shard.Owner{Worker: s.spec.Worker, Why: a.Why, Since: now, Gen: gen},
 			}
-			tokens[a.Lock] = shard.Token(idx)
+			c.locks[a.Lock] = k
+			tokens[a.Lock] = k.token()
 		}
 	}
 
@@ -157,7 +163,7 @@ func (c *Coordinator) lockKeyLocked(lock shard.Lock) (shard.LockKey, bool) {
 	}
 	key := shard.LockKey{Index: k.index, Owner: k.owner}
 	if k.session != "" {
-		key.Session, key.Token = k.session, shard.Token(k.index)
+		key.Session, key.Token = k.session, k.token()
 	}
 	return key, true
 }

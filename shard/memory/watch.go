@@ -77,7 +77,7 @@ func (c *Coordinator) snapshotLocked() shard.Snapshot {
 	slices.SortFunc(snap.Members, func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) })
 	for lock, k := range c.locks {
 		if id, ok := lock.Shard(); ok {
-			snap.Shards = append(snap.Shards, shard.ShardState{Shard: id, Session: k.session, Token: shard.Token(k.index), Owner: k.owner})
+			snap.Shards = append(snap.Shards, shard.ShardState{Shard: id, Session: k.session, Token: k.token(), Owner: k.owner})
 		}
 	}
 	slices.SortFunc(snap.Shards, func(a, b shard.ShardState) int { return cmp.Compare(a.Shard, b.Shard) })
