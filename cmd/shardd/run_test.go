@@ -55,6 +55,22 @@ func groupMembers(t *testing.T, groups map[int]bool) []string {
 	return found
 }
 
+// groupsLeft is groupMembers polled for up to five seconds until the
+// groups are empty: the supervisor waits for its child, the group's
+// leader, then sends SIGKILL to the rest of the group without waiting for
+// them, so right after the stop a process killed may not have been
+// scheduled to die yet. What is still there after five seconds was left
+// behind.
+func groupsLeft(t *testing.T, groups map[int]bool) []string {
+	t.Helper()
+	var left []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if left = groupMembers(t, groups); len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+	}
+}
+
 // startRun runs `shardd run args…` in-process until the returned stop is
 // called; stop returns the exit code and how long the stop took.
 func startRun(t *testing.T, args ...string) (out, errs *runOutput, stop func() (int, time.Duration)) {
@@ -121,7 +137,7 @@ func TestRunEightChildrenAndACleanStop(t *testing.T) {
 	if took > 5*time.Second {
 		t.Errorf("stopping took %v: sleep dies on SIGTERM, so it should be prompt", took)
 	}
-	if left := groupMembers(t, groups); len(left) > 0 {
+	if left := groupsLeft(t, groups); len(left) > 0 {
 		t.Errorf("processes left after the stop:\n%s", strings.Join(left, "\n"))
 	}
 }
@@ -129,9 +145,13 @@ func TestRunEightChildrenAndACleanStop(t *testing.T) {
 // A child that ignores SIGTERM is killed when the drain timeout passes: the
 // claim's authority ends then, and the supervisor kills at once.
 func TestRunKillsAChildThatIgnoresSIGTERMAfterTheDrain(t *testing.T) {
-	_, errs, stop := startRun(t, "--shards", "2", "--drain-timeout", "1s", "--log-level", "info", "--",
+	out, errs, stop := startRun(t, "--shards", "2", "--drain-timeout", "1s", "--log-level", "info", "--",
 		"sh", "-c", `trap '' TERM; echo up; while :; do sleep 0.1; done`)
-	waitUntil(t, 15*time.Second, "two children start", func() bool { return strings.Count(errs.String(), "child started") == 2 })
+	// Wait for each child's "up", which it prints after its trap: "child
+	// started" is logged once the process runs, and a SIGTERM before sh
+	// has set the trap would kill it at once, with no drain to time out.
+	up := regexp.MustCompile(`^\[\S+\] up$`)
+	waitUntil(t, 15*time.Second, "two children past their trap", func() bool { return len(out.matches(up)) == 2 })
 	code, took := stop()
 	if code != exitOK {
 		t.Errorf("exit %d", code)
@@ -194,7 +214,9 @@ func TestRunBadCommandLines(t *testing.T) {
 func TestRunOnConsulSharesTheShards(t *testing.T) {
 	agent := consultest.StartDev(t)
 	prefix := fmt.Sprintf("shardlease-test/run-%d", time.Now().UnixNano())
-	script := `echo up $SHARDLEASE_SHARD; trap 'echo down $SHARDLEASE_SHARD; exit 0' TERM; while :; do sleep 0.1; done`
+	// The trap before the "up": a child stopped right after it said up must
+	// say down, or it would count as running for good.
+	script := `trap 'echo down $SHARDLEASE_SHARD; exit 0' TERM; echo up $SHARDLEASE_SHARD; while :; do sleep 0.1; done`
 	args := func(id string) []string {
 		return []string{"--consul", agent.HTTPAddr, "--consul-token", "", "--prefix", prefix, "--shards", "4", "--id", id,
 			"--ttl", "3s", "--renew", "500ms", "--pause-budget", "1s", "--drain-timeout", "2s", "--log-level", "warn",
@@ -292,7 +314,7 @@ func TestRunBinarySecondSignalKillsTheChildrenAtOnce(t *testing.T) {
 		t.Fatalf("shardd still running 10s after the second SIGINT:\n%s", out.String())
 	}
 	t.Logf("stopped %v after the second SIGINT", time.Since(began).Round(time.Millisecond))
-	if left := groupMembers(t, groups); len(left) > 0 {
+	if left := groupsLeft(t, groups); len(left) > 0 {
 		t.Errorf("processes left:\n%s", strings.Join(left, "\n"))
 	}
 	if !strings.Contains(out.String(), "second signal: every child killed at once") {
@@ -330,7 +352,7 @@ func TestRunBinaryHangupStopsTheChildren(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("shardd still running 15s after SIGHUP:\n%s", out.String())
 	}
-	if left := groupMembers(t, groups); len(left) > 0 {
+	if left := groupsLeft(t, groups); len(left) > 0 {
 		t.Errorf("processes left after SIGHUP:\n%s", strings.Join(left, "\n"))
 	}
 }
