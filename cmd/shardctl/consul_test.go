@@ -75,14 +75,35 @@ func TestAgainstConsul(t *testing.T) {
 
 	// status -json: every shard with its owner and token; with -offsets
 	// consul, the floor each owner fenced with its token in Consul KV.
-	code, out, errOut := ctl("", "status", "-json", "-offsets", "consul")
-	if code != 0 {
-		t.Fatalf("status -json: exit %d: %s", code, errOut)
-	}
-	var f fleetview.Fleet
-	if err := json.Unmarshal([]byte(out), &f); err != nil {
-		t.Fatalf("status -json: %v\n%s", err, out)
-	}
+	// An owner fences after it has taken the lock, so a shard owned may
+	// not show its floor yet: wait until every one does.
+	var (
+		code        int
+		out, errOut string
+		f           fleetview.Fleet
+	)
+	waitFor(t, 30*time.Second, "floor fenced with its owner's token on every shard", func() (bool, string) {
+		code, out, errOut = ctl("", "status", "-json", "-offsets", "consul")
+		if code != 0 {
+			t.Fatalf("status -json: exit %d: %s", code, errOut)
+		}
+		f = fleetview.Fleet{}
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatalf("status -json: %v\n%s", err, out)
+		}
+		if !f.HasOffsets {
+			return false, "status -json -offsets consul shows no offsets"
+		}
+		for _, s := range f.Shards {
+			if s.Floor == nil {
+				return false, fmt.Sprintf("%s: no floor, want the owner's token %d fenced in Consul KV", s.ID, s.Token)
+			}
+			if *s.Floor != s.Token {
+				return false, fmt.Sprintf("%s: floor %d, want the owner's token %d fenced in Consul KV", s.ID, *s.Floor, s.Token)
+			}
+		}
+		return true, ""
+	})
 	kv := agent.Client(t).KV()
 	for _, s := range f.Shards {
 		pair, _, err := kv.Get(prefix+"/shards/"+string(s.ID), nil)
@@ -91,9 +112,6 @@ func TestAgainstConsul(t *testing.T) {
 		}
 		if s.State != fleetview.ShardOwned || s.Owner == "" || s.Token != shard.Token(pair.ModifyIndex) {
 			t.Errorf("%s: %s by %q with token %d; Consul says token %d", s.ID, s.State, s.Owner, s.Token, pair.ModifyIndex)
-		}
-		if !f.HasOffsets || s.Floor == nil || *s.Floor != s.Token {
-			t.Errorf("%s: floor %v, want the owner's token %d fenced in Consul KV", s.ID, s.Floor, s.Token)
 		}
 	}
 	if len(f.Shards) != shards || len(f.Workers) != 3 {
