@@ -26,7 +26,13 @@ func TestLoadPipeWriteEndIsTheChilds(t *testing.T) {
 		m = pipe.FindStringSubmatch(s.out.String())
 		return m != nil
 	})
-	ends := ownEnds(t, m[1])
+	// The child may print before this process has closed its copy of the
+	// write end (Process closes it once Start has returned): wait for that.
+	var ends []int
+	waitUntil(t, 5*time.Second, "this process closes its copy of the load pipe's write end", func() bool {
+		ends = ownEnds(t, m[1])
+		return len(ends) == 1
+	})
 	if len(ends) != 1 || ends[0]&syscall.O_ACCMODE != syscall.O_RDONLY || ends[0]&syscall.O_CLOEXEC == 0 {
 		t.Errorf("this process holds %s with flags %o, want the read end alone, close-on-exec", m[1], ends)
 	}
