@@ -95,9 +95,28 @@ func TestServerCrashMidCommit(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- st.Commit(context.Background(), "s", 1, 20) }()
-	time.Sleep(300 * time.Millisecond) // let it block on the lock
+	// Kill the server only once the commit's statement waits on the row
+	// lock: killed before the statement was sent, the commit would rightly
+	// not say its outcome is unknown.
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d backends wait on a lock 30 s after the commit began, want the commit's alone", n)
+		}
+	}
+	_ = conn.Close(context.Background())
 	srv.Kill(t)
-	var err error
 	select {
 	case err = <-done:
 	case <-time.After(30 * time.Second):
