@@ -22,6 +22,7 @@ import (
 // worker's key for shards still in flight are kept. Every key asks its
 // worker for its loads when wantLoads is set (the fleet balances load).
 func Keys(snap shard.Snapshot, cfg shard.Config, d rebalance.Decision, wantLoads bool) (map[string]*shard.Assignment, error) {
+	cfg.Generation = generation(snap)
 	placed := map[shard.ID]shard.Why{}               // why each shard placed by this step was given
 	handedOff := map[string]map[shard.ID]shard.Why{} // by worker: hand-offs this step started
 	for _, mv := range d.Moves {

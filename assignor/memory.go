@@ -33,6 +33,13 @@ type memoryValue struct {
 	StuckSince   time.Time       `json:"stuck_since,omitzero"`
 	Arrived      []arrivalValue  `json:"arrived,omitempty"`
 	OutOfBand    time.Time       `json:"out_of_band,omitzero"`
+	// Gen is the fleet's generation when the memory was written. A
+	// memory of an earlier generation keeps no stuck verdict and no wait:
+	// the generation is raised to end a lost coordinator history, under
+	// which every worker's claims were refused and judged stuck, and the
+	// workers must get their shards back at once, not after the verdicts
+	// expire. (Release 0.1.0's assignors ignore it.)
+	Gen uint32 `json:"gen,omitempty"`
 }
 
 // arrivalValue is the shards that arrived at one time, as index ranges: a
@@ -42,10 +49,11 @@ type arrivalValue struct {
 	Shards string    `json:"shards"`
 }
 
-// encodeMemory is a's memory for the fleet's config.
+// encodeMemory is a's memory for the fleet's config (and its generation).
 func encodeMemory(cfg shard.Config, a rebalance.Assignment) ([]byte, error) {
 	v := memoryValue{V: memoryVersion, Since: a.Since, Waiting: a.Waiting, WaitingSince: a.WaitingSince,
-		Stuck: a.Stuck, StuckSession: a.StuckSession, Verdicts: a.Verdicts, StuckSince: a.StuckSince, OutOfBand: a.OutOfBand}
+		Stuck: a.Stuck, StuckSession: a.StuckSession, Verdicts: a.Verdicts, StuckSince: a.StuckSince, OutOfBand: a.OutOfBand,
+		Gen: cfg.Generation}
 	byTime := map[int64][]shard.ID{}
 	at := map[int64]time.Time{}
 	for id, t := range a.Arrived {
@@ -64,7 +72,7 @@ func encodeMemory(cfg shard.Config, a rebalance.Assignment) ([]byte, error) {
 }
 
 // decodeMemory reads a worker's memory into a (its key's fields are the
-// caller's). It says what is wrong with a memory it cannot read; a is
+// caller's), for the fleet's config and its generation. It says what is wrong with a memory it cannot read; a is
 // then left as it was.
 func decodeMemory(cfg shard.Config, b []byte, a *rebalance.Assignment) error {
 	if len(b) == 0 {
@@ -96,8 +104,12 @@ func decodeMemory(cfg shard.Config, b []byte, a *rebalance.Assignment) error {
 			arrived[id] = av.At
 		}
 	}
-	a.Since, a.Waiting, a.WaitingSince = v.Since, v.Waiting, v.WaitingSince
-	a.Stuck, a.StuckSession, a.Arrived, a.OutOfBand = v.Stuck, v.StuckSession, arrived, v.OutOfBand
+	a.Since, a.Arrived, a.OutOfBand = v.Since, arrived, v.OutOfBand
+	if v.Gen < cfg.Generation {
+		return nil // a fresh start for the new generation (memoryValue.Gen)
+	}
+	a.Waiting, a.WaitingSince = v.Waiting, v.WaitingSince
+	a.Stuck, a.StuckSession = v.Stuck, v.StuckSession
 	a.Verdicts, a.StuckSince = v.Verdicts, v.StuckSince
 	return nil
 }
@@ -138,4 +150,14 @@ func (m Memory) Encode() []byte {
 	b, _ := json.Marshal(memoryValue{V: memoryVersion, Since: m.Since, Waiting: m.Waiting, WaitingSince: m.WaitingSince,
 		Stuck: m.Stuck, StuckSession: m.StuckSession, Verdicts: m.Verdicts, StuckSince: m.StuckSince, OutOfBand: m.OutOfBand})
 	return b
+}
+
+// generation is the fleet's generation as the snapshot's config says (0
+// without one): the one the memories are read and written in, whatever
+// config the assignor's worker brought.
+func generation(snap shard.Snapshot) uint32 {
+	if snap.Config == nil {
+		return 0
+	}
+	return snap.Config.Generation
 }

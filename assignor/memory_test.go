@@ -59,3 +59,40 @@ func TestMemoryRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryOfAnEarlierGenerationForgivesVerdicts: a memory written
+// before the fleet's generation was raised keeps the worker's history of
+// moves (since, arrivals, out of band) but not its stuck verdict or its
+// wait: under the lost history every claim was refused, and judging the
+// workers by it would keep their shards from them after the recovery.
+// A memory of the current generation keeps everything.
+func TestMemoryOfAnEarlierGenerationForgivesVerdicts(t *testing.T) {
+	cfg := shard.Config{Shards: 4}
+	t0 := time.Date(2026, 12, 4, 20, 0, 0, 0, time.UTC)
+	a := rebalance.Assignment{Since: t0, Waiting: 2, WaitingSince: t0, Stuck: true, StuckSession: "s-1", Verdicts: 2,
+		StuckSince: t0, OutOfBand: t0, Arrived: map[shard.ID]time.Time{cfg.IDs()[0]: t0}}
+	old, err := encodeMemory(cfg, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raised := cfg
+	raised.Generation = 1
+	var back rebalance.Assignment
+	if err := decodeMemory(raised, old, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Stuck || back.StuckSession != "" || back.Verdicts != 0 || !back.StuckSince.IsZero() || back.Waiting != 0 || !back.WaitingSince.IsZero() {
+		t.Errorf("a generation-0 memory read in generation 1 = %+v, want no verdict and no wait", back)
+	}
+	if !back.Since.Equal(t0) || !back.OutOfBand.Equal(t0) || len(back.Arrived) != 1 {
+		t.Errorf("a generation-0 memory read in generation 1 lost its moves: %+v", back)
+	}
+	current, err := encodeMemory(raised, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back = rebalance.Assignment{}
+	if err := decodeMemory(raised, current, &back); err != nil || !back.Stuck || back.Verdicts != 2 || back.Waiting != 2 {
+		t.Errorf("a generation-1 memory read in generation 1 = %+v, %v; want it whole", back, err)
+	}
+}

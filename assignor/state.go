@@ -24,6 +24,7 @@ const MaxRejoinGrace = 10 * time.Minute
 // what it could not read of the memories, for the log. shards must be
 // sorted, as a Config's IDs are.
 func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Time) (rebalance.State, []string) {
+	cfg.Generation = generation(snap)
 	st := rebalance.State{Now: now, Shards: shards, Holders: make([]string, len(shards)), Assigned: map[string]rebalance.Assignment{},
 		Frozen: snap.Freeze != nil}
 	bySession := map[shard.SessionID]string{}

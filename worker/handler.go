@@ -184,8 +184,8 @@ func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shar
 				w.m.historyBehind.Inc()
 				log.Error("fence refused the new claim although this worker still holds the shard's lock at that token: "+
 					"the offsets store's floor comes from a coordinator history this coordinator does not have "+
-					"(rebuilt empty, or restored from an older snapshot); no shard can run until tokens pass the floors again "+
-					"(docs/operations.md, \"The coordinator lost its history\")", zap.Error(err))
+					"(rebuilt empty, or restored from an older snapshot); no shard can run until an operator raises the fleet's generation "+
+					"with `shardctl recover -prefix P -offsets STORE` (docs/operations.md, \"The coordinator lost its history\")", zap.Error(err))
 				return err
 			}
 			log.Error("fence refused the new claim: the store has a higher token", zap.Error(err))

@@ -136,3 +136,54 @@ func TestFenceRefusedByALostHistoryIsNamed(t *testing.T) {
 		}
 	})
 }
+
+// TestRaisedGenerationEndsALostHistory: once an operator raises the
+// fleet's generation (`shardctl recover`), a worker whose claims a lost
+// history's floor refused takes the shard again within its longest pause
+// (10 s), with a token of the new generation that the store accepts, and
+// its handler runs from the committed offset.
+func TestRaisedGenerationEndsALostHistory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 1)
+		id := f.shards.IDs()[0]
+		if err := f.store.Fence(context.Background(), id, 1_000_000); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.store.Commit(context.Background(), id, 1_000_000, 77); err != nil {
+			t.Fatal(err)
+		}
+		started := make(chan int64, 16)
+		f.start("a", worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
+			started <- c.Start.Offset
+			<-ctx.Done()
+			return nil
+		}))
+		settle(60 * time.Second) // the pauses reach their cap
+		select {
+		case off := <-started:
+			t.Fatalf("the handler ran (from %d) while the history was behind", off)
+		default:
+		}
+		if _, err := f.coord.Fleet().RaiseGeneration(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		raised := time.Now()
+		select {
+		case off := <-started:
+			if took := time.Since(raised); took > 11*time.Second {
+				t.Errorf("the shard ran %v after the raise, want within the 10 s pause", took)
+			}
+			if off != 77 {
+				t.Errorf("the handler started from %d, want the committed 77", off)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("the shard did not run within a minute of the raise")
+		}
+		if st := f.snapshot().Shards[0]; st.Token.Generation() != 1 || !st.Held() {
+			t.Errorf("%s after the raise = %+v, want held in generation 1", id, st)
+		}
+		if cp, err := f.store.Load(context.Background(), id); err != nil || cp.Floor.Generation() != 1 {
+			t.Errorf("the store's floor after the raise = %+v, %v; want a generation-1 token", cp, err)
+		}
+	})
+}

@@ -248,8 +248,10 @@ type fenceBackoff struct {
 	n     int
 }
 
-// maxFenceBackoff caps the pause after refused fences.
-const maxFenceBackoff = 30 * time.Second
+// maxFenceBackoff caps the pause after refused fences: it is how long,
+// at most, a worker takes to claim a shard again after an operator raised
+// the fleet's generation (`shardctl recover`).
+const maxFenceBackoff = 10 * time.Second
 
 // fenceRefused holds shard id back after its claim's fence was refused:
 // one renewal interval, doubling with each refusal in a row, at most

@@ -144,7 +144,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
-	for {
+	for first := true; ; first = false {
+		if !first {
+			w.restoreConfig(ctx)
+		}
 		err := w.term(ctx, startBy)
 		if ctx.Err() != nil {
 			return nil
@@ -199,6 +202,18 @@ func (w *Worker) configure(ctx context.Context, startBy time.Time) error {
 		if !backoff.Sleep(ctx.Done(), wait) {
 			return ctx.Err()
 		}
+	}
+}
+
+// restoreConfig writes the fleet's config again before a new term if the
+// coordinator has none (Configure writes only then): a coordinator rebuilt
+// empty under a running fleet lost it, and its operators' tools
+// (`shardctl status`, `recover`) need it. A config that now differs is
+// only logged: the fleet keeps running the one it started with (see
+// shard/consul), and a restarted worker is the one to refuse it.
+func (w *Worker) restoreConfig(ctx context.Context) {
+	if _, err := w.cfg.Coordinator.Fleet().Configure(ctx, w.cfg.Fleet); err != nil && ctx.Err() == nil {
+		w.log.Warn("checking the fleet's config before rejoining failed", zap.Error(err))
 	}
 }
 
