@@ -1,8 +1,9 @@
 // Package admin holds the operator's actions on a running fleet: drain and
 // undrain a worker, cordon and uncordon one, freeze and unfreeze the
-// fleet's rebalancing, force a shard free, and delete a shard key left by
-// a hand edit. It is what shardctl drain, undrain, cordon, uncordon,
-// freeze, unfreeze, release and delete-shard call; any Go program with a shard.Coordinator for the fleet can do the
+// fleet's rebalancing, force a shard free, delete a shard key left by a
+// hand edit, and recover a fleet whose coordinator lost its history. It
+// is what shardctl drain, undrain, cordon, uncordon, freeze, unfreeze,
+// release, delete-shard and recover call; any Go program with a shard.Coordinator for the fleet can do the
 // same. It prints nothing: operations return typed results and errors
 // wrapping this package's sentinels, and the ones that wait (FollowDrain,
 // WaitNextOwner) report progress through callbacks.
@@ -46,6 +47,13 @@
 //     the fleet's shards or a key outside the config that the listing
 //     reports, and refuses keys outside the config while any of them is
 //     held (running workers use another config: restore it instead).
+//   - Recover raises the fleet's generation only when a store floor is
+//     above what the coordinator can grant (or when forced), and refuses
+//     while a live worker does not speak the generations step
+//     (ErrStepMissing): it could own nothing afterwards. It is never
+//     automatic: with two coordinators live (an old one some workers still
+//     reach), raising the new one's generation is what fences the old one
+//     out, and only an operator knows which one the fleet is to keep.
 //
 // What it guarantees: every refusal is decided from a listing taken by the
 // call itself, and a refused call writes nothing. A coordinator's failure

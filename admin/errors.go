@@ -57,6 +57,9 @@ var (
 	ErrShardHeld = errors.New("admin: shard key is held")
 	// ErrNoShardKey: there is no such key under the fleet's prefix.
 	ErrNoShardKey = errors.New("admin: no such shard key")
+	// ErrStepMissing: a live worker does not speak a protocol step the
+	// operation needs (shard.Member.Steps); the error names it.
+	ErrStepMissing = errors.New("admin: a live worker lacks a protocol step")
 	// ErrWrite marks a coordinator write that failed (as opposed to a
 	// read); the coordinator's error is in the chain beside it.
 	ErrWrite = errors.New("admin: write failed")

@@ -48,6 +48,7 @@ var rules = map[string]func(t *testing.T, e *env){
 	"Release":           release,
 	"ReleaseRefusals":   releaseRefusals,
 	"DeleteShardKey":    deleteShardKey,
+	"Recover":           recoverRule,
 }
 
 // rawKeyRules need keys written by hand outside the fleet's config, which
@@ -147,7 +148,7 @@ func (e *env) join(worker string, shards ...shard.ID) shard.SessionID {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { _ = e.coord.Sessions().Destroy(context.Background(), sid) })
-	if err := e.coord.Members().Join(ctx, sid, shard.Member{ID: worker, Weight: 1}); err != nil {
+	if err := e.coord.Members().Join(ctx, sid, shard.Member{ID: worker, Weight: 1, Steps: shard.Steps()}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.sessions[worker] = sid
