@@ -89,6 +89,9 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 	if line := versionsLine(f); line != "" {
 		fmt.Fprintln(w, line)
 	}
+	if line := stepsLine(f); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if line := offsetsWarning(f); line != "" {
 		fmt.Fprintln(w, line)
 	}
@@ -224,8 +227,26 @@ func versionsLine(f fleetview.Fleet) string {
 		parts[i] = fmt.Sprintf("%s (protocol %d) ×%d", v.Release, v.Protocol, v.Workers)
 	}
 	line := "versions: " + strings.Join(parts, ", ")
+	if f.Config != nil && f.Config.Generation > 0 {
+		line += fmt.Sprintf("; generation %d", f.Config.Generation)
+	}
 	if f.Mixed() {
 		line = "MIXED " + line + ": live workers run different builds (a roll in progress?)"
+	}
+	return line
+}
+
+// stepsLine says which protocol steps wait for live workers that do not
+// speak them, and what waits with them.
+func stepsLine(f fleetview.Fleet) string {
+	old := f.Lacking(shard.StepGenerations)
+	if len(old) == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("STEP WAITING: %q is not spoken by live workers %s: 'shardctl recover' refuses until they are upgraded or stopped",
+		shard.StepGenerations, strings.Join(old, ", "))
+	if f.Config != nil && f.Config.Generation > 0 {
+		line += fmt.Sprintf(", and in this fleet (generation %d) their claims are refused: they own nothing", f.Config.Generation)
 	}
 	return line
 }
@@ -278,6 +299,7 @@ func historyWarning(f fleetview.Fleet) string {
 		behind = behind[:3]
 	}
 	return fmt.Sprintf("HISTORY BEHIND: %d held shards' tokens are below the offsets store's floors: %s%s. Their fences are refused and they do not run: "+
-		"the coordinator's history is older than the store's (rebuilt empty, or restored from an older snapshot); see docs/operations.md, \"The coordinator lost its history\"",
-		total, strings.Join(behind, ", "), more)
+		"the coordinator's history is older than the store's (rebuilt empty, or restored from an older snapshot). Once every worker uses this coordinator, "+
+		"recover with 'shardctl recover -prefix %s -offsets …' (docs/operations.md, \"The coordinator lost its history\")",
+		total, strings.Join(behind, ", "), more, f.Name)
 }

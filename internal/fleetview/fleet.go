@@ -138,6 +138,7 @@ type Worker struct {
 	Session  shard.SessionID `json:"session,omitempty"`
 	Version  string          `json:"version,omitempty"`
 	Protocol int             `json:"protocol,omitempty"` // the protocol it speaks (shard.Member.Speaks)
+	Steps    []string        `json:"steps,omitempty"`    // the protocol steps it speaks (shard.Member.Steps)
 	Address  string          `json:"address,omitempty"`
 	Weight   int             `json:"weight"`
 	Started  time.Time       `json:"started,omitzero"`
@@ -244,7 +245,7 @@ func Build(in Input) Fleet {
 
 	bySession := map[shard.SessionID]int{} // live session → index in f.Workers
 	for _, m := range s.Members {
-		w := Worker{ID: m.ID, Session: m.Session, Version: m.Version, Protocol: m.Speaks(), Address: m.Address, Weight: m.Weight,
+		w := Worker{ID: m.ID, Session: m.Session, Version: m.Version, Protocol: m.Speaks(), Steps: m.Steps, Address: m.Address, Weight: m.Weight,
 			Started: m.Started, Draining: m.Draining, State: WorkerDead,
 			Cordon: m.Cordon, RejoinUntil: m.RejoinUntil, Returning: m.Returning(in.Now)}
 		if a, ok := s.Assignments[m.ID]; ok {
@@ -516,6 +517,18 @@ func (f Fleet) WorkerIDs() []string {
 		ids[i] = w.ID
 	}
 	return ids
+}
+
+// Lacking lists the live workers that do not speak protocol step step,
+// each as "ID (release)": a feature that needs the step waits for them.
+func (f Fleet) Lacking(step string) []string {
+	var out []string
+	for _, w := range f.Workers {
+		if w.State != WorkerDead && !slices.Contains(w.Steps, step) {
+			out = append(out, fmt.Sprintf("%s (%s)", w.ID, cmp.Or(w.Version, "release unknown")))
+		}
+	}
+	return out
 }
 
 // versions counts the live workers by release and protocol.
