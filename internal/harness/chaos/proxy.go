@@ -70,17 +70,38 @@ func NewProxy(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chaos: proxy for %s: %w", target, err)
 	}
-	u := &url.URL{Scheme: "http", Host: target}
-	p := &Proxy{ln: ln, rp: httputil.NewSingleHostReverseProxy(u), healed: make(chan struct{})}
+	p := &Proxy{ln: ln, healed: make(chan struct{})}
+	p.rp = p.relayTo(target)
 	close(p.healed)
 	p.cut, p.cutNow = context.WithCancel(context.Background())
-	// A connection per request to the agent: a cut request takes only its
-	// own connection with it, and none is left pooled to a killed agent.
-	p.rp.Transport = &http.Transport{DisableKeepAlives: true}
-	p.rp.ErrorHandler = p.upstreamFailed
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
+}
+
+// relayTo is the reverse proxy to the agent at target.
+func (p *Proxy) relayTo(target string) *httputil.ReverseProxy {
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: target})
+	// A connection per request to the agent: a cut request takes only its
+	// own connection with it, and none is left pooled to a killed agent.
+	rp.Transport = &http.Transport{DisableKeepAlives: true}
+	rp.ErrorHandler = p.upstreamFailed
+	return rp
+}
+
+// Retarget relays every later request to the agent at target, and cuts
+// the requests in flight to the old one (long polls too): what the
+// workers see when the Consul at their address is replaced by another,
+// rebuilt empty or restored from a snapshot.
+func (p *Proxy) Retarget(target string) {
+	rp := p.relayTo(target)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rp = rp
+	if p.mode != ModePartition {
+		p.cutNow()
+		p.cut, p.cutNow = context.WithCancel(context.Background())
+	}
 }
 
 // Addr is the address workers are given instead of the agent's.
@@ -122,6 +143,12 @@ func (p *Proxy) state() (Mode, time.Duration, chan struct{}, context.Context) {
 	return p.mode, p.delay, p.healed, p.cut
 }
 
+func (p *Proxy) relay() *httputil.ReverseProxy {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rp
+}
+
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mode, delay, healed, cut := p.state()
 	switch {
@@ -142,7 +169,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stop := context.AfterFunc(cut, cancel)
 	defer stop()
-	p.rp.ServeHTTP(w, r.WithContext(ctx))
+	p.relay().ServeHTTP(w, r.WithContext(ctx))
 }
 
 // upstreamFailed: a request cut by a partition hangs like the others; one
