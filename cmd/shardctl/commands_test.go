@@ -526,20 +526,20 @@ func TestNoSessionFlagsOnReadOnlyCommands(t *testing.T) {
 // floors are named, three at most, with the count; none, no line.
 func TestHistoryWarning(t *testing.T) {
 	floor := shard.Token(1_000_000)
-	f := fleetview.Fleet{HasOffsets: true}
+	f := fleetview.Fleet{Name: "orders", HasOffsets: true}
 	for i := range 5 {
-		f.Shards = append(f.Shards, fleetview.Shard{ID: shard.ID(fmt.Sprintf("s-%d", i)), State: fleetview.ShardOwned, Token: shard.Token(20 + i), Floor: &floor})
+		id := shard.ID(fmt.Sprintf("s-%d", i))
+		f.Shards = append(f.Shards, fleetview.Shard{ID: id, State: fleetview.ShardOwned, Token: shard.Token(20 + i), Floor: &floor})
+		f.HistoryBehind = append(f.HistoryBehind, id)
 	}
 	got := historyWarning(f)
 	if !strings.HasPrefix(got, "HISTORY BEHIND: 5 held shards' tokens are below the offsets store's floors: s-0 (token 20, floor 1000000), s-1") ||
-		!strings.Contains(got, " and 2 more") || !strings.Contains(got, "The coordinator lost its history") {
+		!strings.Contains(got, " and 2 more") || !strings.Contains(got, "The coordinator lost its history") ||
+		!strings.Contains(got, "shardctl recover -prefix orders -offsets") {
 		t.Errorf("got %q", got)
 	}
-	high := shard.Token(10)
-	for i := range f.Shards {
-		f.Shards[i].Floor = &high
-	}
+	f.HistoryBehind = nil
 	if got := historyWarning(f); got != "" {
-		t.Errorf("floors below the tokens: %q, want no line", got)
+		t.Errorf("nothing behind: %q, want no line", got)
 	}
 }

@@ -280,12 +280,9 @@ func offsetsWarning(f fleetview.Fleet) string {
 // the floor the coordinator's history is older than the store's (rebuilt
 // empty, or restored from an older snapshot).
 func historyWarning(f fleetview.Fleet) string {
-	if !f.HasOffsets {
-		return ""
-	}
 	var behind []string
-	for _, s := range f.Shards {
-		if s.State != fleetview.ShardFree && s.Floor != nil && s.Token < *s.Floor {
+	for _, id := range f.HistoryBehind {
+		if s, ok := f.Shard(id); ok && s.Floor != nil {
 			behind = append(behind, fmt.Sprintf("%s (token %d, floor %d)", s.ID, s.Token, *s.Floor))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardlease/shardlease/internal/dashboard"
 	"github.com/shardlease/shardlease/internal/fleetview"
+	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/memory"
 )
@@ -168,6 +169,65 @@ func TestMixedVersionsInChromium(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); banner() != ""; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("banner %q after every worker runs 0.2.0", banner())
+		}
+	}
+}
+
+// TestHistoryBehindInChromium: while held shards' tokens are below the
+// offsets store's floors, a banner counts them and names the command that
+// recovers; once the floors are below the tokens, it is gone.
+func TestHistoryBehindInChromium(t *testing.T) {
+	wd := startBrowser(t)
+	c, _ := smallFleet(t)
+	store := offmem.New()
+	t.Cleanup(func() { _ = store.Close() })
+	ctx := context.Background()
+	for _, id := range []shard.ID{"stream/shard-000", "stream/shard-001"} {
+		if err := store.Fence(ctx, id, 1_000_000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := serve(t, dashboard.Options{Name: "orders", Coordinator: c, Offsets: store, Refresh: 100 * time.Millisecond})
+	wd.navigate(base + "/")
+	banner := func() string {
+		var s string
+		if err := wd.eval(`const b = document.getElementById('history'); return b.hidden ? '' : b.textContent;`, &s); err != nil {
+			t.Fatalf("reading the page: %v", err)
+		}
+		return s
+	}
+	want := "History behind: 2 held shards' tokens are below the offsets store's floors"
+	for deadline := time.Now().Add(10 * time.Second); !strings.HasPrefix(banner(), want); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("banner %q, want it to start with %q", banner(), want)
+		}
+	}
+	if !strings.Contains(banner(), "shardctl recover -prefix orders -offsets") {
+		t.Errorf("banner %q does not name the command", banner())
+	}
+	if _, err := c.Fleet().RaiseGeneration(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	// The holders take their shards again in the new generation, as
+	// workers would after the refused fences.
+	snap, err := c.Fleet().Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range snap.Shards {
+		if !st.Held() {
+			continue
+		}
+		if err := c.Locks().Release(ctx, st.Session, []shard.Lock{shard.ShardLock(st.Shard)}, shard.ReasonLost); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Locks().Acquire(ctx, st.Session, []shard.Acquisition{shard.AcquireShard(st.Shard, shard.Why{Reason: shard.ReasonFree})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); banner() != ""; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("banner %q after every holder took its shard in generation 1", banner())
 		}
 	}
 }

@@ -63,8 +63,13 @@ type Fleet struct {
 	Events []Event `json:"events"`
 	// HasOffsets is true when an offset store was read: Shard.Offset and
 	// Floor are meaningful; Shard.Lag too when the stream head is known.
-	HasOffsets bool     `json:"has_offsets"`
-	Problems   []string `json:"problems,omitempty"`
+	HasOffsets bool `json:"has_offsets"`
+	// HistoryBehind lists the held shards whose token is below the
+	// offsets store's floor (HasOffsets): their fences are refused, and
+	// the coordinator's history is older than the store's (rebuilt empty,
+	// restored from an older snapshot; `shardctl recover`).
+	HistoryBehind []shard.ID `json:"history_behind,omitempty"`
+	Problems      []string   `json:"problems,omitempty"`
 	// Error is the last error reading the fleet, when the view is stale
 	// (the dashboard keeps showing the last good view).
 	Error string `json:"error,omitempty"`
@@ -321,6 +326,9 @@ func Build(in Input) Fleet {
 		if in.Offsets != nil {
 			cp := in.Offsets[id]
 			sh.Offset, sh.Floor = &cp.Offset, &cp.Floor
+			if sh.State != ShardFree && sh.Token < cp.Floor {
+				f.HistoryBehind = append(f.HistoryBehind, id)
+			}
 			if head, ok := in.Heads[id]; ok {
 				lag := max(head-cp.Offset, 0)
 				sh.Lag = &lag

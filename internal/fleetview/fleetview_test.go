@@ -93,6 +93,24 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// TestHistoryBehind: a held shard whose token is below the store's floor
+// is behind (its fences are refused); a held one at or above it, and a
+// free one whatever its floor, are not; without offsets nothing is.
+func TestHistoryBehind(t *testing.T) {
+	cps := map[shard.ID]offsets.Checkpoint{
+		"stream/shard-000": {Floor: 1_000_000}, // held at 3
+		"stream/shard-001": {Floor: 7},         // held at 7
+		"stream/shard-003": {Floor: 1_000_000}, // free
+	}
+	f := Build(Input{Name: "orders", Snapshot: fixture(), Offsets: cps, Now: t0})
+	if len(f.HistoryBehind) != 1 || f.HistoryBehind[0] != "stream/shard-000" {
+		t.Errorf("history behind %v, want [stream/shard-000]", f.HistoryBehind)
+	}
+	if f := Build(Input{Name: "orders", Snapshot: fixture(), Now: t0}); f.HistoryBehind != nil {
+		t.Errorf("history behind without offsets %v, want none", f.HistoryBehind)
+	}
+}
+
 func TestBuildWithoutAFleet(t *testing.T) {
 	f := Build(Input{Name: "typo", Snapshot: shard.Snapshot{Index: 1}, Now: t0})
 	if f.Exists() || len(f.Shards) != 0 || len(f.Workers) != 0 || f.Summary.Imbalance != 0 {

@@ -110,6 +110,7 @@ function render(f) {
   renderProblems(f);
   renderFreeze(f.freeze);
   renderVersions(f.versions || []);
+  renderHistory(f.history_behind || [], f.name);
   renderGrid(f);
   renderLegend(f);
   renderWorkers(f);
@@ -164,6 +165,19 @@ function renderVersions(vs) {
   b.dataset.versions = String(vs.length);
   b.textContent = vs.length < 2 ? ""
     : "Mixed versions: " + vs.map(v => `${v.release} (protocol ${v.protocol}) ×${v.workers}`).join(", ") + " — a roll in progress, or one that stopped halfway.";
+}
+
+// renderHistory: held shards whose tokens are below the offsets store's
+// floors cannot run: the coordinator lost its history; a banner says so
+// and names the command that recovers.
+function renderHistory(behind, name) {
+  const b = document.getElementById("history");
+  b.hidden = behind.length === 0;
+  b.dataset.behind = String(behind.length);
+  b.textContent = behind.length === 0 ? ""
+    : `History behind: ${behind.length} held shard${behind.length === 1 ? "'s token is" : "s' tokens are"} below the offsets store's floors, ` +
+      "so their fences are refused and they do not run: the coordinator's history is older than the store's " +
+      `(rebuilt empty, or restored from an older snapshot). Once every worker uses this coordinator: shardctl recover -prefix ${name} -offsets …`;
 }
 
 // renderQueue: hand-offs in flight against the budget (when the server
