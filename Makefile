@@ -60,16 +60,18 @@ sim:
 
 # make chaos [FAULTS=100]: real faults (SIGSTOP, kill -9, partitions, slow and
 # failing renewals, sessions destroyed, the assignor's worker killed and
-# stopped, client agents killed, stopped and made to leave, Raft leader kills)
-# against shardd workers on a three-server Consul with client agents, offsets
+# stopped, client agents killed, stopped and made to leave, Raft leader kills,
+# and WIPES times the whole cluster replaced by one rebuilt empty, then
+# recovered) against shardd workers on a three-server Consul with client agents, offsets
 # in PostgreSQL; prints the summary table and fails on any stale commit
 # accepted, a non-linearizable history, an instant at which two workers ran one
 # shard, or no new assignor after an assignor fault (docs/reliability.md).
 # About 40 min at 100 faults of each kind (35 before the two assignor kinds, so
 # an estimate); make test runs 3 of each (about 70 s); 2 of each took 63 s.
 FAULTS ?= 100
+WIPES ?= 10
 chaos: consul postgres
-	$(GO) test ./internal/harness/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -chaos.faults=$(FAULTS)
+	$(GO) test ./internal/harness/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -chaos.faults=$(FAULTS) -chaos.wipes=$(WIPES)
 
 # make flakecheck [N=10] [BESIDE='make chaos FAULTS=20']: the whole make test N
 # times on a clean clone of HEAD, every test that failed in any run with its

@@ -26,6 +26,7 @@ import (
 // of each kind.
 var (
 	faultsFlag  = flag.Int("chaos.faults", 3, "faults of each kind")
+	wipesFlag   = flag.Int("chaos.wipes", 1, "times the whole Consul cluster is replaced by one rebuilt empty, and the fleet recovered")
 	workersFlag = flag.Int("chaos.workers", 12, "worker processes")
 	agentsFlag  = flag.Int("chaos.agents", 4, "Consul client agents; the workers are spread over them")
 	shardsFlag  = flag.Int("chaos.shards", 64, "shards")
@@ -109,6 +110,13 @@ func TestChaos(t *testing.T) {
 	kills := time.Now()
 	faults = append(faults, RunLeaderKills(ctx, t, cl, *faultsFlag, 2*time.Second)...)
 	t.Logf("%d leader kills in %v", *faultsFlag, time.Since(kills).Round(time.Second))
+	wipes := time.Now()
+	wiped, _ := RunCoordinatorWipes(ctx, t, fleet, cl, *wipesFlag, Timing{TTL: ttl, LockDelay: lockDelay, Settle: ttl})
+	faults = append(faults, wiped...)
+	for _, f := range wiped {
+		t.Logf("%s at %s: %s%s", f.Kind, f.Start.Format(time.TimeOnly), f.Detail, f.Err)
+	}
+	t.Logf("%d coordinator wipes in %v", len(wiped), time.Since(wipes).Round(time.Second))
 
 	// Let the fleet settle, then drain it: the final commits of a
 	// graceful hand-off are in the history too.
@@ -160,8 +168,15 @@ func TestChaos(t *testing.T) {
 		t.Errorf("porcupine: the history is %s", lin)
 	}
 	for _, r := range sum.Kinds {
-		if r.Kind != None && r.Faults-r.Failed < *faultsFlag {
-			t.Errorf("%s: %d of %d faults injected (%d failed)", r.Kind, r.Faults-r.Failed, *faultsFlag, r.Failed)
+		want := *faultsFlag
+		switch r.Kind {
+		case None:
+			continue
+		case CoordWiped:
+			want = *wipesFlag
+		}
+		if r.Faults-r.Failed < want {
+			t.Errorf("%s: %d of %d faults injected (%d failed)", r.Kind, r.Faults-r.Failed, want, r.Failed)
 		}
 	}
 	for _, f := range faults {
