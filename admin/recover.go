@@ -126,3 +126,24 @@ func releaseOf(m shard.Member) string {
 	}
 	return m.Version
 }
+
+// Recovered reports whether a listing s shows the fleet recovered after
+// r: every shard of r's config held, those that were behind with a token
+// of r's generation or later (the others fenced in their own).
+func Recovered(s shard.Snapshot, r Recovery) bool {
+	behind := make(map[shard.ID]bool, len(r.Behind))
+	for _, id := range r.Behind {
+		behind[id] = true
+	}
+	held := 0
+	for _, st := range s.Shards {
+		if !st.Held() {
+			continue
+		}
+		if behind[st.Shard] && st.Token.Generation() < r.Config.Generation {
+			continue
+		}
+		held++
+	}
+	return held == r.Config.Shards
+}

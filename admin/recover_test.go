@@ -95,3 +95,25 @@ func (e *env) tokenOf(id shard.ID) shard.Token {
 	e.t.Fatalf("%s is not held", id)
 	return 0
 }
+
+// TestRecovered: a fleet is recovered once every shard is held and those
+// that were behind are held in the new generation; a shard that was not
+// behind may stay in its own.
+func TestRecovered(t *testing.T) {
+	g0, _ := shard.MakeToken(0, 40)
+	g1, _ := shard.MakeToken(1, 50)
+	r := admin.Recovery{Config: shard.Config{Shards: 2, Generation: 1}, Behind: []shard.ID{"s-1"}}
+	for _, tc := range []struct {
+		name   string
+		shards []shard.ShardState
+		want   bool
+	}{
+		{"the one behind in the new generation", []shard.ShardState{{Shard: "s-0", Session: "a", Token: g0}, {Shard: "s-1", Session: "b", Token: g1}}, true},
+		{"the one behind still in the old", []shard.ShardState{{Shard: "s-0", Session: "a", Token: g0}, {Shard: "s-1", Session: "b", Token: g0}}, false},
+		{"one free", []shard.ShardState{{Shard: "s-0", Token: g0}, {Shard: "s-1", Session: "b", Token: g1}}, false},
+	} {
+		if got := admin.Recovered(shard.Snapshot{Shards: tc.shards}, r); got != tc.want {
+			t.Errorf("%s: Recovered = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

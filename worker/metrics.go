@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shardlease/shardlease/shard"
@@ -28,12 +29,14 @@ type metrics struct {
 }
 
 // buildInfo is shardlease_build_info: 1, labelled with the release the
-// worker shows (Config.Version) and the protocol it speaks, so that a
-// dashboard sees a mixed fleet in one query.
+// worker shows (Config.Version), the protocol it speaks and its protocol
+// steps (comma-separated), so that a dashboard sees a mixed fleet in one
+// query.
 func buildInfo(worker, version string) prometheus.Gauge {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "shardlease", Name: "build_info",
-		Help:        "1, labelled with the worker's release (its Config.Version) and the protocol it speaks.",
-		ConstLabels: prometheus.Labels{"worker": worker, "version": version, "protocol": strconv.Itoa(shard.Protocol)}})
+		Help: "1, labelled with the worker's release (its Config.Version), the protocol it speaks and its protocol steps.",
+		ConstLabels: prometheus.Labels{"worker": worker, "version": version, "protocol": strconv.Itoa(shard.Protocol),
+			"steps": strings.Join(shard.Steps(), ",")}})
 	g.Set(1)
 	return g
 }

@@ -39,10 +39,12 @@ const (
 type Status struct {
 	Worker string `json:"worker"`
 	// Version is the release the worker shows (Config.Version); Protocol
-	// the coordination protocol it speaks (shard.Protocol).
-	Version  string `json:"version,omitempty"`
-	Protocol int    `json:"protocol"`
-	State    State  `json:"state"`
+	// the coordination protocol it speaks (shard.Protocol), and Steps its
+	// protocol steps (shard.Steps).
+	Version  string   `json:"version,omitempty"`
+	Protocol int      `json:"protocol"`
+	Steps    []string `json:"steps,omitempty"`
+	State    State    `json:"state"`
 	// Waiting says why the worker is not in the fleet while it joins or
 	// rejoins (the coordinator unreachable, its ID held by another
 	// session, …); empty once it is in.
@@ -93,7 +95,7 @@ func (w *Worker) Status() Status {
 		out.Shards = withLoads(s.Shards, w.load.meters.peek(time.Now()))
 		return out
 	}
-	return Status{Worker: w.cfg.ID, Version: w.cfg.Version, Protocol: shard.Protocol, State: StateStopped}
+	return Status{Worker: w.cfg.ID, Version: w.cfg.Version, Protocol: shard.Protocol, Steps: shard.Steps(), State: StateStopped}
 }
 
 // withLoads returns shards with their loads (the loads change without the
@@ -150,7 +152,7 @@ func (m *meter) peek(now time.Time) (float64, bool) {
 
 // publish replaces the published status. Only the loop calls it.
 func (w *Worker) publish(state State, session shard.SessionID, runners map[shard.ID]*runner) {
-	s := &Status{Worker: w.cfg.ID, Version: w.cfg.Version, Protocol: shard.Protocol, State: state, Session: session, Shards: make([]ShardStatus, 0, len(runners))}
+	s := &Status{Worker: w.cfg.ID, Version: w.cfg.Version, Protocol: shard.Protocol, Steps: shard.Steps(), State: state, Session: session, Shards: make([]ShardStatus, 0, len(runners))}
 	if why := w.waiting.Load(); why != nil && state != StateStopped {
 		s.Waiting = *why
 	}

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -40,8 +41,11 @@ func TestWorkerSaysWhatItRuns(t *testing.T) {
 		if !ok || m.Version != "0.2.0-dev+abc1234" || m.Protocol != shard.Protocol || m.Speaks() != shard.Protocol {
 			t.Errorf("member key %+v, want the version and protocol %d", m, shard.Protocol)
 		}
-		if st := w.Status(); st.Version != "0.2.0-dev+abc1234" || st.Protocol != shard.Protocol {
-			t.Errorf("status says version %q, protocol %d", st.Version, st.Protocol)
+		if st := w.Status(); st.Version != "0.2.0-dev+abc1234" || st.Protocol != shard.Protocol || !slices.Equal(st.Steps, shard.Steps()) {
+			t.Errorf("status says version %q, protocol %d, steps %v", st.Version, st.Protocol, st.Steps)
+		}
+		if !m.HasStep(shard.StepGenerations) {
+			t.Errorf("member key %+v does not name the %q step", m, shard.StepGenerations)
 		}
 		families, err := reg.Gather()
 		if err != nil {
@@ -57,11 +61,12 @@ func TestWorkerSaysWhatItRuns(t *testing.T) {
 				for _, l := range mt.GetLabel() {
 					labels[l.GetName()] = l.GetValue()
 				}
-				found = labels["version"] == "0.2.0-dev+abc1234" && labels["protocol"] == strconv.Itoa(shard.Protocol) && mt.GetGauge().GetValue() == 1
+				found = labels["version"] == "0.2.0-dev+abc1234" && labels["protocol"] == strconv.Itoa(shard.Protocol) &&
+					labels["steps"] == shard.StepGenerations && mt.GetGauge().GetValue() == 1
 			}
 		}
 		if !found {
-			t.Errorf("no shardlease_build_info 1 with the version and protocol")
+			t.Errorf("no shardlease_build_info 1 with the version, protocol and steps")
 		}
 		cancel()
 		if err := <-done; err != nil {

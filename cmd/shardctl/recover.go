@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/shardlease/shardlease/admin"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -76,27 +78,28 @@ running its shards until a worker here claims them, and is refused from then on.
 	if *wait <= 0 {
 		return nil
 	}
-	return a.awaitGeneration(ctx, fc, r.Config.Generation, began, *wait)
+	return a.awaitRecovered(ctx, fc, r, began, *wait)
 }
 
-// awaitGeneration follows the fleet until every shard is held with a
-// token of generation gen, printing progress, or until wait has passed.
-func (a *app) awaitGeneration(ctx context.Context, fc *fleetConn, gen uint32, began time.Time, wait time.Duration) error {
+// awaitRecovered follows the fleet until admin.Recovered holds, printing
+// how many of the shards that were behind are owned again, or until wait
+// has passed.
+func (a *app) awaitRecovered(ctx context.Context, fc *fleetConn, r admin.Recovery, began time.Time, wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	last := -1
+	gen, last := r.Config.Generation, -1
 	err := shard.Follow(ctx, fc.coord.Fleet().Watch, shard.FollowOptions{MinSpacing: 250 * time.Millisecond}, func(s shard.Snapshot) (time.Time, error) {
 		owned := 0
 		for _, st := range s.Shards {
-			if st.Held() && st.Token.Generation() >= gen {
+			if st.Held() && st.Token.Generation() >= gen && slices.Contains(r.Behind, st.Shard) {
 				owned++
 			}
 		}
 		if owned != last {
-			fmt.Fprintf(a.stdout, "  %d of %d shards owned in generation %d (%.1f s)\n", owned, s.Config.Shards, gen, time.Since(began).Seconds())
+			fmt.Fprintf(a.stdout, "  %d of the %d shards behind owned in generation %d (%.1f s)\n", owned, len(r.Behind), gen, time.Since(began).Seconds())
 			last = owned
 		}
-		if s.Config != nil && owned == s.Config.Shards {
+		if admin.Recovered(s, r) {
 			return time.Time{}, errDone
 		}
 		return time.Time{}, nil
@@ -106,8 +109,8 @@ func (a *app) awaitGeneration(ctx context.Context, fc *fleetConn, gen uint32, be
 		fmt.Fprintf(a.stdout, "fleet %s: every shard owned again, %.1f s after the recovery\n", fc.name, time.Since(began).Seconds())
 		return nil
 	case ctx.Err() != nil:
-		return fmt.Errorf("fleet %s: %d shards owned in generation %d after %v; see 'shardctl status' for the rest (workers retry refused shards every 10 s at most)",
-			fc.name, max(last, 0), gen, wait)
+		return fmt.Errorf("fleet %s: %d of the %d shards behind owned in generation %d after %v; see 'shardctl status' for the rest (workers retry refused shards every 10 s at most)",
+			fc.name, max(last, 0), len(r.Behind), gen, wait)
 	default:
 		return fc.explain(err, "read")
 	}

@@ -79,18 +79,21 @@ func TestStepsLine(t *testing.T) {
 		!strings.Contains(got, "generation 2") {
 		t.Errorf("stepsLine = %q", got)
 	}
-	f.Workers = f.Workers[:1]
+	f = fleetview.Build(fleetview.Input{Name: "orders", Now: time.Now(), Snapshot: shard.Snapshot{Index: 9, Config: f.Config,
+		Members: []shard.MemberState{{Member: shard.Member{ID: "w1", Steps: shard.Steps(), Weight: 1}, Session: "s1"}}}})
 	if got := stepsLine(f); got != "" {
 		t.Errorf("stepsLine with every live worker speaking it = %q, want none", got)
 	}
 }
 
-// fleetviewWithSteps is a fleet view of cfg with two live workers, w1 of
-// this build and w2 of release 0.1.0 (no steps), and a dead one of 0.1.0.
+// fleetviewWithSteps is the view of a fleet of cfg with two live workers,
+// w1 of this build and w2 of release 0.1.0 (no steps), and a dead one of
+// 0.1.0.
 func fleetviewWithSteps(cfg shard.Config) fleetview.Fleet {
-	return fleetview.Fleet{Config: &cfg, Workers: []fleetview.Worker{
-		{ID: "w1", State: fleetview.WorkerLive, Version: shard.Release, Steps: shard.Steps()},
-		{ID: "w2", State: fleetview.WorkerLive, Version: "0.1.0"},
-		{ID: "w3", State: fleetview.WorkerDead, Version: "0.1.0"},
-	}}
+	cfg = cfg.Normalize()
+	member := func(id, version string, steps []string, session shard.SessionID) shard.MemberState {
+		return shard.MemberState{Member: shard.Member{ID: id, Version: version, Steps: steps, Weight: 1}, Session: session}
+	}
+	return fleetview.Build(fleetview.Input{Name: "orders", Now: time.Now(), Snapshot: shard.Snapshot{Index: 9, Config: &cfg,
+		Members: []shard.MemberState{member("w1", shard.Release, shard.Steps(), "s1"), member("w2", "0.1.0", nil, "s2"), member("w3", "0.1.0", nil, "")}}})
 }

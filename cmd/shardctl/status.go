@@ -239,16 +239,18 @@ func versionsLine(f fleetview.Fleet) string {
 // stepsLine says which protocol steps wait for live workers that do not
 // speak them, and what waits with them.
 func stepsLine(f fleetview.Fleet) string {
-	old := f.Lacking(shard.StepGenerations)
-	if len(old) == 0 {
-		return ""
+	var lines []string
+	for _, sw := range f.StepsWaiting {
+		line := fmt.Sprintf("STEP WAITING: %q is not spoken by live workers %s", sw.Step, strings.Join(sw.Workers, ", "))
+		if sw.Step == shard.StepGenerations {
+			line += ": 'shardctl recover' refuses until they are upgraded or stopped"
+			if f.Config != nil && f.Config.Generation > 0 {
+				line += fmt.Sprintf(", and in this fleet (generation %d) their claims are refused: they own nothing", f.Config.Generation)
+			}
+		}
+		lines = append(lines, line)
 	}
-	line := fmt.Sprintf("STEP WAITING: %q is not spoken by live workers %s: 'shardctl recover' refuses until they are upgraded or stopped",
-		shard.StepGenerations, strings.Join(old, ", "))
-	if f.Config != nil && f.Config.Generation > 0 {
-		line += fmt.Sprintf(", and in this fleet (generation %d) their claims are refused: they own nothing", f.Config.Generation)
-	}
-	return line
+	return strings.Join(lines, "\n")
 }
 
 // offsetsWarning says when the offsets store shardctl was given holds no

@@ -165,6 +165,13 @@ func TestMixedVersionsInChromium(t *testing.T) {
 			t.Fatalf("banner %q, want it to start with %q", banner(), want)
 		}
 	}
+	var steps string
+	if err := wd.eval(`const b = document.getElementById('steps'); return b.hidden ? '' : b.textContent;`, &steps); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(steps, `Step waiting: "generations" is not spoken by live workers a (0.1.0), b (0.2.0)`) {
+		t.Errorf("steps banner %q, want both workers named: neither key names its steps", steps)
+	}
 	join("a", "0.2.0", 3) // the roll finished
 	for deadline := time.Now().Add(10 * time.Second); banner() != ""; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -58,6 +58,8 @@ type Fleet struct {
 	// run, sorted by release: more than one is a mixed fleet (a roll in
 	// progress, or one that stopped halfway).
 	Versions []Version `json:"versions"`
+	// StepsWaiting are the protocol steps some live workers do not speak.
+	StepsWaiting []StepWait `json:"steps_waiting,omitempty"`
 	Shards   []Shard   `json:"shards"`
 	// Events are the recent ownership and membership changes, newest first.
 	Events []Event `json:"events"`
@@ -271,6 +273,7 @@ func Build(in Input) Fleet {
 		f.Workers = append(f.Workers, w)
 	}
 	f.Versions = versions(f.Workers)
+	f.StepsWaiting = stepsWaiting(f.Workers)
 
 	keys := make(map[shard.ID]shard.ShardState, len(s.Shards))
 	for _, st := range s.Shards {
@@ -527,13 +530,27 @@ func (f Fleet) WorkerIDs() []string {
 	return ids
 }
 
-// Lacking lists the live workers that do not speak protocol step step,
-// each as "ID (release)": a feature that needs the step waits for them.
-func (f Fleet) Lacking(step string) []string {
-	var out []string
-	for _, w := range f.Workers {
-		if w.State != WorkerDead && !slices.Contains(w.Steps, step) {
-			out = append(out, fmt.Sprintf("%s (%s)", w.ID, cmp.Or(w.Version, "release unknown")))
+// StepWait is a protocol step some live workers do not speak: what needs
+// it waits for them (docs/design.md, "Compatibility").
+type StepWait struct {
+	Step string `json:"step"`
+	// Workers are the live workers without it, each as "ID (release)".
+	Workers []string `json:"workers"`
+}
+
+// stepsWaiting lists, for each step this build speaks, the live workers
+// that do not speak it.
+func stepsWaiting(ws []Worker) []StepWait {
+	var out []StepWait
+	for _, step := range shard.Steps() {
+		var lacking []string
+		for _, w := range ws {
+			if w.State != WorkerDead && !slices.Contains(w.Steps, step) {
+				lacking = append(lacking, fmt.Sprintf("%s (%s)", w.ID, cmp.Or(w.Version, "release unknown")))
+			}
+		}
+		if len(lacking) > 0 {
+			out = append(out, StepWait{Step: step, Workers: lacking})
 		}
 	}
 	return out

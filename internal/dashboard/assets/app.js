@@ -111,6 +111,7 @@ function render(f) {
   renderFreeze(f.freeze);
   renderVersions(f.versions || []);
   renderHistory(f.history_behind || [], f.name);
+  renderSteps(f.steps_waiting || []);
   renderGrid(f);
   renderLegend(f);
   renderWorkers(f);
@@ -178,6 +179,15 @@ function renderHistory(behind, name) {
     : `History behind: ${behind.length} held shard${behind.length === 1 ? "'s token is" : "s' tokens are"} below the offsets store's floors, ` +
       "so their fences are refused and they do not run: the coordinator's history is older than the store's " +
       `(rebuilt empty, or restored from an older snapshot). Once every worker uses this coordinator: shardctl recover -prefix ${name} -offsets …`;
+}
+
+// renderSteps: a protocol step some live workers do not speak holds back
+// what needs it (docs/design.md, "Compatibility"); a banner names them.
+function renderSteps(waits) {
+  const b = document.getElementById("steps");
+  b.hidden = waits.length === 0;
+  b.textContent = waits.map(w => `Step waiting: "${w.step}" is not spoken by live workers ${w.workers.join(", ")}` +
+    (w.step === "generations" ? " — 'shardctl recover' refuses until they are upgraded or stopped." : ".")).join(" ");
 }
 
 // renderQueue: hand-offs in flight against the budget (when the server

@@ -177,7 +177,7 @@ func recoverAndWait(t *testing.T, op admin.Operator, store *postgres.Store, want
 	}
 	at := time.Now()
 	waitFleet(t, op, fmt.Sprintf("every shard owned in generation %d within %v of the recovery", want, ownedWithin),
-		func(s shard.Snapshot) bool { return held(s, want) == shards })
+		func(s shard.Snapshot) bool { return admin.Recovered(s, r) && held(s, want) == shards })
 	took := time.Since(at)
 	if took > ownedWithin {
 		t.Errorf("every shard owned %v after recovery %d, want within %v", took, want, ownedWithin)
