@@ -60,7 +60,7 @@ type Fleet struct {
 	Versions []Version `json:"versions"`
 	// StepsWaiting are the protocol steps some live workers do not speak.
 	StepsWaiting []StepWait `json:"steps_waiting,omitempty"`
-	Shards   []Shard   `json:"shards"`
+	Shards       []Shard    `json:"shards"`
 	// Events are the recent ownership and membership changes, newest first.
 	Events []Event `json:"events"`
 	// HasOffsets is true when an offset store was read: Shard.Offset and
