@@ -26,6 +26,8 @@ type Recovery struct {
 	// older than the store's (rebuilt empty, or restored from an older
 	// snapshot), and their claims' fences are refused.
 	Behind []shard.ID
+	// Floors are the store's floors of the shards behind, as read.
+	Floors map[shard.ID]shard.Token
 	// To is the generation the recovery raises the fleet to (or would):
 	// one above the highest found in the store and the coordinator.
 	To uint32
@@ -90,6 +92,10 @@ func (o Operator) recovery(ctx context.Context, store offsets.Store, write, forc
 		r.Highest = max(r.Highest, cp.Floor, cp.Token)
 		if cp.Floor > ceiling {
 			r.Behind = append(r.Behind, id)
+			if r.Floors == nil {
+				r.Floors = map[shard.ID]shard.Token{}
+			}
+			r.Floors[id] = cp.Floor
 		}
 	}
 	for _, st := range s.Shards {
@@ -129,18 +135,15 @@ func releaseOf(m shard.Member) string {
 
 // Recovered reports whether a listing s shows the fleet recovered after
 // r: every shard of r's config held, those that were behind with a token
-// of r's generation or later (the others fenced in their own).
+// at or above the floor they had (a token of the new generation, or one
+// the coordinator's own writes took past it).
 func Recovered(s shard.Snapshot, r Recovery) bool {
-	behind := make(map[shard.ID]bool, len(r.Behind))
-	for _, id := range r.Behind {
-		behind[id] = true
-	}
 	held := 0
 	for _, st := range s.Shards {
 		if !st.Held() {
 			continue
 		}
-		if behind[st.Shard] && st.Token.Generation() < r.Config.Generation {
+		if floor, behind := r.Floors[st.Shard]; behind && st.Token < floor {
 			continue
 		}
 		held++

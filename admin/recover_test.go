@@ -97,19 +97,22 @@ func (e *env) tokenOf(id shard.ID) shard.Token {
 }
 
 // TestRecovered: a fleet is recovered once every shard is held and those
-// that were behind are held in the new generation; a shard that was not
-// behind may stay in its own.
+// that were behind are held at or above the floor they had (in the new
+// generation, or past it in the old); a shard that was not behind may
+// stay in its own.
 func TestRecovered(t *testing.T) {
 	g0, _ := shard.MakeToken(0, 40)
+	past, _ := shard.MakeToken(0, 80)
 	g1, _ := shard.MakeToken(1, 50)
-	r := admin.Recovery{Config: shard.Config{Shards: 2, Generation: 1}, Behind: []shard.ID{"s-1"}}
+	r := admin.Recovery{Config: shard.Config{Shards: 2, Generation: 1}, Behind: []shard.ID{"s-1"}, Floors: map[shard.ID]shard.Token{"s-1": 60}}
 	for _, tc := range []struct {
 		name   string
 		shards []shard.ShardState
 		want   bool
 	}{
 		{"the one behind in the new generation", []shard.ShardState{{Shard: "s-0", Session: "a", Token: g0}, {Shard: "s-1", Session: "b", Token: g1}}, true},
-		{"the one behind still in the old", []shard.ShardState{{Shard: "s-0", Session: "a", Token: g0}, {Shard: "s-1", Session: "b", Token: g0}}, false},
+		{"the one behind taken past its floor in the old", []shard.ShardState{{Shard: "s-0", Session: "a", Token: g0}, {Shard: "s-1", Session: "b", Token: past}}, true},
+		{"the one behind still below its floor", []shard.ShardState{{Shard: "s-0", Session: "a", Token: g0}, {Shard: "s-1", Session: "b", Token: g0}}, false},
 		{"one free", []shard.ShardState{{Shard: "s-0", Token: g0}, {Shard: "s-1", Session: "b", Token: g1}}, false},
 	} {
 		if got := admin.Recovered(shard.Snapshot{Shards: tc.shards}, r); got != tc.want {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/shardlease/shardlease/admin"
@@ -91,12 +90,12 @@ func (a *app) awaitRecovered(ctx context.Context, fc *fleetConn, r admin.Recover
 	err := shard.Follow(ctx, fc.coord.Fleet().Watch, shard.FollowOptions{MinSpacing: 250 * time.Millisecond}, func(s shard.Snapshot) (time.Time, error) {
 		owned := 0
 		for _, st := range s.Shards {
-			if st.Held() && st.Token.Generation() >= gen && slices.Contains(r.Behind, st.Shard) {
+			if floor, behind := r.Floors[st.Shard]; st.Held() && behind && st.Token >= floor {
 				owned++
 			}
 		}
 		if owned != last {
-			fmt.Fprintf(a.stdout, "  %d of the %d shards behind owned in generation %d (%.1f s)\n", owned, len(r.Behind), gen, time.Since(began).Seconds())
+			fmt.Fprintf(a.stdout, "  %d of the %d shards behind owned again (%.1f s)\n", owned, len(r.Behind), time.Since(began).Seconds())
 			last = owned
 		}
 		if admin.Recovered(s, r) {
@@ -109,8 +108,8 @@ func (a *app) awaitRecovered(ctx context.Context, fc *fleetConn, r admin.Recover
 		fmt.Fprintf(a.stdout, "fleet %s: every shard owned again, %.1f s after the recovery\n", fc.name, time.Since(began).Seconds())
 		return nil
 	case ctx.Err() != nil:
-		return fmt.Errorf("fleet %s: %d of the %d shards behind owned in generation %d after %v; see 'shardctl status' for the rest (workers retry refused shards every 10 s at most)",
-			fc.name, max(last, 0), len(r.Behind), gen, wait)
+		return fmt.Errorf("fleet %s: %d of the %d shards behind owned again after %v (generation %d); see 'shardctl status' for the rest (workers retry refused shards every 10 s at most)",
+			fc.name, max(last, 0), len(r.Behind), wait, gen)
 	default:
 		return fc.explain(err, "read")
 	}
