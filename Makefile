@@ -61,7 +61,8 @@ sim:
 # make chaos [FAULTS=100]: real faults (SIGSTOP, kill -9, partitions, slow and
 # failing renewals, sessions destroyed, the assignor's worker killed and
 # stopped, client agents killed, stopped and made to leave, Raft leader kills,
-# and WIPES times the whole cluster replaced by one rebuilt empty, then
+# WIPES times the whole cluster replaced by one rebuilt empty and RESTORES
+# times by one restored from a snapshot SNAPSHOT_AGE old, each then
 # recovered) against shardd workers on a three-server Consul with client agents, offsets
 # in PostgreSQL; prints the summary table and fails on any stale commit
 # accepted, a non-linearizable history, an instant at which two workers ran one
@@ -70,8 +71,11 @@ sim:
 # an estimate); make test runs 3 of each (about 70 s); 2 of each took 63 s.
 FAULTS ?= 100
 WIPES ?= 10
+RESTORES ?= 3
+SNAPSHOT_AGE ?= 2m
 chaos: consul postgres
-	$(GO) test ./internal/harness/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -chaos.faults=$(FAULTS) -chaos.wipes=$(WIPES)
+	$(GO) test ./internal/harness/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -chaos.faults=$(FAULTS) \
+		-chaos.wipes=$(WIPES) -chaos.restores=$(RESTORES) -chaos.snapshot-age=$(SNAPSHOT_AGE)
 
 # make flakecheck [N=10] [BESIDE='make chaos FAULTS=20']: the whole make test N
 # times on a clean clone of HEAD, every test that failed in any run with its

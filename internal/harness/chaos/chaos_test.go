@@ -25,16 +25,18 @@ import (
 // The smoke run of `make test` by default; `make chaos` asks for 100 faults
 // of each kind.
 var (
-	faultsFlag  = flag.Int("chaos.faults", 3, "faults of each kind")
-	wipesFlag   = flag.Int("chaos.wipes", 1, "times the whole Consul cluster is replaced by one rebuilt empty, and the fleet recovered")
-	workersFlag = flag.Int("chaos.workers", 12, "worker processes")
-	agentsFlag  = flag.Int("chaos.agents", 4, "Consul client agents; the workers are spread over them")
-	shardsFlag  = flag.Int("chaos.shards", 64, "shards")
-	lanesFlag   = flag.Int("chaos.lanes", 6, "faults injected at once, never two on one worker")
-	downFlag    = flag.Int("chaos.down", 8, "workers faults may hit at once (an agent fault hits all of its agent's)")
-	seedFlag    = flag.Uint64("chaos.seed", 0, "seed of the fault order (0: from the clock)")
-	dirFlag     = flag.String("chaos.dir", "", "keep the workers' logs and histories in this directory (default: a temporary one)")
-	outFlag     = flag.String("chaos.out", "", "also write the summary table to this file")
+	faultsFlag      = flag.Int("chaos.faults", 3, "faults of each kind")
+	wipesFlag       = flag.Int("chaos.wipes", 1, "times the whole Consul cluster is replaced by one rebuilt empty, the fleet recovered each time")
+	restoresFlag    = flag.Int("chaos.restores", 0, "times the whole Consul cluster is replaced by one restored from an older snapshot (about 90 s each: Consul takes a minute to accept sessions again)")
+	snapshotAgeFlag = flag.Duration("chaos.snapshot-age", 2*time.Minute, "how old the snapshot a cluster is restored from is")
+	workersFlag     = flag.Int("chaos.workers", 12, "worker processes")
+	agentsFlag      = flag.Int("chaos.agents", 4, "Consul client agents; the workers are spread over them")
+	shardsFlag      = flag.Int("chaos.shards", 64, "shards")
+	lanesFlag       = flag.Int("chaos.lanes", 6, "faults injected at once, never two on one worker")
+	downFlag        = flag.Int("chaos.down", 8, "workers faults may hit at once (an agent fault hits all of its agent's)")
+	seedFlag        = flag.Uint64("chaos.seed", 0, "seed of the fault order (0: from the clock)")
+	dirFlag         = flag.String("chaos.dir", "", "keep the workers' logs and histories in this directory (default: a temporary one)")
+	outFlag         = flag.String("chaos.out", "", "also write the summary table to this file")
 )
 
 // The lease of the chaos fleet: check liveness with a 2 s TTL, renewals
@@ -111,12 +113,15 @@ func TestChaos(t *testing.T) {
 	faults = append(faults, RunLeaderKills(ctx, t, cl, *faultsFlag, 2*time.Second)...)
 	t.Logf("%d leader kills in %v", *faultsFlag, time.Since(kills).Round(time.Second))
 	wipes := time.Now()
-	wiped, _ := RunCoordinatorWipes(ctx, t, fleet, cl, *wipesFlag, Timing{TTL: ttl, LockDelay: lockDelay, Settle: ttl})
+	lossTiming := Timing{TTL: ttl, LockDelay: lockDelay, Settle: ttl}
+	wiped, now := RunCoordinatorLosses(ctx, t, fleet, cl, CoordWiped, *wipesFlag, 0, lossTiming)
+	restored, _ := RunCoordinatorLosses(ctx, t, fleet, now, CoordRestored, *restoresFlag, *snapshotAgeFlag, lossTiming)
+	wiped = append(wiped, restored...)
 	faults = append(faults, wiped...)
 	for _, f := range wiped {
 		t.Logf("%s at %s: %s%s", f.Kind, f.Start.Format(time.TimeOnly), f.Detail, f.Err)
 	}
-	t.Logf("%d coordinator wipes in %v", len(wiped), time.Since(wipes).Round(time.Second))
+	t.Logf("%d coordinator losses in %v", len(wiped), time.Since(wipes).Round(time.Second))
 
 	// Let the fleet settle, then drain it: the final commits of a
 	// graceful hand-off are in the history too.
@@ -174,6 +179,8 @@ func TestChaos(t *testing.T) {
 			continue
 		case CoordWiped:
 			want = *wipesFlag
+		case CoordRestored:
+			want = *restoresFlag
 		}
 		if r.Faults-r.Failed < want {
 			t.Errorf("%s: %d of %d faults injected (%d failed)", r.Kind, r.Faults-r.Failed, want, r.Failed)

@@ -58,7 +58,7 @@ type Summary struct {
 func Summarize(h *History, v Verdict, rv RunVerdict, faults []Fault, rate int) Summary {
 	s := Summary{Verdict: v, Runs: rv}
 	rows := map[Kind]*KindStats{}
-	for _, k := range slices.Concat(WorkerKinds, AssignorKinds, AgentKinds, []Kind{LeaderKill, CoordWiped, None}) {
+	for _, k := range slices.Concat(WorkerKinds, AssignorKinds, AgentKinds, []Kind{LeaderKill, CoordWiped, CoordRestored, None}) {
 		rows[k] = &KindStats{Kind: k}
 		s.Kinds = append(s.Kinds, rows[k])
 	}
@@ -69,7 +69,7 @@ func Summarize(h *History, v Verdict, rv RunVerdict, faults []Fault, rate int) S
 			r.Failed++
 			continue
 		}
-		if f.Kind == LeaderKill || f.Kind == CoordWiped {
+		if f.Kind == LeaderKill || f.Kind == CoordWiped || f.Kind == CoordRestored {
 			continue
 		}
 		if d, ok := f.ElectedAfter(); ok {
