@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -18,8 +19,8 @@ import (
 )
 
 // serveWorkerHTTP serves, on ln, Prometheus /metrics (the worker's metrics,
-// the Consul requests it sent, Go and process metrics) and /status (the
-// worker's Status as JSON), and logs the bound address (useful with port 0).
+// the Consul requests it sent, Go and process metrics), /status (the
+// worker's Status as JSON) and /readyz (readiness), and logs the bound address (useful with port 0).
 // stop shuts the server down.
 func serveWorkerHTTP(ln net.Listener, reg *prometheus.Registry, w *worker.Worker, requests *consul.RequestCounter, id string, log *zap.Logger) (stop func(), err error) {
 	for _, c := range []prometheus.Collector{
@@ -37,6 +38,12 @@ func serveWorkerHTTP(ln net.Listener, reg *prometheus.Registry, w *worker.Worker
 		rw.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(rw).Encode(w.Status())
 	})
+	mux.HandleFunc("GET /readyz", func(rw http.ResponseWriter, _ *http.Request) {
+		code, why := readiness(w.Status())
+		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		rw.WriteHeader(code)
+		_, _ = fmt.Fprintln(rw, why)
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -52,6 +59,23 @@ func serveWorkerHTTP(ln net.Listener, reg *prometheus.Registry, w *worker.Worker
 		_ = srv.Shutdown(ctx)
 		<-done
 	}, nil
+}
+
+// readiness is /readyz's answer: 200 while the worker is in the fleet
+// (active), 503 with the reason while it joins or rejoins (Status.Waiting:
+// an unreachable coordinator, its ID held by another session), drains or
+// has stopped. An orchestrator's readiness probe holds a rolling update
+// until the new worker is in: a fleet never loses two workers to a roll
+// at once.
+func readiness(st worker.Status) (int, string) {
+	switch {
+	case st.State == worker.StateActive:
+		return http.StatusOK, "ready: in the fleet"
+	case st.Waiting != "":
+		return http.StatusServiceUnavailable, fmt.Sprintf("not ready: %s, waiting: %s", st.State, st.Waiting)
+	default:
+		return http.StatusServiceUnavailable, fmt.Sprintf("not ready: %s", st.State)
+	}
 }
 
 // requestCollector exports a RequestCounter as

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,4 +51,46 @@ func TestRunStatusShowsTheChildrensLoads(t *testing.T) {
 	if loads["stream/shard-000"] != 5 || loads["stream/shard-001"] != 15 {
 		t.Errorf("loads in /status %v, want shard-000 at 5 and shard-001 at 15", loads)
 	}
+}
+
+// TestReadiness: /readyz is 200 while the worker is active, and 503 with
+// the state and what it waits on otherwise.
+func TestReadiness(t *testing.T) {
+	for _, tc := range []struct {
+		st   worker.Status
+		code int
+		says string
+	}{
+		{worker.Status{State: worker.StateActive}, http.StatusOK, "ready"},
+		{worker.Status{State: worker.StateJoining, Waiting: "the coordinator is not reachable: refused"}, http.StatusServiceUnavailable, "joining, waiting: the coordinator is not reachable"},
+		{worker.Status{State: worker.StateDraining}, http.StatusServiceUnavailable, "not ready: draining"},
+		{worker.Status{State: worker.StateStopped}, http.StatusServiceUnavailable, "not ready: stopped"},
+	} {
+		code, why := readiness(tc.st)
+		if code != tc.code || !strings.Contains(why, tc.says) {
+			t.Errorf("readiness(%s, %q) = %d %q, want %d saying %q", tc.st.State, tc.st.Waiting, code, why, tc.code, tc.says)
+		}
+	}
+}
+
+// TestReadyzServed: a running shardd answers /readyz with 200 once it is
+// in the fleet.
+func TestReadyzServed(t *testing.T) {
+	_, errs, _ := startRun(t, "--shards", "2", "--id", "w1", "--http", "127.0.0.1:0", "--", "sh", "-c", "sleep 30")
+	var addr string
+	waitUntil(t, 15*time.Second, "shardd logs its HTTP address", func() bool {
+		m := servingAt.FindStringSubmatch(errs.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	waitUntil(t, 15*time.Second, "/readyz answers 200", func() bool {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			t.Fatalf("GET /readyz: %v", err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
