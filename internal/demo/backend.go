@@ -39,7 +39,7 @@ type embedded struct{ coord *memory.Coordinator }
 func (e *embedded) Describe() string { return "the embedded coordinator (shard/memory)" }
 
 func (e *embedded) Open(_ context.Context, floor shard.Token) (shard.Coordinator, error) {
-	e.coord = memory.New(memory.WithStartIndex(uint64(floor) + 1))
+	e.coord = memory.New(memory.WithStartToken(floor))
 	return e.coord, nil
 }
 
@@ -125,9 +125,9 @@ func (c *consulBackend) Open(ctx context.Context, floor shard.Token) (shard.Coor
 	for {
 		snap, err := obs.Fleet().Watch(ctx, 0)
 		switch {
-		case err == nil && snap.Index <= uint64(floor):
-			return nil, fmt.Errorf("demo: the offsets in the data dir were written with tokens up to %d, but Consul at %s is only at index %d (was its data wiped?): use a fresh --data dir",
-				floor, c.cfg.Address, snap.Index)
+		case err == nil && grantable(snap) <= floor:
+			return nil, fmt.Errorf("demo: the offsets in the data dir were written with tokens up to %d, but Consul at %s grants at most %d now (index %d: was its data wiped?): use a fresh --data dir, or raise the fleet's generation ('shardctl recover')",
+				floor, c.cfg.Address, grantable(snap), snap.Index)
 		case err == nil:
 			return obs, nil
 		case !errors.Is(err, shard.ErrUnavailable) || time.Now().Add(wait).After(deadline):
@@ -182,4 +182,18 @@ func (o Options) cycle() time.Duration {
 // the fleet settle after the last one.
 func (o Options) minDuration() time.Duration {
 	return max(minDuration, pauseAt+o.pauseFor()+o.settleTime())
+}
+
+// grantable is the token of a lock taken at the listing's index in the
+// fleet's generation: every token the coordinator grants next is above it.
+func grantable(snap shard.Snapshot) shard.Token {
+	var gen uint32
+	if snap.Config != nil {
+		gen = snap.Config.Generation
+	}
+	t, err := shard.MakeToken(gen, min(snap.Index, shard.MaxIndex))
+	if err != nil {
+		return 0
+	}
+	return t
 }

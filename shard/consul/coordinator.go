@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -50,6 +51,12 @@ type Coordinator struct {
 	// owners are the shard values decoded by the latest listing, by key
 	// (see decode).
 	owners map[string]decodedOwner
+	// seenGen is the highest fleet generation this coordinator has read
+	// (P/config, its own raises): the least it locks in and the one it
+	// writes when it creates P/config again, so that a config deleted or
+	// rewritten under a running fleet does not take its tokens back below
+	// the store's floors.
+	seenGen atomic.Uint32
 }
 
 var _ shard.Coordinator = (*Coordinator)(nil)

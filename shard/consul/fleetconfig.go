@@ -107,7 +107,8 @@ func (c *Coordinator) listingShards(fleet *shardSet, stored *api.KVPair) (*shard
 // drift describes how P/config differs from the config this fleet runs,
 // naming both and how to restore it; "" when they agree.
 func (c *Coordinator) drift(stored *api.KVPair, cfg shard.Config, bad error, runs shard.Config) string {
-	value, _ := json.Marshal(runs) // a Config always marshals
+	runs.Generation = c.seenGen.Load() // the restored config must not lower the fleet's tokens
+	value, _ := json.Marshal(runs)     // a Config always marshals
 	restore := fmt.Sprintf("restore it (consul kv put %s '%s')", c.configKey(), value)
 	switch {
 	case stored == nil:
@@ -184,6 +185,7 @@ func (f fleet) RaiseGeneration(ctx context.Context, gen uint32) (shard.Config, e
 			return shard.Config{}, c.fail(octx, "raise generation", err)
 		}
 		if ok {
+			c.noteGeneration(gen)
 			return stored, nil
 		}
 	}

@@ -216,3 +216,51 @@ func TestConfigProtocols(t *testing.T) {
 		t.Fatalf("the running fleet's config became %+v, want it kept", snap.Config)
 	}
 }
+
+// TestGenerationSurvivesAConfigDeletedUnderTheFleet: once the fleet's
+// generation was raised, a P/config deleted (or rewritten by hand without
+// the generation) under a running worker does not take its tokens back:
+// its next lock is still in the raised generation, and the config its
+// Configure writes again carries it. A hand-written generation above the
+// highest is refused before anything is locked.
+func TestGenerationSurvivesAConfigDeletedUnderTheFleet(t *testing.T) {
+	agent := consultest.StartDev(t)
+	kv := agent.Client(t).KV()
+	var prefix string
+	c := newCoordinator(t, agent, func(cfg *consul.Config) { prefix = cfg.Prefix })
+	ctx := t.Context()
+	cfg, err := c.Fleet().Configure(ctx, shard.Config{Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Fleet().RaiseGeneration(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	sid := newSession(t, c, "w1", time.Minute, 0)
+	ids := cfg.IDs()
+	if tok := acquire(t, c, sid, ids[0])[ids[0]]; tok.Generation() != 2 {
+		t.Fatalf("token %d after the raise is of generation %d, want 2", tok, tok.Generation())
+	}
+	key := prefix + "/config"
+	if _, err := kv.Delete(key, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tok := acquire(t, c, sid, ids[1])[ids[1]]; tok.Generation() != 2 {
+		t.Errorf("token %d with P/config deleted is of generation %d, want the 2 the coordinator saw", tok, tok.Generation())
+	}
+	if again, err := c.Fleet().Configure(ctx, shard.Config{Shards: 4}); err != nil || again.Generation != 2 {
+		t.Errorf("Configure after the delete = %+v, %v; want the config written again at generation 2", again, err)
+	}
+	if _, err := kv.Put(&api.KVPair{Key: key, Value: []byte(`{"shards":4,"name":"stream/shard","protocol":3}`)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tok := acquire(t, c, sid, ids[2])[ids[2]]; tok.Generation() != 2 {
+		t.Errorf("token %d with P/config rewritten without a generation is of generation %d, want 2", tok, tok.Generation())
+	}
+	if _, err := kv.Put(&api.KVPair{Key: key, Value: []byte(`{"shards":4,"name":"stream/shard","protocol":3,"generation":99999999}`)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Locks().Acquire(ctx, sid, wantOf(ids[3])); !errors.Is(err, shard.ErrInvalidArgument) || !strings.Contains(err.Error(), "99999999") {
+		t.Errorf("Acquire with a generation above the highest = %v, want ErrInvalidArgument naming it", err)
+	}
+}

@@ -101,7 +101,10 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 		}
 	}
 	since := now()
-	gen := generationOf(current[c.configKey()])
+	gen, err := c.lockGeneration(generationOf(current[c.configKey()]))
+	if err != nil {
+		return nil, err
+	}
 	for batch := range slices.Chunk(toLock, MaxTxnShards) {
 		got, err := c.lockBatch(octx, id, info.worker, batch, since, &gen)
 		for lk, t := range got {
@@ -143,6 +146,31 @@ func generationOf(kv *api.KVPair) generation {
 	return generation{gen: v.Generation, index: kv.ModifyIndex}
 }
 
+// lockGeneration is the generation new locks are taken in: the stored
+// one, or the highest this coordinator has seen if that is higher (a
+// config deleted or rewritten by hand under the fleet), remembered from
+// then on. A generation above shard.MaxGeneration, written by hand, is
+// refused before anything is locked.
+func (c *Coordinator) lockGeneration(read generation) (generation, error) {
+	if read.gen > shard.MaxGeneration {
+		return read, fmt.Errorf("%w: %s holds generation %d, above the highest, %d: fix it by hand",
+			shard.ErrInvalidArgument, c.configKey(), read.gen, shard.MaxGeneration)
+	}
+	c.noteGeneration(read.gen)
+	read.gen = c.seenGen.Load()
+	return read, nil
+}
+
+// noteGeneration remembers gen if it is the highest seen.
+func (c *Coordinator) noteGeneration(gen uint32) {
+	for {
+		seen := c.seenGen.Load()
+		if gen <= seen || c.seenGen.CompareAndSwap(seen, gen) {
+			return
+		}
+	}
+}
+
 // check is the transaction operation that fails unless P/config is still
 // as g was read.
 func (g generation) check(key string) *api.TxnOp {
@@ -150,6 +178,21 @@ func (g generation) check(key string) *api.TxnOp {
 		return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: key}}
 	}
 	return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: key, Index: g.index}}
+}
+
+// configMoved tells a refusal of a lock transaction's first operation,
+// the check of P/config, because the config changed (or appeared, or
+// went) since it was read; any other refusal of it (a permission) is the
+// transaction's failure.
+func configMoved(e *api.TxnError) bool {
+	if e.OpIndex != 0 {
+		return false
+	}
+	switch consulkv.ClassifyRefusal(e.What) {
+	case consulkv.RefusedPermission, consulkv.RefusedBadSession:
+		return false
+	}
+	return true
 }
 
 // maxGenerationReads bounds how often one lockBatch reads P/config again
@@ -201,7 +244,7 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker 
 				return nil, sessionGone(id, "does not exist (expired, destroyed or never created): "+e.What)
 			}
 		}
-		if slices.ContainsFunc(txnErrs, func(e *api.TxnError) bool { return e.OpIndex == 0 }) {
+		if slices.ContainsFunc(txnErrs, configMoved) {
 			if reads++; reads > maxGenerationReads {
 				return nil, fmt.Errorf("%w: consul acquire: the fleet's config at %q changed under %d transactions in a row",
 					shard.ErrUnavailable, c.configKey(), maxGenerationReads)
@@ -210,7 +253,9 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker 
 			if err != nil {
 				return nil, c.fail(ctx, "acquire (read config)", err)
 			}
-			*gen = generationOf(kv)
+			if *gen, err = c.lockGeneration(generationOf(kv)); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		refused := map[int]bool{}

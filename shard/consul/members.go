@@ -31,7 +31,10 @@ func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, e
 		return shard.Config{}, err
 	}
 	cfg = cfg.Normalize()
-	cfg.Generation = 0 // a new fleet's; only RaiseGeneration changes it
+	// A new fleet's is 0; a config created again under a running fleet
+	// (deleted, or lost with its Consul) keeps the generation this
+	// coordinator has seen. Only RaiseGeneration raises it.
+	cfg.Generation = c.seenGen.Load()
 	value, err := json.Marshal(cfg)
 	if err != nil {
 		return shard.Config{}, err
@@ -65,6 +68,7 @@ func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, e
 		if err := shard.ConfigMismatch(stored, cfg); err != nil {
 			return stored, err
 		}
+		c.noteGeneration(stored.Generation)
 		c.setFleet(stored)
 		return stored, nil
 	}

@@ -149,6 +149,9 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 		cfg := set.cfg
 		if bad == "" { // the stored config is the one the fleet runs: its generation is the fleet's
 			cfg.Generation = generationOf(stored).gen
+			if cfg.Generation <= shard.MaxGeneration {
+				c.noteGeneration(cfg.Generation)
+			}
 		}
 		snap.Config = &cfg
 	}

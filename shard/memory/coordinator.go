@@ -42,7 +42,11 @@ type Coordinator struct {
 	changed chan struct{}
 
 	config *shard.Config
-	known  map[shard.ID]bool // the config's shard set; nil until configured
+	// genFloor is the least generation locks are taken in (WithStartToken,
+	// and the highest the stored config ever had): a config stored again
+	// starts there.
+	genFloor uint32
+	known    map[shard.ID]bool // the config's shard set; nil until configured
 
 	sessions    map[shard.SessionID]*session
 	nextSession uint64
@@ -107,12 +111,23 @@ func WithMemberGrace(d time.Duration) Option {
 }
 
 // WithStartIndex starts the store's index at n instead of 1 (n below 1 counts
-// as 1), so every token it hands out is above n. Use it when offsets outlive
-// the coordinator, e.g. an embedded coordinator in front of a file-backed
+// as 1, n above shard.MaxIndex as shard.MaxIndex), so every token of
+// generation 0 it hands out is above n.
+func WithStartIndex(n uint64) Option {
+	return func(co *Coordinator) { co.index = min(max(n, 1), shard.MaxIndex) }
+}
+
+// WithStartToken makes every token the coordinator hands out higher than t:
+// its index starts above t's, and its fleet's generation is at least t's
+// (the config it stores gets it). Use it when offsets outlive the
+// coordinator, e.g. an embedded coordinator in front of a file-backed
 // offsets store: start above the highest token the store has recorded, or a
 // restarted process would see all its commits refused as stale.
-func WithStartIndex(n uint64) Option {
-	return func(co *Coordinator) { co.index = max(n, 1) }
+func WithStartToken(t shard.Token) Option {
+	return func(co *Coordinator) {
+		co.index = min(max(t.Index()+1, 1), shard.MaxIndex)
+		co.genFloor = t.Generation()
+	}
 }
 
 // New returns an empty coordinator, at index 1 unless WithStartIndex says
@@ -158,8 +173,8 @@ func (c *Coordinator) Fleet() shard.Fleet { return fleet{c} }
 // is (another shard set or another protocol), it returns the stored config
 // and shard.ConfigMismatch's error, which names both. An invalid cfg gets
 // cfg.Validate's error and changes nothing. cfg's Generation is not
-// written: a new fleet starts at generation 0, and only RaiseGeneration
-// changes it.
+// written: a new fleet starts at generation 0 (or WithStartToken's), and
+// only RaiseGeneration changes it.
 func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, error) {
 	c := f.c
 	if err := ctxErr(ctx); err != nil {
@@ -169,7 +184,6 @@ func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, e
 		return shard.Config{}, err
 	}
 	cfg = cfg.Normalize()
-	cfg.Generation = 0
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -180,6 +194,7 @@ func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, e
 		return stored, shard.ConfigMismatch(stored, cfg)
 	}
 	c.commitLocked()
+	cfg.Generation = c.genFloor // a new fleet's is 0; only RaiseGeneration raises it
 	c.config = &cfg
 	c.known = make(map[shard.ID]bool, cfg.Shards)
 	for _, id := range cfg.IDs() {
@@ -286,14 +301,15 @@ func (f fleet) RaiseGeneration(ctx context.Context, gen uint32) (shard.Config, e
 	}
 	c.commitLocked()
 	c.config.Generation = gen
+	c.genFloor = max(c.genFloor, gen)
 	return *c.config, nil
 }
 
-// generationLocked is the stored config's generation, 0 when none is
-// stored.
+// generationLocked is the generation new locks are taken in: the stored
+// config's, or genFloor if higher.
 func (c *Coordinator) generationLocked() uint32 {
 	if c.config == nil {
-		return 0
+		return c.genFloor
 	}
-	return c.config.Generation
+	return max(c.config.Generation, c.genFloor)
 }

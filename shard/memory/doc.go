@@ -54,7 +54,7 @@
 //   - Persist. A new Coordinator starts at index 1, so its tokens are lower
 //     than those an earlier process handed out. Pair it with an offsets store
 //     that lives no longer than the coordinator (offsets/memory), or start
-//     the index above every token the store has seen (WithStartIndex).
+//     the index above every token the store has seen (WithStartToken).
 //   - Coordinate processes. It fences goroutines of one process; a fleet of
 //     processes needs shard/consul.
 //   - Wake watchers when a lock-delay ends: that is not a write, in Consul

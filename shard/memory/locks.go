@@ -78,6 +78,10 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 		}
 	}
 	gen := c.generationLocked()
+	if n := uint64((len(toLock) + MaxTxnShards - 1) / MaxTxnShards); c.index+n > shard.MaxIndex {
+		return nil, fmt.Errorf("%w: the coordinator's index %d would pass the highest a token carries, %d",
+			shard.ErrUnavailable, c.index, uint64(shard.MaxIndex))
+	}
 	for batch := range slices.Chunk(toLock, MaxTxnShards) {
 		idx := c.commitLocked()
 		for _, a := range batch {

@@ -402,3 +402,39 @@ func TestLazyCatchUp(t *testing.T) {
 		t.Fatalf("Sessions() = %v, want [%s]", got, b)
 	}
 }
+
+// TestStartToken: a coordinator started above a token of generation 1
+// hands out tokens above it, stores its config in that generation, and
+// refuses, rather than repeats, tokens once its index would not fit one.
+func TestStartToken(t *testing.T) {
+	ctx := context.Background()
+	floor, err := shard.MakeToken(1, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := memory.New(memory.WithStartToken(floor))
+	cfg, err := c.Fleet().Configure(ctx, shard.Config{Shards: 2})
+	if err != nil || cfg.Generation != 1 {
+		t.Fatalf("Configure = %+v, %v; want generation 1", cfg, err)
+	}
+	sid, err := c.Sessions().Create(ctx, shard.SessionSpec{Worker: "a", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants, err := c.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard(cfg.IDs()[0], shard.Why{Reason: shard.ReasonInitial})})
+	if err != nil || len(grants) != 1 || grants[0].Token <= floor {
+		t.Fatalf("Acquire = %v, %v; want a token above %d", grants, err, floor)
+	}
+
+	full := memory.New(memory.WithStartIndex(shard.MaxIndex))
+	if _, err := full.Fleet().Configure(ctx, shard.Config{Shards: 2}); err != nil {
+		t.Fatal(err)
+	}
+	sid, err = full.Sessions().Create(ctx, shard.SessionSpec{Worker: "a", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := full.Locks().Acquire(ctx, sid, []shard.Acquisition{shard.AcquireShard(cfg.IDs()[0], shard.Why{Reason: shard.ReasonInitial})}); !errors.Is(err, shard.ErrUnavailable) {
+		t.Errorf("Acquire at the last index = %v, want ErrUnavailable: two owners would share a token", err)
+	}
+}
