@@ -52,10 +52,8 @@ type Coordinator struct {
 	// (see decode).
 	owners map[string]decodedOwner
 	// seenGen is the highest fleet generation this coordinator has read
-	// (P/config, its own raises): the least it locks in and the one it
-	// writes when it creates P/config again, so that a config deleted or
-	// rewritten under a running fleet does not take its tokens back below
-	// the store's floors.
+	// (P/config, its own raises), for the restore hint it prints when
+	// P/config is deleted or rewritten under the fleet.
 	seenGen atomic.Uint32
 }
 

@@ -147,17 +147,19 @@ func generationOf(kv *api.KVPair) generation {
 }
 
 // lockGeneration is the generation new locks are taken in: the stored
-// one, or the highest this coordinator has seen if that is higher (a
-// config deleted or rewritten by hand under the fleet), remembered from
-// then on. A generation above shard.MaxGeneration, written by hand, is
-// refused before anything is locked.
+// one, never a higher one this coordinator remembers. A coordinator
+// cannot tell a config deleted by hand, or lost with its Consul, from a
+// second coordinator beside the first, and carrying a generation over
+// would let the second take shards from the first without an operator's
+// word (docs/design.md, "Token generations"). A generation above
+// shard.MaxGeneration, written by hand, is refused before anything is
+// locked.
 func (c *Coordinator) lockGeneration(read generation) (generation, error) {
 	if read.gen > shard.MaxGeneration {
 		return read, fmt.Errorf("%w: %s holds generation %d, above the highest, %d: fix it by hand",
 			shard.ErrInvalidArgument, c.configKey(), read.gen, shard.MaxGeneration)
 	}
 	c.noteGeneration(read.gen)
-	read.gen = c.seenGen.Load()
 	return read, nil
 }
 

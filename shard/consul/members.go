@@ -31,10 +31,9 @@ func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, e
 		return shard.Config{}, err
 	}
 	cfg = cfg.Normalize()
-	// A new fleet's is 0; a config created again under a running fleet
-	// (deleted, or lost with its Consul) keeps the generation this
-	// coordinator has seen. Only RaiseGeneration raises it.
-	cfg.Generation = c.seenGen.Load()
+	// A new fleet's is 0, and so is a config created again under a
+	// running fleet (see lockGeneration). Only RaiseGeneration raises it.
+	cfg.Generation = 0
 	value, err := json.Marshal(cfg)
 	if err != nil {
 		return shard.Config{}, err

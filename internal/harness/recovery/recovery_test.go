@@ -81,7 +81,7 @@ func TestRecoverALostHistory(t *testing.T) {
 	// On the old Consul: members join, nothing runs, Recover raises 0 → 1.
 	oldOp := operator(t, oldAgent, prefix)
 	waitFleet(t, oldOp, "the workers join the first Consul", func(s shard.Snapshot) bool { return s.Config != nil && live(s) == workers })
-	first := recoverAndWait(t, oldOp, store, 1)
+	first := recoverAndWait(t, oldOp, store, 1, true)
 
 	// The rebuild: every worker but w1 now reaches an empty Consul.
 	newAgent := consultest.StartDev(t)
@@ -94,7 +94,10 @@ func TestRecoverALostHistory(t *testing.T) {
 		func(s shard.Snapshot) bool { return s.Config != nil && live(s) == workers-1 })
 	waitFleet(t, oldOp, "w1 takes every shard on the old Consul", func(s shard.Snapshot) bool { return held(s, 1) == shards })
 	time.Sleep(3 * time.Second) // w1 commits there, in generation 1
-	second := recoverAndWait(t, newOp, store, 2)
+	// The five wrote the fleet's config again in generation 0 (nothing is
+	// carried over: see docs/design.md, "Token generations"), so every
+	// floor, of generation 1, is behind.
+	second := recoverAndWait(t, newOp, store, 2, true)
 	time.Sleep(5 * time.Second) // w1 still runs, or tries, its shards on the old Consul, and is refused
 
 	if err := procs.Stop(30 * time.Second); err != nil {
@@ -131,8 +134,8 @@ func TestRecoverALostHistory(t *testing.T) {
 	}
 	// Until a shard is fenced in generation 2, w1 may still commit it;
 	// none of those is stale (checked above), and none after.
-	t.Logf("first recovery: every shard owned %v after it; second: %v after it (%v after the rebuild); w1 on the old Consul after the second: %d writes refused, %d accepted before the new owners fenced; %d commits accepted in all",
-		first.took.Round(time.Millisecond), second.took.Round(time.Millisecond), second.Sub(rebuilt).Round(time.Millisecond), refused, acceptedAfter, v.Accepted)
+	t.Logf("first recovery: %d of %d shards behind, every shard owned %v after it; second: %d behind, owned %v after it (%v after the rebuild); w1 on the old Consul after the second: %d writes refused, %d accepted before the new owners fenced; %d commits accepted in all",
+		first.behind, shards, first.took.Round(time.Millisecond), second.behind, second.took.Round(time.Millisecond), second.Sub(rebuilt).Round(time.Millisecond), refused, acceptedAfter, v.Accepted)
 
 	// Two processes on one shard are expected only between w1 (old
 	// Consul) and the new fleet after the rebuild: check every other pair.
@@ -153,20 +156,23 @@ func TestRecoverALostHistory(t *testing.T) {
 // fleet then took to own every shard in it.
 type recovered struct {
 	time.Time
-	took time.Duration
+	took   time.Duration
+	behind int
 }
 
-// recoverAndWait checks that the coordinator's history is behind for
-// every shard, recovers to generation want, and waits until every shard
-// is held in it.
-func recoverAndWait(t *testing.T, op admin.Operator, store *postgres.Store, want uint32) recovered {
+// recoverAndWait checks that the coordinator's history is behind (for
+// every shard with all), recovers to generation want, and waits until the
+// fleet is recovered (admin.Recovered: every shard held, those behind at
+// or above their floors).
+func recoverAndWait(t *testing.T, op admin.Operator, store *postgres.Store, want uint32, all bool) recovered {
 	t.Helper()
 	check, err := op.CheckRecovery(t.Context(), store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(check.Behind) != shards || check.To != want {
-		t.Fatalf("before recovery %d: %d shards behind, to generation %d; want all %d behind, to %d", want, len(check.Behind), check.To, shards, want)
+	if len(check.Behind) == 0 || all && len(check.Behind) != shards || check.To != want {
+		t.Fatalf("before recovery %d: %d shards behind, to generation %d; want %s behind, to %d", want, len(check.Behind), check.To,
+			map[bool]string{true: fmt.Sprintf("all %d", shards), false: "some"}[all], want)
 	}
 	if s := snapshot(t, op); held(s, want) > 0 {
 		t.Fatalf("%d shards held in generation %d before the recovery", held(s, want), want)
@@ -176,13 +182,13 @@ func recoverAndWait(t *testing.T, op admin.Operator, store *postgres.Store, want
 		t.Fatalf("Recover = %+v, %v; want generation %d", r, err, want)
 	}
 	at := time.Now()
-	waitFleet(t, op, fmt.Sprintf("every shard owned in generation %d within %v of the recovery", want, ownedWithin),
-		func(s shard.Snapshot) bool { return admin.Recovered(s, r) && held(s, want) == shards })
+	waitFleet(t, op, fmt.Sprintf("every shard owned, those behind in generation %d, within %v of the recovery", want, ownedWithin),
+		func(s shard.Snapshot) bool { return admin.Recovered(s, r) })
 	took := time.Since(at)
 	if took > ownedWithin {
 		t.Errorf("every shard owned %v after recovery %d, want within %v", took, want, ownedWithin)
 	}
-	return recovered{Time: at, took: took}
+	return recovered{Time: at, took: took, behind: len(r.Behind)}
 }
 
 func operator(t *testing.T, agent *consultest.Agent, prefix string) admin.Operator {
