@@ -9,12 +9,13 @@ GO ?= go
 # (seconds when bin/ has them already), installs Debian's PostgreSQL and Chromium when
 # missing (the tests start their own throwaway servers and browser) and
 # systemd-analyze (deploy's units are verified with it), vets, and runs every
-# test with the race detector; then the Kubernetes manifests' test, a module
-# of its own (deploy/kubernetes) so that the library never requires the
-# Kubernetes API.
+# test with the race detector; then the tests of the Kubernetes manifests and
+# the Prometheus alerting rules, each a module of its own (deploy/kubernetes,
+# deploy/prometheus) so that the library never requires their APIs.
 test: consul nats postgres chromium systemd vet
 	$(GO) test -race -count=1 -timeout 25m ./...
 	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd deploy/prometheus && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 vet:
 	$(GO) vet ./...
