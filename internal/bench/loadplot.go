@@ -78,14 +78,18 @@ func writeLoadPlot(rep Report, path string) error {
 		return errors.New("no skewed-load trace to plot")
 	}
 	p := plot.New()
-	p.Title.Text = "skewed-load: worker load ÷ mean, highest (solid) and lowest (dashed) worker per fleet, as the band reads it\n" +
-		"(a worker pinned by one shard heavier than the band counts without it); thin: plain highest"
+	// Short lines, and the legend on the left: a browser without the
+	// plot's font draws the text wider than it was measured, and text that
+	// ends at the right edge is cut there.
+	p.Title.Text = "skewed-load: worker load ÷ mean, per fleet, as the band reads it:\n" +
+		"highest (solid) and lowest (dashed) worker; thin: plain highest\n" +
+		"(a worker pinned by one shard heavier than the band counts without it)"
 	if rep.Small {
-		p.Title.Text += "; --small: not results"
+		p.Title.Text += "\n--small: not results"
 	}
 	p.X.Label.Text = "seconds since the loads became skewed (count-balanced start)"
 	p.Y.Label.Text = "worker load ÷ mean"
-	p.Legend.Top = true
+	p.Legend.Top, p.Legend.Left = true, true
 	var any *LoadTrace
 	hi, end := 1.0, 0.0
 	for _, f := range loadPlotFleets {

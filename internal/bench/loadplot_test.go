@@ -3,11 +3,16 @@ package bench_test
 import (
 	"encoding/xml"
 	"errors"
+	"fmt"
+	"html"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/benchtest"
@@ -44,6 +49,11 @@ func TestLoadPlot(t *testing.T) {
 	for _, want := range []string{"load-aware", "count-based"} {
 		if !strings.Contains(texts, want) {
 			t.Errorf("%s names no %q; its texts: %s", p.LoadPlot, want, texts)
+		}
+	}
+	for _, plot := range []string{p.LoadPlot, p.Plot} {
+		for _, over := range overflowing(t, plot) {
+			t.Errorf("%s: %s", plot, over)
 		}
 	}
 	b, err := os.ReadFile(doc)
@@ -115,4 +125,31 @@ func svgTexts(path string) (string, error) {
 		return "", errors.New("the root element is " + root + ", not svg")
 	}
 	return strings.Join(texts, " | "), nil
+}
+
+// overflowing lists the texts of the SVG at path that would run past its
+// right edge in a browser without the plot's font: each drawn from its x
+// at 0.6 em a character, the width of a wide sans-serif fallback (the
+// plots name Liberation Serif, which a browser may not have).
+func overflowing(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vb := regexp.MustCompile(`viewBox="0 0 ([0-9.]+) [0-9.]+"`).FindSubmatch(b)
+	if vb == nil {
+		t.Fatalf("%s has no viewBox", path)
+	}
+	width, _ := strconv.ParseFloat(string(vb[1]), 64)
+	var out []string
+	for _, m := range regexp.MustCompile(`<text x="([-0-9.]+)"[^>]*font-size:([0-9.]+)px[^>]*>([^<]*)</text>`).FindAllSubmatch(b, -1) {
+		x, _ := strconv.ParseFloat(string(m[1]), 64)
+		size, _ := strconv.ParseFloat(string(m[2]), 64)
+		text := html.UnescapeString(string(m[3]))
+		if end := x + 0.6*size*float64(utf8.RuneCountInString(text)); x < 0 || end > width {
+			out = append(out, fmt.Sprintf("%q from x %.0f to about %.0f, past the width %.0f", text, x, end, width))
+		}
+	}
+	return out
 }
