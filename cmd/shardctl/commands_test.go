@@ -500,14 +500,14 @@ func TestVersionsLine(t *testing.T) {
 	}
 }
 
-// TestVersionCommand: shardctl version names the release and the
-// protocol, without reaching any fleet.
+// TestVersionCommand: shardctl version names the release, the protocol
+// and its steps, without reaching any fleet.
 func TestVersionCommand(t *testing.T) {
 	a, out, errOut := newApp("")
 	if code := a.run(t.Context(), []string{"version"}); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	if !strings.HasPrefix(out.String(), "shardctl "+shard.Release) || !strings.Contains(out.String(), fmt.Sprintf("protocol %d", shard.Protocol)) {
+	if !strings.HasPrefix(out.String(), "shardctl "+shard.Release) || !strings.Contains(out.String(), fmt.Sprintf("protocol %d, steps %s", shard.Protocol, shard.StepGenerations)) {
 		t.Errorf("shardctl version printed %q", out.String())
 	}
 }

@@ -67,14 +67,14 @@ func TestBadCommandLinesExitTwoNamingTheValue(t *testing.T) {
 	}
 }
 
-// TestVersionCommand: shardd version names the release and the protocol
-// this build speaks.
+// TestVersionCommand: shardd version names the release, the protocol
+// and the protocol steps this build speaks.
 func TestVersionCommand(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run(t.Context(), []string{"version"}, &out, &errOut); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	if want := fmt.Sprintf("shardd %s", shard.Release); !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), fmt.Sprintf("(protocol %d, go", shard.Protocol)) {
+	if want := fmt.Sprintf("shardd %s", shard.Release); !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), fmt.Sprintf("(protocol %d, steps %s, go", shard.Protocol, shard.StepGenerations)) {
 		t.Errorf("shardd version printed %q", out.String())
 	}
 }

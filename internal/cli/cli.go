@@ -11,6 +11,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/shardlease/shardlease/shard"
 )
@@ -82,5 +83,5 @@ func Version() string {
 // PrintVersion writes a command's version line: its name, Version, the
 // protocol it speaks and the Go it was built with.
 func PrintVersion(w io.Writer, command string) {
-	fmt.Fprintf(w, "%s %s (protocol %d, %s)\n", command, Version(), shard.Protocol, runtime.Version())
+	fmt.Fprintf(w, "%s %s (protocol %d, steps %s, %s)\n", command, Version(), shard.Protocol, strings.Join(shard.Steps(), " "), runtime.Version())
 }
