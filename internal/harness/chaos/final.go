@@ -3,6 +3,9 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
 
 	"github.com/shardlease/shardlease/internal/offsetlog"
 	"github.com/shardlease/shardlease/offsets/postgres"
@@ -31,4 +34,17 @@ func LoadFinal(ctx context.Context, dsn, path string, shards int) error {
 		}
 	}
 	return nil
+}
+
+// ReadFinal is what a test of a stopped fleet checks: it loads every
+// shard's final checkpoint into dir/final.jsonl (LoadFinal, within a
+// minute) and reads it with the workers' histories.
+func ReadFinal(ctx context.Context, dsn, dir string, shards int, histories []string) ([]offsetlog.Op, []offsetlog.Interval, error) {
+	final := filepath.Join(dir, "final.jsonl")
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := LoadFinal(ctx, dsn, final, shards); err != nil {
+		return nil, nil, err
+	}
+	return offsetlog.ReadAll(append(slices.Clone(histories), final)...)
 }

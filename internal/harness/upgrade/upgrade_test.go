@@ -158,13 +158,7 @@ func TestRollForwardAndBack(t *testing.T) {
 	if err := procs.Stop(30 * time.Second); err != nil {
 		t.Errorf("stopping the fleet: %v", err)
 	}
-	final := filepath.Join(dir, "final.jsonl")
-	loadCtx, cancelLoad := context.WithTimeout(t.Context(), time.Minute)
-	defer cancelLoad()
-	if err := chaos.LoadFinal(loadCtx, dsn, final, shards); err != nil {
-		t.Fatal(err)
-	}
-	ops, runs, err := offsetlog.ReadAll(append(procs.HistoryFiles(), final)...)
+	ops, runs, err := chaos.ReadFinal(t.Context(), dsn, dir, shards, procs.HistoryFiles())
 	if err != nil {
 		t.Fatal(err)
 	}
