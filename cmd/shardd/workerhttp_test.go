@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -15,11 +16,9 @@ import (
 // /status" (console format: the fields as JSON).
 var servingAt = regexp.MustCompile(`serving /metrics and /status\s+\{.*"addr": "([^"]+)"`)
 
-// TestRunStatusShowsTheChildrensLoads: shardd run's /status gives each
-// shard the load its child wrote to descriptor 3.
-func TestRunStatusShowsTheChildrensLoads(t *testing.T) {
-	_, errs, _ := startRun(t, "--shards", "2", "--id", "w1", "--http", "127.0.0.1:0", "--", "sh", "-c",
-		`printf 'load %s\n' $((SHARDLEASE_SHARD_INDEX * 10 + 5)) >&"$SHARDLEASE_LOAD_FD"; sleep 30`)
+// httpAddr waits for shardd's log line with the address it serves on.
+func httpAddr(t *testing.T, errs fmt.Stringer) string {
+	t.Helper()
 	var addr string
 	waitUntil(t, 15*time.Second, "shardd logs its HTTP address", func() bool {
 		m := servingAt.FindStringSubmatch(errs.String())
@@ -28,6 +27,15 @@ func TestRunStatusShowsTheChildrensLoads(t *testing.T) {
 		}
 		return m != nil
 	})
+	return addr
+}
+
+// TestRunStatusShowsTheChildrensLoads: shardd run's /status gives each
+// shard the load its child wrote to descriptor 3.
+func TestRunStatusShowsTheChildrensLoads(t *testing.T) {
+	_, errs, _ := startRun(t, "--shards", "2", "--id", "w1", "--http", "127.0.0.1:0", "--", "sh", "-c",
+		`printf 'load %s\n' $((SHARDLEASE_SHARD_INDEX * 10 + 5)) >&"$SHARDLEASE_LOAD_FD"; sleep 30`)
+	addr := httpAddr(t, errs)
 	var st worker.Status
 	loads := map[string]float64{}
 	waitUntil(t, 15*time.Second, "/status shows both shards' loads", func() bool {
@@ -77,14 +85,7 @@ func TestReadiness(t *testing.T) {
 // in the fleet.
 func TestReadyzServed(t *testing.T) {
 	_, errs, _ := startRun(t, "--shards", "2", "--id", "w1", "--http", "127.0.0.1:0", "--", "sh", "-c", "sleep 30")
-	var addr string
-	waitUntil(t, 15*time.Second, "shardd logs its HTTP address", func() bool {
-		m := servingAt.FindStringSubmatch(errs.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	})
+	addr := httpAddr(t, errs)
 	waitUntil(t, 15*time.Second, "/readyz answers 200", func() bool {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {
