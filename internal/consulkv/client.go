@@ -73,6 +73,14 @@ func (c *Client) List(ctx context.Context, prefix string, q Query) (api.KVPairs,
 	return pairs, metaOf(meta), nil
 }
 
+func (c *Client) Keys(ctx context.Context, prefix, separator string, q Query) ([]string, Meta, error) {
+	keys, meta, err := c.api.KV().Keys(prefix, separator, q.options(ctx))
+	if err != nil {
+		return nil, Meta{}, err
+	}
+	return keys, metaOf(meta), nil
+}
+
 func (c *Client) CAS(ctx context.Context, p *api.KVPair) (bool, error) {
 	ok, _, err := c.api.KV().CAS(p, (&api.WriteOptions{}).WithContext(ctx))
 	return ok, err

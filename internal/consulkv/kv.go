@@ -30,6 +30,12 @@ type KV interface {
 	Get(ctx context.Context, key string, q Query) (*api.KVPair, Meta, error)
 	// List reads every key under prefix, sorted by key.
 	List(ctx context.Context, prefix string, q Query) (api.KVPairs, Meta, error)
+	// Keys lists the names of the keys under prefix, each cut after the
+	// first separator past prefix (Consul's ?keys&separator=), sorted and
+	// without repeats: with separator "/", the entries one level below.
+	// Meta.LastIndex is List's for the same prefix, so a blocking Keys is
+	// a cheap way to wait for a change under a prefix of many keys.
+	Keys(ctx context.Context, prefix, separator string, q Query) ([]string, Meta, error)
 	// CAS writes p if the key's ModifyIndex is p.ModifyIndex (0: only if
 	// it does not exist), and reports whether it did.
 	CAS(ctx context.Context, p *api.KVPair) (bool, error)

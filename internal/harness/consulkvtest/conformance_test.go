@@ -167,6 +167,36 @@ func conformance(t *testing.T, b backend) {
 		}
 	})
 
+	t.Run("keys one level down", func(t *testing.T) {
+		for _, name := range []string{"tree/a/1", "tree/a/2", "tree/b", "tree/c/d/e"} {
+			if ok, err := b.kv.CAS(ctx, &api.KVPair{Key: key(name), Value: []byte("v")}); err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+		}
+		names, meta, err := b.kv.Keys(ctx, key("tree/"), "/", consulkv.Query{})
+		want := []string{key("tree/a/"), key("tree/b"), key("tree/c/")}
+		if err != nil || fmt.Sprint(names) != fmt.Sprint(want) {
+			t.Fatalf("Keys = %v, %v; want %v", names, err, want)
+		}
+		_, lmeta, _ := b.kv.List(ctx, key("tree/"), consulkv.Query{})
+		if meta.LastIndex != lmeta.LastIndex {
+			t.Fatalf("Keys' index %d, List's %d: want the same", meta.LastIndex, lmeta.LastIndex)
+		}
+		// One name for a whole subtree: a cheap probe of its index, moved
+		// by a deletion too.
+		names, before, _ := b.kv.Keys(ctx, key("tree/a"), "/", consulkv.Query{})
+		if fmt.Sprint(names) != fmt.Sprint([]string{key("tree/a/")}) {
+			t.Fatalf("Keys(tree/a) = %v; want one name", names)
+		}
+		if err := b.kv.Delete(ctx, key("tree/a/2")); err != nil {
+			t.Fatal(err)
+		}
+		_, after, _ := b.kv.Keys(ctx, key("tree/a"), "/", consulkv.Query{})
+		if after.LastIndex <= before.LastIndex {
+			t.Fatalf("Keys(tree/a) index %d after a deletion under it, %d before: want it moved", after.LastIndex, before.LastIndex)
+		}
+	})
+
 	t.Run("blocking get", func(t *testing.T) {
 		k := key("watched")
 		if ok, err := b.kv.CAS(ctx, &api.KVPair{Key: k, Value: []byte("1")}); err != nil || !ok {

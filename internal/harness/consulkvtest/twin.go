@@ -221,28 +221,64 @@ func (t *Twin) List(ctx context.Context, prefix string, q consulkv.Query) (api.K
 	var pairs api.KVPairs
 	idx, err := t.read(ctx, q, func() (uint64, uint64) {
 		pairs = pairs[:0]
-		var max uint64
 		for _, k := range slices.Sorted(maps.Keys(t.keys)) {
 			if strings.HasPrefix(k, prefix) {
 				c := *t.keys[k]
 				pairs = append(pairs, &c)
-				max = maxIndex(max, c.ModifyIndex)
 			}
 		}
-		for k, i := range t.tomb {
-			if strings.HasPrefix(k, prefix) {
-				max = maxIndex(max, i)
-			}
-		}
-		if max == 0 {
-			return t.index, t.index
-		}
-		return max, max
+		return t.prefixIndex(prefix)
 	})
 	if err != nil {
 		return nil, consulkv.Meta{}, err
 	}
 	return pairs, consulkv.Meta{LastIndex: idx}, nil
+}
+
+// Keys lists the key names under prefix, each cut after the first
+// separator past prefix, without repeats; its index is List's.
+func (t *Twin) Keys(ctx context.Context, prefix, separator string, q consulkv.Query) ([]string, consulkv.Meta, error) {
+	var names []string
+	idx, err := t.read(ctx, q, func() (uint64, uint64) {
+		names = names[:0]
+		for _, k := range slices.Sorted(maps.Keys(t.keys)) {
+			rest, ok := strings.CutPrefix(k, prefix)
+			if !ok {
+				continue
+			}
+			if i := strings.Index(rest, separator); separator != "" && i >= 0 {
+				k = prefix + rest[:i+len(separator)]
+			}
+			if len(names) == 0 || names[len(names)-1] != k {
+				names = append(names, k)
+			}
+		}
+		return t.prefixIndex(prefix)
+	})
+	if err != nil {
+		return nil, consulkv.Meta{}, err
+	}
+	return names, consulkv.Meta{LastIndex: idx}, nil
+}
+
+// prefixIndex is a list's index and version under the lock: the highest
+// of prefix's keys and deletions, or the store's when it never had any.
+func (t *Twin) prefixIndex(prefix string) (uint64, uint64) {
+	var max uint64
+	for k, kv := range t.keys {
+		if strings.HasPrefix(k, prefix) {
+			max = maxIndex(max, kv.ModifyIndex)
+		}
+	}
+	for k, i := range t.tomb {
+		if strings.HasPrefix(k, prefix) {
+			max = maxIndex(max, i)
+		}
+	}
+	if max == 0 {
+		return t.index, t.index
+	}
+	return max, max
 }
 
 func maxIndex(a, b uint64) uint64 { return max(a, b) }
