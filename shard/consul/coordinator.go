@@ -51,6 +51,9 @@ type Coordinator struct {
 	// owners are the shard values decoded by the latest listing, by key
 	// (see decode).
 	owners map[string]decodedOwner
+	// locks is the last read of P/shards by a listing (see listing.go),
+	// reused while the prefix's index is unchanged.
+	locks *lockListing
 	// seenGen is the highest fleet generation this coordinator has read
 	// (P/config, its own raises), for the restore hint it prints when
 	// P/config is deleted or rewritten under the fleet.

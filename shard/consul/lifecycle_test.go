@@ -307,12 +307,49 @@ func TestLifecycle(t *testing.T) {
 				t.Errorf("%s: one renewal holding 150 shards = %v, want %v", mode, got, want)
 			}
 
+			// A first watch: the names below the prefix, the locks, and
+			// the rest in one transaction.
 			rc.Reset()
-			if _, err := c.Fleet().Watch(ctx, 0); err != nil {
+			snap, err := c.Fleet().Watch(ctx, 0)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if got := rc.Counts(); !equalCounts(got, map[string]int64{"GET /v1/kv": 1}) {
-				t.Errorf("%s: one watch = %v, want one KV list", mode, got)
+			read := map[string]int64{"GET /v1/kv": 2, "PUT /v1/txn": 1}
+			if got := rc.Counts(); !equalCounts(got, read) {
+				t.Errorf("%s: one watch = %v, want %v", mode, got, read)
+			}
+			// A change that touches no lock (a member's mark) does not
+			// read the 150 locks again: a probe of their index instead.
+			if err := c.Members().Join(ctx, sid, shard.Member{ID: "w", Draining: true}); err != nil {
+				t.Fatal(err)
+			}
+			rc.Reset()
+			next, err := c.Fleet().Watch(ctx, snap.Index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rc.Counts(); !equalCounts(got, read) {
+				t.Errorf("%s: a watch after a member's change = %v, want %v (no list of the locks)", mode, got, read)
+			}
+			if len(next.Members) != 1 || !next.Members[0].Draining || len(next.Shards) != 150 || next.Shards[0].Session != sid {
+				t.Errorf("%s: after a member's change the snapshot has members %+v and %d shards (first %+v), want w draining and 150 held",
+					mode, next.Members, len(next.Shards), next.Shards[0])
+			}
+			// A change of a lock reads them again.
+			if err := c.Locks().Release(ctx, sid, shard.ShardLocks(cfg.IDs()[:1]), shard.ReasonRebalance); err != nil {
+				t.Fatal(err)
+			}
+			rc.Reset()
+			last, err := c.Fleet().Watch(ctx, next.Index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			relisted := map[string]int64{"GET /v1/kv": 3, "PUT /v1/txn": 1}
+			if got := rc.Counts(); !equalCounts(got, relisted) {
+				t.Errorf("%s: a watch after a release = %v, want %v", mode, got, relisted)
+			}
+			if st, _ := last.Shard(cfg.IDs()[0]); st.Session != "" {
+				t.Errorf("%s: a released shard still shows held by %q", mode, st.Session)
 			}
 		}
 	})

@@ -20,8 +20,10 @@ import (
 // into a busy loop of tiny blocking queries.
 const minGCWait = 100 * time.Millisecond
 
-// Watch is one blocking query on the fleet's prefix (KV list of "P/" with
-// WaitIndex after), decoded into a snapshot. Index is Consul's
+// Watch is one blocking query on the fleet's prefix (the names one level
+// below "P/", with WaitIndex after) and, once it moves, a read of the
+// fleet's keys in two parts (listFleet: the locks of P/shards only when
+// they changed), decoded into a snapshot. Index is Consul's
 // X-Consul-Index for the prefix.
 //
 // Blocking-query rules: after 0 returns at once; a query that times out
@@ -33,14 +35,15 @@ const minGCWait = 100 * time.Millisecond
 //
 // Keys under the prefix that are not the fleet's (foreign keys, malformed
 // values, shards outside the config) are listed in Snapshot.Problems and
-// never become members, owners or assignments; a shard key or P/assignor
+// never become members, owners or assignments (a foreign tree beside the
+// fleet's, P/x/…, is named once as "P/x/", its keys unread); a shard key or P/assignor
 // with a malformed value is still shown with its lock holder and token
 // (epoch), because the lock is real.
 // Snapshot.Config is the config Configure settled, once it has; a P/config
 // that differs from it, cannot be read or is missing is a problem naming
 // both, never adopted. Before Configure (an operator's view) it is the
 // stored config (see fleetconfig.go).
-// P/offsets/ belongs to the offsets store and is skipped silently.
+// P/offsets/ belongs to the offsets store and is not read.
 //
 // Dead member keys (no session) are shown with an empty Session, and
 // deleted by Watch itself once it has seen them dead for the member grace,
@@ -60,19 +63,28 @@ func (f fleet) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) 
 		if due, ok := c.nextCollection(); ok {
 			wait = min(wait, max(time.Until(due), minGCWait))
 		}
-		var (
-			pairs api.KVPairs
-			meta  consulkv.Meta
-		)
-		err := c.blockingQuery(ctx, "watch", after, wait, func(ctx context.Context, q consulkv.Query) (err error) {
-			pairs, meta, err = c.kv.List(ctx, c.prefix, q)
-			return err
-		})
+		l, err := c.listFleet(ctx, after, wait)
 		if err != nil {
 			return shard.Snapshot{}, err
 		}
-		snap := c.decode(pairs, meta.LastIndex)
-		if meta.FilteredByACLs {
+		if after != 0 && l.index == after {
+			// The blocking query timed out: nothing changed, but a dead
+			// member's grace may have ended (the wait was bounded by it).
+			if due, ok := c.nextCollection(); ok && !now().Before(due) {
+				rest, err := c.readControl(ctx)
+				if err != nil {
+					return shard.Snapshot{}, err
+				}
+				c.collectDead(ctx, rest)
+			}
+			continue
+		}
+		pairs := l.pairs
+		snap := c.decode(pairs, l.index)
+		for _, name := range l.foreign {
+			snap.Problems = append(snap.Problems, fmt.Sprintf("%s: foreign key under the fleet prefix; ignored", name))
+		}
+		if l.filtered {
 			// Consul hides keys the token may not read instead of refusing
 			// the list.
 			snap.Problems = append(snap.Problems, fmt.Sprintf("%s: some keys were hidden by ACLs: the token needs key_prefix %q read (and write to take part)",
@@ -88,9 +100,7 @@ func (f fleet) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) 
 			}
 		}
 		c.collectDead(ctx, pairs)
-		if after == 0 || snap.Index != after {
-			return snap, nil
-		}
+		return snap, nil
 	}
 }
 
