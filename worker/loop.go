@@ -220,8 +220,11 @@ func (lp *loop) reconcile() {
 	var acquire []shard.Acquisition
 	now := time.Now()
 	var later time.Time              // the first shard held back after a refused fence
-	for _, id := range lp.w.shards { // in the fleet's order, so batches are stable
-		if _, busy := lp.runners[id]; !want[id] || busy {
+	// The key's shards are in the fleet's order (index ranges of the
+	// config), so batches are stable; a worker of a large fleet walks its
+	// share, not every shard, when its key changes.
+	for _, id := range a.Shards {
+		if _, busy := lp.runners[id]; busy {
 			continue
 		}
 		if b, ok := lp.fenced[id]; ok && now.Before(b.until) {

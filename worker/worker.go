@@ -22,7 +22,6 @@ type Worker struct {
 	log    *zap.Logger
 	m      *metrics
 	jitter *backoff.Jitter
-	shards []shard.ID
 
 	running atomic.Bool
 	status  atomic.Pointer[Status]
@@ -79,7 +78,6 @@ func New(cfg Config) (*Worker, error) {
 		log:    cfg.Logger.With(zap.String("worker", cfg.ID)),
 		m:      m,
 		jitter: backoff.NewJitter(cfg.JitterSeed),
-		shards: cfg.Fleet.IDs(),
 	}
 	w.leasing = lease.Config{Sessions: cfg.Coordinator.Sessions(), Policy: cfg.Policy, Owner: cfg.ID, Lost: ErrLost,
 		Jitter: w.jitter, Logger: w.log, Renewed: func(took time.Duration, err error) {
