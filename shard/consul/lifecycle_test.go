@@ -3,7 +3,9 @@ package consul_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,7 +280,16 @@ func TestLifecycle(t *testing.T) {
 		t.Parallel()
 		for _, mode := range []consul.Liveness{consul.LivenessCheck, consul.LivenessTTL} {
 			var rc consul.RequestCounter
-			c := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.Liveness, cfg.WrapTransport = mode, rc.Wrap })
+			var lists atomic.Int64 // reads of keys with their values (?recurse): the locks' listing
+			wrap := func(next http.RoundTripper) http.RoundTripper {
+				return rc.Wrap(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					if r.Method == http.MethodGet && r.URL.Query().Has("recurse") {
+						lists.Add(1)
+					}
+					return next.RoundTrip(r)
+				}))
+			}
+			c := newCoordinator(t, agent, func(cfg *consul.Config) { cfg.Liveness, cfg.WrapTransport = mode, wrap })
 			ctx := t.Context()
 			cfg, err := c.Fleet().Configure(ctx, shard.Config{Shards: 150})
 			if err != nil {
@@ -310,13 +321,24 @@ func TestLifecycle(t *testing.T) {
 			// A first watch: the names below the prefix, the locks, and
 			// the rest in one transaction.
 			rc.Reset()
+			lists.Store(0)
 			snap, err := c.Fleet().Watch(ctx, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			read := map[string]int64{"GET /v1/kv": 2, "PUT /v1/txn": 1}
-			if got := rc.Counts(); !equalCounts(got, read) {
-				t.Errorf("%s: one watch = %v, want %v", mode, got, read)
+			if got := rc.Counts(); !equalCounts(got, read) || lists.Load() != 1 {
+				t.Errorf("%s: one watch = %v with %d lists, want %v with one", mode, got, lists.Load(), read)
+			}
+			// A fresh watch on the same coordinator with nothing changed
+			// (an observer's new follow) probes the locks' index instead.
+			rc.Reset()
+			lists.Store(0)
+			if _, err := c.Fleet().Watch(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+			if got := rc.Counts(); !equalCounts(got, read) || lists.Load() != 0 {
+				t.Errorf("%s: a second fresh watch = %v with %d lists, want %v with none", mode, got, lists.Load(), read)
 			}
 			// A change that touches no lock (a member's mark) does not
 			// read the 150 locks again: a probe of their index instead.
@@ -324,12 +346,13 @@ func TestLifecycle(t *testing.T) {
 				t.Fatal(err)
 			}
 			rc.Reset()
+			lists.Store(0)
 			next, err := c.Fleet().Watch(ctx, snap.Index)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := rc.Counts(); !equalCounts(got, read) {
-				t.Errorf("%s: a watch after a member's change = %v, want %v (no list of the locks)", mode, got, read)
+			if got := rc.Counts(); !equalCounts(got, read) || lists.Load() != 0 {
+				t.Errorf("%s: a watch after a member's change = %v with %d lists, want %v with none", mode, got, lists.Load(), read)
 			}
 			if len(next.Members) != 1 || !next.Members[0].Draining || len(next.Shards) != 150 || next.Shards[0].Session != sid {
 				t.Errorf("%s: after a member's change the snapshot has members %+v and %d shards (first %+v), want w draining and 150 held",
@@ -340,13 +363,14 @@ func TestLifecycle(t *testing.T) {
 				t.Fatal(err)
 			}
 			rc.Reset()
+			lists.Store(0)
 			last, err := c.Fleet().Watch(ctx, next.Index)
 			if err != nil {
 				t.Fatal(err)
 			}
 			relisted := map[string]int64{"GET /v1/kv": 3, "PUT /v1/txn": 1}
-			if got := rc.Counts(); !equalCounts(got, relisted) {
-				t.Errorf("%s: a watch after a release = %v, want %v", mode, got, relisted)
+			if got := rc.Counts(); !equalCounts(got, relisted) || lists.Load() != 1 {
+				t.Errorf("%s: a watch after a release = %v with %d lists, want %v with one", mode, got, lists.Load(), relisted)
 			}
 			if st, _ := last.Shard(cfg.IDs()[0]); st.Session != "" {
 				t.Errorf("%s: a released shard still shows held by %q", mode, st.Session)
@@ -366,3 +390,7 @@ func equalCounts(a, b map[string]int64) bool {
 	}
 	return true
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -59,19 +59,35 @@ func (c *Coordinator) listFleet(ctx context.Context, after uint64, wait time.Dur
 		return err
 	})
 	if err != nil {
+		c.readFailed(ctx)
 		return listing{}, err
 	}
 	l := listing{index: meta.LastIndex, filtered: meta.FilteredByACLs}
 	if after != 0 && l.index == after {
 		return l, nil
 	}
-	if after == 0 || l.index < after {
-		// A fresh start, or Consul's index went back (a rebuilt or
-		// restored Consul): an index equal to the cached one would be a
-		// coincidence, not the same locks.
+	if l.index < after {
+		// Consul's index went back (a rebuilt or restored Consul, or a
+		// tombstone reap): an index of the locks equal to the kept one
+		// would be a coincidence, not the same locks.
 		c.forgetLocks()
 	}
-	return l, c.readParts(ctx, &l, top)
+	err = c.readParts(ctx, &l, top)
+	if err != nil {
+		c.readFailed(ctx)
+	}
+	return l, err
+}
+
+// readFailed drops the kept locks after a read that failed for another
+// reason than the caller's ctx ending (a wait bounded by the caller's
+// deadline ends that way all the time): a failure may be the first sign
+// of a rebuilt or restored Consul, whose locks may come back at an index
+// equal to the kept one by chance.
+func (c *Coordinator) readFailed(ctx context.Context) {
+	if ctx.Err() == nil {
+		c.forgetLocks()
+	}
 }
 
 // readParts fills l with the locks and the rest of the fleet's keys, and
