@@ -21,7 +21,7 @@ func ExampleLeasePolicy_Validate() {
 	p.RenewEvery = time.Second
 	fmt.Println(p.Validate(), "need", p.Need(), "step down", p.StepDownAfter(), "after a renewal")
 	// Output:
-	// <nil> need 9s step down 5s after a renewal
+	// <nil> need 4.5s step down 2.5s after a renewal
 	// shard: invalid lease policy: 2 × renew 5s + pause 9s = 19s exceeds ttl 12s by 7s
 	// <nil> need 11s step down 3s after a renewal
 }

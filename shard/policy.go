@@ -45,9 +45,20 @@ type LeasePolicy struct {
 	LockDelay time.Duration `json:"lock_delay,omitempty"`
 }
 
-// DefaultPolicy suits Consul, whose minimum session TTL is 10 s. Its
-// lock-delay is the default, the TTL.
-var DefaultPolicy = LeasePolicy{TTL: 10 * time.Second, RenewEvery: 2 * time.Second, PauseBudget: 5 * time.Second}
+// DefaultPolicy is the default: a crashed worker's shards are owned again
+// about TTL + lock-delay = 8 s later on Consul's check liveness (the
+// default) or the embedded coordinator, and a worker rides out pauses of
+// up to 2.5 s (CPU starvation, a stalled disk) without stepping down.
+// Figures are in docs/tuning.md. Consul's session-TTL liveness refuses TTLs under 10 s:
+// use SessionTTLPolicy there.
+var DefaultPolicy = LeasePolicy{TTL: 5 * time.Second, RenewEvery: time.Second, PauseBudget: 2500 * time.Millisecond,
+	LockDelay: 3 * time.Second}
+
+// SessionTTLPolicy suits Consul's session-TTL liveness, whose minimum
+// session TTL is 10 s (and which Consul may let run to twice the TTL): a
+// crash is noticed after 10 to 20 s and its shards are owned again a
+// lock-delay, the TTL, later. It rides out pauses of up to 5 s.
+var SessionTTLPolicy = LeasePolicy{TTL: 10 * time.Second, RenewEvery: 2 * time.Second, PauseBudget: 5 * time.Second}
 
 // FastPolicy is the fast-failover policy for Consul's check liveness (or the
 // embedded coordinator): a crash is noticed within about the TTL and its

@@ -41,7 +41,8 @@ func TestLeasePolicySessionSpec(t *testing.T) {
 		p    LeasePolicy
 		want SessionSpec
 	}{
-		{DefaultPolicy, SessionSpec{Worker: "w", TTL: 10 * time.Second, LockDelay: 10 * time.Second}},
+		{DefaultPolicy, SessionSpec{Worker: "w", TTL: 5 * time.Second, LockDelay: 3 * time.Second}},
+		{SessionTTLPolicy, SessionSpec{Worker: "w", TTL: 10 * time.Second, LockDelay: 10 * time.Second}},
 		{FastPolicy, SessionSpec{Worker: "w", TTL: 1500 * time.Millisecond, LockDelay: 800 * time.Millisecond}},
 	} {
 		if got := tc.p.SessionSpec("w"); got != tc.want {

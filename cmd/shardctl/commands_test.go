@@ -456,12 +456,12 @@ func TestPolicy(t *testing.T) {
 		code int
 		want []string
 	}{
-		{nil, 0, []string{"2 × 2s + 5s = 9s  vs  ttl 10s", "PASSES with 1s to spare", "until 5s after"}},
+		{nil, 0, []string{"2 × 1s + 2.5s = 4.5s  vs  ttl 5s", "PASSES with 500ms to spare", "until 2.5s after", "about ttl + lock-delay = 8s later"}},
 		{[]string{"-ttl", "10s", "-renew", "2s", "-pause", "6s"}, 0, []string{"PASSES with 0s to spare"}},
 		{[]string{"-ttl", "10s", "-renew", "4s", "-pause", "5s"}, 1, []string{"FAILS by 3s", "-ttl 13s", "-renew 2.5s", "-pause 2s"}},
 		{[]string{"-ttl", "5s", "-renew", "1s", "-pause", "6s"}, 1, []string{"FAILS by 3s", "-ttl 8s", "below 10s"}},
 		{[]string{"-ttl", "2s", "-renew", "400ms", "-pause", "1s"}, 0, []string{"PASSES with 200ms to spare", "Consul refuses session TTLs below 10s"}},
-		{nil, 0, []string{"rule 2: lock-delay ≥ ttl − pause:  lock-delay 10s  vs  10s − 5s = 5s", "PASSES with 5s to spare: a session ended before its TTL"}},
+		{nil, 0, []string{"rule 2: lock-delay ≥ ttl − pause:  lock-delay 3s  vs  5s − 2.5s = 2.5s", "PASSES with 500ms to spare: a session ended before its TTL"}},
 		{[]string{"-ttl", "2s", "-renew", "500ms", "-pause", "1s", "-lock-delay", "500ms"}, 1,
 			[]string{"FAILS by 500ms: lock-delay 500ms is shorter than the step-down deadline ttl − pause = 1s", "-lock-delay 1s", "two workers would run one shard"}},
 		{[]string{"-ttl", "10s", "-renew", "1s", "-pause", "5s", "-lock-delay", "2s"}, 1, []string{"FAILS by 3s", "-lock-delay 5s", "-pause 8s"}},

@@ -17,7 +17,7 @@ func (a *app) policy(ctx context.Context, args []string) error {
 	fs.DurationVar(&p.TTL, "ttl", p.TTL, "session TTL: how long a silent worker keeps its shards")
 	fs.DurationVar(&p.RenewEvery, "renew", p.RenewEvery, "how often a worker renews its session")
 	fs.DurationVar(&p.PauseBudget, "pause", p.PauseBudget, "the longest pause a worker process may suffer unnoticed (GC, CPU starvation, a stalled disk)")
-	fs.DurationVar(&p.LockDelay, "lock-delay", 0, "how long a session's shards stay closed after it ends other than by a release (0: the ttl)")
+	fs.DurationVar(&p.LockDelay, "lock-delay", 0, "how long a session's shards stay closed after it ends other than by a release (0: the ttl; with no flag at all, the default policy's)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: shardctl policy -ttl D -renew D -pause D [-lock-delay D]
 
@@ -34,6 +34,9 @@ Exit status 0 when both pass, 1 when one fails.
 	}
 	if _, err := a.parseFlags(fs, args, 0, ""); err != nil {
 		return err
+	}
+	if fs.NFlag() == 0 {
+		p = shard.DefaultPolicy // its lock-delay is its own, not the ttl
 	}
 	var bad []string
 	if p.TTL <= 0 {

@@ -29,7 +29,7 @@ func addDemoConsulFlags(fs *flag.FlagSet) *demoConsul {
 
 // apply sets o.Backend when --consul was given. Without lease flags the
 // policy becomes demo.ConsulPolicy (check liveness, the default) or
-// shard.DefaultPolicy (--consul-liveness ttl: a 10 s TTL, Consul's minimum
+// shard.SessionTTLPolicy (--consul-liveness ttl: a 10 s TTL, Consul's minimum
 // session TTL); a policy whose sessions Consul would refuse (a TTL below
 // 10 s with ttl liveness, a lock-delay above 60 s) is refused here.
 func (d *demoConsul) apply(fs *flag.FlagSet, o *demo.Options) error {
@@ -51,7 +51,7 @@ func (d *demoConsul) apply(fs *flag.FlagSet, o *demo.Options) error {
 	if !(set["ttl"] || set["renew"] || set["pause-budget"] || set["lock-delay"]) {
 		o.Policy = demo.ConsulPolicy
 		if d.cfg.Liveness == consul.LivenessTTL {
-			o.Policy = shard.DefaultPolicy
+			o.Policy = shard.SessionTTLPolicy
 		}
 	}
 	if err := d.cfg.ValidateSession(o.Policy.SessionSpec("demo")); err != nil {

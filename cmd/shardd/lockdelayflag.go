@@ -9,7 +9,8 @@ import (
 
 // lockDelayHelp is --lock-delay's meaning, the same for every command.
 const lockDelayHelp = "a `duration`: how long a session's shards stay closed to everyone after the session ends other than by a release " +
-	"(expired, destroyed, its node failed); at least ttl − pause-budget. 0: the default, the ttl. " +
+	"(expired, destroyed, its node failed); at least ttl − pause-budget. 0: the ttl. " +
+	"Default: with no lease flag at all, the default policy's (3s; liveness ttl: 10s), else the ttl. " +
 	"There is no none: the lease rules keep ttl − pause-budget above zero"
 
 // errNoLockDelay answers --lock-delay none.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardlease/shardlease/shard"
 )
 
 // TestWorkerAndRunGiveAFlagOneMeaning: the flags `shardd worker` and
@@ -18,8 +20,8 @@ func TestWorkerAndRunGiveAFlagOneMeaning(t *testing.T) {
 	}{
 		{[]string{"--lock-delay", "none"}, "there is no lock-delay of none"},
 		{[]string{"--lock-delay", "-1s"}, "lock-delay -1s must not be negative: zero means the default, the ttl"},
-		{[]string{"--lock-delay", "4s"}, "lock-delay 4s is shorter than the step-down deadline ttl 10s − pause 5s = 5s by 1s"},
-		{[]string{"--ttl", "1s"}, "2 × renew 2s + pause 5s = 9s exceeds ttl 1s by 8s"},
+		{[]string{"--lock-delay", "2s"}, "lock-delay 2s is shorter than the step-down deadline ttl 5s − pause 2.5s = 2.5s by 500ms"},
+		{[]string{"--ttl", "1s"}, "2 × renew 1s + pause 2.5s = 4.5s exceeds ttl 1s by 3.5s"},
 		{[]string{"--drain-timeout", "-1s"}, "drain timeout -1s must not be negative (zero means the default, 10s)"},
 		{[]string{"--rejoin-grace", "-1s"}, "rejoin grace -1s must not be negative (zero means none"},
 		{[]string{"--max-moves-in-flight", "-1"}, "max moves in flight -1 must not be negative"},
@@ -51,7 +53,7 @@ func TestLockDelayZeroIsTheTTLEverywhere(t *testing.T) {
 	for _, tc := range []struct {
 		flag string
 		want time.Duration
-	}{{"--lock-delay=0", 12 * time.Second}, {"--lock-delay=0s", 12 * time.Second}, {"--lock-delay=8s", 8 * time.Second}} {
+	}{{"--lock-delay=0", 12 * time.Second}, {"--lock-delay=0s", 12 * time.Second}, {"--lock-delay=10s", 10 * time.Second}} {
 		wf, code, ok := parseWorkerFlags(append(base, tc.flag), &errb)
 		if !ok {
 			t.Fatalf("shardd worker %s: exit %d: %s", tc.flag, code, errb.String())
@@ -65,6 +67,32 @@ func TestLockDelayZeroIsTheTTLEverywhere(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("%s with --ttl 12s: the session's lock-delay is %v, want %v", tc.flag, got, tc.want)
 			}
+		}
+	}
+}
+
+// TestLeaseFlagsDefault: no lease flag is shard.DefaultPolicy (its own
+// lock-delay, 3 s), or shard.SessionTTLPolicy with --consul-liveness ttl;
+// any lease flag fills the others from that policy, the lock-delay from
+// the ttl.
+func TestLeaseFlagsDefault(t *testing.T) {
+	base := []string{"--consul=127.0.0.1:1", "--prefix=p", "--shards=8", "--id=w1"}
+	for _, tc := range []struct {
+		flags []string
+		want  shard.LeasePolicy
+	}{
+		{nil, shard.DefaultPolicy},
+		{[]string{"--consul-liveness=ttl"}, shard.SessionTTLPolicy},
+		{[]string{"--renew=500ms"}, shard.LeasePolicy{TTL: 5 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: 2500 * time.Millisecond}},
+		{[]string{"--consul-liveness=ttl", "--ttl=20s"}, shard.LeasePolicy{TTL: 20 * time.Second, RenewEvery: 2 * time.Second, PauseBudget: 5 * time.Second}},
+	} {
+		var errb bytes.Buffer
+		f, code, ok := parseWorkerFlags(append(base, tc.flags...), &errb)
+		if !ok {
+			t.Fatalf("shardd worker %v: exit %d: %s", tc.flags, code, errb.String())
+		}
+		if f.policy != tc.want {
+			t.Errorf("shardd worker %v: policy %+v, want %+v", tc.flags, f.policy, tc.want)
 		}
 	}
 }

@@ -39,9 +39,11 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 	fs.IntVar(&f.fleet.Shards, "shards", 0, "number of shards in the fleet (required; must match the fleet's stored config)")
 	fs.StringVar(&f.fleet.Name, "shard-name", shard.DefaultName, "shard name stem: shards are named STEM-000, STEM-001, …")
 	fs.StringVar(&f.id, "id", host, idHelp)
-	fs.DurationVar(&f.policy.TTL, "ttl", f.policy.TTL, "session TTL (liveness check: the check's TTL; liveness ttl: at least 10s)")
+	fs.DurationVar(&f.policy.TTL, "ttl", f.policy.TTL, "session TTL (liveness check: the check's TTL; liveness ttl: at least 10s, "+
+		"and the lease flags left out come from shard.SessionTTLPolicy, 10s/2s/5s)")
 	fs.DurationVar(&f.policy.RenewEvery, "renew", f.policy.RenewEvery, "renewal interval")
 	fs.DurationVar(&f.policy.PauseBudget, "pause-budget", f.policy.PauseBudget, "pause budget (2×renew + pause must fit in ttl)")
+	f.policy.LockDelay = 0 // zero unless given: resolvePolicy
 	addLockDelayFlag(fs, &f.policy.LockDelay)
 	fs.DurationVar(&f.drain, "drain-timeout", worker.DefaultDrainTimeout, drainHelp+" (0: the default, "+worker.DefaultDrainTimeout.String()+")")
 	fs.DurationVar(&f.rejoin, "rejoin-grace", 0, "on SIGTERM, ask the assignor to keep this member's shards, idle, for its return under the same --id within this long, "+
@@ -51,6 +53,35 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 	f.load.register(fs)
 	fs.StringVar(&f.httpAddr, "http", "", "serve Prometheus /metrics and /status on this address, e.g. :9100 (default: off)")
 	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn, error")
+}
+
+// resolvePolicy settles the lease policy after parsing fs. With none of
+// --ttl, --renew, --pause-budget or --lock-delay given it is
+// shard.DefaultPolicy, or shard.SessionTTLPolicy with --consul-liveness
+// ttl (Consul refuses session TTLs under 10 s). Given any of them, those
+// not given come from that policy, except the lock-delay: unset, it is
+// the given policy's default, the ttl, so that --ttl alone keeps the
+// second rule whatever the ttl.
+func (f *memberFlags) resolvePolicy(fs *flag.FlagSet) {
+	parsed := f.policy
+	f.policy = shard.DefaultPolicy
+	if f.consul.Liveness == consul.LivenessTTL {
+		f.policy = shard.SessionTTLPolicy
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "ttl":
+			f.policy.TTL = parsed.TTL
+		case "renew":
+			f.policy.RenewEvery = parsed.RenewEvery
+		case "pause-budget":
+			f.policy.PauseBudget = parsed.PauseBudget
+		case "lock-delay":
+		default:
+			return
+		}
+		f.policy.LockDelay = parsed.LockDelay // zero unless --lock-delay was given
+	})
 }
 
 // settings is the worker.Config the flags describe, without what is

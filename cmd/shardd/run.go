@@ -94,6 +94,7 @@ settings also come from the environment as for the consul CLI.
 			f.onConsul = true
 		}
 	})
+	f.resolvePolicy(fs)
 	f.argv = fs.Args()
 	if !f.onConsul && f.consul.Prefix == "" {
 		f.consul.Prefix = defaultRunPrefix

@@ -200,7 +200,7 @@ func TestRunBadCommandLines(t *testing.T) {
 		{[]string{"--shards", "8", "--drain-timeout", "-1s", "--", "true"}, "drain timeout -1s must not be negative"},
 		{[]string{"--shards", "8", "--prefix", "/p", "--", "true"}, `--prefix "/p" must not start or end with '/'`},
 		{[]string{"--shards", "8", "--lock-delay", "none", "--", "true"}, "there is no lock-delay of none"},
-		{[]string{"--shards", "8", "--lock-delay", "1s", "--", "true"}, "lock-delay 1s is shorter than the step-down deadline ttl 10s − pause 5s = 5s"},
+		{[]string{"--shards", "8", "--lock-delay", "1s", "--", "true"}, "lock-delay 1s is shorter than the step-down deadline ttl 5s − pause 2.5s = 2.5s"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), append([]string{"run"}, tc.args...), &out, &errb); code != exitBadInvoke || !strings.Contains(errb.String(), tc.want) {

@@ -89,6 +89,7 @@ Logs are JSON on stderr.
 	if ok, code := parse(fs, args, stderr); !ok {
 		return f, code, false
 	}
+	f.resolvePolicy(fs)
 	if err := f.validate(); err != nil {
 		fmt.Fprintf(stderr, "shardd worker: %v\n", err)
 		return f, exitBadInvoke, false

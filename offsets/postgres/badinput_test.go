@@ -77,7 +77,7 @@ func TestOpenBadInput(t *testing.T) {
 		{"three-part table", postgres.Config{DSN: dsn, Table: "a.b.c"}, shard.ErrInvalidArgument, []string{`table "a.b.c"`}},
 		{"injection", postgres.Config{DSN: dsn, Table: "x; drop table y"}, shard.ErrInvalidArgument, []string{`table "x; drop table y"`}},
 		{"negative max hold", postgres.Config{DSN: dsn, MaxHold: -5 * time.Second},
-			shard.ErrInvalidArgument, []string{"max hold -5s", "between 1s and 1h0m0s", "zero means the default, 5s"}},
+			shard.ErrInvalidArgument, []string{"max hold -5s", "between 1s and 1h0m0s", "zero means the default, 2.5s"}},
 		{"max hold under a second", postgres.Config{DSN: dsn, MaxHold: 5 * time.Millisecond}, shard.ErrInvalidArgument, []string{"max hold 5ms"}},
 		{"max hold of days", postgres.Config{DSN: dsn, MaxHold: 72 * time.Hour}, shard.ErrInvalidArgument, []string{"max hold 72h0m0s"}},
 		{"every problem at once", postgres.Config{Table: "Bad", MaxHold: -1},

@@ -32,7 +32,7 @@
 // A FencedTx whose owner vanishes (powered off, cut off by the network, its
 // process killed) does not keep that row for long: the transaction sets,
 // for itself only (SET LOCAL), limits derived from Config.MaxHold (default
-// DefaultMaxHold, 5 s, the step-down deadline of shard.DefaultPolicy), and
+// DefaultMaxHold, 2.5 s, the step-down deadline of shard.DefaultPolicy), and
 // the server rolls it back about MaxHold after it last heard from the
 // client, whatever its backend was doing:
 //

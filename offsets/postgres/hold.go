@@ -8,9 +8,10 @@ import (
 )
 
 // DefaultMaxHold is Config.MaxHold when it is zero: the step-down deadline
-// of shard.DefaultPolicy (TTL 10 s − pause budget 5 s), the moment by which
-// a worker of that policy has stopped acting for a shard it cannot renew.
-const DefaultMaxHold = 5 * time.Second
+// of shard.DefaultPolicy (TTL 5 s − pause budget 2.5 s), the moment by
+// which a worker of that policy has stopped acting for a shard it cannot
+// renew.
+const DefaultMaxHold = 2500 * time.Millisecond
 
 // MinMaxHold and MaxMaxHold are the range Config.MaxHold must lie in. Below a second a healthy but busy
 // connection (a retransmission, a garbage-collection pause of the client)

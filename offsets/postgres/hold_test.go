@@ -29,7 +29,8 @@ func TestHoldSettings(t *testing.T) {
 		{time.Second, 1000, 1, 1, 1000, 2},
 		{2 * time.Second, 2000, 1, 1, 1000, 2},
 		{1500 * time.Millisecond, 1500, 1, 1, 1000, 2},
-		{DefaultMaxHold, 5000, 1, 4, 1000, 5},
+		{DefaultMaxHold, 2500, 1, 1, 1000, 2},
+		{5 * time.Second, 5000, 1, 4, 1000, 5},
 		{10 * time.Second, 10000, 2, 4, 2000, 10},
 		{time.Hour, 3600000, 900, 3, 900000, 3600},
 	}

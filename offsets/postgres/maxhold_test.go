@@ -257,7 +257,7 @@ func TestFencedTxLimitsEndWithIt(t *testing.T) {
 	}
 	after := show(st.Pool())
 	t.Logf("before %v, inside %v, after %v", before, inside, after)
-	if want := []string{"idle_in_transaction_session_timeout=5s", "tcp_user_timeout=5000", "client_connection_check_interval=1s"}; !slices.Equal(inside, want) {
+	if want := []string{"idle_in_transaction_session_timeout=2500ms", "tcp_user_timeout=2500", "client_connection_check_interval=1s"}; !slices.Equal(inside, want) {
 		t.Errorf("inside FencedTx %v, want %v", inside, want)
 	}
 	if !slices.Equal(after, before) {
