@@ -198,7 +198,7 @@ func TestLeaderKilled(t *testing.T) {
 		}
 	}()
 	time.Sleep(500 * time.Millisecond)
-	cl.KillLeader(t)
+	cl.KillChosenLeader(t, leader)
 	// Wait until commits succeed again.
 	deadline := time.Now().Add(30 * time.Second)
 	for {

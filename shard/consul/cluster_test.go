@@ -42,7 +42,7 @@ func TestLeaderChange(t *testing.T) {
 		t.Fatalf("owned %d shards before the kill, want 32", len(before))
 	}
 
-	killed := cl.KillLeader(t)
+	killed := cl.KillChosenLeader(t, leader)
 	start := time.Now()
 	// Renew through the election as a worker would: transient failures
 	// only, until calls succeed again.

@@ -307,7 +307,11 @@ func TestApilockdRecordsItsWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = p.Stop(10 * time.Second) })
+	// The bounds below are generous on purpose: the promise is that the
+	// program stops cleanly, not how fast a starved machine lets it (a
+	// stop took over 10 s with the machine's load average at 25).
+	const patience = time.Minute
+	t.Cleanup(func() { _ = p.Stop(patience) })
 	spreadWithin(t, c, prefix, shards, shards, "w1")
 	runs := func() []offsetlog.Interval {
 		_, ivs, err := offsetlog.ReadAll(history)
@@ -316,10 +320,10 @@ func TestApilockdRecordsItsWork(t *testing.T) {
 		}
 		return ivs
 	}
-	waitFor(t, 10*time.Second, "a start line per shard", func() (bool, string) {
+	waitFor(t, patience, "a start line per shard", func() (bool, string) {
 		return len(runs()) == shards, fmt.Sprint(runs())
 	})
-	if err := p.Stop(10 * time.Second); err != nil {
+	if err := p.Stop(patience); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Exit(); err != nil {

@@ -128,6 +128,21 @@ func (c *Cluster) KillLeader(t tb.T) *Agent {
 	return l
 }
 
+// KillChosenLeader kills chosen, the server a test found leading when it
+// picked the other servers for its clients, and returns it. On a loaded
+// machine leadership can move to one of those before the kill; killing
+// the current leader would then cut the clients off from their own agent,
+// a different fault. The kill is then a server loss without an election,
+// which it logs.
+func (c *Cluster) KillChosenLeader(t tb.T, chosen *Agent) *Agent {
+	t.Helper()
+	if now := c.Leader(t); now != chosen {
+		t.Logf("consultest: leadership moved from %s to %s before the kill; killing %s, which the test's clients do not use", chosen.Name, now.Name, chosen.Name)
+	}
+	chosen.Kill(t)
+	return chosen
+}
+
 // Running returns the servers whose process is alive.
 func (c *Cluster) Running() []*Agent {
 	var out []*Agent

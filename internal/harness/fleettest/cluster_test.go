@@ -51,7 +51,7 @@ func TestLeaderKill(t *testing.T) {
 	before := mon.snapshot()
 
 	killed := time.Now()
-	cl.KillLeader(t)
+	cl.KillChosenLeader(t, leader)
 	newLeader := cl.Leader(t)
 	t.Logf("killed leader %s; %s leads %v later", leader.Name, newLeader.Name, time.Since(killed).Round(time.Millisecond))
 
