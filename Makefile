@@ -3,7 +3,7 @@
 #   make test                     everything below, against real servers
 GO ?= go
 
-.PHONY: test vet consul nats postgres chromium systemd demo dashboard-screenshot bench shardbench sim chaos fuzz flakecheck
+.PHONY: test vet consul nats postgres chromium systemd demo dashboard-screenshot bench shardbench sim chaos fuzz flakecheck stepdowns
 
 # test builds the real Consul and nats-server the integration tests start
 # (seconds when bin/ has them already), installs Debian's PostgreSQL and Chromium when
@@ -88,6 +88,15 @@ chaos: consul postgres
 N ?= 10
 flakecheck:
 	bash scripts/flakecheck.sh -n $(N) $(if $(BESIDE),--beside '$(BESIDE)')
+
+# make stepdowns [DURATION=10m] [HOGS=4]: two fleets of shardd workers on a
+# Consul dev agent, shard.DefaultPolicy beside shard.SessionTTLPolicy, with
+# busy loops taking the CPU; prints each fleet's spurious step-downs
+# (docs/tuning.md, "Step-downs on a starved machine").
+DURATION ?= 10m
+HOGS ?= 4
+stepdowns: consul
+	bash scripts/stepdowns.sh -d $(DURATION) -hogs $(HOGS)
 
 # make fuzz [FUZZTIME=1000000x]: every fuzz target in turn. A count, not a
 # duration: Go 1.26's -fuzztime deadline races its workers (golang/go#75804).

@@ -49,7 +49,8 @@ type LeasePolicy struct {
 // about TTL + lock-delay = 8 s later on Consul's check liveness (the
 // default) or the embedded coordinator, and a worker rides out pauses of
 // up to 2.5 s (CPU starvation, a stalled disk) without stepping down.
-// Figures are in docs/tuning.md. Consul's session-TTL liveness refuses TTLs under 10 s:
+// Figures, and the step-downs it cost on a starved machine (none), are in
+// docs/tuning.md. Consul's session-TTL liveness refuses TTLs under 10 s:
 // use SessionTTLPolicy there.
 var DefaultPolicy = LeasePolicy{TTL: 5 * time.Second, RenewEvery: time.Second, PauseBudget: 2500 * time.Millisecond,
 	LockDelay: 3 * time.Second}
