@@ -79,6 +79,9 @@ func TestRulesConsul(t *testing.T) {
 			cfg := consul.DefaultConfig()
 			cfg.Address, cfg.Scheme, cfg.Token, cfg.TokenFile = agent.HTTPAddr, "http", agent.Token, ""
 			cfg.Prefix, cfg.MemberGrace = "admin-test/"+randomName(), time.Hour
+			// The rules are about what is written, not how fast: a starved
+			// machine has kept a session's creation waiting over 10 s.
+			cfg.RequestTimeout = time.Minute
 			open := func() *consul.Coordinator {
 				c, err := consul.New(cfg)
 				if err != nil {

@@ -41,10 +41,10 @@ func (d *demo) play(ctx context.Context) {
 	for c := time.Duration(0); ; c += d.o.cycle() {
 		for _, f := range []fault{
 			{at: c + crashAt, play: func() string {
-				return d.crash(d.pick(paused))
+				return d.crash(d.pickOwner(ctx, paused, settle))
 			}},
 			{at: c + pauseAt, lasts: pauseFor, play: func() string {
-				m := d.pick("")
+				m := d.pickOwner(ctx, "", settle)
 				paused = m.ID
 				return d.pause(m, pauseFor)
 			}},
@@ -82,6 +82,21 @@ func (d *demo) play(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// pickOwner is pick once a live worker other than except owns a shard,
+// waiting up to within for one: a fault on a worker that owns nothing
+// shows nothing (no failover, no late commit to fence), and on a starved
+// machine every worker can be between a step-down and its rejoin at the
+// moment a fault is due.
+func (d *demo) pickOwner(ctx context.Context, except string, within time.Duration) *member {
+	for deadline := time.Now().Add(within); time.Now().Before(deadline) && ctx.Err() == nil; {
+		if m := d.pick(except); len(m.Worker().Status().Owned()) > 0 {
+			return m
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return d.pick(except)
 }
 
 // pick chooses a random live worker other than except, preferring ones
