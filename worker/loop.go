@@ -219,7 +219,7 @@ func (lp *loop) reconcile() {
 
 	var acquire []shard.Acquisition
 	now := time.Now()
-	var later time.Time              // the first shard held back after a refused fence
+	var later time.Time // the first shard held back after a refused fence
 	// The key's shards are in the fleet's order (index ranges of the
 	// config), so batches are stable; a worker of a large fleet walks its
 	// share, not every shard, when its key changes.
