@@ -158,7 +158,7 @@ type MemberKey struct {
 
 // Coordinator is a fleet's coordination service, seen through one small
 // interface per concern: sessions, locks, the member registry, the
-// assignments, and the fleet's own keys. It mirrors the few Consul
+// assignments, the fleet's own keys, and its ownership history. It mirrors the few Consul
 // operations shardlease uses; shard/memory and shard/consul implement it,
 // and Intercept wraps one to fail, delay or watch its calls.
 //
@@ -171,6 +171,7 @@ type Coordinator interface {
 	Members() Members
 	Assignments() Assignments
 	Fleet() Fleet
+	History() History
 }
 
 // Shared is implemented by a Coordinator that processes share (shard/consul:

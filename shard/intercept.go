@@ -26,6 +26,8 @@ const (
 	OpSetPolicy       Op = "fleet.set_policy"
 	OpRaiseGeneration Op = "fleet.raise_generation"
 	OpWatchFleet      Op = "fleet.watch"
+	OpRecordHistory   Op = "history.record"
+	OpReadHistory     Op = "history.read"
 )
 
 // Blocking reports whether op is a blocking query (a Watch): one that may
@@ -51,8 +53,8 @@ type Call struct {
 	// Grants are what an OpAcquire granted, once invoke returned (also
 	// those granted before an error).
 	Grants []Grant
-	// Epoch is an OpAssign's epoch and Keys how many assignment keys it
-	// writes or deletes.
+	// Epoch is an OpAssign's or OpRecordHistory's epoch, and Keys how
+	// many assignment keys an OpAssign writes or deletes.
 	Epoch Token
 	Keys  int
 	// Member is the registration an OpJoin writes.
@@ -89,6 +91,7 @@ func (i intercepted) Locks() Locks             { return iLocks{i.c.Locks(), i.f}
 func (i intercepted) Members() Members         { return iMembers{i.c.Members(), i.f} }
 func (i intercepted) Assignments() Assignments { return iAssignments{i.c.Assignments(), i.f} }
 func (i intercepted) Fleet() Fleet             { return iFleet{i.c.Fleet(), i.f} }
+func (i intercepted) History() History         { return iHistory{i.c.History(), i.f} }
 
 type iSessions struct {
 	in Sessions
@@ -252,6 +255,32 @@ func (fl iFleet) Watch(ctx context.Context, after uint64) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	return s, nil
+}
+
+type iHistory struct {
+	in History
+	f  Interceptor
+}
+
+func (h iHistory) Record(ctx context.Context, id SessionID, epoch Token, value []byte) error {
+	return h.f(ctx, &Call{Op: OpRecordHistory, Session: id, Epoch: epoch}, func(ctx context.Context) error {
+		return h.in.Record(ctx, id, epoch, value)
+	})
+}
+
+func (h iHistory) Read(ctx context.Context) ([]byte, uint64, error) {
+	var (
+		value []byte
+		index uint64
+	)
+	err := h.f(ctx, &Call{Op: OpReadHistory}, func(ctx context.Context) (err error) {
+		value, index, err = h.in.Read(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return value, index, nil
 }
 
 // Hold is an Interceptor's building block for a paused process or a cut

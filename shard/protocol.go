@@ -34,10 +34,26 @@ const Release = "0.2.0-dev"
 // is live.
 const StepGenerations = "generations"
 
+// StepHistory is the protocol step of the ownership history: the
+// assignor records P/history (History.Record) only while every live member
+// speaks it, because release 0.1.0 lists that key among a snapshot's
+// problems, as a foreign key under the prefix.
+const StepHistory = "history"
+
 // Steps returns the protocol steps this build speaks beyond Protocol,
 // which it writes into its member key (Member.Steps). A feature that
 // needs a step switches on only when every live member has it.
-func Steps() []string { return []string{StepGenerations} }
+func Steps() []string { return []string{StepGenerations, StepHistory} }
+
+// AllSpeak reports whether every live member of s speaks step.
+func (s Snapshot) AllSpeak(step string) bool {
+	for _, m := range s.Members {
+		if m.Live() && !m.HasStep(step) {
+			return false
+		}
+	}
+	return true
+}
 
 // HasStep reports whether the member's worker speaks step.
 func (m Member) HasStep(step string) bool { return slices.Contains(m.Steps, step) }

@@ -2,6 +2,7 @@ package consul
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -77,10 +78,7 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 			groups[i][1].KV.Verb, groups[i][1].KV.Value = api.KVSet, sealMemory(v.Memory, seal)
 		}
 	}
-	checks := api.TxnOps{
-		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: c.assignorKey(), Session: string(id)}},
-		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.assignorKey(), Index: epoch.Index()}},
-	}
+	checks := c.assignorChecks(id, epoch)
 	batches, err := consulkv.GroupBatches(checks, groups, maxTxnBytes)
 	if err != nil {
 		return err
@@ -94,7 +92,11 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 		if len(txnErrs) > 0 {
 			for _, e := range txnErrs {
 				if e.OpIndex < len(checks) && consulkv.ClassifyRefusal(e.What) != consulkv.RefusedPermission {
-					return c.notAssignor(octx, id, epoch, e.What, written, len(workers))
+					err := c.notAssignor(octx, id, epoch, e.What)
+					if errors.Is(err, shard.ErrNotAssignor) {
+						err = fmt.Errorf("%w; %d of %d assignment keys were written by earlier transactions", err, written, len(workers))
+					}
+					return err
 				}
 			}
 			return fmt.Errorf("%w (%d of %d assignment keys were written by earlier transactions)",
@@ -105,9 +107,10 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 	return nil
 }
 
-// notAssignor is Assign's error when a transaction's check on P/assignor
-// failed: what Consul said, and who holds the key now.
-func (c *Coordinator) notAssignor(ctx context.Context, id shard.SessionID, epoch shard.Token, what string, written, total int) error {
+// notAssignor is the error of a write whose check on P/assignor failed
+// (Assign's, History.Record's): what Consul said, and who holds the key
+// now.
+func (c *Coordinator) notAssignor(ctx context.Context, id shard.SessionID, epoch shard.Token, what string) error {
 	holder, err := c.holderOf(ctx, c.assignorKey(), "it is free", func(kv *api.KVPair) string {
 		k := decodeLock(kv)
 		return fmt.Sprintf("session %q (worker %q) holds it at epoch %d", k.Session, k.Worker, k.Token)
@@ -115,8 +118,17 @@ func (c *Coordinator) notAssignor(ctx context.Context, id shard.SessionID, epoch
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: session %q does not hold %s at epoch %d (%s): %s; %d of %d assignment keys were written by earlier transactions",
-		shard.ErrNotAssignor, id, c.assignorKey(), epoch, what, holder, written, total)
+	return fmt.Errorf("%w: session %q does not hold %s at epoch %d (%s): %s",
+		shard.ErrNotAssignor, id, c.assignorKey(), epoch, what, holder)
+}
+
+// assignorChecks open every transaction only the assignor may make: the
+// session holds P/assignor, at exactly epoch (its modify index).
+func (c *Coordinator) assignorChecks(id shard.SessionID, epoch shard.Token) api.TxnOps {
+	return api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: c.assignorKey(), Session: string(id)}},
+		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.assignorKey(), Index: epoch.Index()}},
+	}
 }
 
 // Watch is one blocking query on P/assign/<worker> (a KV get with

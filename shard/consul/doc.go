@@ -28,6 +28,10 @@
 //	                     fleet is frozen while it exists (SetFreeze)
 //	P/policy             JSON shard.BalancePolicy, no session: the fleet's
 //	                     balancing policy (SetPolicy)
+//	P/history            the ownership history, in the assignor's format
+//	                     (internal/history), no session: written only by
+//	                     the assignor, after the checks Assign makes
+//	                     (History.Record), and never read by Watch
 //
 // P/offsets/ belongs to the offsets store and is left alone. Anything else
 // under P is reported in Snapshot.Problems and ignored.

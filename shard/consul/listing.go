@@ -135,10 +135,11 @@ func (c *Coordinator) foreignTree(ctx context.Context, tree string) ([]string, e
 }
 
 // readInParts reports whether a name one level below P/ is read by
-// readParts (or is P/offsets, the offsets store's, which Watch skips).
+// readParts, or is one that Watch skips: P/offsets, the offsets store's,
+// and P/history, read only by History.Read.
 func (c *Coordinator) readInParts(name string) bool {
 	rel := strings.TrimPrefix(name, c.prefix)
-	if strings.HasPrefix(rel, "shards") || rel == "offsets/" {
+	if strings.HasPrefix(rel, "shards") || rel == "offsets/" || rel == "history" {
 		return true
 	}
 	return slices.ContainsFunc(controlTrees, func(tree string) bool { return strings.HasPrefix(rel, tree) })

@@ -43,7 +43,8 @@ const minGCWait = 100 * time.Millisecond
 // that differs from it, cannot be read or is missing is a problem naming
 // both, never adopted. Before Configure (an operator's view) it is the
 // stored config (see fleetconfig.go).
-// P/offsets/ belongs to the offsets store and is not read.
+// P/offsets/ belongs to the offsets store and P/history to History: Watch
+// reads neither.
 //
 // Dead member keys (no session) are shown with an empty Session, and
 // deleted by Watch itself once it has seen them dead for the member grace,
@@ -212,7 +213,7 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 			default:
 				memories[worker] = kv
 			}
-		case strings.HasPrefix(rel, "offsets/"):
+		case strings.HasPrefix(rel, "offsets/"), rel == "history":
 		case strings.HasPrefix(rel, "loads/"):
 			worker := strings.TrimPrefix(rel, "loads/")
 			if worker == "" {

@@ -74,6 +74,8 @@ type Coordinator struct {
 	freeze *shard.Mark
 	// policy is P/policy, nil while missing.
 	policy *shard.BalancePolicy
+	// history is P/history (see history.go).
+	history historyKey
 }
 
 // memberKey is P/members/<id>.
