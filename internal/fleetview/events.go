@@ -7,19 +7,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/history"
 	"github.com/shardlease/shardlease/shard"
 )
 
 // Event kinds. Shard events carry Shard; worker events only Worker.
 const (
-	// Acquired: a worker took a shard (From: the previous holder, if any).
-	Acquired = "acquired"
-	// Released: the holder let the shard go voluntarily (a hand-off, a
-	// drain, a shutdown, an operator's release).
-	Released = "released"
-	// Expired: the holder's session ended without releasing the shard (a
-	// crash, a partition, a pause past the TTL).
-	Expired = "expired"
+	// Acquired, Released and Expired are a shard's changes of owner
+	// (history.Changes says which is which).
+	Acquired = history.Acquired
+	Released = history.Released
+	Expired  = history.Expired
 	// Joined, Left, Draining and Undrained are membership changes.
 	Joined    = "joined"
 	Left      = "left"
@@ -76,51 +74,14 @@ func Diff(prev *shard.Snapshot, next shard.Snapshot, at time.Time) []Event {
 		e.At, e.Index = at, next.Index
 		out = append(out, e)
 	}
-	pm, nm := memberIndex(*prev), memberIndex(next)
-	holder := func(members map[string]shard.MemberState, st shard.ShardState) string {
-		for _, m := range members {
-			if m.Session == st.Session && m.Live() {
-				return m.ID
-			}
-		}
-		return st.Owner.Worker
-	}
-
 	expired := map[string]int{} // worker → shards its session held when it ended
-	before := make(map[shard.ID]shard.ShardState, len(prev.Shards))
-	for _, st := range prev.Shards {
-		before[st.Shard] = st
-	}
-	for _, st := range next.Shards {
-		old, existed := before[st.Shard]
-		delete(before, st.Shard)
-		switch {
-		case st.Held() && (!existed || old.Session != st.Session || old.Token != st.Token):
-			from := ""
-			if existed && old.Owner.Worker != "" {
-				from = old.Owner.Worker
-			}
-			who := st.Owner.Worker
-			if who == "" {
-				who = holder(nm, st)
-			}
-			add(Event{Kind: Acquired, Shard: st.Shard, Worker: who, From: from, Token: st.Token, Reason: acquiredWhy(st.Owner)})
-		case !st.Held() && existed && old.Held():
-			who := holder(pm, old)
-			if st.Owner.Released != shard.ReasonUnknown {
-				add(Event{Kind: Released, Shard: st.Shard, Worker: who, Token: old.Token, Reason: st.Owner.Released.String()})
-			} else {
-				expired[who]++
-				add(Event{Kind: Expired, Shard: st.Shard, Worker: who, Token: old.Token, Reason: who + "'s session ended without releasing it"})
-			}
+	for _, c := range history.Changes(prev, next, at) {
+		if c.Kind == Expired {
+			expired[c.Worker]++
 		}
+		add(Event{Kind: c.Kind, Shard: c.Shard, Worker: c.Worker, From: c.From, Token: c.Token, Reason: c.Reason})
 	}
-	for _, old := range before { // keys deleted (by an operator)
-		if old.Held() {
-			add(Event{Kind: Released, Shard: old.Shard, Worker: holder(pm, old), Token: old.Token, Reason: "lock key deleted"})
-		}
-	}
-	slices.SortStableFunc(out, func(a, b Event) int { return cmp.Compare(a.Shard, b.Shard) })
+	pm, nm := memberIndex(*prev), memberIndex(next)
 
 	ids := make([]string, 0, len(nm)+len(pm))
 	for id := range nm {
@@ -214,7 +175,7 @@ func LatestAcquired(s shard.Snapshot, n int) []Event {
 			continue
 		}
 		out = append(out, Event{At: st.Owner.Since, Index: st.Token.Index(), Kind: Acquired, Shard: st.Shard,
-			Worker: st.Owner.Worker, Token: st.Token, Reason: acquiredWhy(st.Owner)})
+			Worker: st.Owner.Worker, Token: st.Token, Reason: history.AcquiredWhy(st.Owner)})
 	}
 	slices.SortStableFunc(out, func(a, b Event) int {
 		if c := b.At.Compare(a.At); c != 0 {
@@ -278,13 +239,4 @@ func (t *Tracker) Recent(n int) []Event {
 	defer t.mu.Unlock()
 	n = min(n, len(t.recent))
 	return slices.Clone(t.recent[:n])
-}
-
-// acquiredWhy is why the owner says it took a shard, or "acquired" when
-// its lock's value says nothing.
-func acquiredWhy(o shard.Owner) string {
-	if o.Reason == shard.ReasonUnknown {
-		return "acquired"
-	}
-	return o.Why.String()
 }

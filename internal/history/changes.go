@@ -1,0 +1,127 @@
+package history
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// The kinds of change.
+const (
+	// Acquired: a worker took a shard (From: the previous holder, if any).
+	Acquired = "acquired"
+	// Released: the holder let the shard go voluntarily (a hand-off, a
+	// drain, a shutdown, an operator's release), or its key was deleted.
+	Released = "released"
+	// Expired: the holder's session ended without releasing the shard (a
+	// crash, a partition, a pause past the TTL, a destroy).
+	Expired = "expired"
+)
+
+// Change is one change of a shard's owner, as seen between two listings.
+type Change struct {
+	// At is when the listing that showed it was taken (the observer's
+	// clock); Index is that listing's index.
+	At    time.Time `json:"at"`
+	Index uint64    `json:"index"`
+	Kind  string    `json:"kind"`
+	Shard shard.ID  `json:"shard"`
+	// Worker acquired, released or lost the shard; From, for an
+	// acquisition, is who held it before (the key's last owner).
+	Worker string `json:"worker"`
+	From   string `json:"from,omitempty"`
+	// Token is the acquirer's, or, for an end, that of the tenure that
+	// ended.
+	Token shard.Token `json:"token"`
+	// Since is, for an acquisition, when the worker took the lock, as
+	// its own clock wrote it into the key (zero if the key says nothing).
+	Since time.Time `json:"since,omitzero"`
+	// Reason is why: the acquirer's placement reason, the releaser's
+	// reason, or what ended the tenure.
+	Reason string `json:"reason"`
+}
+
+// String is the change as one line (without its time).
+func (c Change) String() string {
+	switch c.Kind {
+	case Acquired:
+		from := ""
+		if c.From != "" && c.From != c.Worker {
+			from = " from " + c.From
+		}
+		return fmt.Sprintf("%s → %s%s (token %d): %s", c.Shard, c.Worker, from, c.Token, c.Reason)
+	default:
+		return fmt.Sprintf("%s ← %s %s (token %d): %s", c.Shard, c.Worker, c.Kind, c.Token, c.Reason)
+	}
+}
+
+// Changes returns the changes of owner between two listings of one fleet,
+// in shard order, stamped at; a nil prev (the first listing) gives none.
+func Changes(prev *shard.Snapshot, next shard.Snapshot, at time.Time) []Change {
+	if prev == nil {
+		return nil
+	}
+	var out []Change
+	add := func(c Change) {
+		c.At, c.Index = at, next.Index
+		out = append(out, c)
+	}
+	before := make(map[shard.ID]shard.ShardState, len(prev.Shards))
+	for _, st := range prev.Shards {
+		before[st.Shard] = st
+	}
+	for _, st := range next.Shards {
+		old, existed := before[st.Shard]
+		delete(before, st.Shard)
+		switch {
+		case st.Held() && (!existed || old.Session != st.Session || old.Token != st.Token):
+			from := ""
+			if existed {
+				from = old.Owner.Worker
+			}
+			who := st.Owner.Worker
+			if who == "" {
+				who = HolderOf(next, st)
+			}
+			add(Change{Kind: Acquired, Shard: st.Shard, Worker: who, From: from, Token: st.Token,
+				Since: st.Owner.Since, Reason: AcquiredWhy(st.Owner)})
+		case !st.Held() && existed && old.Held():
+			who := HolderOf(*prev, old)
+			if st.Owner.Released != shard.ReasonUnknown {
+				add(Change{Kind: Released, Shard: st.Shard, Worker: who, Token: old.Token, Reason: st.Owner.Released.String()})
+			} else {
+				add(Change{Kind: Expired, Shard: st.Shard, Worker: who, Token: old.Token, Reason: who + "'s session ended without releasing it"})
+			}
+		}
+	}
+	for _, old := range before { // keys deleted (by an operator)
+		if old.Held() {
+			add(Change{Kind: Released, Shard: old.Shard, Worker: HolderOf(*prev, old), Token: old.Token, Reason: "lock key deleted"})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Change) int { return cmp.Compare(a.Shard, b.Shard) })
+	return out
+}
+
+// HolderOf is the worker holding st in s: the live member whose session
+// holds the key, else the worker its value names.
+func HolderOf(s shard.Snapshot, st shard.ShardState) string {
+	for _, m := range s.Members {
+		if m.Live() && m.Session == st.Session {
+			return m.ID
+		}
+	}
+	return st.Owner.Worker
+}
+
+// AcquiredWhy is why the owner says it took a shard, or "acquired" when
+// its lock's value says nothing.
+func AcquiredWhy(o shard.Owner) string {
+	if o.Reason == shard.ReasonUnknown {
+		return "acquired"
+	}
+	return o.Why.String()
+}

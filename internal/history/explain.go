@@ -1,0 +1,97 @@
+package history
+
+import (
+	"time"
+
+	"github.com/shardlease/shardlease/shard"
+)
+
+// Tenure is one worker's hold of a shard at one token, as a log tells it.
+type Tenure struct {
+	Shard  shard.ID
+	Token  shard.Token
+	Worker string
+	// Began is the acquisition; nil when the log does not have it (dropped
+	// as old, or the tenure was shorter than a listing).
+	Began *Change
+	// Ended is the change that ended it (a release, an expiry, or the next
+	// acquisition when the end fell between two listings); nil while the
+	// log knows no end.
+	Ended *Change
+}
+
+// Held reports whether the tenure was in force at t, as far as the log
+// knows: from its acquisition (the worker's clock) until its end was seen
+// (the assignor's clock). A tenure whose end the log lacks is in force
+// from its acquisition on.
+func (t Tenure) Held(at time.Time) bool {
+	if t.Began == nil {
+		return false
+	}
+	began := t.Began.Since
+	if began.IsZero() {
+		began = t.Began.At
+	}
+	return !at.Before(began) && (t.Ended == nil || at.Before(t.Ended.At))
+}
+
+// Explanation is what a log says about one token of one shard.
+type Explanation struct {
+	// Tenure is the tenure at the token; its Began is nil when the log
+	// has no acquisition at that token.
+	Tenure Tenure
+	// Before and After are the shard's tenures just below and above the
+	// token in the log (nil: none), so a token the log lacks is placed
+	// between the owners that bracket it.
+	Before, After *Tenure
+	// Window is true when the log has no tenure at the token and the
+	// token is older than every listing it keeps (or it keeps none): the
+	// acquisition may have been dropped as old.
+	Window bool
+}
+
+// Explain tells which worker held shard id at token, when its tenure
+// began and ended, and the tenures around it.
+func (l Log) Explain(id shard.ID, token shard.Token) Explanation {
+	ts := l.Tenures(id)
+	e := Explanation{Tenure: Tenure{Shard: id, Token: token}}
+	for i := range ts {
+		switch t := &ts[i]; {
+		case t.Token == token:
+			e.Tenure = *t
+		case t.Token < token:
+			e.Before = t
+		case t.Token > token && e.After == nil:
+			e.After = t
+		}
+	}
+	found := e.Tenure.Began != nil || e.Tenure.Ended != nil
+	e.Window = !found && (len(l.Changes) == 0 || token.Index() < l.Changes[0].Index)
+	return e
+}
+
+// Tenures returns shard id's tenures in the log, by token.
+func (l Log) Tenures(id shard.ID) []Tenure {
+	var ts []Tenure
+	open := -1 // index in ts of the tenure without an end yet
+	for _, c := range l.Of(id) {
+		c := c
+		switch c.Kind {
+		case Acquired:
+			if open >= 0 {
+				ts[open].Ended = &c
+			}
+			ts = append(ts, Tenure{Shard: id, Token: c.Token, Worker: c.Worker, Began: &c})
+			open = len(ts) - 1
+		default:
+			if open >= 0 && ts[open].Token == c.Token {
+				ts[open].Ended = &c
+				open = -1
+				continue
+			}
+			ts = append(ts, Tenure{Shard: id, Token: c.Token, Worker: c.Worker, Ended: &c})
+			open = -1
+		}
+	}
+	return ts
+}
