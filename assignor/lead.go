@@ -17,7 +17,8 @@ import (
 // the keys that change in transactions the coordinator refuses unless the
 // session still holds the role at epoch, so a paused or deposed assignor
 // cannot write. Between turns it keeps in memory only pacing (the
-// cold-start gathering, the last load figures seen); what the step must
+// cold-start gathering, the last load figures seen, the ownership history
+// it records into P/history); what the step must
 // remember is in the coordinator, beside each worker's key, so a new
 // assignor carries on from the listing alone. It returns when ctx ends or
 // the role is lost.
@@ -33,6 +34,7 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	}()
 
 	var problems seenProblems // logged once while they stay
+	var rec recording         // the ownership history, P/history
 	gather := gathering{}
 	var following *shard.BalancePolicy // the policy last followed, for the log
 	opts := shard.FollowOptions{MinSpacing: a.cfg.Coalesce, Jitter: a.cfg.Jitter, OnError: func(err error) bool {
@@ -64,6 +66,10 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 		case err != nil:
 			log.Warn("writing assignments failed; listing again", zap.Error(err))
 			return time.Time{}, shard.ErrFollowAgain
+		}
+		if wake, err = a.record(ctx, id, epoch, snap, &rec, wake, log); err != nil {
+			log.Info("deposed: the coordinator refused this assignor's ownership history", zap.Error(err))
+			return time.Time{}, shard.ErrStopFollowing
 		}
 		return wake, nil
 	})

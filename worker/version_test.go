@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -62,7 +63,7 @@ func TestWorkerSaysWhatItRuns(t *testing.T) {
 					labels[l.GetName()] = l.GetValue()
 				}
 				found = labels["version"] == "0.2.0-dev+abc1234" && labels["protocol"] == strconv.Itoa(shard.Protocol) &&
-					labels["steps"] == shard.StepGenerations && mt.GetGauge().GetValue() == 1
+					labels["steps"] == strings.Join(shard.Steps(), ",") && mt.GetGauge().GetValue() == 1
 			}
 		}
 		if !found {

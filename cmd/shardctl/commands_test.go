@@ -507,7 +507,7 @@ func TestVersionCommand(t *testing.T) {
 	if code := a.run(t.Context(), []string{"version"}); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	if !strings.HasPrefix(out.String(), "shardctl "+shard.Release) || !strings.Contains(out.String(), fmt.Sprintf("protocol %d, steps %s", shard.Protocol, shard.StepGenerations)) {
+	if !strings.HasPrefix(out.String(), "shardctl "+shard.Release) || !strings.Contains(out.String(), fmt.Sprintf("protocol %d, steps %s", shard.Protocol, strings.Join(shard.Steps(), " "))) {
 		t.Errorf("shardctl version printed %q", out.String())
 	}
 }

@@ -242,6 +242,9 @@ func stepsLine(f fleetview.Fleet) string {
 	var lines []string
 	for _, sw := range f.StepsWaiting {
 		line := fmt.Sprintf("STEP WAITING: %q is not spoken by live workers %s", sw.Step, strings.Join(sw.Workers, ", "))
+		if sw.Step == shard.StepHistory {
+			line += ": the ownership history ('shardctl history') is not recorded until they are upgraded or stopped"
+		}
 		if sw.Step == shard.StepGenerations {
 			line += ": 'shardctl recover' refuses until they are upgraded or stopped"
 			if f.Config != nil && f.Config.Generation > 0 {

@@ -74,7 +74,7 @@ func TestVersionCommand(t *testing.T) {
 	if code := run(t.Context(), []string{"version"}, &out, &errOut); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	if want := fmt.Sprintf("shardd %s", shard.Release); !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), fmt.Sprintf("(protocol %d, steps %s, go", shard.Protocol, shard.StepGenerations)) {
+	if want := fmt.Sprintf("shardd %s", shard.Release); !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), fmt.Sprintf("(protocol %d, steps %s, go", shard.Protocol, strings.Join(shard.Steps(), " "))) {
 		t.Errorf("shardd version printed %q", out.String())
 	}
 }
