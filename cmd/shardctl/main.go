@@ -3,6 +3,8 @@
 //
 //	shardctl status     every shard's owner, token, since and why; every worker; the imbalance
 //	shardctl watch      a live stream of ownership changes with their reasons
+//	shardctl history [S]  the recorded ownership changes, of the fleet or of shard S
+//	shardctl explain S T  which worker held shard S at token T, and whether the store refuses T now
 //	shardctl drain W    ask worker W to hand off all its shards; show progress until done
 //	shardctl undrain W  withdraw a drain
 //	shardctl cordon W   worker W keeps what it has and is given nothing new
@@ -76,6 +78,8 @@ type command struct {
 var commands = []command{
 	{"status", "every shard's owner, token, since and why it last moved; every worker; the imbalance", (*app).status},
 	{"watch", "a live stream of ownership changes with their reasons", (*app).watch},
+	{"history", "the ownership changes the assignors recorded (the last 1000), of the fleet or of one shard", (*app).history},
+	{"explain", "which worker held a shard at a fencing token, when, and whether the offsets store refuses that token now", (*app).explain},
 	{"drain", "ask a worker to hand off all its shards gracefully, and show progress until done", (*app).drain},
 	{"undrain", "withdraw a drain: the worker takes a share of shards again", (*app).undrain},
 	{"cordon", "a worker keeps the shards it has and is given nothing new (before a drain, or a sick machine)", (*app).cordon},
@@ -162,6 +166,12 @@ var errSilent = errors.New("failed")
 // stderr, and returns the positional arguments, which must number exactly
 // nargs.
 func (a *app) parseFlags(fs *flag.FlagSet, args []string, nargs int, what string) ([]string, error) {
+	return a.parseFlagsUpTo(fs, args, nargs, nargs, what)
+}
+
+// parseFlagsUpTo is parseFlags for a command whose last positional
+// arguments are optional: between least and most of them.
+func (a *app) parseFlagsUpTo(fs *flag.FlagSet, args []string, least, most int, what string) ([]string, error) {
 	fs.SetOutput(a.stderr)
 	// Let flags follow the positional argument too: shardctl drain w03 -yes.
 	var pos []string
@@ -179,12 +189,12 @@ func (a *app) parseFlags(fs *flag.FlagSet, args []string, nargs int, what string
 		args = fs.Args()[1:]
 	}
 	switch {
-	case len(pos) < nargs:
+	case len(pos) < least:
 		return nil, usagef("missing %s", what)
-	case len(pos) > nargs && nargs == 0:
+	case len(pos) > most && most == 0:
 		return nil, usagef("unexpected argument %q", pos[0])
-	case len(pos) > nargs:
-		return nil, usagef("unexpected argument %q after %s %q", pos[nargs], what, pos[0])
+	case len(pos) > most:
+		return nil, usagef("unexpected argument %q after %s %q", pos[most], what, strings.Join(pos[:most], " "))
 	}
 	return pos, nil
 }
@@ -192,7 +202,13 @@ func (a *app) parseFlags(fs *flag.FlagSet, args []string, nargs int, what string
 // openFleet parses a fleet command's flags as parseFlags does and connects
 // to the fleet; the caller closes the connection.
 func (a *app) openFleet(fs *flag.FlagSet, conn *connFlags, args []string, nargs int, what string) ([]string, *fleetConn, error) {
-	pos, err := a.parseFlags(fs, args, nargs, what)
+	return a.openFleetUpTo(fs, conn, args, nargs, nargs, what)
+}
+
+// openFleetUpTo is openFleet for a command with optional positional
+// arguments (parseFlagsUpTo).
+func (a *app) openFleetUpTo(fs *flag.FlagSet, conn *connFlags, args []string, least, most int, what string) ([]string, *fleetConn, error) {
+	pos, err := a.parseFlagsUpTo(fs, args, least, most, what)
 	if err != nil {
 		return nil, nil, err
 	}

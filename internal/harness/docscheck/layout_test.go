@@ -95,7 +95,7 @@ func TestEveryPackageSaysWhatItOwns(t *testing.T) {
 func TestHarnessStaysOutOfTheProduct(t *testing.T) {
 	harness := module + "/internal/harness/"
 	libraryMayUse := []string{module + "/internal/consulkv", module + "/internal/keycodec", module + "/internal/fleetview", module + "/internal/backoff", module + "/internal/lease",
-		module + "/internal/logging"}
+		module + "/internal/logging", module + "/internal/history"}
 	isLibrary := func(p string) bool {
 		rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
 		return !strings.HasPrefix(rel, "internal/") && !strings.HasPrefix(rel, "cmd/") && !strings.HasPrefix(rel, "examples/")
