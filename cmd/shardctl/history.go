@@ -87,7 +87,7 @@ leaves no trace. 'shardctl explain SHARD TOKEN' tells one token's story.
 		return nil
 	}
 	for _, c := range changes {
-		fmt.Fprintf(a.stdout, "%s  %s\n", changeTime(c).Format("2006-01-02 15:04:05.000"), c)
+		fmt.Fprintf(a.stdout, "%s  %s\n", c.When().Format("2006-01-02 15:04:05.000"), c)
 	}
 	return nil
 }
@@ -98,15 +98,6 @@ func historyGap(s shard.Snapshot) string {
 		return fmt.Sprintf(" (live workers of an older release do not speak the %q step: the assignor records nothing until they are upgraded)", shard.StepHistory)
 	}
 	return ""
-}
-
-// changeTime is when a change happened as well as the log knows: an
-// acquisition's own time, an end's sighting.
-func changeTime(c history.Change) time.Time {
-	if c.Kind == history.Acquired && !c.Since.IsZero() {
-		return c.Since
-	}
-	return c.At
 }
 
 func (a *app) explain(ctx context.Context, args []string) error {
@@ -196,7 +187,7 @@ with TOKEN now. The story comes from the fleet's ownership history
 func tenureLine(t history.Tenure) string {
 	line := fmt.Sprintf("%s (token %d)", t.Worker, t.Token)
 	if t.Began != nil {
-		line += fmt.Sprintf(", from %s (%s)", changeTime(*t.Began).Format("2006-01-02 15:04:05.000"), t.Began.Reason)
+		line += fmt.Sprintf(", from %s (%s)", t.Began.When().Format("2006-01-02 15:04:05.000"), t.Began.Reason)
 	}
 	switch {
 	case t.Ended == nil:

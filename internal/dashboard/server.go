@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/internal/fleetview"
+	"github.com/shardlease/shardlease/internal/history"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -147,6 +148,7 @@ const rebuildEvery = 250 * time.Millisecond
 // Run follows the fleet until ctx ends, rebuilding the view on every change
 // (at most every 250 ms) and every Refresh when offsets are shown.
 func (s *Server) Run(ctx context.Context) {
+	s.seedFromHistory(ctx)
 	snaps := make(chan shard.Snapshot, 1)
 	errs := make(chan error, 1)
 	var wg sync.WaitGroup
@@ -199,6 +201,25 @@ func (s *Server) Run(ctx context.Context) {
 			s.publish(ctx, latest, lastErr)
 			dirty, lastBuild = false, time.Now()
 		}
+	}
+}
+
+// seedFromHistory starts the recent moves from the fleet's recorded
+// ownership history (P/history), so a dashboard opened after an incident
+// shows it. Without one (a fleet of an older release, a log this build
+// cannot read, a failed read) the moves start from the owners' keys, as
+// before; the failure is logged, never fatal.
+func (s *Server) seedFromHistory(ctx context.Context) {
+	value, _, err := s.o.Coordinator.History().Read(ctx)
+	if err == nil {
+		var l history.Log
+		if l, err = history.Decode(value); err == nil {
+			s.tracker.Seed(l.Changes)
+			return
+		}
+	}
+	if ctx.Err() == nil {
+		s.o.Logger.Warn("cannot read the fleet's ownership history; recent moves start from the owners' keys", zap.Error(err))
 	}
 }
 

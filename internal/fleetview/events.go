@@ -219,7 +219,9 @@ func (t *Tracker) Observe(s shard.Snapshot, at time.Time) []Event {
 	}
 	if t.prev == nil {
 		t.prev = &s
-		t.recent = LatestAcquired(s, t.limit)
+		if len(t.recent) == 0 {
+			t.recent = LatestAcquired(s, t.limit)
+		}
 		return nil
 	}
 	evs := Diff(t.prev, s, at)
@@ -231,6 +233,24 @@ func (t *Tracker) Observe(s shard.Snapshot, at time.Time) []Event {
 		t.recent = t.recent[:t.limit]
 	}
 	return evs
+}
+
+// Seed starts the recent events, before the first snapshot, from the
+// fleet's recorded history (oldest first, as a history.Log keeps it), so a
+// view opened after a change still shows it; the first snapshot then adds
+// nothing of its own. It does nothing once a snapshot was observed.
+func (t *Tracker) Seed(changes []history.Change) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.prev != nil {
+		return
+	}
+	t.recent = t.recent[:0]
+	for i := len(changes) - 1; i >= 0 && len(t.recent) < t.limit; i-- {
+		c := changes[i]
+		t.recent = append(t.recent, Event{At: c.When(), Index: c.Index, Kind: c.Kind, Shard: c.Shard, Worker: c.Worker, From: c.From,
+			Token: c.Token, Reason: c.Reason})
+	}
 }
 
 // Recent returns up to n recent events, newest first.

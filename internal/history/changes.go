@@ -58,6 +58,16 @@ func (c Change) String() string {
 	}
 }
 
+// When is when the change happened as well as the log knows: an
+// acquisition's own time (the worker's clock) when its key said it, else
+// when the listing showed it.
+func (c Change) When() time.Time {
+	if c.Kind == Acquired && !c.Since.IsZero() {
+		return c.Since
+	}
+	return c.At
+}
+
 // Changes returns the changes of owner between two listings of one fleet,
 // in shard order, stamped at; a nil prev (the first listing) gives none.
 func Changes(prev *shard.Snapshot, next shard.Snapshot, at time.Time) []Change {

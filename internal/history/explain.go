@@ -28,11 +28,7 @@ func (t Tenure) Held(at time.Time) bool {
 	if t.Began == nil {
 		return false
 	}
-	began := t.Began.Since
-	if began.IsZero() {
-		began = t.Began.At
-	}
-	return !at.Before(began) && (t.Ended == nil || at.Before(t.Ended.At))
+	return !at.Before(t.Began.When()) && (t.Ended == nil || at.Before(t.Ended.At))
 }
 
 // Explanation is what a log says about one token of one shard.
