@@ -136,8 +136,21 @@ func TestRollForwardAndBack(t *testing.T) {
 		return slices.Collect(maps.Keys(seen))[0]
 	}
 	previous := running()
-	roll := func(bin, to string) {
-		for _, w := range procs.Workers() {
+	// history reads P/history: its value and index.
+	hc, err := consul.New(consul.Config{Address: agent.HTTPAddr, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	history := func() ([]byte, uint64) {
+		v, idx, err := hc.History().Read(t.Context())
+		if err != nil {
+			t.Fatalf("reading P/history: %v", err)
+		}
+		return v, idx
+	}
+	roll := func(bin, to string, after func(i int)) {
+		for i, w := range procs.Workers() {
 			if err := w.Stop(30 * time.Second); err != nil {
 				t.Fatalf("stopping %s: %v", w.ID, err)
 			}
@@ -148,14 +161,34 @@ func TestRollForwardAndBack(t *testing.T) {
 			if err := waitReady(t, obs, 60*time.Second); err != nil {
 				t.Fatalf("the fleet after %s restarted on %s: %v; the end of its log:\n%s", w.ID, to, err, tail(w.Log, 20))
 			}
+			after(i)
 		}
 		t.Logf("rolled to %s in %v", to, time.Since(began).Round(time.Millisecond))
 	}
-	roll(newBin, "this tree")
+	// The history step: nothing is recorded while a worker of the
+	// previous release is live; once none is, the log is written.
+	roll(newBin, "this tree", func(i int) {
+		if v, _ := history(); i < workers-1 && v != nil {
+			t.Fatalf("P/history was written while %d workers of release %s were live: %.200s", workers-1-i, version, v)
+		}
+	})
 	if now := running(); now == previous {
 		t.Fatalf("after the roll forward the members still run %s, the previous release's build", now)
 	}
-	roll(oldBin, "release "+version)
+	var recorded uint64
+	for deadline := time.Now().Add(15 * time.Second); recorded == 0; time.Sleep(200 * time.Millisecond) {
+		if _, recorded = history(); recorded == 0 && time.Now().After(deadline) {
+			t.Fatal("P/history not written within 15 s of the roll forward's end")
+		}
+	}
+	roll(oldBin, "release "+version, func(i int) {
+		switch _, idx := history(); {
+		case i == 0:
+			recorded = idx
+		case idx != recorded:
+			t.Fatalf("P/history written again (index %d, was %d) while a worker of release %s was live", idx, recorded, version)
+		}
+	})
 	if now := running(); now != previous {
 		t.Fatalf("after the roll back the members run %s, want the previous release's %s", now, previous)
 	}
