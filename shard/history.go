@@ -1,6 +1,9 @@
 package shard
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // MaxHistoryBytes bounds the value of P/history (History.Record), for the
 // reasons MaxLoadBytes gives: Consul stores at most 512 KiB in a key and
@@ -25,4 +28,15 @@ type History interface {
 	// Read returns P/history's value and the key's modify index: nil and
 	// 0 when the key is missing.
 	Read(ctx context.Context) ([]byte, uint64, error)
+}
+
+// CheckHistorySize is History.Record's check of a value's size, the
+// same for every coordinator: one over MaxHistoryBytes wraps
+// ErrInvalidArgument.
+func CheckHistorySize(value []byte) error {
+	if len(value) > MaxHistoryBytes {
+		return fmt.Errorf("%w: record history: %d bytes, over the %d a key holds (keep fewer changes)",
+			ErrInvalidArgument, len(value), MaxHistoryBytes)
+	}
+	return nil
 }

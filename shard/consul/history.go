@@ -2,7 +2,6 @@ package consul
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/hashicorp/consul/api"
@@ -28,9 +27,8 @@ func (h history) Record(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	if len(value) > shard.MaxHistoryBytes {
-		return fmt.Errorf("%w: record history: %d bytes, over the %d a key holds (keep fewer changes)",
-			shard.ErrInvalidArgument, len(value), shard.MaxHistoryBytes)
+	if err := shard.CheckHistorySize(value); err != nil {
+		return err
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()

@@ -134,15 +134,7 @@ func (s *suite) assignFenced(t *testing.T) {
 		"w-b": {Shards: ids[4:6], Release: map[shard.ID]shard.Why{ids[6]: {Reason: shard.ReasonLoad}}, Memory: []byte(`{"v":1,"memo":"b"}`)},
 	}
 	idx := snapshot(t, c).Index
-	for _, tt := range []struct {
-		name  string
-		sid   shard.SessionID
-		epoch shard.Token
-	}{
-		{"a session that does not hold it", b, e1},
-		{"the holder with a later epoch", a, e1 + 1},
-		{"the holder with an earlier epoch", a, e1 - 1},
-	} {
+	for _, tt := range notTheAssignor(a, b, e1) {
 		if err := c.Assignments().Assign(ctx, tt.sid, tt.epoch, set); !errors.Is(err, shard.ErrNotAssignor) {
 			t.Fatalf("Assign by %s = %v, want ErrNotAssignor", tt.name, err)
 		}
@@ -476,4 +468,23 @@ func checkAssignments(t *testing.T, when string, got, want map[string]shard.Assi
 func sameAssignment(a, b shard.Assignment) bool {
 	return a.Epoch == b.Epoch && slices.Equal(a.Shards, b.Shards) && slices.Equal(a.Free, b.Free) && a.AsOf == b.AsOf &&
 		maps.Equal(a.Why, b.Why) && maps.Equal(a.Release, b.Release) && bytes.Equal(a.Memory, b.Memory)
+}
+
+// notTheAssignor are the sessions and epochs every assignor-only write
+// must refuse while session holder holds P/assignor at epoch and other
+// is another live session.
+func notTheAssignor(holder, other shard.SessionID, epoch shard.Token) []struct {
+	name  string
+	sid   shard.SessionID
+	epoch shard.Token
+} {
+	return []struct {
+		name  string
+		sid   shard.SessionID
+		epoch shard.Token
+	}{
+		{"a session that does not hold it", other, epoch},
+		{"the holder with a later epoch", holder, epoch + 1},
+		{"the holder with an earlier epoch", holder, epoch - 1},
+	}
 }

@@ -27,15 +27,7 @@ func (s *suite) history(t *testing.T) {
 	e1 := campaignHeld(t, c, a, "w-a")
 
 	idx := snapshot(t, c).Index
-	for _, tt := range []struct {
-		name  string
-		sid   shard.SessionID
-		epoch shard.Token
-	}{
-		{"a session that does not hold it", b, e1},
-		{"the holder with a later epoch", a, e1 + 1},
-		{"the holder with an earlier epoch", a, e1 - 1},
-	} {
+	for _, tt := range notTheAssignor(a, b, e1) {
 		if err := c.History().Record(ctx, tt.sid, tt.epoch, []byte(`{"v":1}`)); !errors.Is(err, shard.ErrNotAssignor) {
 			t.Fatalf("Record by %s = %v, want ErrNotAssignor", tt.name, err)
 		}
