@@ -21,13 +21,18 @@ const MaxRejoinGrace = 10 * time.Minute
 // it; the operators' marks. Keys that are not the assignor's word (a
 // problem in the snapshot, shard.Unsealed included) are left out, so the
 // step treats their workers as without a key and writes one. It returns
-// what it could not read of the memories, for the log. shards must be
-// sorted, as a Config's IDs are.
+// what it could not read of the memories, for the log. Members' zones
+// count only while every live member speaks shard.StepZones. shards must
+// be sorted, as a Config's IDs are.
 func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Time) (rebalance.State, []string) {
 	cfg.Generation = generation(snap)
 	st := rebalance.State{Now: now, Shards: shards, Holders: make([]string, len(shards)), Assigned: map[string]rebalance.Assignment{},
 		Frozen: snap.Freeze != nil}
 	bySession := map[shard.SessionID]string{}
+	// Zones count once every live member speaks of them: until then an
+	// assignor of the release before them could take over and plan
+	// without them.
+	zoned := snap.AllSpeak(shard.StepZones)
 	for _, m := range snap.Members {
 		if m.Returning(now) && m.RejoinUntil.Sub(now) <= MaxRejoinGrace+time.Minute {
 			if st.Returning == nil {
@@ -36,7 +41,11 @@ func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Ti
 			st.Returning[m.ID] = m.RejoinUntil
 		}
 		if m.Live() {
-			st.Members = append(st.Members, rebalance.Member{ID: m.ID, Weight: m.Weight, Draining: m.Draining, Cordoned: m.Cordon != nil, Session: m.Session})
+			rm := rebalance.Member{ID: m.ID, Weight: m.Weight, Draining: m.Draining, Cordoned: m.Cordon != nil, Session: m.Session}
+			if zoned {
+				rm.Zone = m.Zone
+			}
+			st.Members = append(st.Members, rm)
 			bySession[m.Session] = m.ID
 		}
 	}

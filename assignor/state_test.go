@@ -38,3 +38,32 @@ func TestStepStateHoldersBySession(t *testing.T) {
 		t.Errorf("holders %q, want %q", st.Holders, want)
 	}
 }
+
+// TestZonesWaitForTheStep: members' zones reach the step only while every
+// live member speaks shard.StepZones; a dead member without it does not
+// hold them back.
+func TestZonesWaitForTheStep(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ids := shard.Config{Shards: 4}.IDs()
+	zoned := shard.Steps()
+	snap := shard.Snapshot{Members: []shard.MemberState{
+		{Member: shard.Member{ID: "a", Zone: "z1", Steps: zoned}, Session: "a#1"},
+		{Member: shard.Member{ID: "b", Zone: "z2", Steps: zoned}, Session: "b#1"},
+		{Member: shard.Member{ID: "old"}}, // dead
+	}}
+	zones := func() []string {
+		st, _ := State(snap, shard.Config{Shards: 4}, ids, now)
+		var zs []string
+		for _, m := range st.Members {
+			zs = append(zs, m.Zone)
+		}
+		return zs
+	}
+	if got := zones(); !slices.Equal(got, []string{"z1", "z2"}) {
+		t.Errorf("every live member speaks zones: %q, want z1, z2", got)
+	}
+	snap.Members[2].Session = "old#1" // a live worker of a release without zones
+	if got := zones(); !slices.Equal(got, []string{"", "", ""}) {
+		t.Errorf("with a live member without the zones step: %q, want none", got)
+	}
+}

@@ -108,3 +108,47 @@ func capacities(n int, ids []string, ws []uint64, owned []int) []int {
 	}
 	return base
 }
+
+// zonedCapacities is capacities for members in zones (zones[i] is member
+// i's; "" is a zone too): n is split among the zones by the sum of their
+// members' weights, each zone counting the shards its members own for the
+// rounding slots, and each zone's quota among its members as capacities
+// splits it. So each zone's quota is the floor or the ceiling of its
+// share, and within a zone each member's is of its share of the zone's.
+// With one zone it is capacities.
+func zonedCapacities(n int, ids, zones []string, ws []uint64, owned []int) []int {
+	index := map[string]int{}
+	var names []string
+	for _, z := range zones {
+		if _, ok := index[z]; !ok {
+			index[z] = len(names)
+			names = append(names, z)
+		}
+	}
+	if len(names) <= 1 {
+		return capacities(n, ids, ws, owned)
+	}
+	zw, zo := make([]uint64, len(names)), make([]int, len(names))
+	in := make([][]int, len(names))
+	for i, z := range zones {
+		k := index[z]
+		zw[k] += ws[i]
+		zo[k] += owned[i]
+		in[k] = append(in[k], i)
+	}
+	caps := make([]int, len(ws))
+	for k, q := range capacities(n, names, zw, zo) {
+		if q == 0 {
+			continue // also every zone whose weights are all 0 (draining)
+		}
+		sub := in[k]
+		sids, sws, sown := make([]string, len(sub)), make([]uint64, len(sub)), make([]int, len(sub))
+		for j, i := range sub {
+			sids[j], sws[j], sown[j] = ids[i], ws[i], owned[i]
+		}
+		for j, c := range capacities(q, sids, sws, sown) {
+			caps[sub[j]] = c
+		}
+	}
+	return caps
+}

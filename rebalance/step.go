@@ -70,6 +70,12 @@ type Member struct {
 	// Session is the member's current session: Step tells a restarted
 	// member from the one it judged stuck by it.
 	Session shard.SessionID
+	// Zone is the member's failure domain (shard.Member.Zone; "" is one
+	// too). Quotas are split among zones first, by the sum of their
+	// members' weights, then within each zone, so each zone holds its
+	// capacity's share within one shard. Counts only: with Loads, zones
+	// are not balanced (see the package doc).
+	Zone string
 }
 
 // Assignment is one worker's assignment key: the shards it should own, and

@@ -134,7 +134,7 @@ func (st *step) capacities(owned, held []int) []int {
 	}
 	ws := effectiveWeights(st.members)
 	if !slices.Contains(st.stuck, true) && !slices.Contains(st.probation, true) && !slices.Contains(st.cordoned, true) {
-		return capacities(len(st.shards), st.ids, ws, owned)
+		return zonedCapacities(len(st.shards), st.ids, zonesOf(st.members), ws, owned)
 	}
 	var sum uint64
 	for _, w := range ws {
@@ -182,10 +182,19 @@ func (st *step) capacities(owned, held []int) []int {
 	for k, m := range others {
 		ids[k], members[k], sub[k] = st.ids[m], st.members[m], owned[m]
 	}
-	for k, c := range capacities(rest, ids, effectiveWeights(members), sub) {
+	for k, c := range zonedCapacities(rest, ids, zonesOf(members), effectiveWeights(members), sub) {
 		caps[others[k]] = c
 	}
 	return caps
+}
+
+// zones are the members' zones, in order.
+func zonesOf(ms []Member) []string {
+	zs := make([]string, len(ms))
+	for i, m := range ms {
+		zs[i] = m.Zone
+	}
+	return zs
 }
 
 // decide sets every shard's key after this step. A free shard goes to its

@@ -40,6 +40,15 @@ type Member struct {
 	Steps   []string  `json:"steps,omitempty"`
 	Weight  int       `json:"weight"`
 	Started time.Time `json:"started"`
+	// Zone is the failure domain the worker runs in ("eu-west-1a"; see
+	// ValidateZone): the assignor keeps each zone's share of shards in
+	// proportion to its capacity (once every live member speaks
+	// StepZones). Empty: none; members without one form a zone of their
+	// own. Labels are the worker's other facts ("disk=ssd"; see
+	// ValidateLabels), shown to operators. Both are the worker's to write,
+	// from its configuration; a release before they existed ignores them.
+	Zone   string            `json:"zone,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 	// Draining asks the worker to hand off all of its shards (set by an
 	// operator); the planner gives a draining member no capacity.
 	Draining bool `json:"draining,omitempty"`

@@ -40,10 +40,16 @@ const StepGenerations = "generations"
 // problems, as a foreign key under the prefix.
 const StepHistory = "history"
 
+// StepZones is the protocol step of zones: the assignor places shards in
+// proportion to each zone's capacity (Member.Zone) only while every live
+// member speaks it, so that during a roll from a release that knows no
+// zones an assignor of either release plans the same.
+const StepZones = "zones"
+
 // Steps returns the protocol steps this build speaks beyond Protocol,
 // which it writes into its member key (Member.Steps). A feature that
 // needs a step switches on only when every live member has it.
-func Steps() []string { return []string{StepGenerations, StepHistory} }
+func Steps() []string { return []string{StepGenerations, StepHistory, StepZones} }
 
 // AllSpeak reports whether every live member of s speaks step.
 func (s Snapshot) AllSpeak(step string) bool {

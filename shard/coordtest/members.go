@@ -3,6 +3,7 @@ package coordtest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -120,3 +121,21 @@ func wakes[K any](t *testing.T, slack time.Duration, name, what string, after ui
 
 // quiet is how long a watch must stay blocked to count as not woken.
 const quiet = 300 * time.Millisecond
+
+// memberZone: a member's zone and labels are stored as written and shown
+// in snapshots and to Members.Watch.
+func (s *suite) memberZone(t *testing.T) {
+	c := s.open(t)
+	configure(t, c, 4)
+	a := session(t, c, "w-a", long, 0)
+	want := shard.Member{ID: "w-a", Weight: 1, Zone: "eu-west-1a", Labels: map[string]string{"disk": "ssd", "rack": "r7"}}
+	join(t, c, a, want)
+	ms, ok := snapshot(t, c).Member("w-a")
+	if !ok || ms.Zone != want.Zone || !maps.Equal(ms.Labels, want.Labels) {
+		t.Fatalf("snapshot member = %+v, want zone %q and labels %v", ms, want.Zone, want.Labels)
+	}
+	k, err := c.Members().Watch(t.Context(), "w-a", 0)
+	if err != nil || k.Member.Zone != want.Zone || !maps.Equal(k.Member.Labels, want.Labels) {
+		t.Fatalf("Members().Watch = %+v, %v; want zone %q and labels %v", k.Member, err, want.Zone, want.Labels)
+	}
+}

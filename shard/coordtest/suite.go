@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) shard.Coordinator, opts ...Option
 		{"DeadWorkerLoads", s.deadWorkerLoads},
 		{"ReportLoadSize", s.reportLoadSize},
 		{"History", s.history},
+		{"MemberZone", s.memberZone},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

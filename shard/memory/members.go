@@ -49,7 +49,7 @@ func (ms members) Join(ctx context.Context, id shard.SessionID, m shard.Member) 
 	}
 	idx := c.commitLocked()
 	m.Load = nil
-	c.members[m.ID] = &memberKey{member: m, session: id, index: idx}
+	c.members[m.ID] = &memberKey{member: m.Clone(), session: id, index: idx}
 	return nil
 }
 
@@ -88,7 +88,7 @@ func (c *Coordinator) memberKeyLocked(id string) shard.MemberKey {
 	if !ok {
 		return shard.MemberKey{Index: max(c.memberGone[id], 1)}
 	}
-	return shard.MemberKey{Index: k.index, Exists: true, Member: shard.MemberState{Member: k.member, Session: k.session}}
+	return shard.MemberKey{Index: k.index, Exists: true, Member: shard.MemberState{Member: k.member.Clone(), Session: k.session}}
 }
 
 // DeleteMember deletes a member key, as an operator might in Consul, and
@@ -129,7 +129,7 @@ func (c *Coordinator) PutMember(m shard.Member) {
 		k.gcTimer = c.scheduleLocked(c.collectAt(k))
 		c.members[m.ID] = k
 	}
-	k.member, k.index = m, c.commitLocked()
+	k.member, k.index = m.Clone(), c.commitLocked()
 }
 
 // collectAt is when dead member key k is deleted: the member grace after

@@ -70,7 +70,7 @@ func (c *Coordinator) snapshotLocked() shard.Snapshot {
 		snap.Config = &cfg
 	}
 	for id, k := range c.members {
-		m := shard.MemberState{Member: k.member, Session: k.session}
+		m := shard.MemberState{Member: k.member.Clone(), Session: k.session}
 		m.Load = c.memberLoadLocked(id, k)
 		snap.Members = append(snap.Members, m)
 	}
