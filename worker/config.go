@@ -26,6 +26,13 @@ type Config struct {
 	Weight int
 	// Address and Version are shown to operators.
 	Address, Version string
+	// Zone is the failure domain the worker runs in ("eu-west-1a"), and
+	// Labels its other facts ("disk": "ssd"), written into its member key
+	// (shard.Member.Zone, Labels; checked by shard.ValidateZone and
+	// ValidateLabels). The assignor keeps each zone's share of shards in
+	// proportion to its capacity. Empty: no zone.
+	Zone   string
+	Labels map[string]string
 
 	// Fleet is the shard set. It must equal the fleet's stored config.
 	Fleet shard.Config
@@ -295,6 +302,12 @@ func (c Config) settingsProblems() []string {
 	}
 	if c.Weight < 0 {
 		add("weight %d must not be negative", c.Weight)
+	}
+	if err := shard.ValidateZone(c.Zone); err != nil {
+		add("%v", err)
+	}
+	if err := shard.ValidateLabels(c.Labels); err != nil {
+		add("%v", err)
 	}
 	if err := c.Fleet.Validate(); err != nil {
 		add("%v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -296,7 +297,7 @@ func (w *Worker) term(ctx context.Context, startBy time.Time) error {
 // duplicate worker ID.
 func (w *Worker) join(ctx context.Context, l *lease.Lease, startBy time.Time) (shard.Member, error) {
 	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Protocol: shard.Protocol, Steps: shard.Steps(), Weight: w.cfg.Weight, Started: time.Now(),
-		Draining: w.draining.Load(), Cordon: w.keptCordon(l)}
+		Zone: w.cfg.Zone, Labels: maps.Clone(w.cfg.Labels), Draining: w.draining.Load(), Cordon: w.keptCordon(l)}
 	giveUp := time.Now().Add(2*w.cfg.Policy.TTL + w.cfg.Policy.RenewEvery)
 	reported := false
 	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, J: w.jitter}

@@ -96,3 +96,45 @@ func TestLeaseFlagsDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestZoneAndLabelFlags: --zone and --labels (or SHARDLEASE_ZONE and
+// SHARDLEASE_LABELS) become the worker's Zone and Labels; bad values are
+// refused naming them.
+func TestZoneAndLabelFlags(t *testing.T) {
+	base := []string{"--consul=127.0.0.1:1", "--prefix=p", "--shards=8", "--id=w1"}
+	var errb bytes.Buffer
+	f, code, ok := parseWorkerFlags(append(base, "--zone=eu-west-1a", "--labels=disk=ssd,rack=r7"), &errb)
+	if !ok {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if c := f.settings(); c.Zone != "eu-west-1a" || c.Labels["disk"] != "ssd" || c.Labels["rack"] != "r7" || len(c.Labels) != 2 {
+		t.Errorf("zone %q, labels %v", c.Zone, c.Labels)
+	}
+
+	t.Setenv("SHARDLEASE_ZONE", "zone-b")
+	t.Setenv("SHARDLEASE_LABELS", "disk=hdd")
+	errb.Reset()
+	f, code, ok = parseWorkerFlags(base, &errb)
+	if !ok {
+		t.Fatalf("from the environment: exit %d: %s", code, errb.String())
+	}
+	if c := f.settings(); c.Zone != "zone-b" || c.Labels["disk"] != "hdd" {
+		t.Errorf("from the environment: zone %q, labels %v", c.Zone, c.Labels)
+	}
+
+	for _, tc := range []struct {
+		flags []string
+		env   string
+		want  string
+	}{
+		{[]string{"--zone=eu west"}, "", `zone "eu west" has " "`},
+		{[]string{"--labels=disk"}, "", `label "disk" has no '='`},
+		{nil, "disk", `SHARDLEASE_LABELS: shard: invalid argument: label "disk" has no '='`},
+	} {
+		t.Setenv("SHARDLEASE_LABELS", tc.env)
+		errb.Reset()
+		if _, code, ok := parseWorkerFlags(append(base, tc.flags...), &errb); ok || code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("shardd worker %v (SHARDLEASE_LABELS=%q): ok %v, exit %d, %q; want a refusal saying %q", tc.flags, tc.env, ok, code, errb.String(), tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"time"
 
@@ -19,6 +20,9 @@ type memberFlags struct {
 	fleet    shard.Config
 	id       string
 	weight   int // --weight, `shardd worker` only; 0: the default, 1
+	zone     string
+	labels   map[string]string
+	envLabel error // SHARDLEASE_LABELS could not be read (and --labels was not given)
 	policy   shard.LeasePolicy
 	drain    time.Duration
 	rejoin   time.Duration // --rejoin-grace; 0: none
@@ -39,6 +43,19 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 	fs.IntVar(&f.fleet.Shards, "shards", 0, "number of shards in the fleet (required; must match the fleet's stored config)")
 	fs.StringVar(&f.fleet.Name, "shard-name", shard.DefaultName, "shard name stem: shards are named STEM-000, STEM-001, …")
 	fs.StringVar(&f.id, "id", host, idHelp)
+	fs.StringVar(&f.zone, "zone", os.Getenv("SHARDLEASE_ZONE"), "the failure domain this member runs in, e.g. eu-west-1a: the assignor keeps each zone's share of shards "+
+		"in proportion to its capacity (env SHARDLEASE_ZONE; default: none)")
+	if f.labels, f.envLabel = shard.ParseLabels(os.Getenv("SHARDLEASE_LABELS")); f.envLabel != nil {
+		f.envLabel = fmt.Errorf("SHARDLEASE_LABELS: %w (fix it, or give --labels)", f.envLabel)
+	}
+	fs.Func("labels", "this member's labels as key=value,… e.g. disk=ssd,rack=r7, shown to operators (env SHARDLEASE_LABELS)", func(v string) error {
+		l, err := shard.ParseLabels(v)
+		if err != nil {
+			return err
+		}
+		f.labels, f.envLabel = l, nil
+		return nil
+	})
 	fs.DurationVar(&f.policy.TTL, "ttl", f.policy.TTL, "session TTL (liveness check: the check's TTL; liveness ttl: at least 10s, "+
 		"and the lease flags left out come from shard.SessionTTLPolicy, 10s/2s/5s)")
 	fs.DurationVar(&f.policy.RenewEvery, "renew", f.policy.RenewEvery, "renewal interval")
@@ -87,8 +104,8 @@ func (f *memberFlags) resolvePolicy(fs *flag.FlagSet) {
 // settings is the worker.Config the flags describe, without what is
 // opened at start (coordinator, offset store, handler, metrics, logger).
 func (f memberFlags) settings() worker.Config {
-	c := worker.Config{ID: f.id, Weight: f.weight, Fleet: f.fleet, Policy: f.policy, DrainTimeout: f.drain, RejoinGrace: f.rejoin,
-		MaxMovesInFlight: f.moves}
+	c := worker.Config{ID: f.id, Weight: f.weight, Zone: f.zone, Labels: f.labels, Fleet: f.fleet, Policy: f.policy, DrainTimeout: f.drain,
+		RejoinGrace: f.rejoin, MaxMovesInFlight: f.moves}
 	f.load.apply(&c)
 	return c
 }
@@ -115,7 +132,7 @@ func (f memberFlags) check(onConsul bool, required, own []error, libs ...func() 
 		return errors.Join(append(missing, own...)...)
 	}
 	settings := f.settings().ValidateSettings()
-	problems := append(append(own, f.load.problems(f.fleet)...), settings)
+	problems := append(append(own, f.load.problems(f.fleet)...), f.envLabel, settings)
 	if onConsul {
 		problems = append(problems, f.consul.Validate())
 	}
