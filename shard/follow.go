@@ -111,7 +111,7 @@ func Follow[T Indexed](ctx context.Context, watch func(ctx context.Context, afte
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case timedOut && have:
+		case timedOut && have && (err != nil || v.BlockingIndex() == index):
 			v = last // nothing changed, but time did: call fn again
 		case err != nil:
 			if opts.OnError != nil && !opts.OnError(err) {

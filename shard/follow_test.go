@@ -152,3 +152,31 @@ func TestFollowAfter(t *testing.T) {
 		}
 	})
 }
+
+// TestFollowKeepsAnAnswerThatCameAtItsWake: a read that succeeds with a
+// new index just as fn's wake time passes delivers the new answer, not
+// the one before it again.
+func TestFollowKeepsAnAnswerThatCameAtItsWake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		watch := func(ctx context.Context, _ uint64) (shard.Snapshot, error) {
+			calls++
+			if calls == 1 {
+				return shard.Snapshot{Index: 1}, nil
+			}
+			<-ctx.Done() // the change lands as the deadline passes
+			return shard.Snapshot{Index: 2}, nil
+		}
+		var got []uint64
+		_ = shard.Follow(t.Context(), watch, shard.FollowOptions{}, func(s shard.Snapshot) (time.Time, error) {
+			got = append(got, s.Index)
+			if len(got) == 2 {
+				return time.Time{}, shard.ErrStopFollowing
+			}
+			return time.Now().Add(100 * time.Millisecond), nil
+		})
+		if len(got) != 2 || got[1] != 2 {
+			t.Errorf("delivered %v, want 1 then the answer that came at the wake, 2", got)
+		}
+	})
+}
