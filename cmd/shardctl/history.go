@@ -40,8 +40,9 @@ fencing token, when (the worker's clock) and why, and how each tenure ended
 (released and why, expired: the session ended without releasing it). The log
 keeps the last 1000 changes; it outlives every worker and assignor. SHARD (an
 ID or its number) shows that shard's changes only. A shard taken and lost
-again between two of the assignor's listings (a few hundred milliseconds)
-leaves no trace. 'shardctl explain SHARD TOKEN' tells one token's story.
+again between two of the assignor's listings (a few hundred milliseconds; more
+across an assignor change) leaves no trace, and a tenure that ended unseen
+shows as "superseded". 'shardctl explain SHARD TOKEN' tells one token's story.
 
 `)
 		fs.PrintDefaults()
@@ -165,11 +166,7 @@ with TOKEN now. The story comes from the fleet's ownership history
 		fmt.Fprintf(a.stdout, "  after it:  %s\n", tenureLine(*e.After))
 	}
 	if !at.IsZero() && (e.Tenure.Began != nil || e.Tenure.Ended != nil) {
-		verdict := "NOT in force"
-		if e.Tenure.Held(at) {
-			verdict = "in force"
-		}
-		fmt.Fprintf(a.stdout, "  at %s: this tenure was %s, as far as the log knows\n", at.Format(time.RFC3339), verdict)
+		fmt.Fprintf(a.stdout, "  at %s: %s\n", at.Format(time.RFC3339Nano), verdictText(e.Tenure.At(at)))
 	}
 	fmt.Fprintf(a.stdout, "  now: %s\n", lockNow(s, id, tok))
 	if fc.offsets != nil {
@@ -189,15 +186,28 @@ func tenureLine(t history.Tenure) string {
 	if t.Began != nil {
 		line += fmt.Sprintf(", from %s (%s)", t.Began.When().Format("2006-01-02 15:04:05.000"), t.Began.Reason)
 	}
-	switch {
-	case t.Ended == nil:
-		line += ", no end recorded"
-	case t.Ended.Kind == history.Acquired:
-		line += fmt.Sprintf(", until %s or before: %s took it with token %d", t.Ended.At.Format("15:04:05.000"), t.Ended.Worker, t.Ended.Token)
-	default:
-		line += fmt.Sprintf(", until %s or before: %s (%s)", t.Ended.At.Format("15:04:05.000"), t.Ended.Kind, t.Ended.Reason)
+	if t.Ended == nil {
+		return line + ", no end recorded"
 	}
-	return line
+	ended := "until " + t.Ended.At.Format("15:04:05.000") + " or before"
+	if !t.Ended.Seen.IsZero() {
+		ended = fmt.Sprintf("ended between %s (last seen held) and %s", t.Ended.Seen.Format("15:04:05.000"), t.Ended.At.Format("15:04:05.000"))
+	}
+	if t.Ended.Kind == history.Acquired {
+		return line + fmt.Sprintf(", %s: %s took it with token %d", ended, t.Ended.Worker, t.Ended.Token)
+	}
+	return line + fmt.Sprintf(", %s: %s (%s)", ended, t.Ended.Kind, t.Ended.Reason)
+}
+
+// verdictText says what a log knows of a tenure at one moment.
+func verdictText(v history.Verdict) string {
+	switch v {
+	case history.InForce:
+		return "this tenure was in force"
+	case history.NotInForce:
+		return "this tenure was NOT in force"
+	}
+	return "the log cannot tell whether this tenure was in force (its start is not recorded, or the moment falls between the listing that last showed it held and the one that showed it ended)"
 }
 
 // lockNow says who holds the shard's lock now, against token.
@@ -206,13 +216,14 @@ func lockNow(s shard.Snapshot, id shard.ID, token shard.Token) string {
 		if st.Shard != id || !st.Held() {
 			continue
 		}
+		who := history.HolderOf(s, st)
 		switch {
 		case st.Token == token:
-			return fmt.Sprintf("%s holds the shard at this token: it is the current owner", st.Owner.Worker)
+			return fmt.Sprintf("%s holds the shard at this token: it is the current owner", who)
 		case st.Token > token:
-			return fmt.Sprintf("%s holds the shard at token %d, above this one: a write with token %d is a stale owner's", st.Owner.Worker, st.Token, token)
+			return fmt.Sprintf("%s holds the shard at token %d, above this one: a write with token %d is a stale owner's", who, st.Token, token)
 		default:
-			return fmt.Sprintf("%s holds the shard at token %d, BELOW this one: token %d was never granted after it (a forged or foreign token, or a coordinator rebuilt without 'shardctl recover')", st.Owner.Worker, st.Token, token)
+			return fmt.Sprintf("%s holds the shard at token %d, BELOW this one: token %d was never granted after it (a forged or foreign token, or a coordinator rebuilt without 'shardctl recover')", who, st.Token, token)
 		}
 	}
 	return "the shard is free"

@@ -56,7 +56,7 @@ func TestHistoryAndExplain(t *testing.T) {
 		}
 		t.Logf("\n%s", out)
 		for _, want := range []*regexp.Regexp{
-			regexp.MustCompile(fmt.Sprintf(`held by w1 \(token %d\), from .* \(initial[^)]*\), until .* or before: (released \(rebalance\)|w2 took it with token %d)`, oldToken, now)),
+			regexp.MustCompile(fmt.Sprintf(`held by w1 \(token %d\), from .* \(initial[^)]*\), ended between .* \(last seen held\) and .*: (released \(rebalance\)|w2 took it with token %d)`, oldToken, now)),
 			regexp.MustCompile(fmt.Sprintf(`after it:  w2 \(token %d\)`, now)),
 			regexp.MustCompile(fmt.Sprintf(`now: w2 holds the shard at token %d, above this one`, now)),
 			regexp.MustCompile(fmt.Sprintf(`offsets store: floor %d: a write with token %d is REFUSED now`, now, oldToken)),

@@ -15,9 +15,10 @@ import (
 const (
 	// Acquired, Released and Expired are a shard's changes of owner
 	// (history.Changes says which is which).
-	Acquired = history.Acquired
-	Released = history.Released
-	Expired  = history.Expired
+	Acquired   = history.Acquired
+	Released   = history.Released
+	Expired    = history.Expired
+	Superseded = history.Superseded
 	// Joined, Left, Draining and Undrained are membership changes.
 	Joined    = "joined"
 	Left      = "left"
@@ -51,7 +52,7 @@ func (e Event) String() string {
 			from = " from " + e.From
 		}
 		return fmt.Sprintf("%s → %s%s (token %d): %s", e.Shard, e.Worker, from, e.Token, e.Reason)
-	case Released, Expired:
+	case Released, Expired, Superseded:
 		return fmt.Sprintf("%s ← %s %s: %s", e.Shard, e.Worker, e.Kind, e.Reason)
 	case Frozen, Unfrozen:
 		return fmt.Sprintf("fleet %s: %s", e.Kind, e.Reason)

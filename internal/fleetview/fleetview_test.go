@@ -136,7 +136,9 @@ func TestDiff(t *testing.T) {
 	next.Index = 20
 	// a releases 0 for a drain; b's session ends holding 2; d joins and
 	// takes 3 (released earlier by c); b... is gone; a starts draining.
-	next.Shards[0] = shard.ShardState{Shard: "stream/shard-000", Token: 11, Owner: shard.Owner{Worker: "a", Why: initial, Released: shard.ReasonDrain}}
+	released := prev.Shards[0].Owner // a release keeps the rest of the value
+	released.Released = shard.ReasonDrain
+	next.Shards[0] = shard.ShardState{Shard: "stream/shard-000", Token: 11, Owner: released}
 	next.Shards[2] = shard.ShardState{Shard: "stream/shard-002", Token: 5, Owner: prev.Shards[2].Owner}
 	next.Shards[3] = held("stream/shard-003", "s-d", 12, "d", fromC)
 	next.Members = []shard.MemberState{member("a", "s-a", true), member("b", "", true), member("c", "", false), member("d", "s-d", false)}

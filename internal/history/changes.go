@@ -19,6 +19,10 @@ const (
 	// Expired: the holder's session ended without releasing the shard (a
 	// crash, a partition, a pause past the TTL, a destroy).
 	Expired = "expired"
+	// Superseded: the holder's tenure ended, and another worker's came and
+	// went, between two listings: how the first ended is unknown. The
+	// change after it tells of the unseen tenure (its token unknown: 0).
+	Superseded = "superseded"
 )
 
 // Change is one change of a shard's owner, as seen between two listings.
@@ -39,6 +43,10 @@ type Change struct {
 	// Since is, for an acquisition, when the worker took the lock, as
 	// its own clock wrote it into the key (zero if the key says nothing).
 	Since time.Time `json:"since,omitzero"`
+	// Seen is, for an end (or an acquisition that ended the tenure before
+	// it), when a listing last showed the tenure that ended still held:
+	// it ended after Seen and by At (zero: not known).
+	Seen time.Time `json:"seen,omitzero"`
 	// Reason is why: the acquirer's placement reason, the releaser's
 	// reason, or what ended the tenure.
 	Reason string `json:"reason"`
@@ -100,11 +108,13 @@ func Changes(prev *shard.Snapshot, next shard.Snapshot, at time.Time) []Change {
 				Since: st.Owner.Since, Reason: AcquiredWhy(st.Owner)})
 		case !st.Held() && existed && old.Held():
 			who := HolderOf(*prev, old)
-			if st.Owner.Released != shard.ReasonUnknown {
-				add(Change{Kind: Released, Shard: st.Shard, Worker: who, Token: old.Token, Reason: st.Owner.Released.String()})
-			} else {
-				add(Change{Kind: Expired, Shard: st.Shard, Worker: who, Token: old.Token, Reason: who + "'s session ended without releasing it"})
+			if another(old.Owner, st.Owner) {
+				add(Change{Kind: Superseded, Shard: st.Shard, Worker: who, Token: old.Token,
+					Reason: "ended between two listings, and " + st.Owner.Worker + " held it after, unseen"})
+				add(end(st, st.Owner.Worker, 0, " (held between two listings; its token is unknown)"))
+				continue
 			}
+			add(end(st, who, old.Token, ""))
 		}
 	}
 	for _, old := range before { // keys deleted (by an operator)
@@ -114,6 +124,26 @@ func Changes(prev *shard.Snapshot, next shard.Snapshot, at time.Time) []Change {
 	}
 	slices.SortStableFunc(out, func(a, b Change) int { return cmp.Compare(a.Shard, b.Shard) })
 	return out
+}
+
+// end is the change for a tenure of who at token whose key st is now
+// free: released (the key says why) or expired.
+func end(st shard.ShardState, who string, token shard.Token, note string) Change {
+	if st.Owner.Released != shard.ReasonUnknown {
+		return Change{Kind: Released, Shard: st.Shard, Worker: who, Token: token, Reason: st.Owner.Released.String() + note}
+	}
+	return Change{Kind: Expired, Shard: st.Shard, Worker: who, Token: token, Reason: who + "'s session ended without releasing it" + note}
+}
+
+// another reports whether a free key's value was written by another
+// acquisition than the one the previous listing saw held: another worker,
+// or the same one at another time. A value that names no worker (an edit)
+// tells nothing.
+func another(before, now shard.Owner) bool {
+	if before.Worker == "" || now.Worker == "" {
+		return false
+	}
+	return before.Worker != now.Worker || !before.Since.Equal(now.Since)
 }
 
 // HolderOf is the worker holding st in s: the live member whose session

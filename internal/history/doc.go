@@ -15,10 +15,13 @@
 //
 // What it does not guarantee: every tenure. Listings coalesce: a shard
 // taken and lost again between two listings (a few hundred milliseconds
-// apart at most, Coalesce's spacing plus a listing) leaves no trace, so
-// a token can be missing from the log although a worker held it
-// (Explain says so). An end is stamped with the time the assignor saw
-// it, not when it happened. The log is as trustworthy as whoever may
+// apart while an assignor runs; across an assignor change, the election
+// and the changes it had not written yet; while a member without the
+// history step is live, the whole time) leaves no trace, so a token can
+// be missing from the log although a worker held it (Explain says so),
+// and a tenure that ended unseen is recorded as Superseded. An end is
+// known only between the last listing that showed the tenure held (Seen)
+// and the one that showed it ended (At); Tenure.At says Unknown there. The log is as trustworthy as whoever may
 // write the fleet's prefix: an edit by hand with Consul's KV API is not
 // detected (the lock's token and the offsets store's floor, which
 // shardctl explain shows beside it, are the authorities).

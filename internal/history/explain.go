@@ -20,15 +20,47 @@ type Tenure struct {
 	Ended *Change
 }
 
-// Held reports whether the tenure was in force at t, as far as the log
-// knows: from its acquisition (the worker's clock) until its end was seen
-// (the assignor's clock). A tenure whose end the log lacks is in force
-// from its acquisition on.
-func (t Tenure) Held(at time.Time) bool {
-	if t.Began == nil {
-		return false
+// Verdict is whether a tenure was in force at a moment, as far as a log
+// can tell.
+type Verdict int
+
+// The verdicts.
+const (
+	// Unknown: the log cannot tell (it lacks the tenure's start, or the
+	// moment falls between the last listing that showed it held and the
+	// one that showed it ended).
+	Unknown Verdict = iota
+	InForce
+	NotInForce
+)
+
+// At says whether the tenure was in force at t. It began when its worker
+// took the lock (the worker's clock); it ended after the last listing
+// that showed it held (Ended.Seen) and no later than the listing that
+// showed it ended, or the successor's acquisition when that is earlier
+// (the successor's clock). Between those two it is Unknown: clocks of
+// different machines, and the listings' spacing, bound what a log knows.
+func (t Tenure) At(at time.Time) Verdict {
+	if t.Ended != nil {
+		endBy := t.Ended.At
+		if t.Ended.Kind == Acquired && !t.Ended.Since.IsZero() && t.Ended.Since.Before(endBy) {
+			endBy = t.Ended.Since
+		}
+		if !at.Before(endBy) {
+			return NotInForce
+		}
 	}
-	return !at.Before(t.Began.When()) && (t.Ended == nil || at.Before(t.Ended.At))
+	switch {
+	case t.Began == nil:
+		return Unknown
+	case at.Before(t.Began.When()):
+		return NotInForce
+	case t.Ended == nil:
+		return InForce
+	case !t.Ended.Seen.IsZero() && at.Before(t.Ended.Seen):
+		return InForce
+	}
+	return Unknown
 }
 
 // Explanation is what a log says about one token of one shard.
@@ -62,7 +94,7 @@ func (l Log) Explain(id shard.ID, token shard.Token) Explanation {
 		}
 	}
 	found := e.Tenure.Began != nil || e.Tenure.Ended != nil
-	e.Window = !found && (len(l.Changes) == 0 || token.Index() < l.Changes[0].Index)
+	e.Window = !found && (len(l.Changes) == 0 || l.older(token))
 	return e
 }
 
@@ -90,4 +122,20 @@ func (l Log) Tenures(id shard.ID) []Tenure {
 		}
 	}
 	return ts
+}
+
+// older reports whether token may be older than every listing the log
+// keeps: of an earlier generation than its oldest change's token, or of
+// the same one with an index at most its oldest listing's.
+func (l Log) older(token shard.Token) bool {
+	first := l.Changes[0]
+	for _, c := range l.Changes {
+		if c.Token != 0 { // an unseen tenure's is 0: no generation
+			if g := c.Token.Generation(); token.Generation() != g {
+				return token.Generation() < g
+			}
+			break
+		}
+	}
+	return token.Index() <= first.Index
 }

@@ -192,6 +192,8 @@ func TestExplain(t *testing.T) {
 	observe(t, &r, f)
 	t2 := f.take("s-0", "w2", shard.ReasonOrphaned)
 	observe(t, &r, f)
+	f.index += 2 // a later listing that still shows w2 holding it
+	observe(t, &r, f)
 	f.release("s-0", shard.ReasonShutdown)
 	t3 := f.take("s-0", "w3", shard.ReasonFree)
 	observe(t, &r, f)
@@ -204,9 +206,18 @@ func TestExplain(t *testing.T) {
 	if e.Before == nil || e.Before.Worker != "w1" || e.Before.Ended == nil || e.Before.Ended.Kind != Expired || e.After == nil || e.After.Worker != "w3" {
 		t.Fatalf("Explain(t2) neighbours = %+v / %+v, want w1 (expired) and w3", e.Before, e.After)
 	}
-	began := e.Tenure.Began.Since
-	if !e.Tenure.Held(began) || e.Tenure.Held(began.Add(-time.Second)) || e.Tenure.Held(e.Tenure.Ended.At) {
-		t.Fatalf("Held: the tenure from %v to %v", began, e.Tenure.Ended.At)
+	began, seen, by := e.Tenure.Began.Since, e.Tenure.Ended.Seen, e.Tenure.Ended.Since
+	if seen.IsZero() || !seen.After(began) || !by.After(seen) {
+		t.Fatalf("w2's tenure: began %v, last seen held %v, ended by %v (w3's acquisition): want them in that order", began, seen, by)
+	}
+	for at, want := range map[time.Time]Verdict{began.Add(-time.Second): NotInForce, began: InForce, seen.Add(-time.Nanosecond): InForce,
+		seen: Unknown, by: NotInForce, e.Tenure.Ended.At: NotInForce} {
+		if got := e.Tenure.At(at); got != want {
+			t.Errorf("w2's tenure (began %v, seen held %v, ended by %v) at %v: %v, want %v", began, seen, by, at, got, want)
+		}
+	}
+	if bare := (Tenure{Ended: e.Tenure.Ended}); bare.At(began) != Unknown || bare.At(by) != NotInForce {
+		t.Errorf("a tenure whose start the log lacks: %v before its end, %v after; want unknown, not in force", bare.At(began), bare.At(by))
 	}
 	if e := l.Explain("s-0", t1+1); e.Tenure.Began != nil || e.Window || e.Before == nil || e.Before.Token != t1 || e.After.Token != t2 {
 		t.Fatalf("Explain(a token the log lacks) = %+v, want none between t1 and t2", e)
@@ -214,7 +225,30 @@ func TestExplain(t *testing.T) {
 	if e := l.Explain("s-0", 3); !e.Window {
 		t.Fatalf("Explain(a token older than the log) = %+v, want Window", e)
 	}
-	if last := l.Explain("s-0", t3).Tenure; last.Ended != nil || !last.Held(t0.Add(time.Hour)) {
+	if last := l.Explain("s-0", t3).Tenure; last.Ended != nil || last.At(t0.Add(time.Hour)) != InForce {
 		t.Fatalf("the current tenure = %+v, want no end", last)
+	}
+}
+
+// TestChangesTellAnUnseenTenure: a shard whose key, free, was written by
+// another acquisition than the one last seen held ended that tenure
+// unseen; the change after it tells of the other one, with its reason and
+// no token, never blaming the first holder for the second's release.
+func TestChangesTellAnUnseenTenure(t *testing.T) {
+	f := newFleet()
+	f.take("s-0", "w1", shard.ReasonInitial)
+	prev := f.listing()
+	f.release("s-0", shard.ReasonRebalance)
+	f.take("s-0", "w2", shard.ReasonRebalance)
+	f.release("s-0", shard.ReasonShutdown)
+	cs := Changes(&prev, f.listing(), t0)
+	if got := kinds(cs); got != "s-0 superseded w1@11; s-0 released w2@0" || !strings.Contains(cs[1].Reason, "shutdown") {
+		t.Fatalf("changes %s (%v), want w1's tenure superseded and w2's released for shutdown", got, cs)
+	}
+	f.take("s-0", "w3", shard.ReasonFree)
+	prev = f.listing()
+	f.release("s-0", shard.ReasonDrain) // w3's own release: the value keeps its since
+	if got := kinds(Changes(&prev, f.listing(), t0)); got != "s-0 released w3@15" {
+		t.Fatalf("a plain release: %s", got)
 	}
 }

@@ -3,6 +3,7 @@ package history
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/shardlease/shardlease/shard"
 )
@@ -22,8 +23,11 @@ type Log struct {
 	// acquisition with a token at most AsOf that is not in Changes was
 	// either superseded within one listing or dropped as older than
 	// Keep changes.
-	AsOf    uint64   `json:"as_of"`
-	Changes []Change `json:"changes"`
+	AsOf uint64 `json:"as_of"`
+	// AsOfAt is when that listing was taken (the assignor's clock): what
+	// a new assignor finds changed was still as the log says then.
+	AsOfAt  time.Time `json:"as_of_at,omitzero"`
+	Changes []Change  `json:"changes"`
 }
 
 // Decode reads a stored log; an empty value is an empty log. A value of

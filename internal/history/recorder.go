@@ -12,6 +12,7 @@ import (
 type Recorder struct {
 	log    Log
 	prev   *shard.Snapshot
+	prevAt time.Time // when prev was taken (for the first listing, the log's AsOfAt)
 	seeded bool
 	dirty  bool
 }
@@ -42,12 +43,15 @@ func (r *Recorder) Observe(s shard.Snapshot, at time.Time) []Change {
 	}
 	var cs []Change
 	if r.prev == nil {
-		cs = r.since(s, at)
+		cs, r.prevAt = r.since(s, at), r.log.AsOfAt
 	} else {
 		cs = Changes(r.prev, s, at)
 	}
-	r.prev = &s
-	r.log.AsOf = s.Index
+	for i := range cs {
+		cs[i].Seen = r.prevAt // every tenure that ended was still held then
+	}
+	r.prev, r.prevAt = &s, at
+	r.log.AsOf, r.log.AsOfAt = s.Index, at
 	if len(cs) > 0 {
 		r.log.Append(cs)
 		r.dirty = true
