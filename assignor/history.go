@@ -16,13 +16,18 @@ import (
 // most, and a quiet fleet none.
 const historyEvery = time.Second
 
+// historyRecheck is how often an assignor that found P/history
+// unreadable (another format, an edit) reads it again: an operator who
+// deletes it has the history recorded again within this.
+const historyRecheck = 30 * time.Second
+
 // recording is one term's share of the ownership history: the recorder,
 // seeded from P/history at the term's first listing, and when it last
 // wrote.
 type recording struct {
 	rec     history.Recorder
-	refused bool // the stored log is not this build's: never overwritten
-	waiting bool // logged that a live member lacks shard.StepHistory
+	refused time.Time // when the stored log was found not this build's: never overwritten
+	waiting bool      // logged that a live member lacks shard.StepHistory
 	wrote   time.Time
 }
 
@@ -36,22 +41,28 @@ type recording struct {
 // again.
 func (a *Assignor) record(ctx context.Context, id shard.SessionID, epoch shard.Token, snap shard.Snapshot, r *recording,
 	wake time.Time, log *zap.Logger) (time.Time, error) {
-	if r.refused {
-		return wake, nil
-	}
+	now := time.Now()
 	if !r.rec.Seeded() {
+		if again := r.refused.Add(historyRecheck); !r.refused.IsZero() && now.Before(again) {
+			return earliest(wake, again), nil
+		}
 		value, _, err := a.cfg.Coordinator.History().Read(ctx)
 		if err != nil {
-			log.Warn("reading the ownership history failed; trying again at the next listing", zap.Error(err))
-			return wake, nil
+			log.Warn("reading the ownership history failed; trying again", zap.Error(err))
+			return earliest(wake, now.Add(historyEvery)), nil
 		}
 		if err := r.rec.Seed(value); err != nil {
-			r.refused = true
-			log.Warn("not recording the ownership history: P/history is not this build's log, and is left as it is", zap.Error(err))
-			return wake, nil
+			if r.refused.IsZero() {
+				log.Warn("not recording the ownership history: P/history is not this build's log, and is left as it is (delete it to start a new one)", zap.Error(err))
+			}
+			r.refused = now
+			return earliest(wake, now.Add(historyRecheck)), nil
+		}
+		if !r.refused.IsZero() {
+			log.Info("recording the ownership history again: P/history was replaced")
+			r.refused = time.Time{}
 		}
 	}
-	now := time.Now()
 	r.rec.Observe(snap, now)
 	if !r.rec.Pending() {
 		return wake, nil

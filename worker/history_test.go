@@ -126,3 +126,41 @@ func TestHistoryWaitsForEveryMember(t *testing.T) {
 		}
 	})
 }
+
+// TestHistoryLeavesAnotherFormatAlone: a P/history the next assignor
+// cannot read (a newer release's format, an edit) is not overwritten;
+// once an operator clears it, the assignor records again within its
+// recheck.
+func TestHistoryLeavesAnotherFormatAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 8)
+		f.start("a", nil)
+		f.start("b", nil)
+		settle(10 * time.Second)
+		edit := func(value string) { // as an operator's PUT would, with the assignor's own session
+			as := f.assignorOf()
+			if err := f.coord.History().Record(context.Background(), as.Session, as.Token, []byte(value)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		newer := `{"v":2,"changes":"a newer release's"}`
+		edit(newer)
+		if err := f.stop(f.assignorOf().Worker); err != nil { // the next term reads the log
+			t.Fatal(err)
+		}
+		f.start("c", nil) // moves shards: changes to record
+		settle(40 * time.Second)
+		if value, _, _ := f.coord.History().Read(context.Background()); string(value) != newer {
+			t.Fatalf("P/history of another format was overwritten: %.200s", value)
+		}
+		edit("")
+		if err := f.stop("c"); err != nil {
+			t.Fatal(err)
+		}
+		settle(40 * time.Second)
+		l := f.storedHistory()
+		if len(l.Changes) == 0 {
+			t.Fatalf("after P/history was cleared, nothing was recorded again")
+		}
+	})
+}
