@@ -41,7 +41,17 @@ func buildInfo(worker, version string) prometheus.Gauge {
 	return g
 }
 
-func newMetrics(worker, version string, reg prometheus.Registerer) (*metrics, error) {
+// memberInfo is shardlease_member_info: 1, labelled with the worker's
+// zone (empty: none), so that dashboards and alerts group workers by zone.
+func memberInfo(worker, zone string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "shardlease", Name: "member_info",
+		Help:        "1, labelled with the worker's zone (worker.Config.Zone; empty: none).",
+		ConstLabels: prometheus.Labels{"worker": worker, "zone": zone}})
+	g.Set(1)
+	return g
+}
+
+func newMetrics(worker, version, zone string, reg prometheus.Registerer) (*metrics, error) {
 	labels := prometheus.Labels{"worker": worker}
 	opts := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: "shardlease", Name: name, Help: help, ConstLabels: labels}
@@ -79,7 +89,7 @@ func newMetrics(worker, version string, reg prometheus.Registerer) (*metrics, er
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{buildInfo(worker, version), m.shardsOwned, m.acquisitions, m.releases, m.losses, m.renewSeconds,
+	for _, c := range append([]prometheus.Collector{buildInfo(worker, version), memberInfo(worker, zone), m.shardsOwned, m.acquisitions, m.releases, m.losses, m.renewSeconds,
 		m.renewFailures, m.stepDowns, m.commits, m.watchWakeups, m.moves, m.pauseSeconds, m.handlerRestarts, m.historyBehind}, m.load.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError

@@ -69,7 +69,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	m, err := newMetrics(cfg.ID, cfg.Version, cfg.Registerer)
+	m, err := newMetrics(cfg.ID, cfg.Version, cfg.Zone, cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("worker %q: registering metrics: %w", cfg.ID, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestZoneInTheMemberKey: a worker's zone and labels are in its member
@@ -16,11 +18,31 @@ func TestZoneInTheMemberKey(t *testing.T) {
 		f := newFleet(t, 4)
 		cfg := f.config("a", f.events.waiting("a"))
 		cfg.Zone, cfg.Labels = "eu-west-1a", map[string]string{"disk": "ssd"}
+		reg := prometheus.NewRegistry()
+		cfg.Registerer = reg
 		f.startWith(cfg)
 		settle(5 * time.Second)
 		ms, ok := f.snapshot().Member("a")
 		if !ok || ms.Zone != "eu-west-1a" || ms.Labels["disk"] != "ssd" {
 			t.Fatalf("member key %+v, want zone eu-west-1a and disk=ssd", ms)
+		}
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		zone := "(none)"
+		for _, fam := range families {
+			if fam.GetName() != "shardlease_member_info" || len(fam.GetMetric()) != 1 {
+				continue
+			}
+			for _, l := range fam.GetMetric()[0].GetLabel() {
+				if l.GetName() == "zone" {
+					zone = l.GetValue()
+				}
+			}
+		}
+		if zone != "eu-west-1a" {
+			t.Errorf("shardlease_member_info zone=%q, want eu-west-1a", zone)
 		}
 
 		old := ms.Member

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -99,15 +101,31 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 		fmt.Fprintln(w, line)
 	}
 
+	if line := zonesLine(f); line != "" {
+		fmt.Fprintln(w, line)
+	}
+
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	loads := f.Load != nil
+	zoned := len(f.Zones) > 0
 	header := "WORKER\tSTATE\tOWNED\tASSIGNED\t"
+	if zoned {
+		header = "ZONE\t" + header
+	}
 	if loads {
 		header += "LOAD\tLOAD/SHARE\t"
 	}
 	fmt.Fprintln(tw, header+"VERSION\tSESSION\tSTARTED\tADDRESS")
-	for _, wk := range f.Workers {
+	workers := f.Workers
+	if zoned { // grouped by zone, as the assignor splits the shards
+		workers = slices.Clone(workers)
+		slices.SortStableFunc(workers, func(a, b fleetview.Worker) int { return cmp.Compare(a.Zone, b.Zone) })
+	}
+	for _, wk := range workers {
+		if zoned {
+			fmt.Fprintf(tw, "%s\t", orDash(wk.Zone))
+		}
 		assigned := fmt.Sprint(wk.Assigned)
 		switch {
 		case wk.Stuck:
@@ -236,12 +254,28 @@ func versionsLine(f fleetview.Fleet) string {
 	return line
 }
 
+// zonesLine says what each zone's live workers own against the share its
+// capacity gives it; "" when no live worker has a zone.
+func zonesLine(f fleetview.Fleet) string {
+	if len(f.Zones) == 0 {
+		return ""
+	}
+	parts := make([]string, len(f.Zones))
+	for i, z := range f.Zones {
+		parts[i] = fmt.Sprintf("%s %d of %.1f (%d workers)", orDash(z.Name), z.Shards, z.Share, z.Workers)
+	}
+	return "zones (owned of share): " + strings.Join(parts, " · ")
+}
+
 // stepsLine says which protocol steps wait for live workers that do not
 // speak them, and what waits with them.
 func stepsLine(f fleetview.Fleet) string {
 	var lines []string
 	for _, sw := range f.StepsWaiting {
 		line := fmt.Sprintf("STEP WAITING: %q is not spoken by live workers %s", sw.Step, strings.Join(sw.Workers, ", "))
+		if sw.Step == shard.StepZones {
+			line += ": shards are placed without regard to zones until they are upgraded or stopped"
+		}
 		if sw.Step == shard.StepHistory {
 			line += ": the ownership history ('shardctl history') is not recorded until they are upgraded or stopped"
 		}

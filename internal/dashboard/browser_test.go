@@ -38,6 +38,10 @@ type pageState struct {
 	AssignorRow   string            `json:"assignorRow"`
 	OwnedAssigned map[string]string `json:"ownedAssigned"`
 	StuckBadges   string            `json:"stuckBadges"` // workers whose row has a "stuck" badge
+	// Zones lists the worker rows in order as zone:worker, and ZoneColumn
+	// is the zone header's CSS display ("none" while no worker has one).
+	Zones      string `json:"zones"`
+	ZoneColumn string `json:"zoneColumn"`
 }
 
 type pageMove struct {
@@ -60,7 +64,9 @@ return {
   assignorSub: document.querySelector('#tile-assignor .sub').textContent,
   assignorRow: [...document.querySelectorAll('#workers tr[data-assignor="true"]')].map(tr => tr.dataset.worker).join(','),
   stuckBadges: [...document.querySelectorAll('#workers tbody tr .badge.stuck')].map(b => b.closest('tr').dataset.worker).join(','),
-  ownedAssigned: Object.fromEntries([...document.querySelectorAll('#workers tbody tr')].map(tr => [tr.dataset.worker, tr.children[3].textContent])),
+  zones: [...document.querySelectorAll('#workers tbody tr')].map(tr => tr.querySelector('td.zone').dataset.zone + ':' + tr.dataset.worker).join(','),
+  zoneColumn: getComputedStyle(document.querySelector('#workers th.zone')).display,
+  ownedAssigned: Object.fromEntries([...document.querySelectorAll('#workers tbody tr')].map(tr => [tr.dataset.worker, tr.querySelector('td.num').textContent])),
 };`
 
 // TestDashboardInChromium opens the dashboard of a running demo (12 workers,

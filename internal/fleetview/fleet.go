@@ -60,6 +60,9 @@ type Fleet struct {
 	Versions []Version `json:"versions"`
 	// StepsWaiting are the protocol steps some live workers do not speak.
 	StepsWaiting []StepWait `json:"steps_waiting,omitempty"`
+	// Zones are the live workers' zones, by name, when any has one (see
+	// zones.go): what each holds against its capacity's share.
+	Zones []Zone `json:"zones,omitempty"`
 	Shards       []Shard    `json:"shards"`
 	// Events are the recent ownership and membership changes, newest first.
 	Events []Event `json:"events"`
@@ -150,6 +153,10 @@ type Worker struct {
 	Weight   int             `json:"weight"`
 	Started  time.Time       `json:"started,omitzero"`
 	Draining bool            `json:"draining,omitempty"`
+	// Zone and Labels are the worker's failure domain and facts, as its
+	// member key says (shard.Member.Zone, Labels).
+	Zone   string            `json:"zone,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 	// Assigned is how many shards its assignment key gives it (0 with no
 	// key); Shards is how many it owns. They differ while it takes or
 	// hands off shards, or when it is stuck. AssignedSince is when the
@@ -253,7 +260,7 @@ func Build(in Input) Fleet {
 	bySession := map[shard.SessionID]int{} // live session → index in f.Workers
 	for _, m := range s.Members {
 		w := Worker{ID: m.ID, Session: m.Session, Version: m.Version, Protocol: m.Speaks(), Steps: m.Steps, Address: m.Address, Weight: m.Weight,
-			Started: m.Started, Draining: m.Draining, State: WorkerDead,
+			Started: m.Started, Draining: m.Draining, State: WorkerDead, Zone: m.Zone, Labels: maps.Clone(m.Labels),
 			Cordon: m.Cordon, RejoinUntil: m.RejoinUntil, Returning: m.Returning(in.Now)}
 		if a, ok := s.Assignments[m.ID]; ok {
 			mem, _ := assignor.Remembered(a)
@@ -366,6 +373,7 @@ func Build(in Input) Fleet {
 		}
 	}
 	f.Load = buildLoad(&f, loads, band)
+	f.Zones = zones(f.Workers, len(ids))
 	f.Summary = summarize(f)
 	f.Queue = Queue{InFlight: f.Summary.HandOffs, Budget: budget(s, pol, in.MaxMovesInFlight, len(ids), len(bySession)), Queued: handOffs(plan)}
 	return f

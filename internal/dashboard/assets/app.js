@@ -268,7 +268,10 @@ function renderLegend(f) {
 }
 
 function renderWorkers(f) {
-  const rows = f.workers.map(w => {
+  // Grouped by zone when workers have one, as the assignor splits the shards.
+  const zoned = f.workers.some(w => w.zone);
+  const workers = zoned ? [...f.workers].sort((a, b) => (a.zone || "").localeCompare(b.zone || "")) : f.workers;
+  const rows = workers.map(w => {
     const crash = canCrash && w.state !== "dead"
       ? el("button", { class: "crash", text: "crash", title: `crash ${w.id}: abandon its session without releasing`, onclick: () => crashWorker(w.id) })
       : null;
@@ -278,6 +281,7 @@ function renderWorkers(f) {
       "data-cordon": cordoned ? w.cordon.by : "", "data-returning": w.returning ? w.rejoin_until : "",
       "data-assigned": String(w.assigned ?? 0), "data-stuck": w.stuck ? "true" : "", "data-assignor": isAssignor ? "true" : "" },
       el("td", {}, el("i", { class: "swatch", style: `background:${colour(w.id)}` })),
+      el("td", { class: "zone", "data-zone": w.zone || "", text: w.zone || "–" }),
       el("td", { class: "mono" }, w.id, isAssignor ? el("span", { class: "badge assignor", text: "assignor", title: `holds P/assignor, epoch ${f.assignor.epoch}` }) : null),
       el("td", {}, el("span", { class: "badge " + w.state, text: w.state }),
         w.stuck ? el("span", { class: "badge stuck", text: "stuck", title: "the assignor gave it shards it did not take: it is given nothing until the verdict ends or it restarts" }) : null,
@@ -295,6 +299,7 @@ function renderWorkers(f) {
   });
   document.querySelector("#workers tbody").replaceChildren(...rows);
   document.getElementById("workers").classList.toggle("no-versions", !f.workers.some(w => w.version));
+  document.getElementById("workers").classList.toggle("no-zones", !zoned);
 }
 
 const ICONS = { acquired: "→", released: "←", expired: "✕", joined: "+", left: "−", draining: "↓", undrained: "↑",
