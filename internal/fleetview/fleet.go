@@ -62,8 +62,8 @@ type Fleet struct {
 	StepsWaiting []StepWait `json:"steps_waiting,omitempty"`
 	// Zones are the live workers' zones, by name, when any has one (see
 	// zones.go): what each holds against its capacity's share.
-	Zones []Zone `json:"zones,omitempty"`
-	Shards       []Shard    `json:"shards"`
+	Zones  []Zone  `json:"zones,omitempty"`
+	Shards []Shard `json:"shards"`
 	// Events are the recent ownership and membership changes, newest first.
 	Events []Event `json:"events"`
 	// HasOffsets is true when an offset store was read: Shard.Offset and
