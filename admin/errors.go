@@ -13,6 +13,8 @@ var (
 	ErrNoFleet = errors.New("admin: no fleet")
 	// ErrUnknownWorker: no member key has this worker ID.
 	ErrUnknownWorker = errors.New("admin: unknown worker")
+	// ErrUnknownZone: no live worker is in this zone.
+	ErrUnknownZone = errors.New("admin: no live worker in zone")
 	// ErrWorkerDead: the worker's member key has no session; it owns
 	// nothing and its shards were already taken over.
 	ErrWorkerDead = errors.New("admin: worker is dead")

@@ -49,6 +49,7 @@ var rules = map[string]func(t *testing.T, e *env){
 	"ReleaseRefusals":   releaseRefusals,
 	"DeleteShardKey":    deleteShardKey,
 	"Recover":           recoverRule,
+	"ZoneOperations":    zoneOperations,
 }
 
 // rawKeyRules need keys written by hand outside the fleet's config, which
@@ -145,13 +146,19 @@ func refused(t *testing.T, what string, err, want error, msg string) {
 // join opens a session for worker and registers it, holding shards.
 func (e *env) join(worker string, shards ...shard.ID) shard.SessionID {
 	e.t.Helper()
+	return e.joinIn("", worker, shards...)
+}
+
+// joinIn is join for a worker in zone.
+func (e *env) joinIn(zone, worker string, shards ...shard.ID) shard.SessionID {
+	e.t.Helper()
 	ctx := e.t.Context()
 	sid, err := e.coord.Sessions().Create(ctx, shard.SessionSpec{Worker: worker, TTL: time.Minute, LockDelay: time.Second})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { _ = e.coord.Sessions().Destroy(context.Background(), sid) })
-	if err := e.coord.Members().Join(ctx, sid, shard.Member{ID: worker, Weight: 1, Steps: shard.Steps()}); err != nil {
+	if err := e.coord.Members().Join(ctx, sid, shard.Member{ID: worker, Weight: 1, Steps: shard.Steps(), Zone: zone}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.sessions[worker] = sid

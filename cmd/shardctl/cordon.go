@@ -43,7 +43,13 @@ func (a *app) operatorName(by string) (string, error) {
 // finds the name (refusing the command line before connecting when there
 // is none) and returns the fleet's Operator acting as it.
 func (a *app) openAsOperator(fs *flag.FlagSet, conn *connFlags, by *string, args []string, nargs int, what string) ([]string, *fleetConn, admin.Operator, error) {
-	pos, err := a.parseFlags(fs, args, nargs, what)
+	return a.openAsOperatorUpTo(fs, conn, by, args, nargs, nargs, what)
+}
+
+// openAsOperatorUpTo is openAsOperator with optional positional arguments
+// (parseFlagsUpTo).
+func (a *app) openAsOperatorUpTo(fs *flag.FlagSet, conn *connFlags, by *string, args []string, least, most int, what string) ([]string, *fleetConn, admin.Operator, error) {
+	pos, err := a.parseFlagsUpTo(fs, args, least, most, what)
 	if err != nil {
 		return nil, nil, admin.Operator{}, err
 	}
@@ -64,59 +70,106 @@ func (a *app) cordon(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("shardctl cordon", flag.ContinueOnError)
 	conn := a.connFlags(fs)
 	by, reason := byFlag(fs), fs.String("reason", "", "why, recorded with the cordon")
+	zone := zoneFlag(fs, "cordon every live worker of zone Z (maintenance of a zone), instead of one WORKER")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: shardctl cordon -prefix P [--reason R] [flags] WORKER
+		fmt.Fprint(fs.Output(), `usage: shardctl cordon -prefix P [--reason R] [flags] WORKER | --zone Z
 
 Cordons WORKER: it keeps the shards it has and the assignor gives it nothing
 new, so nothing moves now. Use it before a drain, or on a sick machine you
 want to stop loading without moving its work yet. The cordon is stored in
 the worker's member key with who set it and when: it survives the worker's
 restart and a change of assignor. 'shardctl uncordon WORKER' lifts it.
+With --zone Z, every live worker of zone Z is cordoned.
 
 `)
 		fs.PrintDefaults()
 	}
-	pos, fc, op, err := a.openAsOperator(fs, conn, by, args, 1, "WORKER")
+	pos, fc, op, err := a.openAsOperatorUpTo(fs, conn, by, args, 0, 1, "WORKER")
 	if err != nil {
 		return err
 	}
 	defer fc.close()
-	c, err := op.Cordon(ctx, pos[0], *reason)
+	worker, err := workerOrZone(pos, *zone)
+	if err != nil {
+		return err
+	}
+	if worker == "" {
+		cs, err := op.CordonZone(ctx, *zone, *reason)
+		for _, c := range cs {
+			a.saidCordon(c)
+		}
+		return fc.explain(err, "read")
+	}
+	c, err := op.Cordon(ctx, worker, *reason)
 	if err != nil {
 		return fc.explain(err, "read")
 	}
+	a.saidCordon(c)
+	return nil
+}
+
+// saidCordon prints what a cordon did.
+func (a *app) saidCordon(c admin.Cordon) {
 	now := a.now()
 	if !c.Changed {
 		fmt.Fprintf(a.stdout, "%s is already cordoned %s; nothing to do\n", c.Worker, markText(c.Mark, now))
-		return nil
+		return
 	}
 	fmt.Fprintf(a.stdout, "%s cordoned %s: it keeps its %d shards and is given nothing new ('shardctl uncordon %s' lifts it)\n",
 		c.Worker, markText(c.Mark, now), c.Shards, c.Worker)
-	return nil
+}
+
+// zoneFlag adds --zone, which names a zone instead of one worker.
+func zoneFlag(fs *flag.FlagSet, help string) *string { return fs.String("zone", "", help) }
+
+// workerOrZone is the worker a command names, or "" with a zone: one of
+// the two, not both.
+func workerOrZone(pos []string, zone string) (string, error) {
+	switch {
+	case zone != "" && len(pos) == 1:
+		return "", usagef("give WORKER or --zone, not both (%q and --zone %q)", pos[0], zone)
+	case zone == "" && len(pos) == 0:
+		return "", usagef("missing WORKER (or --zone Z for every live worker of a zone)")
+	case zone != "":
+		return "", nil
+	}
+	return pos[0], nil
 }
 
 func (a *app) uncordon(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("shardctl uncordon", flag.ContinueOnError)
 	conn := a.connFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: shardctl uncordon -prefix P [flags] WORKER\n\nLifts a cordon: the worker is given its share of shards again within a few rounds.\n\n")
+		fmt.Fprint(fs.Output(), "usage: shardctl uncordon -prefix P [flags] WORKER | --zone Z\n\nLifts a cordon: the worker (with --zone, every live worker of the zone) is given its share of shards again within a few rounds.\n\n")
 		fs.PrintDefaults()
 	}
-	pos, fc, err := a.openFleet(fs, conn, args, 1, "WORKER")
+	zone := zoneFlag(fs, "lift the cordon of every live worker of zone Z, instead of one WORKER")
+	pos, fc, err := a.openFleetUpTo(fs, conn, args, 0, 1, "WORKER")
 	if err != nil {
 		return err
 	}
 	defer fc.close()
-	c, err := fc.operator(a).Uncordon(ctx, pos[0])
+	worker, err := workerOrZone(pos, *zone)
 	if err != nil {
-		return fc.explain(err, "read")
+		return err
 	}
-	if !c.Changed {
-		fmt.Fprintf(a.stdout, "%s is not cordoned (it owns %d shards); nothing to do\n", c.Worker, c.Shards)
-		return nil
+	var cs []admin.Cordon
+	if worker == "" {
+		cs, err = fc.operator(a).UncordonZone(ctx, *zone)
+	} else {
+		var c admin.Cordon
+		if c, err = fc.operator(a).Uncordon(ctx, worker); err == nil {
+			cs = append(cs, c)
+		}
 	}
-	fmt.Fprintf(a.stdout, "cordon of %s lifted: it is given its share of shards again within a few rebalance rounds\n", c.Worker)
-	return nil
+	for _, c := range cs {
+		if !c.Changed {
+			fmt.Fprintf(a.stdout, "%s is not cordoned (it owns %d shards); nothing to do\n", c.Worker, c.Shards)
+			continue
+		}
+		fmt.Fprintf(a.stdout, "cordon of %s lifted: it is given its share of shards again within a few rebalance rounds\n", c.Worker)
+	}
+	return fc.explain(err, "read")
 }
 
 // markText says who set a state, when and why: "by alice since 12:00:08

@@ -17,26 +17,47 @@ func (a *app) drain(ctx context.Context, args []string) error {
 	conn := a.connFlags(fs)
 	noWait := fs.Bool("no-wait", false, "set the drain and return; do not follow its progress")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up waiting after this long (the drain stays set); 0 waits forever")
+	zone := zoneFlag(fs, "drain every live worker of zone Z (maintenance of a zone: its shards move to the other zones in proportion), instead of one WORKER")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: shardctl drain -prefix P [flags] WORKER
+		fmt.Fprint(fs.Output(), `usage: shardctl drain -prefix P [flags] WORKER | --zone Z
 
 Asks WORKER to hand off all of its shards gracefully: sets Draining on its
 member key, so the assignor gives it no shards and the worker releases its
 shards a few per rebalance round, each to its designated new owner, after
 its handler has committed. Shows progress until the worker owns nothing.
 The worker stays a live member (stop its process when it is done) and keeps
-the drain if it rejoins; 'shardctl undrain WORKER' withdraws it.
+the drain if it rejoins; 'shardctl undrain WORKER' withdraws it. With --zone Z,
+every live worker of zone Z is drained, and progress is shown worker by worker.
 
 `)
 		fs.PrintDefaults()
 	}
-	pos, fc, err := a.openFleet(fs, conn, args, 1, "WORKER")
+	pos, fc, err := a.openFleetUpTo(fs, conn, args, 0, 1, "WORKER")
 	if err != nil {
 		return err
 	}
 	defer fc.close()
+	worker, err := workerOrZone(pos, *zone)
+	if err != nil {
+		return err
+	}
+	if worker == "" {
+		ds, err := fc.operator(a).DrainZone(ctx, *zone)
+		for _, d := range ds {
+			fmt.Fprintf(a.stdout, "drain of %s (zone %s) set: it owns %d shards\n", d.Worker, *zone, len(d.Shards))
+		}
+		if err != nil || *noWait {
+			return fc.explain(err, "read")
+		}
+		for _, d := range ds {
+			if err := a.followDrain(ctx, fc, d, *timeout); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 
-	d, err := fc.operator(a).Drain(ctx, pos[0])
+	d, err := fc.operator(a).Drain(ctx, worker)
 	if err != nil {
 		return fc.explain(err, "read")
 	}
@@ -53,24 +74,36 @@ func (a *app) undrain(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("shardctl undrain", flag.ContinueOnError)
 	conn := a.connFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: shardctl undrain -prefix P [flags] WORKER\n\nWithdraws a drain: the worker takes its share of shards again within a few rounds.\n\n")
+		fmt.Fprint(fs.Output(), "usage: shardctl undrain -prefix P [flags] WORKER | --zone Z\n\nWithdraws a drain: the worker (with --zone, every live worker of the zone) takes its share of shards again within a few rounds.\n\n")
 		fs.PrintDefaults()
 	}
-	pos, fc, err := a.openFleet(fs, conn, args, 1, "WORKER")
+	zone := zoneFlag(fs, "withdraw the drain of every live worker of zone Z, instead of one WORKER")
+	pos, fc, err := a.openFleetUpTo(fs, conn, args, 0, 1, "WORKER")
 	if err != nil {
 		return err
 	}
 	defer fc.close()
-	d, err := fc.operator(a).Undrain(ctx, pos[0])
+	worker, err := workerOrZone(pos, *zone)
 	if err != nil {
-		return fc.explain(err, "read")
+		return err
 	}
-	if !d.Changed {
-		fmt.Fprintf(a.stdout, "%s is not draining (it owns %d shards); nothing to do\n", d.Worker, len(d.Shards))
-		return nil
+	var ds []admin.Drain
+	if worker == "" {
+		ds, err = fc.operator(a).UndrainZone(ctx, *zone)
+	} else {
+		var d admin.Drain
+		if d, err = fc.operator(a).Undrain(ctx, worker); err == nil {
+			ds = append(ds, d)
+		}
 	}
-	fmt.Fprintf(a.stdout, "drain of %s withdrawn: it takes a share of shards again within a few rebalance rounds\n", d.Worker)
-	return nil
+	for _, d := range ds {
+		if !d.Changed {
+			fmt.Fprintf(a.stdout, "%s is not draining (it owns %d shards); nothing to do\n", d.Worker, len(d.Shards))
+			continue
+		}
+		fmt.Fprintf(a.stdout, "drain of %s withdrawn: it takes a share of shards again within a few rebalance rounds\n", d.Worker)
+	}
+	return fc.explain(err, "read")
 }
 
 // followDrain prints progress whenever it changes, until the worker owns
