@@ -1,10 +1,8 @@
 package rollingrestart
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -226,38 +224,11 @@ type runFigures struct {
 	shard   shard.ID      // the shard of longest
 }
 
-// restartRuns reads ivs, the handler runs of every worker process (each
-// ended, or still running with End math.MaxInt64), for what happened after
-// since (ns): each shard's runs in order of their start, a pair of
-// consecutive runs whose second started after since counts as a move when
-// the two ran on different worker IDs (a worker that stopped and came back
-// under its ID moved nothing), and the time between the first's end and
-// the second's start is a gap with no handler running (0 when they
-// overlap by the clocks). A run that never ended followed by another is
-// taken to end when the next began: the process died, which a SIGTERM
-// does not do.
+// restartRuns is what the handler runs that started after since (ns)
+// say of one rolling restart (offsetlog.Handoffs).
 func restartRuns(ivs []offsetlog.Interval, since int64) runFigures {
-	byShard := map[shard.ID][]offsetlog.Interval{}
-	for _, iv := range ivs {
-		byShard[iv.Shard] = append(byShard[iv.Shard], iv)
-	}
 	var f runFigures
-	for _, s := range slices.Sorted(maps.Keys(byShard)) {
-		runs := byShard[s]
-		slices.SortStableFunc(runs, func(a, b offsetlog.Interval) int { return cmp.Compare(a.Start, b.Start) })
-		for i := 1; i < len(runs); i++ {
-			prev, next := runs[i-1], runs[i]
-			if next.Start <= since {
-				continue
-			}
-			if prev.Worker != next.Worker {
-				f.moves++
-			}
-			if gap := time.Duration(max(0, next.Start-min(prev.End, next.Start))); gap > f.longest {
-				f.longest, f.shard = gap, s
-			}
-		}
-	}
+	f.moves, f.longest, f.shard = offsetlog.Handoffs(ivs, since)
 	return f
 }
 

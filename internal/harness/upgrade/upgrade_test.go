@@ -2,7 +2,6 @@ package upgrade
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -20,7 +19,6 @@ import (
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/internal/harness/shardproc"
 	"github.com/shardlease/shardlease/internal/offsetlog"
-	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 )
 
@@ -212,7 +210,7 @@ func TestRollForwardAndBack(t *testing.T) {
 	for _, p := range rv.Problems {
 		t.Errorf("handler runs: %s", p)
 	}
-	moves, longest, where := movesAndGaps(runs, began.UnixNano())
+	moves, longest, where := offsetlog.Handoffs(runs, began.UnixNano())
 	t.Logf("%d handler runs, %d commits accepted; %d moves; longest without a handler %v (%s)", rv.Runs, v.Accepted, moves, longest.Round(time.Millisecond), where)
 	if moves > 0 {
 		for _, w := range procs.Workers() {
@@ -255,33 +253,6 @@ func tail(path string, n int) string {
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// movesAndGaps reads the handler runs that started after since (ns): a
-// run on another worker ID than its shard's run before is a move, and the
-// time from a run's end to its shard's next start is a gap.
-func movesAndGaps(runs []offsetlog.Interval, since int64) (moves int, longest time.Duration, where shard.ID) {
-	byShard := map[shard.ID][]offsetlog.Interval{}
-	for _, iv := range runs {
-		byShard[iv.Shard] = append(byShard[iv.Shard], iv)
-	}
-	for _, s := range slices.Sorted(maps.Keys(byShard)) {
-		rs := byShard[s]
-		slices.SortStableFunc(rs, func(a, b offsetlog.Interval) int { return cmp.Compare(a.Start, b.Start) })
-		for i := 1; i < len(rs); i++ {
-			prev, next := rs[i-1], rs[i]
-			if next.Start <= since {
-				continue
-			}
-			if prev.Worker != next.Worker {
-				moves++
-			}
-			if gap := time.Duration(max(0, next.Start-min(prev.End, next.Start))); gap > longest {
-				longest, where = gap, s
-			}
-		}
-	}
-	return moves, longest, where
 }
 
 // linesWith returns the lines of the log at path that contain any of
