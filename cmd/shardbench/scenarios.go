@@ -14,6 +14,7 @@ import (
 	"github.com/shardlease/shardlease/internal/bench/skewedload"
 	"github.com/shardlease/shardlease/internal/bench/streame2e"
 	"github.com/shardlease/shardlease/internal/bench/stuckworker"
+	"github.com/shardlease/shardlease/internal/bench/zones"
 )
 
 // scenarios lists every scenario, in the order `--scenario all` runs and
@@ -24,6 +25,8 @@ var scenarios = bench.Suite{
 	gracefulhandoff.Scenario,
 	scaleout.Scenario,
 	rollingrestart.Scenario,
+	zones.OutageScenario,
+	zones.DrainScenario,
 	coordinatorload.Scenario,
 	coldstart.Scenario,
 	lockops.Scenario,

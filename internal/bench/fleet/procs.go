@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/internal/harness/shardproc"
+	"github.com/shardlease/shardlease/internal/offsetlog"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -104,13 +106,21 @@ func NewProcs(env *bench.Env, system, scenario string, shards int, policy shard.
 func (f *Procs) System() string              { return f.sys }
 func (f *Procs) Starts() *procfleet.StartLog { return f.procs.Starts() }
 
+// Prefix is the fleet's KV prefix, for a coordinator of its own (an
+// operator's actions).
+func (f *Procs) Prefix() string { return f.prefix }
+
 // Add starts worker id: its first process, or another under the same ID
 // (rolling-restart).
-func (f *Procs) Add(_ context.Context, id string) error {
+func (f *Procs) Add(ctx context.Context, id string) error { return f.AddWith(ctx, id) }
+
+// AddWith is Add with args of the worker's own (e.g. --zone) after the
+// fleet's; a worker started again keeps the args of its first process.
+func (f *Procs) AddWith(_ context.Context, id string, args ...string) error {
 	w := f.procs.Worker(id)
 	var err error
 	if w == nil {
-		w, err = f.procs.Add(id)
+		w, err = f.procs.Add(id, args...)
 	} else {
 		err = w.Start()
 	}
@@ -174,6 +184,36 @@ func (f *Procs) Assignor(ctx context.Context, must bool) (string, error) {
 
 // HistoryFiles are every worker's history.
 func (f *Procs) HistoryFiles() []string { return f.procs.HistoryFiles() }
+
+// HandlerRuns reads the workers' histories until every one of the fleet's
+// shards has a handler running (the caller saw each owned, so their
+// handlers are starting or have started), and returns every handler run.
+func (f *Procs) HandlerRuns(ctx context.Context, shards int) ([]offsetlog.Interval, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, ivs, err := offsetlog.ReadAll(f.HistoryFiles()...)
+		if err != nil {
+			return nil, err
+		}
+		running := map[shard.ID]bool{}
+		for _, iv := range ivs {
+			if iv.End == math.MaxInt64 {
+				running[iv.Shard] = true
+			}
+		}
+		if len(running) >= shards {
+			return ivs, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the fleet is ready, but only %d of %d shards have a handler running after 10 s", len(running), shards)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
 
 func (f *Procs) Close() {
 	stopEvery(&f.mu, f.live, f.Stop)

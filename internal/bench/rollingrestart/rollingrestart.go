@@ -3,7 +3,6 @@ package rollingrestart
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -168,7 +167,7 @@ func restartOnce(ctx context.Context, r *fleet.Run, pf *fleet.Procs, down time.D
 	took := time.Since(t0)
 	stopWatch()
 	<-watched
-	ivs, err := runningEverywhere(ctx, pf, r.Shards)
+	ivs, err := pf.HandlerRuns(ctx, r.Shards)
 	if err != nil {
 		return err
 	}
@@ -185,36 +184,6 @@ func restartOnce(ctx context.Context, r *fleet.Run, pf *fleet.Procs, down time.D
 	fig.overTwo = append(fig.overTwo, overTwo.Seconds())
 	fig.seconds = append(fig.seconds, took.Seconds())
 	return nil
-}
-
-// runningEverywhere reads the fleet's histories until every one of its
-// shards has a handler running (the observer saw each owned, so their
-// handlers are starting or have started), and returns its handler runs.
-func runningEverywhere(ctx context.Context, pf *fleet.Procs, shards int) ([]offsetlog.Interval, error) {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, ivs, err := offsetlog.ReadAll(pf.HistoryFiles()...)
-		if err != nil {
-			return nil, err
-		}
-		running := map[shard.ID]bool{}
-		for _, iv := range ivs {
-			if iv.End == math.MaxInt64 {
-				running[iv.Shard] = true
-			}
-		}
-		if len(running) >= shards {
-			return ivs, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the fleet is ready, but only %d of %d shards have a handler running after 10 s", len(running), shards)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // runFigures are what the handler runs say of one rolling restart.
