@@ -29,9 +29,14 @@ func checkAssignorRows(t *testing.T, rep bench.Report) {
 		{"coordinator-load", bench.SystemShardlease, "of the assignor's worker, 10 workers × 200 shards", false},
 		{"stuck-worker", bench.SystemShardlease, "unowned shard-time", true},
 		{"stuck-worker", bench.SystemShardlease, "most owner changes of one shard", true},
-		{"assignor-step", assignorstep.SystemRebalance, "cold", true},
-		{"assignor-step", assignorstep.SystemRebalance, "steady (", true},
-		{"assignor-step", assignorstep.SystemRebalance, "one join", true},
+		{"assignor-step", assignorstep.SystemRebalance, "rebalance.Step, cold (nothing held or assigned), 50 workers × 2000 shards$", true},
+		{"assignor-step", assignorstep.SystemRebalance, "rebalance.Step, steady (balanced, nothing to write), 50 workers × 2000 shards$", true},
+		{"assignor-step", assignorstep.SystemRebalance, "rebalance.Step, one join (a member more than steady), 50 workers × 2000 shards$", true},
+		{"assignor-step", assignorstep.SystemRebalance, "rebalance.Step, one join (a member more than steady), 50 workers × 2000 shards, 3 zones$", true},
+		{"zone-outage", bench.SystemShardlease, "until its shards are all owned again", true},
+		{"zone-outage", bench.SystemShardlease, "shards of the other zones that changed owner", true},
+		{"zone-drain", bench.SystemShardlease, "longest time a shard has no running handler", true},
+		{"zone-drain", bench.SystemShardlease, "hand-offs in flight at once", true},
 	} {
 		found := 0
 		for _, r := range rep.Results {

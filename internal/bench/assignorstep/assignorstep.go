@@ -31,18 +31,35 @@ var Sizes = bench.Sizes[Params]{
 
 // Scenario is assignor-step.
 var Scenario = bench.Declare(Name,
-	"rebalance.Step in-process at 1,000 workers × 100,000 shards: cold, steady and one join (no Consul; system rebalance)",
+	"rebalance.Step in-process at 1,000 workers × 100,000 shards, without zones and in 3: cold, steady, one join and one leave (no Consul; system rebalance)",
 	Sizes, run)
 
 func run(ctx context.Context, env *bench.Env, p Params) ([]bench.Result, error) {
+	var rows []bench.Result
+	for _, zones := range []int{0, 3} {
+		r, err := runZones(ctx, env, p, zones)
+		rows = append(rows, r...)
+		if err != nil {
+			return rows, err
+		}
+	}
+	return rows, nil
+}
+
+// runZones times the four states with members in zones (0: none).
+func runZones(ctx context.Context, env *bench.Env, p Params, zones int) ([]bench.Result, error) {
 	workers, shards, per := p.Workers, p.Shards, p.RunsPerTrial
 	began := time.Now()
-	cold, steady, join, leave, err := stepStates(workers, shards)
+	cold, steady, join, leave, err := stepStates(workers, shards, zones)
 	if err != nil {
 		return nil, err
 	}
-	env.Logf("shardbench: assignor-step: states of %d workers × %d shards built in %v; %d runs of each",
-		workers, shards, time.Since(began).Round(time.Millisecond), per*env.Trials)
+	in := ""
+	if zones > 0 {
+		in = fmt.Sprintf(", %d zones", zones)
+	}
+	env.Logf("shardbench: assignor-step: states of %d workers × %d shards%s built in %v; %d runs of each",
+		workers, shards, in, time.Since(began).Round(time.Millisecond), per*env.Trials)
 	var rows []bench.Result
 	for _, c := range []struct {
 		name, what string
@@ -63,16 +80,16 @@ func run(ctx context.Context, env *bench.Env, p Params) ([]bench.Result, error) 
 			var took time.Duration
 			var mb float64
 			if d, took, mb, err = timeStep(c.s); err != nil {
-				return rows, fmt.Errorf("%s: %w", c.name, err)
+				return rows, fmt.Errorf("%s%s: %w", c.name, in, err)
 			}
 			ms, allocMB = append(ms, took.Seconds()*1000), append(allocMB, mb)
 		}
-		row := bench.Measured("assignor-step", SystemRebalance, fmt.Sprintf("rebalance.Step, %s, %d workers × %d shards", c.what, workers, shards), "ms", ms).
+		row := bench.Measured("assignor-step", SystemRebalance, fmt.Sprintf("rebalance.Step, %s, %d workers × %d shards%s", c.what, workers, shards, in), "ms", ms).
 			With("alloc_mb_p50", bench.Percentile(allocMB, 50)).With("keys_written", float64(len(d.Assign))).With("moves", float64(len(d.Moves))).
 			With("runs_per_trial", float64(per))
 		row = row.WithGoal(fmt.Sprintf("p99 <= %v", c.goal), row.P99 <= float64(c.goal.Milliseconds()))
-		env.Logf("shardbench: assignor-step %s: p50 %.2f ms, p99 %.2f ms over %d runs; %d keys written, %d moves",
-			c.name, row.P50, row.P99, len(ms), len(d.Assign), len(d.Moves))
+		env.Logf("shardbench: assignor-step %s%s: p50 %.2f ms, p99 %.2f ms over %d runs; %d keys written, %d moves",
+			c.name, in, row.P50, row.P99, len(ms), len(d.Assign), len(d.Moves))
 		rows = append(rows, row)
 	}
 	return rows, nil

@@ -17,9 +17,10 @@ import (
 // nothing held or assigned; steady is a fleet settled by stepping, writing
 // the keys and letting every worker act on its own key until a Step decides
 // nothing; join is steady with one member more; leave is steady with its
-// first member gone (its shards orphaned). Steady, join and leave are as
-// the assignor reads them (see asRead).
-func stepStates(workers, shards int) (cold, steady, join, leave rebalance.State, err error) {
+// first member gone (its shards orphaned). With zones > 0 member i is in
+// zone i mod zones (the joiner in the first member's). Steady, join and
+// leave are as the assignor reads them (see asRead).
+func stepStates(workers, shards, zones int) (cold, steady, join, leave rebalance.State, err error) {
 	r := rand.New(rand.NewPCG(1, 2))
 	s := rebalance.State{
 		Now:      time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -27,9 +28,13 @@ func stepStates(workers, shards int) (cold, steady, join, leave rebalance.State,
 		Holders:  make([]string, shards),
 		Assigned: map[string]rebalance.Assignment{},
 	}
-	for _, k := range r.Perm(4 * workers)[:workers] {
+	for i, k := range r.Perm(4 * workers)[:workers] {
 		id := fmt.Sprintf("worker-%d", k)
-		s.Members = append(s.Members, rebalance.Member{ID: id, Weight: 1, Session: shard.SessionID(fmt.Sprintf("%s#%d", id, r.Uint32()))})
+		m := rebalance.Member{ID: id, Weight: 1, Session: shard.SessionID(fmt.Sprintf("%s#%d", id, r.Uint32()))}
+		if zones > 0 {
+			m.Zone = fmt.Sprintf("zone-%d", i%zones)
+		}
+		s.Members = append(s.Members, m)
 	}
 	cold = cloneState(s)
 	if err := settleState(&s, 100*time.Millisecond, 10); err != nil {
@@ -39,7 +44,7 @@ func stepStates(workers, shards int) (cold, steady, join, leave rebalance.State,
 		return cold, steady, join, leave, err
 	}
 	join, leave = steady, steady // the same reading but for the members
-	join.Members = append(slices.Clone(steady.Members), rebalance.Member{ID: "joiner", Weight: 1, Session: "joiner#1"})
+	join.Members = append(slices.Clone(steady.Members), rebalance.Member{ID: "joiner", Weight: 1, Session: "joiner#1", Zone: steady.Members[0].Zone})
 	leave.Members = steady.Members[1:]
 	return cold, steady, join, leave, nil
 }
