@@ -61,6 +61,7 @@ func (r *run) spawn(id string) *member {
 		Policy:           su.Policy,
 		DrainTimeout:     su.DrainTimeout,
 		MaxMovesInFlight: su.MaxMovesInFlight,
+		Zone:             su.ZoneOf(id),
 		LoadBalance:      su.Load.policy(),
 		LoadReportEvery:  su.Load.ReportEvery,
 		LoadHalfLife:     su.Load.HalfLife,

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,11 +26,29 @@ type Setup struct {
 	DrainTimeout     time.Duration
 	// Load is the seed's load balancing (count balance when off).
 	Load LoadSetup
+	// Zones is how many zones the workers are spread over (0: none);
+	// worker w's zone is ZoneOf(w).
+	Zones int
+}
+
+// ZoneOf is the zone of worker id in a setup with zones: its number
+// modulo Zones ("w4" of 3 zones is in zone-1), so a worker keeps its zone
+// across restarts; "" without zones.
+func (s Setup) ZoneOf(id string) string {
+	if s.Zones == 0 {
+		return ""
+	}
+	n, _ := strconv.Atoi(strings.TrimPrefix(id, "w"))
+	return fmt.Sprintf("zone-%d", n%s.Zones)
 }
 
 func (s Setup) String() string {
-	return fmt.Sprintf("%d workers (up to %d), %d shards, ttl %v renew %v pause budget %v, lock-delay %v, %d moves in flight, drain %v; %v",
-		s.Workers, s.MaxWorkers, s.Shards, s.Policy.TTL, s.Policy.RenewEvery, s.Policy.PauseBudget,
+	zones := ""
+	if s.Zones > 0 {
+		zones = fmt.Sprintf(", %d zones", s.Zones)
+	}
+	return fmt.Sprintf("%d workers (up to %d), %d shards%s, ttl %v renew %v pause budget %v, lock-delay %v, %d moves in flight, drain %v; %v",
+		s.Workers, s.MaxWorkers, s.Shards, zones, s.Policy.TTL, s.Policy.RenewEvery, s.Policy.PauseBudget,
 		s.Policy.EffectiveLockDelay(), s.MaxMovesInFlight, s.DrainTimeout, s.Load)
 }
 
@@ -119,6 +138,12 @@ func NewSchedule(seed uint64) Schedule {
 		Policy:           p,
 		MaxMovesInFlight: []int{1, 4, 0}[rng.IntN(3)],
 		DrainTimeout:     2 * time.Second,
+	}
+	// Zones come from a stream of their own, so that the schedules of the
+	// seeds before them (the regression list's) are unchanged: a third of
+	// the seeds put their workers in 2 or 3 zones.
+	if z := rand.New(rand.NewPCG(seed, 0x2035)).IntN(6); z >= 4 {
+		su.Zones = z - 2
 	}
 	s := Schedule{Seed: seed, Setup: su}
 

@@ -91,13 +91,6 @@ func (r *run) unsettled() string {
 	if why := r.assignorUnsettled(snap); why != "" {
 		return why
 	}
-	lo, hi := -1, 0
-	for _, n := range counts {
-		if lo < 0 || n < lo {
-			lo = n
-		}
-		hi = max(hi, n)
-	}
 	if r.sched.Setup.Load.On {
 		if why := r.pendingMoves(snap); why != "" {
 			return why
@@ -105,8 +98,8 @@ func (r *run) unsettled() string {
 		if why := r.viewLag(snap); why != "" {
 			return why
 		}
-	} else if hi-lo > 1 {
-		return fmt.Sprintf("owned counts %v differ by %d", counts, hi-lo)
+	} else if why := countsUnsettled(counts, r.sched.Setup); why != "" {
+		return why
 	}
 	for _, m := range r.running() {
 		st := m.Worker().Status()
@@ -124,6 +117,36 @@ func (r *run) unsettled() string {
 		slices.Sort(theirs)
 		if !slices.Equal(mine, theirs) {
 			return fmt.Sprintf("worker %s runs handlers for %v, the coordinator has it own %v", m.ID, mine, theirs)
+		}
+	}
+	return ""
+}
+
+// countsUnsettled says why the running workers' owned counts are not
+// balanced, or "": without zones they differ by at most one; with zones,
+// each zone holds the floor or the ceiling of its share (its running
+// workers' part of all of them, every weight 1) and within each zone
+// counts differ by at most one.
+func countsUnsettled(counts map[string]int, su Setup) string {
+	byZone := map[string][]int{}
+	total := 0
+	for id, n := range counts {
+		byZone[su.ZoneOf(id)] = append(byZone[su.ZoneOf(id)], n)
+		total += n
+	}
+	for z, ns := range byZone {
+		if spread := slices.Max(ns) - slices.Min(ns); spread > 1 {
+			return fmt.Sprintf("owned counts %v differ by %d within zone %q", counts, spread, z)
+		}
+		held := 0
+		for _, n := range ns {
+			held += n
+		}
+		if su.Zones > 0 {
+			share := float64(total) * float64(len(ns)) / float64(len(counts))
+			if d := float64(held) - share; d <= -1 || d >= 1 {
+				return fmt.Sprintf("zone %q holds %d shards, its share is %.2f (owned counts %v)", z, held, share, counts)
+			}
 		}
 	}
 	return ""
