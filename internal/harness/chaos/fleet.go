@@ -90,8 +90,9 @@ func Start(cfg Config) (*Fleet, error) {
 		w := &Worker{ID: id, Agent: a, Proxy: px}
 		f.Workers = append(f.Workers, w)
 		a.Workers = append(a.Workers, w)
-		// Each worker talks to its agent through its own proxy.
-		if w.p, err = procs.Add(id, "--consul", px.Addr()); err != nil {
+		// Each worker talks to its agent through its own proxy, and its
+		// zone is its agent's (ZoneKill kills a zone).
+		if w.p, err = procs.Add(id, "--consul", px.Addr(), "--zone", a.Name); err != nil {
 			_ = f.Stop()
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"syscall"
 	"time"
 
@@ -138,6 +139,8 @@ func (f *Fleet) injectAgent(ctx context.Context, p pick, tm Timing) (string, err
 			return "", err
 		}
 		sleepCtx(ctx, past-time.Since(start))
+	case ZoneKill:
+		return killZone(ctx, a.Workers, time.Second+p.jitter)
 	default:
 		return "", fmt.Errorf("chaos: no agent fault %q", p.kind)
 	}
@@ -146,6 +149,27 @@ func (f *Fleet) injectAgent(ctx context.Context, p pick, tm Timing) (string, err
 		return "", err
 	}
 	return fmt.Sprintf("restarted, ready in %v", time.Since(back).Round(time.Millisecond)), nil
+}
+
+// killZone SIGKILLs every worker of a zone at once, waits down, and
+// starts them again under their IDs.
+func killZone(ctx context.Context, ws []*Worker, down time.Duration) (string, error) {
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Go(func() { errs[i] = w.kill9() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return "", err
+	}
+	sleepCtx(ctx, down)
+	for _, w := range ws {
+		if err := w.start(); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("%d workers killed, back after %v", len(ws), down.Round(time.Millisecond)), nil
 }
 
 // sessionsOf are a worker's sessions as found on one running server.

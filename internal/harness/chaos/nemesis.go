@@ -37,6 +37,10 @@ const (
 	// AgentLeave: `consul leave` on the client agent (its node leaves at
 	// once, ending its sessions), restarted later.
 	AgentLeave Kind = "agent-leave"
+	// ZoneKill: every worker of one zone SIGKILLed at once, then restarted
+	// under their IDs (a zone is a client agent's workers: each runs with
+	// --zone its agent's name), so its shards move to the other zones.
+	ZoneKill Kind = "zone-kill-9"
 
 	// AssignorKill9 and AssignorStop are Kill9 and SigStop on whichever
 	// worker holds P/assignor when the fault starts: the
@@ -53,7 +57,7 @@ const (
 var (
 	WorkerKinds   = []Kind{SigStop, Kill9, Partition, SlowRenew, FailRenew, Destroy, PartitionDestroy}
 	AssignorKinds = []Kind{AssignorKill9, AssignorStop}
-	AgentKinds    = []Kind{AgentKill, AgentStop, AgentLeave}
+	AgentKinds    = []Kind{AgentKill, AgentStop, AgentLeave, ZoneKill}
 )
 
 // stops: the fault SIGSTOPs its victim (Pauses). kills: it SIGKILLs it.
