@@ -50,6 +50,7 @@ var rules = map[string]func(t *testing.T, e *env){
 	"DeleteShardKey":    deleteShardKey,
 	"Recover":           recoverRule,
 	"ZoneOperations":    zoneOperations,
+	"ZoneWithADeadOne":  zoneWithAWorkerDown,
 }
 
 // rawKeyRules need keys written by hand outside the fleet's config, which

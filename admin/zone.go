@@ -2,37 +2,69 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/shardlease/shardlease/internal/fleetview"
 )
 
-// ZoneWorkers returns the IDs of the live workers in zone, sorted, and
-// the fleet as read; ErrUnknownZone (naming the zones there are) when
-// there are none.
-func (o Operator) ZoneWorkers(ctx context.Context, zone string) ([]string, fleetview.Fleet, error) {
-	f, _, err := o.view(ctx)
-	if err != nil {
-		return nil, f, err
+// ZoneWorkers returns the IDs of the live workers in zone, sorted, the
+// zone's workers that are not live (dead member keys: crashed, or
+// restarting), and the fleet as read; ErrUnknownZone (naming the zones
+// there are) when no live worker is in it. An empty zone is refused: it
+// would name the workers without one, which are no zone to maintain.
+func (o Operator) ZoneWorkers(ctx context.Context, zone string) (live, down []string, f fleetview.Fleet, err error) {
+	if zone == "" {
+		return nil, nil, f, fmt.Errorf("an empty zone names no zone (workers without --zone are not one): %w", ErrUnknownZone)
 	}
-	var ids, zones []string
+	if f, _, err = o.view(ctx); err != nil {
+		return nil, nil, f, err
+	}
+	var zones []string
 	for _, w := range f.Workers {
-		if !w.Live() {
-			continue
+		switch {
+		case w.Zone == zone && w.Live():
+			live = append(live, w.ID)
+		case w.Zone == zone:
+			down = append(down, w.ID)
 		}
-		if w.Zone == zone {
-			ids = append(ids, w.ID)
+		z := w.Zone
+		if z == "" {
+			z = "(none)"
 		}
-		if !slices.Contains(zones, w.Zone) {
-			zones = append(zones, w.Zone)
+		if w.Live() && !slices.Contains(zones, z) {
+			zones = append(zones, z)
 		}
 	}
-	if len(ids) == 0 {
+	if len(live) == 0 {
 		slices.Sort(zones)
-		return nil, f, fmt.Errorf("no live worker in zone %q of fleet %s (zones: %s): %w", zone, o.Name, list(zones), ErrUnknownZone)
+		return nil, down, f, fmt.Errorf("no live worker in zone %q of fleet %s (zones: %s)%s: %w", zone, o.Name, list(zones), downNote(down), ErrUnknownZone)
 	}
-	return ids, f, nil
+	return live, down, f, nil
+}
+
+// downNote says which workers of a zone are not live, for a message.
+func downNote(down []string) string {
+	if len(down) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; its workers %s are not live (crashed, or restarting)", list(down))
+}
+
+// ErrZoneWorkersDown wraps what a zone operation says of the zone's
+// workers that are not live: it acted on the live ones, and the others'
+// member keys keep their marks (a worker restarting carries a cordon or a
+// drain over), so the operation must be run again once they are back.
+var ErrZoneWorkersDown = errors.New("admin: some of the zone's workers are not live")
+
+// zoneDown is the error for the zone's workers that were not acted on.
+func zoneDown(what, zone string, down []string) error {
+	if len(down) == 0 {
+		return nil
+	}
+	return fmt.Errorf("zone %s: %s of %s not done for %s, not live (crashed, or restarting: a restarting worker keeps the mark its key has); run it again once they are back: %w",
+		zone, what, zone, list(down), ErrZoneWorkersDown)
 }
 
 // takersOutside counts the live workers outside zone that the assignor
@@ -53,27 +85,31 @@ func takersOutside(f fleetview.Fleet, zone string) int {
 // graceful hand-off. It refuses an unknown zone (ErrUnknownZone) and one
 // whose drain would leave no live worker outside it to take its shards
 // (ErrLastWorker), before anything is written. Workers are drained one by
-// one, as Drain does; the drains set before a failure stay set and are
-// returned with the error.
+// one, as Drain does, on through failures: the drains set are returned
+// with every failure joined, and the zone's workers that are not live
+// (ErrZoneWorkersDown: they must be drained once back). The zone
+// operations below work the same way.
 func (o Operator) DrainZone(ctx context.Context, zone string) ([]Drain, error) {
-	ids, f, err := o.ZoneWorkers(ctx, zone)
+	ids, down, f, err := o.ZoneWorkers(ctx, zone)
 	if err != nil {
 		return nil, err
 	}
 	if takersOutside(f, zone) == 0 {
 		return nil, fmt.Errorf("no live worker outside zone %q is neither cordoned nor draining: its shards would have nowhere to go; start or uncordon one first: %w", zone, ErrLastWorker)
 	}
-	return eachWorker(ids, func(id string) (Drain, error) { return o.Drain(ctx, id) })
+	ds, err := eachWorker(ids, func(id string) (Drain, error) { return o.Drain(ctx, id) })
+	return ds, errors.Join(err, zoneDown("the drain", zone, down))
 }
 
 // UndrainZone withdraws the drain of every live worker of zone: the zone
 // takes its share again within the move budget.
 func (o Operator) UndrainZone(ctx context.Context, zone string) ([]Drain, error) {
-	ids, _, err := o.ZoneWorkers(ctx, zone)
+	ids, down, _, err := o.ZoneWorkers(ctx, zone)
 	if err != nil {
 		return nil, err
 	}
-	return eachWorker(ids, func(id string) (Drain, error) { return o.Undrain(ctx, id) })
+	ds, err := eachWorker(ids, func(id string) (Drain, error) { return o.Undrain(ctx, id) })
+	return ds, errors.Join(err, zoneDown("the undrain", zone, down))
 }
 
 // CordonZone cordons every live worker of zone: nothing moves now, and
@@ -84,38 +120,43 @@ func (o Operator) CordonZone(ctx context.Context, zone, reason string) ([]Cordon
 	if o.By == "" {
 		return nil, fmt.Errorf("cordon of zone %s: %w", zone, ErrNoOperator)
 	}
-	ids, f, err := o.ZoneWorkers(ctx, zone)
+	ids, down, f, err := o.ZoneWorkers(ctx, zone)
 	if err != nil {
 		return nil, err
 	}
 	if takersOutside(f, zone) == 0 {
 		return nil, fmt.Errorf("no live worker outside zone %q is neither cordoned nor draining: the assignor ignores cordons when no worker is left to take shards, so the cordon would do nothing: %w", zone, ErrLastUncordoned)
 	}
-	return eachWorker(ids, func(id string) (Cordon, error) { return o.Cordon(ctx, id, reason) })
+	cs, err := eachWorker(ids, func(id string) (Cordon, error) { return o.Cordon(ctx, id, reason) })
+	return cs, errors.Join(err, zoneDown("the cordon", zone, down))
 }
 
 // UncordonZone lifts the cordon of every live worker of zone: the zone is
 // given its share again, in proportion to its capacity, within the move
 // budget.
 func (o Operator) UncordonZone(ctx context.Context, zone string) ([]Cordon, error) {
-	ids, _, err := o.ZoneWorkers(ctx, zone)
+	ids, down, _, err := o.ZoneWorkers(ctx, zone)
 	if err != nil {
 		return nil, err
 	}
-	return eachWorker(ids, func(id string) (Cordon, error) { return o.Uncordon(ctx, id) })
+	cs, err := eachWorker(ids, func(id string) (Cordon, error) { return o.Uncordon(ctx, id) })
+	return cs, errors.Join(err, zoneDown("the uncordon", zone, down))
 }
 
-// eachWorker applies act to each worker in turn and stops at the first
-// error, which names the worker; what was done before stays done and is
-// returned with it.
+// eachWorker applies act to each worker in turn, on through failures,
+// and returns what was done with the failures joined, each naming its
+// worker: one worker restarting does not keep the rest of its zone from
+// being acted on.
 func eachWorker[T any](ids []string, act func(id string) (T, error)) ([]T, error) {
 	out := make([]T, 0, len(ids))
+	var errs []error
 	for _, id := range ids {
 		r, err := act(id)
 		if err != nil {
-			return out, fmt.Errorf("%s (done before it: %d of %d workers of the zone): %w", id, len(out), len(ids), err)
+			errs = append(errs, fmt.Errorf("%s: %w", id, err))
+			continue
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }

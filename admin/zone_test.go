@@ -1,6 +1,8 @@
 package admin_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/shardlease/shardlease/admin"
@@ -53,5 +55,26 @@ func zoneOperations(t *testing.T, e *env) {
 	}
 	if ds, err := e.op.UndrainZone(ctx, "zone-a"); err != nil || len(ds) != 2 || !ds[1].Changed {
 		t.Fatalf("UndrainZone(zone-a) = %+v, %v", ds, err)
+	}
+}
+
+// zoneWithAWorkerDown: a zone operation acts on the zone's live workers
+// and says which of its workers it could not act on (their member keys
+// have no session); an empty zone is refused.
+func zoneWithAWorkerDown(t *testing.T, e *env) {
+	ids := e.configure(6)
+	ctx := t.Context()
+	asOperator(e, "alice")
+	e.joinIn("zone-a", "w1", ids[0], ids[1])
+	e.joinIn("zone-a", "w2", ids[2], ids[3])
+	e.joinIn("zone-b", "w3", ids[4], ids[5])
+	e.stop("w2")
+
+	cs, err := e.op.CordonZone(ctx, "zone-a", "")
+	if !errors.Is(err, admin.ErrZoneWorkersDown) || !strings.Contains(err.Error(), "w2") || len(cs) != 1 || cs[0].Worker != "w1" || !cs[0].Changed {
+		t.Fatalf("CordonZone with w2 down = %+v, %v; want w1 cordoned and ErrZoneWorkersDown naming w2", cs, err)
+	}
+	if _, err := e.op.DrainZone(ctx, ""); !errors.Is(err, admin.ErrUnknownZone) || !strings.Contains(err.Error(), "an empty zone") {
+		t.Errorf("DrainZone(\"\") = %v, want ErrUnknownZone saying an empty zone names none", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxLabelLength bounds a zone, a label's key and a label's value, as
@@ -54,7 +55,8 @@ func labelProblem(s string, slash bool) string {
 		if slash {
 			allowed = "letters, digits, '-', '_', '.' and '/'"
 		}
-		return fmt.Sprintf("has %q at byte %d; use only %s", s[i:i+1], i, allowed)
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Sprintf("has %q at byte %d; use only %s", r, i, allowed)
 	}
 	return ""
 }
@@ -73,6 +75,9 @@ func ParseLabels(s string) (map[string]string, error) {
 		k, v, ok := strings.Cut(item, "=")
 		if !ok {
 			return nil, fmt.Errorf("%w: label %q has no '=': write labels as key=value,key=value", ErrInvalidArgument, item)
+		}
+		if k == "" {
+			return nil, fmt.Errorf("%w: label %q has an empty key: write labels as key=value,key=value", ErrInvalidArgument, item)
 		}
 		if _, dup := out[k]; dup {
 			return nil, fmt.Errorf("%w: label key %q is given twice", ErrInvalidArgument, k)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -89,12 +90,12 @@ With --zone Z, every live worker of zone Z is cordoned.
 		return err
 	}
 	defer fc.close()
-	worker, err := workerOrZone(pos, *zone)
+	worker, err := workerOrZone(pos, zone)
 	if err != nil {
 		return err
 	}
 	if worker == "" {
-		cs, err := op.CordonZone(ctx, *zone, *reason)
+		cs, err := op.CordonZone(ctx, zone.name, *reason)
 		for _, c := range cs {
 			a.saidCordon(c)
 		}
@@ -119,18 +120,35 @@ func (a *app) saidCordon(c admin.Cordon) {
 		c.Worker, markText(c.Mark, now), c.Shards, c.Worker)
 }
 
+// zoneArg is --zone: the zone named, and whether the flag was given at
+// all (an empty --zone is given, and refused).
+type zoneArg struct {
+	name  string
+	given bool
+}
+
 // zoneFlag adds --zone, which names a zone instead of one worker.
-func zoneFlag(fs *flag.FlagSet, help string) *string { return fs.String("zone", "", help) }
+func zoneFlag(fs *flag.FlagSet, help string) *zoneArg {
+	z := &zoneArg{}
+	fs.Func("zone", help, func(v string) error {
+		if v == "" {
+			return errors.New(`an empty zone names no zone (workers without --zone are not one)`)
+		}
+		z.name, z.given = v, true
+		return nil
+	})
+	return z
+}
 
 // workerOrZone is the worker a command names, or "" with a zone: one of
 // the two, not both.
-func workerOrZone(pos []string, zone string) (string, error) {
+func workerOrZone(pos []string, zone *zoneArg) (string, error) {
 	switch {
-	case zone != "" && len(pos) == 1:
-		return "", usagef("give WORKER or --zone, not both (%q and --zone %q)", pos[0], zone)
-	case zone == "" && len(pos) == 0:
+	case zone.given && len(pos) == 1:
+		return "", usagef("give WORKER or --zone, not both (%q and --zone %q)", pos[0], zone.name)
+	case !zone.given && len(pos) == 0:
 		return "", usagef("missing WORKER (or --zone Z for every live worker of a zone)")
-	case zone != "":
+	case zone.given:
 		return "", nil
 	}
 	return pos[0], nil
@@ -149,13 +167,13 @@ func (a *app) uncordon(ctx context.Context, args []string) error {
 		return err
 	}
 	defer fc.close()
-	worker, err := workerOrZone(pos, *zone)
+	worker, err := workerOrZone(pos, zone)
 	if err != nil {
 		return err
 	}
 	var cs []admin.Cordon
 	if worker == "" {
-		cs, err = fc.operator(a).UncordonZone(ctx, *zone)
+		cs, err = fc.operator(a).UncordonZone(ctx, zone.name)
 	} else {
 		var c admin.Cordon
 		if c, err = fc.operator(a).Uncordon(ctx, worker); err == nil {

@@ -37,24 +37,23 @@ every live worker of zone Z is drained, and progress is shown worker by worker.
 		return err
 	}
 	defer fc.close()
-	worker, err := workerOrZone(pos, *zone)
+	worker, err := workerOrZone(pos, zone)
 	if err != nil {
 		return err
 	}
 	if worker == "" {
-		ds, err := fc.operator(a).DrainZone(ctx, *zone)
+		ds, err := fc.operator(a).DrainZone(ctx, zone.name)
 		for _, d := range ds {
-			fmt.Fprintf(a.stdout, "drain of %s (zone %s) set: it owns %d shards\n", d.Worker, *zone, len(d.Shards))
+			fmt.Fprintf(a.stdout, "drain of %s (zone %s) set: it owns %d shards\n", d.Worker, zone.name, len(d.Shards))
 		}
-		if err != nil || *noWait {
-			return fc.explain(err, "read")
-		}
-		for _, d := range ds {
-			if err := a.followDrain(ctx, fc, d, *timeout); err != nil {
-				return err
+		if !*noWait {
+			for _, d := range ds { // the drains that were set, even if some were not
+				if ferr := a.followDrain(ctx, fc, d, *timeout); ferr != nil {
+					return errors.Join(ferr, fc.explain(err, "read"))
+				}
 			}
 		}
-		return nil
+		return fc.explain(err, "read")
 	}
 
 	d, err := fc.operator(a).Drain(ctx, worker)
@@ -83,13 +82,13 @@ func (a *app) undrain(ctx context.Context, args []string) error {
 		return err
 	}
 	defer fc.close()
-	worker, err := workerOrZone(pos, *zone)
+	worker, err := workerOrZone(pos, zone)
 	if err != nil {
 		return err
 	}
 	var ds []admin.Drain
 	if worker == "" {
-		ds, err = fc.operator(a).UndrainZone(ctx, *zone)
+		ds, err = fc.operator(a).UndrainZone(ctx, zone.name)
 	} else {
 		var d admin.Drain
 		if d, err = fc.operator(a).Undrain(ctx, worker); err == nil {

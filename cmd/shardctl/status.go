@@ -264,7 +264,13 @@ func zonesLine(f fleetview.Fleet) string {
 	for i, z := range f.Zones {
 		parts[i] = fmt.Sprintf("%s %d of %.1f (%d workers)", orDash(z.Name), z.Shards, z.Share, z.Workers)
 	}
-	return "zones (owned of share): " + strings.Join(parts, " · ")
+	line := "zones (owned of share): " + strings.Join(parts, " · ")
+	for _, sw := range f.StepsWaiting {
+		if sw.Step == shard.StepZones {
+			line += " — not in effect: the assignor ignores zones until every live worker speaks the zones step"
+		}
+	}
+	return line
 }
 
 // stepsLine says which protocol steps wait for live workers that do not

@@ -88,6 +88,9 @@ func TestZoneDrainAndCordon(t *testing.T) {
 				t.Errorf("%v: exit %d, %q; want a usage error naming WORKER and --zone", tc, code, errOut)
 			}
 		}
+		if code, _, errOut := f.run(t.Context(), "", "drain", "-prefix", "orders", "--zone", ""); code != 2 || !strings.Contains(errOut, "an empty zone names no zone") {
+			t.Errorf("drain --zone \"\": exit %d, %q; want a usage error", code, errOut)
+		}
 		if code, _, errOut := f.run(t.Context(), "", "drain", "-prefix", "orders", "--zone", "zone-c"); code != 1 || !strings.Contains(errOut, `no live worker in zone "zone-c"`) {
 			t.Errorf("drain of an unknown zone: exit %d, %q", code, errOut)
 		}

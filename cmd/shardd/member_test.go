@@ -127,7 +127,7 @@ func TestZoneAndLabelFlags(t *testing.T) {
 		env   string
 		want  string
 	}{
-		{[]string{"--zone=eu west"}, "", `zone "eu west" has " "`},
+		{[]string{"--zone=eu west"}, "", `zone "eu west" has ' '`},
 		{[]string{"--labels=disk"}, "", `label "disk" has no '='`},
 		{nil, "disk", `SHARDLEASE_LABELS: shard: invalid argument: label "disk" has no '='`},
 	} {
