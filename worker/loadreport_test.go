@@ -12,8 +12,9 @@ import (
 	"github.com/shardlease/shardlease/worker"
 )
 
-// loadWrites counts the writes of loads (ReportLoad), and the member-key
-// writes that carry loads, which there must be none of.
+// loadWrites counts the writes of loads (ReportLoad) once the coordinator
+// took them, so that a test that sees the count move also sees the write;
+// and the member-key writes that carry loads, which there must be none of.
 type loadWrites struct {
 	mu        sync.Mutex
 	n, joined int
@@ -24,15 +25,16 @@ func (c *loadWrites) wrap(co shard.Coordinator) shard.Coordinator {
 }
 
 func (c *loadWrites) intercept(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+	err := invoke(ctx)
 	c.mu.Lock()
 	switch {
-	case call.Op == shard.OpReportLoad:
+	case call.Op == shard.OpReportLoad && err == nil:
 		c.n++
 	case call.Op == shard.OpJoin && call.Member.Load != nil:
 		c.joined++
 	}
 	c.mu.Unlock()
-	return invoke(ctx)
+	return err
 }
 
 func (c *loadWrites) count() int {
