@@ -3,7 +3,7 @@
 #   make test                     everything below, against real servers
 GO ?= go
 
-.PHONY: test vet consul nats postgres chromium systemd demo dashboard-screenshot bench shardbench sim chaos fuzz flakecheck stepdowns
+.PHONY: test vet consul nats postgres chromium systemd demo dashboard-screenshot bench shardbench sim chaos fuzz flakecheck stepdowns zoneprop
 
 # test builds the real Consul and nats-server the integration tests start
 # (seconds when bin/ has them already), installs Debian's PostgreSQL and Chromium when
@@ -61,6 +61,12 @@ demo:
 # trace of the first that did (make test runs seeds 1-500).
 sim:
 	cd internal/harness/sim && $(GO) test -count=1 -timeout 0 -run 'TestSim$$' $(if $(SEED),-seed=$(SEED) -runs=$(or $(RUNS),20) -v,-seeds=$(or $(SEEDS),5000) -seed.first=$(or $(FIRST),1))
+
+# make zoneprop [STEPS=1000000]: the zone property test over that many
+# rebalance.Step calls (generated fleets in zones, joins, crashes, drains;
+# docs/reliability.md, "Zones"); make test runs 20,000.
+zoneprop:
+	$(GO) test ./rebalance -run 'TestZoneProperty$$' -count=1 -timeout 0 -v -zones.steps=$(or $(STEPS),1000000)
 
 # make chaos [FAULTS=100]: real faults (SIGSTOP, kill -9, partitions, slow and
 # failing renewals, sessions destroyed, the assignor's worker killed and
