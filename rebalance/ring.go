@@ -13,7 +13,7 @@ import (
 // counts whatever the spread, so a few suffice.
 const ringPoints = 8
 
-// placeFree gives every shard without a target (target[i] < 0), in shard
+// placeFree gives every shard without a target (target[i] == -1), in shard
 // order, to a member with room, and takes the room: consistent hashing with
 // bounded loads. Each member with room has ringPoints points on a ring of
 // 64-bit hashes (xxhash of its ID, a zero byte and the point's number); a
@@ -84,8 +84,8 @@ func placeFree(shards []shard.ID, ids []string, target []int32, room []int) {
 	}
 
 	for i, s := range shards {
-		if target[i] >= 0 {
-			continue
+		if target[i] != -1 {
+			continue // placed, or to be left (see leave)
 		}
 		j, _ := slices.BinarySearch(pos, xxhash.Sum64String(string(s)))
 		if j := find(int32(j)); j < np {

@@ -52,6 +52,12 @@ type State struct {
 	// tolerance band. A shard missing from Loads counts as the mean of the
 	// others. Nil: count balance, exactly as without load awareness.
 	Loads map[shard.ID]float64
+	// Rules are the fleet's placement rules (shard.PlacementRule): a shard
+	// goes only to a member every hard rule about it allows, and to one a
+	// prefer rule selects when balance leaves a choice. A shard that no
+	// member may take stays in no key (Decision.Unplaceable). While rules
+	// apply to some shard, Loads is not balanced: counts are.
+	Rules []shard.PlacementRule
 }
 
 // Member is a live member of the fleet as Step sees it.
@@ -76,6 +82,9 @@ type Member struct {
 	// capacity's share within one shard. Counts only: with Loads, zones
 	// are not balanced (see the package doc).
 	Zone string
+	// Labels are the member's labels (shard.Member.Labels), which
+	// placement rules select members by.
+	Labels map[string]string
 }
 
 // Assignment is one worker's assignment key: the shards it should own, and
@@ -258,6 +267,11 @@ type Decision struct {
 	// Band is the load band as Step judged it before its load moves (nil
 	// in count balance): what operators' views show of the fleet's load.
 	Band *Band
+	// Unplaceable lists, sorted, the shards that hard placement rules let
+	// no member take now (none allows it, or those that do are cordoned
+	// or stuck): they are in no key, and one held by a member the rules
+	// exclude is released.
+	Unplaceable []shard.ID
 }
 
 // Band is the load band as one Step judged it, on the shards' targets

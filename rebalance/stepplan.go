@@ -41,6 +41,10 @@ type step struct {
 	loadBand  *Band       // the band as judged before the load moves
 	band      []time.Time // each member's OutOfBand mark, when the load moves were planned (else nil: marks stay)
 	started   int         // hand-offs this step starts
+
+	ruleOut     int     // shards hard rules let no member be given: the quotas share the others
+	ruleFixed   []int   // per member, a quota hard rules forced (planRules), or -1; nil when none
+	unplaceable []int32 // hard-ruled shards no member may take (planRules)
 }
 
 func newStep(in *stepInput, p Policy) *step {
@@ -107,6 +111,10 @@ func (st *step) plan() {
 			owned[c]++
 		}
 	}
+	if st.rules != nil {
+		st.planRules()
+		return
+	}
 	caps := st.capacities(owned, held)
 	if st.load != nil {
 		st.planLoad(caps, owned)
@@ -117,7 +125,8 @@ func (st *step) plan() {
 	st.target = target
 }
 
-// capacities are the members' quotas: by weight with the largest
+// capacities are the members' quotas (of the shards but those hard rules
+// let no member be given): by weight with the largest
 // remainder (the function capacities), except that a stuck member's quota
 // is min(held, ⌈its weighted share⌉), a member on probation's
 // min(held+1, ⌈its weighted share⌉) (one shard to show it takes what it is
@@ -133,24 +142,27 @@ func (st *step) capacities(owned, held []int) []int {
 		return nil
 	}
 	ws := effectiveWeights(st.members)
-	if !slices.Contains(st.stuck, true) && !slices.Contains(st.probation, true) && !slices.Contains(st.cordoned, true) {
-		return zonedCapacities(len(st.shards), st.ids, zonesOf(st.members), ws, owned)
+	if st.ruleFixed == nil && !slices.Contains(st.stuck, true) && !slices.Contains(st.probation, true) && !slices.Contains(st.cordoned, true) {
+		return zonedCapacities(len(st.shards)-st.ruleOut, st.ids, zonesOf(st.members), ws, owned)
 	}
 	var sum uint64
 	for _, w := range ws {
 		sum += w
 	}
 	caps := make([]int, len(st.members))
-	rest := len(st.shards)
+	rest := len(st.shards) - st.ruleOut
 	var others []int
 	for m := range st.members {
-		if st.cordoned[m] {
+		if st.ruleFixed != nil && st.ruleFixed[m] >= 0 {
+			caps[m] = st.ruleFixed[m]
+			rest -= caps[m]
+		} else if st.cordoned[m] {
 			if !st.draining[m] {
 				caps[m] = held[m]
 			}
 			rest -= caps[m]
 		} else if st.stuck[m] || st.probation[m] {
-			hi, lo := bits.Mul64(uint64(len(st.shards)), ws[m])
+			hi, lo := bits.Mul64(uint64(len(st.shards)-st.ruleOut), ws[m])
 			q, r := bits.Div64(hi, lo, sum) // as in capacities: cannot panic
 			if r > 0 {
 				q++
@@ -178,6 +190,7 @@ func (st *step) capacities(owned, held []int) []int {
 	if len(others) == 0 {
 		return caps
 	}
+	rest = max(rest, 0) // quotas hard rules forced may leave the others nothing
 	ids, members, sub := make([]string, len(others)), make([]Member, len(others)), make([]int, len(others))
 	for k, m := range others {
 		ids[k], members[k], sub[k] = st.ids[m], st.members[m], owned[m]
@@ -212,8 +225,14 @@ func (st *step) decide() {
 		switch {
 		case h < 0:
 			st.next[i] = t
-		case t == h || t < 0:
+		case t == h || (t < 0 && st.rules.allows(i, h)):
 			st.next[i] = h
+		case t < 0 && st.flags[i]&inHolderKey == 0:
+			st.next[i] = -1 // released by a holder the rules exclude, nobody to take it
+			inFlight++
+		case t < 0:
+			st.next[i] = h
+			drains = append(drains, int32(i)) // the rules exclude its holder: release it
 		case st.flags[i]&inHolderKey == 0:
 			st.next[i] = -1
 			inFlight++
@@ -252,6 +271,10 @@ func (st *step) inKey(i int, m int32) bool {
 func (st *step) decision() Decision {
 	w := len(st.members)
 	d := Decision{Delete: st.dead, ByLoad: st.load != nil, Band: st.loadBand}
+	for _, i := range st.unplaceable {
+		d.Unplaceable = append(d.Unplaceable, st.shards[i])
+	}
+	slices.Sort(d.Unplaceable)
 	count, same := make([]int, w), make([]int, w)
 	for i, m := range st.next {
 		if m >= 0 {
@@ -349,7 +372,11 @@ func (st *step) move(i int) (Transfer, bool) {
 		if st.flags[i]&loadMoved != 0 {
 			why = shard.ReasonLoad
 		}
-		return Transfer{Shard: s, From: st.ids[h], To: st.ids[st.target[i]], Reason: why}, true
+		to := ""
+		if t := st.target[i]; t >= 0 {
+			to = st.ids[t]
+		}
+		return Transfer{Shard: s, From: st.ids[h], To: to, Reason: why}, true
 	}
 	to := st.next[i]
 	if st.holder[i] >= 0 || to < 0 || st.inKey(i, to) {

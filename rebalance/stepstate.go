@@ -42,6 +42,8 @@ type stepInput struct {
 	// load[i] is shard i's load when Step balances load; nil in count
 	// balance (no Loads, or the same load for every shard).
 	load []float64
+	// rules are State.Rules compiled, nil when none is about any shard.
+	rules *placement
 	// sc holds the per-shard slices, returned to its pool when Step ends.
 	sc *scratch
 }
@@ -94,8 +96,11 @@ func readState(s State, sc *scratch) (*stepInput, error) {
 		}
 	}
 	in.load, problems = readLoads(s.Loads, index, len(shards), problems)
-	if len(problems) > 0 {
+	if problems = checkRules(s.Rules, problems); len(problems) > 0 {
 		return nil, invalid(problems)
+	}
+	if in.rules = compileRules(shards, members, s.Rules); in.rules != nil {
+		in.load = nil // rules place by counts: see State.Rules
 	}
 	return in, nil
 }

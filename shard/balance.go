@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -33,6 +35,13 @@ type BalancePolicy struct {
 	// shard counts, within these tunables (zero fields: their defaults).
 	// Nil: count balance.
 	Load *LoadBalance
+	// Rules place shards by the members' labels and zones (PlacementRule),
+	// at most MaxRules, applied in order of no importance: a shard may be
+	// owned only by a member every hard rule about it allows. They take
+	// effect only while every live member speaks StepRules, and are
+	// written only then (release 0.1.0 reads P/policy strictly and finds
+	// a policy with rules unreadable).
+	Rules []PlacementRule
 }
 
 // LoadBalance tunes load balancing (rebalance.LoadPolicy's fields, as
@@ -52,6 +61,14 @@ func (p BalancePolicy) Clone() BalancePolicy {
 		l := *p.Load
 		p.Load = &l
 	}
+	if p.Rules != nil {
+		rules := make([]PlacementRule, len(p.Rules))
+		for i, r := range p.Rules {
+			r.Labels = maps.Clone(r.Labels)
+			rules[i] = r
+		}
+		p.Rules = rules
+	}
 	return p
 }
 
@@ -60,8 +77,11 @@ func (p BalancePolicy) Equal(q BalancePolicy) bool {
 	if (p.Load == nil) != (q.Load == nil) || (p.Load != nil && *p.Load != *q.Load) {
 		return false
 	}
-	p.Load, q.Load = nil, nil
-	return p == q
+	if !slices.EqualFunc(p.Rules, q.Rules, PlacementRule.Equal) {
+		return false
+	}
+	p.Load, q.Load, p.Rules, q.Rules = nil, nil, nil, nil
+	return p.MaxMovesInFlight == q.MaxMovesInFlight && p.StuckAfter == q.StuckAfter && p.ColdStartGather == q.ColdStartGather
 }
 
 // Validate reports every problem with p at once, naming each wrong value.
@@ -88,6 +108,14 @@ func (p BalancePolicy) Validate() error {
 			add("load patience %v must not be negative (zero means the default)", l.Patience)
 		}
 	}
+	if len(p.Rules) > MaxRules {
+		add("%d placement rules; at most %d (write prefixes: one rule covers every shard whose ID begins with it)", len(p.Rules), MaxRules)
+	}
+	for i, r := range p.Rules {
+		if err := r.Validate(); err != nil {
+			add("rule %d: %v", i+1, strings.TrimPrefix(err.Error(), ErrInvalidArgument.Error()+": "))
+		}
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: balance policy: %s", ErrInvalidArgument, strings.Join(problems, "; "))
 	}
@@ -102,10 +130,18 @@ func (p BalancePolicy) String() string {
 	}
 	s := fmt.Sprintf("moves in flight %s, stuck after %s, cold-start gather %s", moves, orDefault(p.StuckAfter), orDefault(p.ColdStartGather))
 	if l := p.Load; l != nil {
-		return s + fmt.Sprintf(", balancing load (tolerance %s, residence %s, gain %s, patience %s)",
+		s += fmt.Sprintf(", balancing load (tolerance %s, residence %s, gain %s, patience %s)",
 			fractionOrDefault(l.Tolerance), orDefault(l.MinResidence), fractionOrDefault(l.MinGain), orDefault(l.Patience))
+		if len(p.Rules) > 0 {
+			s += fmt.Sprintf(", %d placement rules", len(p.Rules))
+		}
+		return s
 	}
-	return s + ", balancing shard counts"
+	s += ", balancing shard counts"
+	if len(p.Rules) > 0 {
+		s += fmt.Sprintf(", %d placement rules", len(p.Rules))
+	}
+	return s
 }
 
 func orDefault(d time.Duration) string {
@@ -128,10 +164,11 @@ func fractionOrDefault(f float64) string {
 // balanceValue is P/policy's value: durations as Go duration strings, so
 // an operator reading the key sees "10s", not nanoseconds.
 type balanceValue struct {
-	MaxMovesInFlight int        `json:"max_moves_in_flight,omitempty"`
-	StuckAfter       string     `json:"stuck_after,omitempty"`
-	ColdStartGather  string     `json:"cold_start_gather,omitempty"`
-	Load             *loadValue `json:"load,omitempty"`
+	MaxMovesInFlight int         `json:"max_moves_in_flight,omitempty"`
+	StuckAfter       string      `json:"stuck_after,omitempty"`
+	ColdStartGather  string      `json:"cold_start_gather,omitempty"`
+	Load             *loadValue  `json:"load,omitempty"`
+	Rules            []ruleValue `json:"rules,omitempty"`
 }
 
 type loadValue struct {
@@ -154,6 +191,9 @@ func (p BalancePolicy) MarshalJSON() ([]byte, error) {
 	if l := p.Load; l != nil {
 		v.Load = &loadValue{Tolerance: l.Tolerance, MinResidence: durationValue(l.MinResidence), MinGain: l.MinGain, Patience: durationValue(l.Patience)}
 	}
+	for _, r := range p.Rules {
+		v.Rules = append(v.Rules, ruleValue(r))
+	}
 	return json.Marshal(v)
 }
 
@@ -166,10 +206,10 @@ func (p *BalancePolicy) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		return fmt.Errorf("malformed balance policy: null (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load})")
+		return fmt.Errorf("malformed balance policy: null (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load, rules})")
 	}
 	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("malformed balance policy (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load}): %w", err)
+		return fmt.Errorf("malformed balance policy (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load, rules}): %w", err)
 	}
 	var out BalancePolicy
 	var err error
@@ -192,6 +232,9 @@ func (p *BalancePolicy) UnmarshalJSON(b []byte) error {
 	}
 	if err != nil {
 		return err
+	}
+	for _, r := range v.Rules {
+		out.Rules = append(out.Rules, PlacementRule(r))
 	}
 	if err := out.Validate(); err != nil {
 		return err

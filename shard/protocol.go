@@ -46,10 +46,16 @@ const StepHistory = "history"
 // zones an assignor of either release plans the same.
 const StepZones = "zones"
 
+// StepRules is the protocol step of placement rules
+// (BalancePolicy.Rules): a policy with rules is written, and the assignor
+// follows its rules, only while every live member speaks it, because
+// release 0.1.0 reads P/policy strictly and cannot read one with rules.
+const StepRules = "rules"
+
 // Steps returns the protocol steps this build speaks beyond Protocol,
 // which it writes into its member key (Member.Steps). A feature that
 // needs a step switches on only when every live member has it.
-func Steps() []string { return []string{StepGenerations, StepHistory, StepZones} }
+func Steps() []string { return []string{StepGenerations, StepHistory, StepZones, StepRules} }
 
 // AllSpeak reports whether every live member of s speaks step.
 func (s Snapshot) AllSpeak(step string) bool {
