@@ -57,6 +57,9 @@ type Assignor struct {
 	m      *metrics
 	shards []shard.ID
 	loads  loads
+	// unplaceable is the last set of shards the rules stranded, logged
+	// when it changes.
+	unplaceable unplaceable
 	// leading is the epoch while this worker holds the role, 0 otherwise.
 	leading atomic.Uint64
 }

@@ -88,6 +88,7 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	} else {
 		a.loads.forget() // figures seen before a switch to counts are stale by a switch back
 	}
+	state.Rules = Rules(snap, pol)
 	if until := gather.wait(state, gatherLimit(pol)); !until.IsZero() {
 		return until, nil // a cold fleet whose members are still joining
 	}
@@ -103,6 +104,8 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 		a.m.loadMin.Set(lo)
 		a.m.loadMax.Set(hi)
 	}
+	a.m.unplaceable.Set(float64(len(d.Unplaceable)))
+	a.unplaceable.report(d.Unplaceable, log)
 	d = askLoads(snap, state, d, pol.Load != nil)
 	if len(d.Assign) == 0 && len(d.Delete) == 0 {
 		return d.Wake, nil

@@ -31,6 +31,7 @@ type metrics struct {
 	inFlight     prometheus.Gauge
 	loadMax      prometheus.Gauge
 	loadMin      prometheus.Gauge
+	unplaceable  prometheus.Gauge
 	resetOnLeave []prometheus.Gauge
 }
 
@@ -63,13 +64,15 @@ func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
 			"Highest load per unit of capacity among live workers, divided by the fleet's mean, as the load-balancing assignor last saw it (0 on other workers)."),
 		loadMin: gauge("fleet_load_min_ratio",
 			"Lowest load per unit of capacity among live workers, divided by the fleet's mean, as the load-balancing assignor last saw it (0 on other workers)."),
+		unplaceable: gauge("shards_unplaceable",
+			"Shards the placement rules let no live worker be given (a pin no live worker's labels match, or whose only matches are cordoned or stuck), as the assignor last decided (0 on other workers)."),
 	}
-	m.resetOnLeave = []prometheus.Gauge{m.leading, m.imbalance, m.problems, m.frozen, m.cordoned, m.returning, m.inFlight, m.loadMax, m.loadMin}
+	m.resetOnLeave = []prometheus.Gauge{m.leading, m.imbalance, m.problems, m.frozen, m.cordoned, m.returning, m.inFlight, m.loadMax, m.loadMin, m.unplaceable}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.leading, m.epoch, m.steps, m.stepSeconds, m.written, m.moves, m.imbalance, m.problems,
-		m.frozen, m.cordoned, m.returning, m.inFlight, m.loadMax, m.loadMin} {
+		m.frozen, m.cordoned, m.returning, m.inFlight, m.loadMax, m.loadMin, m.unplaceable} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(ErrMetrics, err)
 		}

@@ -23,6 +23,7 @@ func Plan(snap shard.Snapshot, p shard.BalancePolicy, now time.Time) (rebalance.
 	cfg := *snap.Config
 	ids := cfg.IDs()
 	st, _ := State(snap, cfg, ids, now)
+	st.Rules = Rules(snap, p)
 	st.Frozen = false
 	if p.Load != nil {
 		var l loads

@@ -22,8 +22,9 @@ const MaxRejoinGrace = 10 * time.Minute
 // problem in the snapshot, shard.Unsealed included) are left out, so the
 // step treats their workers as without a key and writes one. It returns
 // what it could not read of the memories, for the log. Members' zones
-// count only while every live member speaks shard.StepZones. shards must
-// be sorted, as a Config's IDs are.
+// count only while every live member speaks shard.StepZones (the policy's
+// placement rules, which Rules passes, only while every one speaks
+// shard.StepRules). shards must be sorted, as a Config's IDs are.
 func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Time) (rebalance.State, []string) {
 	cfg.Generation = generation(snap)
 	st := rebalance.State{Now: now, Shards: shards, Holders: make([]string, len(shards)), Assigned: map[string]rebalance.Assignment{},
@@ -45,6 +46,7 @@ func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Ti
 			if zoned {
 				rm.Zone = m.Zone
 			}
+			rm.Labels = m.Labels
 			st.Members = append(st.Members, rm)
 			bySession[m.Session] = m.ID
 		}
@@ -72,4 +74,15 @@ func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Ti
 		st.Assigned[id] = a
 	}
 	return st, problems
+}
+
+// Rules are the placement rules the assignor follows on snap under policy
+// p: p's, while every live member speaks shard.StepRules (an assignor of
+// release 0.1.0, which a member without the step could become, would
+// follow none), else none.
+func Rules(snap shard.Snapshot, p shard.BalancePolicy) []shard.PlacementRule {
+	if !snap.AllSpeak(shard.StepRules) {
+		return nil
+	}
+	return p.Rules
 }

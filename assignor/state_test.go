@@ -67,3 +67,20 @@ func TestZonesWaitForTheStep(t *testing.T) {
 		t.Errorf("with a live member without the zones step: %q, want none", got)
 	}
 }
+
+// TestRulesWaitForTheStep: the policy's rules are followed only while
+// every live member speaks the rules step.
+func TestRulesWaitForTheStep(t *testing.T) {
+	p := shard.BalancePolicy{Rules: []shard.PlacementRule{{Shards: "*", Kind: shard.RuleAvoid, Labels: map[string]string{"disk": "hdd"}}}}
+	snap := shard.Snapshot{Members: []shard.MemberState{
+		{Member: shard.Member{ID: "a", Steps: shard.Steps()}, Session: "a#1"},
+		{Member: shard.Member{ID: "old", Steps: []string{shard.StepGenerations, shard.StepHistory, shard.StepZones}}}, // not live
+	}}
+	if got := Rules(snap, p); len(got) != 1 {
+		t.Errorf("every live member speaks rules: %v, want the policy's", got)
+	}
+	snap.Members[1].Session = "old#1"
+	if got := Rules(snap, p); got != nil {
+		t.Errorf("with a live member without the rules step: %v, want none", got)
+	}
+}
