@@ -49,6 +49,7 @@ var rules = map[string]func(t *testing.T, e *env){
 	"ReleaseRefusals":   releaseRefusals,
 	"DeleteShardKey":    deleteShardKey,
 	"Recover":           recoverRule,
+	"SetRules":          setRulesRule,
 	"ZoneOperations":    zoneOperations,
 	"ZoneWithADeadOne":  zoneWithAWorkerDown,
 }

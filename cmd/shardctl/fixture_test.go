@@ -25,7 +25,8 @@ type fixture struct {
 	coord   *memory.Coordinator
 	store   *offmem.Store // every worker's offsets, as a shared store would be
 	shards  shard.Config
-	zones   map[string]string // worker → zone, for the workers started in one
+	zones   map[string]string            // worker → zone, for the workers started in one
+	labels  map[string]map[string]string // worker → labels
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
 	done    map[string]chan error
@@ -49,7 +50,7 @@ func newFixture(t *testing.T, n int, ids ...string) *fixture {
 func (f *fixture) start(id string) {
 	f.t.Helper()
 	w, err := worker.New(worker.Config{
-		ID: id, Version: "v1.4.2", Address: id + ".example:9100", Zone: f.zones[id], Fleet: f.shards, Coordinator: f.coord,
+		ID: id, Version: "v1.4.2", Address: id + ".example:9100", Zone: f.zones[id], Labels: f.labels[id], Fleet: f.shards, Coordinator: f.coord,
 		Offsets: f.store, Policy: fixturePolicy, JitterSeed: uint64(len(id)*7919 + int(id[len(id)-1])),
 		Handler: worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
 			<-ctx.Done()

@@ -90,6 +90,7 @@ var commands = []command{
 	{"delete-shard", "delete a shard key a hand edit left (free, or outside the fleet's config); never a held one", (*app).deleteShard},
 	{"recover", "after the coordinator lost its history (rebuilt, restored): raise the fleet's generation above the store's floors (asks first)", (*app).recoverFleet},
 	{"balance", "show or change the fleet's balance policy, followed live by the assignor (moves in flight, counts or load, band)", (*app).balance},
+	{"rules", "list, add or remove placement rules: pin shards to, prefer or avoid workers by labels and zone", (*app).rules},
 	{"policy", "check a lease policy against the rule 2 × renew + pause ≤ ttl", (*app).policy},
 	{"dashboard", "serve the fleet's live dashboard (ownership grid, workers, moves) and its JSON API", (*app).dashboard},
 }

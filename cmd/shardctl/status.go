@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -104,14 +105,21 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 	if line := zonesLine(f); line != "" {
 		fmt.Fprintln(w, line)
 	}
+	if line := rulesLine(f); line != "" {
+		fmt.Fprintln(w, line)
+	}
 
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	loads := f.Load != nil
 	zoned := len(f.Zones) > 0
+	labelled := slices.ContainsFunc(f.Workers, func(w fleetview.Worker) bool { return len(w.Labels) > 0 })
 	header := "WORKER\tSTATE\tOWNED\tASSIGNED\t"
 	if zoned {
 		header = "ZONE\t" + header
+	}
+	if labelled {
+		header += "LABELS\t"
 	}
 	if loads {
 		header += "LOAD\tLOAD/SHARE\t"
@@ -134,8 +142,11 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 			assigned += " probation"
 		}
 		loadCols := ""
+		if labelled {
+			loadCols = orDash(labelText(wk.Labels)) + "\t"
+		}
 		if loads {
-			loadCols = loadCells(f, wk)
+			loadCols += loadCells(f, wk)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s%s\t%s\t%s\t%s\n", wk.ID, workerState(wk), wk.Shards, assigned, loadCols, orDash(wk.Version),
 			short(string(wk.Session)), stamp(wk.Started, now), orDash(wk.Address))
@@ -273,6 +284,33 @@ func zonesLine(f fleetview.Fleet) string {
 	return line
 }
 
+// rulesLine says how many placement rules the fleet has and which shards
+// they strand; "" without rules.
+func rulesLine(f fleetview.Fleet) string {
+	if f.Policy == nil || len(f.Policy.Rules) == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("placement rules: %d (shardctl rules lists them)", len(f.Policy.Rules))
+	for _, sw := range f.StepsWaiting {
+		if sw.Step == shard.StepRules {
+			line += " — not in effect: the assignor ignores them until every live worker speaks the rules step"
+		}
+	}
+	if len(f.Unplaceable) > 0 {
+		line += "\nUNPLACEABLE: " + unplaceableLine(f.Unplaceable)
+	}
+	return line
+}
+
+// labelText is a worker's labels as k=v,k2=v2, sorted.
+func labelText(labels map[string]string) string {
+	parts := make([]string, 0, len(labels))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		parts = append(parts, k+"="+labels[k])
+	}
+	return strings.Join(parts, ",")
+}
+
 // stepsLine says which protocol steps wait for live workers that do not
 // speak them, and what waits with them.
 func stepsLine(f fleetview.Fleet) string {
@@ -281,6 +319,9 @@ func stepsLine(f fleetview.Fleet) string {
 		line := fmt.Sprintf("STEP WAITING: %q is not spoken by live workers %s", sw.Step, strings.Join(sw.Workers, ", "))
 		if sw.Step == shard.StepZones {
 			line += ": shards are placed without regard to zones until they are upgraded or stopped"
+		}
+		if sw.Step == shard.StepRules {
+			line += ": placement rules are not followed, and 'shardctl rules' refuses to write any, until they are upgraded or stopped"
 		}
 		if sw.Step == shard.StepHistory {
 			line += ": the ownership history ('shardctl history') is not recorded until they are upgraded or stopped"

@@ -60,6 +60,10 @@ type Fleet struct {
 	Versions []Version `json:"versions"`
 	// StepsWaiting are the protocol steps some live workers do not speak.
 	StepsWaiting []StepWait `json:"steps_waiting,omitempty"`
+	// Unplaceable are the shards the placement rules let no live worker
+	// be given (sorted), as the assignor's own step decides on this
+	// listing: unowned, and reported rather than placed elsewhere.
+	Unplaceable []shard.ID `json:"unplaceable,omitempty"`
 	// Zones are the live workers' zones, by name, when any has one (see
 	// zones.go): what each holds against its capacity's share.
 	Zones  []Zone  `json:"zones,omitempty"`
@@ -372,6 +376,7 @@ func Build(in Input) Fleet {
 			band = lp.Band
 		}
 	}
+	f.Unplaceable = plan.Unplaceable
 	f.Load = buildLoad(&f, loads, band)
 	f.Zones = zones(f.Workers, len(ids))
 	f.Summary = summarize(f)
