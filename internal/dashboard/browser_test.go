@@ -42,6 +42,8 @@ type pageState struct {
 	// is the zone header's CSS display ("none" while no worker has one).
 	Zones      string `json:"zones"`
 	ZoneColumn string `json:"zoneColumn"`
+	// Unplaceable is the unplaceable banner's count ("" while hidden).
+	Unplaceable string `json:"unplaceable"`
 }
 
 type pageMove struct {
@@ -66,6 +68,7 @@ return {
   stuckBadges: [...document.querySelectorAll('#workers tbody tr .badge.stuck')].map(b => b.closest('tr').dataset.worker).join(','),
   zones: [...document.querySelectorAll('#workers tbody tr')].map(tr => tr.querySelector('td.zone').dataset.zone + ':' + tr.dataset.worker).join(','),
   zoneColumn: getComputedStyle(document.querySelector('#workers th.zone')).display,
+  unplaceable: document.getElementById('unplaceable').hidden ? '' : document.getElementById('unplaceable').dataset.shards,
   ownedAssigned: Object.fromEntries([...document.querySelectorAll('#workers tbody tr')].map(tr => [tr.dataset.worker, tr.querySelector('td.num').textContent])),
 };`
 

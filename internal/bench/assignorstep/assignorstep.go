@@ -31,13 +31,13 @@ var Sizes = bench.Sizes[Params]{
 
 // Scenario is assignor-step.
 var Scenario = bench.Declare(Name,
-	"rebalance.Step in-process at 1,000 workers × 100,000 shards, without zones and in 3: cold, steady, one join and one leave (no Consul; system rebalance)",
+	"rebalance.Step in-process at 1,000 workers × 100,000 shards, without zones, in 3, and in 3 with 1,000 placement rules: cold, steady, one join and one leave (no Consul; system rebalance)",
 	Sizes, run)
 
 func run(ctx context.Context, env *bench.Env, p Params) ([]bench.Result, error) {
 	var rows []bench.Result
-	for _, zones := range []int{0, 3} {
-		r, err := runZones(ctx, env, p, zones)
+	for _, c := range []struct{ zones, rules int }{{0, 0}, {3, 0}, {3, RulesAtFull * p.Shards / Sizes.Full.Shards}} {
+		r, err := runZones(ctx, env, p, c.zones, c.rules)
 		rows = append(rows, r...)
 		if err != nil {
 			return rows, err
@@ -46,17 +46,25 @@ func run(ctx context.Context, env *bench.Env, p Params) ([]bench.Result, error) 
 	return rows, nil
 }
 
-// runZones times the four states with members in zones (0: none).
-func runZones(ctx context.Context, env *bench.Env, p Params, zones int) ([]bench.Result, error) {
+// RulesAtFull is how many placement rules the rules rows carry at full
+// size (issue 30's 1,000); a smoke run scales it with the shards.
+const RulesAtFull = 1000
+
+// runZones times the four states with members in zones (0: none) under
+// rules placement rules (stepRules).
+func runZones(ctx context.Context, env *bench.Env, p Params, zones, rules int) ([]bench.Result, error) {
 	workers, shards, per := p.Workers, p.Shards, p.RunsPerTrial
 	began := time.Now()
-	cold, steady, join, leave, err := stepStates(workers, shards, zones)
+	cold, steady, join, leave, err := stepStates(workers, shards, zones, rules)
 	if err != nil {
 		return nil, err
 	}
 	in := ""
 	if zones > 0 {
 		in = fmt.Sprintf(", %d zones", zones)
+	}
+	if rules > 0 {
+		in += fmt.Sprintf(", %d rules", rules)
 	}
 	env.Logf("shardbench: assignor-step: states of %d workers × %d shards%s built in %v; %d runs of each",
 		workers, shards, in, time.Since(began).Round(time.Millisecond), per*env.Trials)

@@ -20,7 +20,7 @@ import (
 // first member gone (its shards orphaned). With zones > 0 member i is in
 // zone i mod zones (the joiner in the first member's). Steady, join and
 // leave are as the assignor reads them (see asRead).
-func stepStates(workers, shards, zones int) (cold, steady, join, leave rebalance.State, err error) {
+func stepStates(workers, shards, zones, rules int) (cold, steady, join, leave rebalance.State, err error) {
 	r := rand.New(rand.NewPCG(1, 2))
 	s := rebalance.State{
 		Now:      time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -34,8 +34,15 @@ func stepStates(workers, shards, zones int) (cold, steady, join, leave rebalance
 		if zones > 0 {
 			m.Zone = fmt.Sprintf("zone-%d", i%zones)
 		}
+		if rules > 0 {
+			m.Labels = map[string]string{"disk": "ssd"}
+			if i%10 == 9 {
+				m.Labels["disk"] = "hdd"
+			}
+		}
 		s.Members = append(s.Members, m)
 	}
+	s.Rules = stepRules(rules, zones, shards)
 	cold = cloneState(s)
 	if err := settleState(&s, 100*time.Millisecond, 10); err != nil {
 		return cold, steady, join, leave, err
@@ -44,9 +51,43 @@ func stepStates(workers, shards, zones int) (cold, steady, join, leave rebalance
 		return cold, steady, join, leave, err
 	}
 	join, leave = steady, steady // the same reading but for the members
-	join.Members = append(slices.Clone(steady.Members), rebalance.Member{ID: "joiner", Weight: 1, Session: "joiner#1", Zone: steady.Members[0].Zone})
+	join.Members = append(slices.Clone(steady.Members), rebalance.Member{ID: "joiner", Weight: 1, Session: "joiner#1", Zone: steady.Members[0].Zone, Labels: steady.Members[0].Labels})
 	leave.Members = steady.Members[1:]
 	return cold, steady, join, leave, nil
+}
+
+// stepRules returns n placement rules over shards in a Config's form, each
+// about its own prefix of the IDs (shards/n of them each, n a power of
+// ten up to shards): a third pin their shards to a zone, a third prefer
+// one, a third avoid the members labelled disk=hdd (a tenth of them).
+// Zones are zone-0 … zone-(zones-1); with none, pins and prefers name
+// disk=ssd.
+func stepRules(n, zones, shards int) []shard.PlacementRule {
+	if n == 0 {
+		return nil
+	}
+	ids := shard.Config{Shards: shards}.IDs()
+	first := string(ids[0])
+	digits := len(fmt.Sprint(n - 1))
+	stem := first[:len(first)-len(fmt.Sprint(shards-1))]
+	out := make([]shard.PlacementRule, n)
+	for k := range n {
+		sel := map[string]string{"disk": "ssd"}
+		if zones > 0 {
+			sel = map[string]string{"zone": fmt.Sprintf("zone-%d", (k/3)%zones)}
+		}
+		r := shard.PlacementRule{Shards: fmt.Sprintf("%s%0*d*", stem, digits, k), Labels: sel}
+		switch k % 3 {
+		case 0:
+			r.Kind = shard.RulePin
+		case 1:
+			r.Kind = shard.RulePrefer
+		default:
+			r.Kind, r.Labels = shard.RuleAvoid, map[string]string{"disk": "hdd"}
+		}
+		out[k] = r
+	}
+	return out
 }
 
 // settleState steps, writes the decision's keys and lets every worker act

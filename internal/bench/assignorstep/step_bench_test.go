@@ -10,7 +10,7 @@ import (
 // the size of its goals (1,000 workers × 100,000 shards), for comparing
 // two versions with benchstat; the scenario reports the percentiles.
 func BenchmarkAssignorStep(b *testing.B) {
-	cold, steady, join, leave, err := stepStates(1000, 100_000, 0)
+	cold, steady, join, leave, err := stepStates(1000, 100_000, 0, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

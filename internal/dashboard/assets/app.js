@@ -112,6 +112,7 @@ function render(f) {
   renderVersions(f.versions || []);
   renderHistory(f.history_behind || [], f.name);
   renderSteps(f.steps_waiting || []);
+  renderUnplaceable(f.unplaceable || [], f.name);
   renderGrid(f);
   renderLegend(f);
   renderWorkers(f);
@@ -188,6 +189,19 @@ function renderSteps(waits) {
   b.hidden = waits.length === 0;
   b.textContent = waits.map(w => `Step waiting: "${w.step}" is not spoken by live workers ${w.workers.join(", ")}` +
     (w.step === "generations" ? " — 'shardctl recover' refuses until they are upgraded or stopped." : ".")).join(" ");
+}
+
+// renderUnplaceable: shards the placement rules let no live worker own
+// stay unowned rather than go elsewhere; a banner names how many and the
+// first few, and the command that changes the rules.
+function renderUnplaceable(ids, name) {
+  const b = document.getElementById("unplaceable");
+  b.hidden = ids.length === 0;
+  b.dataset.shards = String(ids.length);
+  b.textContent = ids.length === 0 ? ""
+    : `Unplaceable: ${ids.length} shard${ids.length === 1 ? "" : "s"} (${ids.slice(0, 5).join(", ")}${ids.length > 5 ? ", …" : ""}) ` +
+      "no live worker may own under the placement rules; they stay unowned until a worker the rules allow joins, " +
+      `or the rules change (shardctl rules -prefix ${name}).`;
 }
 
 // renderQueue: hand-offs in flight against the budget (when the server
