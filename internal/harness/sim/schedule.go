@@ -76,6 +76,9 @@ type Schedule struct {
 	// StepDownAfter after the heal). From then on the fleet must settle
 	// within the bound.
 	FaultsEnd time.Duration
+	// ZoneOutage is the zone whose every running worker crashes at once
+	// after the other faults (addZoneOutage), or "".
+	ZoneOutage string
 }
 
 // Count returns how many faults of each kind the schedule injects (heals
@@ -301,6 +304,7 @@ func NewSchedule(seed uint64) Schedule {
 	s.addDestroys(steps, t)
 	s.addAssignorFaults(steps, t)
 	s.addRejoins(steps, t)
+	s.addZoneOutage()
 	s.Setup.Load = newLoadSetup(seed, su.Shards, s.FaultsEnd)
 	slices.SortStableFunc(s.Events, func(a, b Event) int {
 		switch {

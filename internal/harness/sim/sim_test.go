@@ -181,7 +181,7 @@ func summarize(results []Result, took time.Duration) string {
 		maxSettle, maxBound                                       time.Duration
 		settleSum                                                 time.Duration
 		worstRatio                                                float64
-		loadSeeds, bandChecked, resettles, zoned                  int
+		loadSeeds, bandChecked, resettles, zoned, outages         int
 		faults                                                    = map[Kind]int{}
 		total                                                     int
 	)
@@ -210,6 +210,9 @@ func summarize(results []Result, took time.Duration) string {
 		for k, n := range r.Faults {
 			faults[k] += n
 			total += n
+		}
+		if r.Schedule.ZoneOutage != "" {
+			outages++
 		}
 		if r.Schedule.Setup.Zones > 0 {
 			zoned++
@@ -242,8 +245,8 @@ func summarize(results []Result, took time.Duration) string {
 		assignorFaults[Crash], assignorFaults[Pause], assignorFaults[Destroy], elections, contested, accepted, refused, heldSent, heldRefused, staleServed)
 	fmt.Fprintf(&b, "\ncommits accepted %d, stale commits rejected %d (accepted: 0 unless a violation says so), fences %d, handler starts %d, handlers ended by ErrLost %d, overlaps after clock jumps caught by the fence %d (owners started %d, handler runs or late commits %d)",
 		commits, stale, fences, starts, lost, overlaps+runOverlaps, overlaps, runOverlaps)
-	fmt.Fprintf(&b, "\nload-balancing seeds %d (changing loads, a tripled shard), settled with the band checked %d, re-settles after load moves %d; seeds with zones %d",
-		loadSeeds, bandChecked, resettles, zoned)
+	fmt.Fprintf(&b, "\nload-balancing seeds %d (changing loads, a tripled shard), settled with the band checked %d, re-settles after load moves %d; seeds with zones %d (a whole zone crashed at once in %d)",
+		loadSeeds, bandChecked, resettles, zoned, outages)
 	if n := len(results); n > 0 {
 		fmt.Fprintf(&b, "\nsettle after the last fault: mean %v, max %v (bounds up to %v; worst settle/bound %.2f)\n",
 			(settleSum / time.Duration(n)).Round(time.Millisecond), maxSettle, maxBound, worstRatio)
