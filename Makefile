@@ -62,11 +62,13 @@ demo:
 sim:
 	cd internal/harness/sim && $(GO) test -count=1 -timeout 0 -run 'TestSim$$' $(if $(SEED),-seed=$(SEED) -runs=$(or $(RUNS),20) -v,-seeds=$(or $(SEEDS),5000) -seed.first=$(or $(FIRST),1))
 
-# make zoneprop [STEPS=1000000]: the zone property test over that many
-# rebalance.Step calls (generated fleets in zones, joins, crashes, drains;
-# docs/reliability.md, "Zones"); make test runs 20,000.
+# make zoneprop [STEPS=1000000]: the zone and placement-rule property tests,
+# each over that many rebalance.Step calls (generated fleets in zones, with
+# labels and rules, joins, crashes, drains, cordons, rules changed;
+# docs/reliability.md, "Zones"); make test runs 20,000 of each.
 zoneprop:
-	$(GO) test ./rebalance -run 'TestZoneProperty$$' -count=1 -timeout 0 -v -zones.steps=$(or $(STEPS),1000000)
+	$(GO) test ./rebalance -run 'TestZoneProperty$$|TestRuleProperty$$' -count=1 -timeout 0 -v \
+		-zones.steps=$(or $(STEPS),1000000) -rules.steps=$(or $(STEPS),1000000)
 
 # make chaos [FAULTS=100]: real faults (SIGSTOP, kill -9, partitions, slow and
 # failing renewals, sessions destroyed, the assignor's worker killed and
