@@ -78,6 +78,18 @@
 //   - Cordoned members gain no shard: their keys list only shards they
 //     hold, unless every member planned for is cordoned.
 //   - Frozen (State.Frozen): no hand-off starts; free shards are placed.
+//   - Zones (Member.Zone): quotas are split among zones by capacity
+//     first, then within each zone.
+//   - Placement rules (State.Rules): no free shard is placed in the key
+//     of a member a pin or avoid rule excludes; a held shard the rules
+//     exclude from its holder is handed off (at the move budget, drains
+//     first); a shard no member that may be given shards is allowed is
+//     in no key (its excluded holder releases it) and is listed in
+//     Decision.Unplaceable. Prefer rules choose among the members with
+//     room. With hard rules the quotas are adjusted (members the rules
+//     starve or overfill get fixed quotas, the others share the rest) and
+//     balance is greedy; loads are not balanced while rules apply
+//     (docs/design.md, "Placement rules in the step").
 //   - Determinism: the same State and Policy give the same Decision,
 //     whatever the order of the slices and maps in State. The scores and
 //     tie-breaks are the assignor's alone: workers follow their keys and
