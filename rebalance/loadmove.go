@@ -109,9 +109,15 @@ func (lp *loadPlan) moves(budget int) ([]int32, time.Time) {
 		if lump.i >= 0 && mv.lump(lump, budget) {
 			continue
 		}
-		if len(mv.planned)+2 > budget || !mv.swap(fix) {
-			break
+		// An exchange only alone, one a step: its two shards are free at
+		// once before they are placed, and placement (lowest ratio after
+		// placing, heaviest first) undoes two exchanges that share a
+		// member, or an exchange beside other moves, by putting every
+		// shard back where it was — a cycle the rule property test found.
+		if len(mv.planned) == 0 && budget >= 2 {
+			mv.swap(fix)
 		}
+		break
 	}
 	if len(mv.planned) > 0 {
 		wake = time.Time{}
@@ -323,8 +329,8 @@ func (lp *loadPlan) resident(i int32, m int, far bool) (time.Time, bool) {
 	return end, end.After(st.now)
 }
 
-// pick returns the shard of shards (member a's, with ratio ra) to move to
-// member b (ratio rb) as moves says, or -1 and the earliest end of a
+// pick returns the shard of shards (member a's, with ratio ra) that the
+// placement rules let member b (ratio rb) own, to move to it as moves says, or -1 and the earliest end of a
 // residence that held a qualifying shard back (zero when none did).
 // pinned says that a is pinned by its shard heavy, which never moves;
 // far that the member served is far outside the band, so residence
@@ -337,7 +343,7 @@ func (lp *loadPlan) pick(shards []int32, a, b int, ra, rb, need float64, pinned 
 	var bestLoad, lumpGap float64
 	for _, i := range shards {
 		l := st.load[i]
-		if st.flags[i]&loadMoved != 0 || (pinned && i == heavy) {
+		if st.flags[i]&loadMoved != 0 || (pinned && i == heavy) || !st.rules.allows(int(i), int32(b)) {
 			continue
 		}
 		ra2, rb2 := ra-l/lp.cap[a], rb+l/lp.cap[b]
