@@ -88,8 +88,9 @@
 //     Decision.Unplaceable. Prefer rules choose among the members with
 //     room. With hard rules the quotas are adjusted (members the rules
 //     starve or overfill get fixed quotas, the others share the rest) and
-//     balance is greedy; loads are not balanced while rules apply
-//     (docs/design.md, "Placement rules in the step").
+//     balance is greedy. In load balance, placements, load moves and
+//     exchanges go only where the hard rules allow, and prefer rules are
+//     not read (docs/design.md, "Placement rules in the step").
 //   - Determinism: the same State and Policy give the same Decision,
 //     whatever the order of the slices and maps in State. The scores and
 //     tie-breaks are the assignor's alone: workers follow their keys and
@@ -167,7 +168,9 @@
 //     inside (a lump that alone is above the band pins its receiver, whose
 //     other shards must then move off); otherwise it stays. Last, two
 //     members may exchange a heavier shard for a lighter one, held to the
-//     rules of a single move of the difference (two hand-offs).
+//     rules of a single move of the difference (two hand-offs), and only
+//     alone in its step: with other moves its shards, free at once, are
+//     placed back where they were.
 //   - Count balance is exact: Loads nil, or one load for every shard (a
 //     shard missing from Loads counts as the mean of the others), decides
 //     exactly as without loads.

@@ -111,7 +111,7 @@ func (st *step) planLoad(caps, owned []int) {
 			kcaps[m] = owned[m]
 		}
 	}
-	target, _ := keep(st.shards, st.ids, st.next, func(i int) bool { return st.holder[i] >= 0 }, kcaps, st.sc.int32s(len(st.shards)))
+	target, _ := keep(st.shards, st.ids, st.allowedOwners(), func(i int) bool { return st.holder[i] >= 0 }, kcaps, st.sc.int32s(len(st.shards)))
 	st.target = target
 	lp := newLoadPlan(st, el)
 	var pool []int32
@@ -139,11 +139,19 @@ func (st *step) planLoad(caps, owned []int) {
 		return // nobody else may take a shard: the unkept stay free or with their holders
 	}
 	inFlight, starts := 0, 0
+	fb := fallback{st: st, target: target}
 	for _, i := range pool {
 		h := st.holder[i]
 		t := lp.place(int(i), h)
-		if t < 0 && h >= 0 {
+		if t < 0 && h >= 0 && st.rules.allows(int(i), h) {
 			t = h // no other member may take it: it stays
+		}
+		if t < 0 && st.rules != nil && st.rules.classes[st.rules.class[i]].hard() {
+			// No member taking part may own it: one that drains may, as
+			// in count balance, else nobody may.
+			if t = fb.take(int(i)); t < 0 {
+				st.unplaceable = append(st.unplaceable, i)
+			}
 		}
 		target[i] = t
 		if t >= 0 && el[t] {
@@ -164,6 +172,55 @@ func (st *step) planLoad(caps, owned []int) {
 		return
 	}
 	st.loadMoves, st.loadWake = lp.moves(budget)
+}
+
+// fallback places, in load balance, a hard-ruled shard that no member
+// taking part may own on a member that may be given shards (one that
+// drains) and that the rules allow, the one with the fewest shards
+// targeted; -1 when there is none.
+type fallback struct {
+	st     *step
+	target []int32
+	count  []int // shards targeted per member, counted on first use
+}
+
+func (fb *fallback) take(i int) int32 {
+	st := fb.st
+	if fb.count == nil {
+		fb.count = make([]int, len(st.members))
+		for _, t := range fb.target {
+			if t >= 0 {
+				fb.count[t]++
+			}
+		}
+	}
+	best := int32(-1)
+	for m := range int32(len(st.members)) {
+		if st.placeable(m) && st.rules.allows(i, m) && (best < 0 || fb.count[m] < fb.count[best]) {
+			best = m
+		}
+	}
+	if best >= 0 {
+		fb.count[best]++
+	}
+	return best
+}
+
+// allowedOwners is st.next with the owners the placement rules exclude
+// replaced by -1 (st.next itself without rules): such a shard is kept by
+// nobody and placed again.
+func (st *step) allowedOwners() []int32 {
+	if st.rules == nil {
+		return st.next
+	}
+	out := st.sc.int32s(len(st.next))
+	for i, o := range st.next {
+		if o >= 0 && !st.rules.allows(i, o) {
+			o = -1
+		}
+		out[i] = o
+	}
+	return out
 }
 
 // probe gives every member on probation that has room under its quota
@@ -189,7 +246,7 @@ func (st *step) probe(pool, target []int32, kcaps []int) []int32 {
 		}
 		best := -1
 		for k, i := range pool {
-			if st.holder[i] < 0 && (best < 0 || st.load[i] < st.load[pool[best]]) {
+			if st.holder[i] < 0 && st.rules.allows(int(i), int32(m)) && (best < 0 || st.load[i] < st.load[pool[best]]) {
 				best = k
 			}
 		}
@@ -227,8 +284,9 @@ func (lp *loadPlan) add(i int, m int32) {
 	lp.count[m]++
 }
 
-// place returns the eligible member other than not with the lowest load
-// per capacity once shard i is added, or -1 when there is none. Ties go
+// place returns the eligible member other than not that the placement
+// rules allow shard i, with the lowest load per capacity once shard i is
+// added, or -1 when there is none. Ties go
 // to the member with fewer shards per capacity (so that shards of no load
 // spread by count), then to the lower ID.
 func (lp *loadPlan) place(i int, not int32) int32 {
@@ -236,7 +294,7 @@ func (lp *loadPlan) place(i int, not int32) int32 {
 	best := int32(-1)
 	var bestRatio, bestCount float64
 	for m, ok := range lp.el {
-		if !ok || int32(m) == not {
+		if !ok || int32(m) == not || !lp.st.rules.allows(i, int32(m)) {
 			continue
 		}
 		r, c := (lp.sum[m]+l)/lp.cap[m], float64(lp.count[m]+1)/lp.cap[m]

@@ -54,12 +54,12 @@ func (mv *mover) swap(fix []int) bool {
 				break
 			}
 			for _, s := range mv.byMember[a] {
-				if !mv.movable(s, a, far && a == x) {
+				if !mv.movable(s, a, far && a == x) || !lp.st.rules.allows(int(s), int32(b)) {
 					continue
 				}
 				for _, t := range mv.byMember[b] {
 					d := lp.st.load[s] - lp.st.load[t]
-					if d <= 0 || !mv.movable(t, b, far && b == x) {
+					if d <= 0 || !mv.movable(t, b, far && b == x) || !lp.st.rules.allows(int(t), int32(a)) {
 						continue
 					}
 					ra2, rb2 := rs[a]-d/lp.cap[a], rs[b]+d/lp.cap[b]

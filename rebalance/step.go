@@ -54,9 +54,9 @@ type State struct {
 	Loads map[shard.ID]float64
 	// Rules are the fleet's placement rules (shard.PlacementRule): a shard
 	// goes only to a member every hard rule about it allows, and to one a
-	// prefer rule selects when balance leaves a choice. A shard that no
-	// member may take stays in no key (Decision.Unplaceable). While rules
-	// apply to some shard, Loads is not balanced: counts are.
+	// prefer rule selects when count balance leaves a choice (load
+	// balance does not read prefer rules). A shard that no member may take
+	// stays in no key (Decision.Unplaceable).
 	Rules []shard.PlacementRule
 }
 

@@ -111,7 +111,7 @@ func (st *step) plan() {
 			owned[c]++
 		}
 	}
-	if st.rules != nil {
+	if st.rules != nil && st.load == nil {
 		st.planRules()
 		return
 	}

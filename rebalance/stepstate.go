@@ -99,9 +99,7 @@ func readState(s State, sc *scratch) (*stepInput, error) {
 	if problems = checkRules(s.Rules, problems); len(problems) > 0 {
 		return nil, invalid(problems)
 	}
-	if in.rules = compileRules(shards, members, s.Rules); in.rules != nil {
-		in.load = nil // rules place by counts: see State.Rules
-	}
+	in.rules = compileRules(shards, members, s.Rules)
 	return in, nil
 }
 
