@@ -3,6 +3,7 @@ package upgrade
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -13,12 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardlease/shardlease/admin"
 	"github.com/shardlease/shardlease/internal/harness/chaos"
 	"github.com/shardlease/shardlease/internal/harness/consultest"
 	"github.com/shardlease/shardlease/internal/harness/pgtest"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/internal/harness/shardproc"
 	"github.com/shardlease/shardlease/internal/offsetlog"
+	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 )
 
@@ -147,6 +150,21 @@ func TestRollForwardAndBack(t *testing.T) {
 		}
 		return v, idx
 	}
+	// The rules step: rules are refused while a worker of the previous
+	// release is live (it reads P/policy strictly), and accepted, then
+	// cleared as the docs ask before a roll back, once none is. The rule
+	// prefers a label no worker has, so it moves nothing.
+	op := admin.Operator{Coordinator: hc, Name: prefix}
+	rules := []shard.PlacementRule{{Shards: "*", Kind: shard.RulePrefer, Labels: map[string]string{"disk": "none-such"}}}
+	if _, err := hc.Fleet().SetPolicy(t.Context(), shard.BalancePolicy{}, false); err != nil {
+		t.Fatalf("storing the default balance policy: %v", err)
+	}
+	refusesRules := func(when string) {
+		t.Helper()
+		if _, err := op.SetRules(t.Context(), rules, false); !errors.Is(err, admin.ErrStepMissing) {
+			t.Fatalf("placement rules %s: %v, want a refusal naming the workers of release %s", when, err, version)
+		}
+	}
 	roll := func(bin, to string, after func(i int)) {
 		for i, w := range procs.Workers() {
 			if err := w.Stop(30 * time.Second); err != nil {
@@ -169,7 +187,16 @@ func TestRollForwardAndBack(t *testing.T) {
 		if v, _ := history(); i < workers-1 && v != nil {
 			t.Fatalf("P/history was written while %d workers of release %s were live: %.200s", workers-1-i, version, v)
 		}
+		if i < workers-1 {
+			refusesRules(fmt.Sprintf("with %d workers of the previous release live", workers-1-i))
+		}
 	})
+	if _, err := op.SetRules(t.Context(), rules, false); err != nil {
+		t.Fatalf("placement rules once every worker runs the tree: %v", err)
+	}
+	if snap, err := hc.Fleet().Watch(t.Context(), 0); err != nil || snap.Policy == nil || len(snap.Policy.Rules) != 1 {
+		t.Fatalf("after the rules were set the fleet's policy is %v (%v), want one rule", snap.Policy, err)
+	}
 	if now := running(); now == previous {
 		t.Fatalf("after the roll forward the members still run %s, the previous release's build", now)
 	}
@@ -179,7 +206,11 @@ func TestRollForwardAndBack(t *testing.T) {
 			t.Fatal("P/history not written within 15 s of the roll forward's end")
 		}
 	}
+	if _, err := op.SetRules(t.Context(), nil, false); err != nil {
+		t.Fatalf("clearing the placement rules before the roll back: %v", err)
+	}
 	roll(oldBin, "release "+version, func(i int) {
+		refusesRules("with a worker of the previous release live")
 		switch _, idx := history(); {
 		case i == 0:
 			recorded = idx
