@@ -37,6 +37,21 @@ func setRulesRule(t *testing.T, e *env) {
 		t.Errorf("the refusal's change says %d unplaceable, want 4", len(c.Unplaceable))
 	}
 
+	typo := []shard.PlacementRule{{Shards: "stream/shrd-*", Kind: shard.RuleAvoid, Labels: map[string]string{"zone": "z1"}}}
+	before = e.snapshot().Index
+	_, err = e.op.SetRules(ctx, typo, false)
+	refused(t, "SetRules with a rule about no shard", err, admin.ErrMatchesNothing, `"avoid stream/shrd-* zone=z1" is about no shard`)
+	e.unchanged(before, "a refused SetRules")
+
+	one := func(id string) []shard.PlacementRule {
+		return []shard.PlacementRule{{Shards: id, Kind: shard.RulePin, Labels: map[string]string{"zone": "z9"}}}
+	}
+	if _, err := e.op.SetRules(ctx, one("stream/shard-000"), true); err != nil {
+		t.Fatalf("a stranding rule with force: %v", err)
+	}
+	_, err = e.op.SetRules(ctx, one("stream/shard-001"), false)
+	refused(t, "SetRules stranding another shard than the one stranded now", err, admin.ErrWouldStrand, "1 shards (first stream/shard-001)")
+
 	if _, err := e.op.SetRules(ctx, pin("z1"), false); err != nil {
 		t.Fatal(err)
 	}

@@ -136,7 +136,15 @@ func (st *step) planLoad(caps, owned []int) {
 	})
 	pool = st.probe(pool, target, kcaps)
 	if !slices.Contains(el, true) {
-		return // nobody else may take a shard: the unkept stay free or with their holders
+		// Nobody else may take a shard: the unkept stay free or with
+		// their holders, and a hard-ruled one nobody the rules allow
+		// keeps is unplaceable.
+		for _, i := range pool {
+			if h := st.holder[i]; st.rules != nil && st.rules.classes[st.rules.class[i]].hard() && (h < 0 || !st.rules.allows(int(i), h)) {
+				st.unplaceable = append(st.unplaceable, i)
+			}
+		}
+		return
 	}
 	inFlight, starts := 0, 0
 	fb := fallback{st: st, target: target}

@@ -122,7 +122,11 @@ func (st *step) placeByRules(caps []int) (target []int32, room []int) {
 	// The shards left, by class; class 0 goes on the ring last.
 	pending := make([][]int32, len(pl.classes))
 	for i := range n {
-		if rp.target[i] < 0 {
+		switch h := st.holder[i]; {
+		case rp.target[i] >= 0:
+		case h >= 0 && pl.quotaFree(i) && pl.allows(i, h):
+			rp.target[i] = leave // outside the quotas, with a holder the rules allow: decide keeps it there
+		default:
 			pending[pl.class[i]] = append(pending[pl.class[i]], int32(i))
 		}
 	}
@@ -474,7 +478,8 @@ func (pl *placement) allowedCounts(w int) []int {
 }
 
 // placeable reports whether member m may be given shards: not stuck and
-// not cordoned (a member on probation may, within its quota).
+// not cordoned (a member on probation may: within its quota, but for a
+// hard-ruled shard nobody else may take, see forced).
 func (st *step) placeable(m int32) bool { return !st.stuck[m] && !st.cordoned[m] }
 
 // takers are the members that may be given the class's shards.

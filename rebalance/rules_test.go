@@ -171,3 +171,34 @@ func TestInvalidRuleIsRefused(t *testing.T) {
 		t.Fatal("a rule with a '*' inside its shards was accepted")
 	}
 }
+
+// TestUnplaceableLeavesAllowedHolders: a shard only a cordoned member may
+// own stays with it and is not reported unplaceable, in count balance and
+// in load balance alike; a free one is, in both.
+func TestUnplaceableLeavesAllowedHolders(t *testing.T) {
+	for _, loads := range []bool{false, true} {
+		s := State{Shards: shard.Config{Shards: 4}.IDs(), Holders: []string{"a", "", "b", "b"},
+			Members: []Member{{ID: "a", Cordoned: true, Labels: map[string]string{"disk": "ssd"}}, {ID: "b"}},
+			Rules:   []shard.PlacementRule{rule("pin stream/shard-00* disk=ssd")}}
+		if loads {
+			s.Loads = map[shard.ID]float64{"stream/shard-000": 1, "stream/shard-001": 2, "stream/shard-002": 3, "stream/shard-003": 4}
+		}
+		s.Assigned = map[string]Assignment{"a": {Shards: []shard.ID{"stream/shard-000"}}, "b": {Shards: []shard.ID{"stream/shard-002", "stream/shard-003"}}}
+		d, err := Step(s, Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 000 is a's (cordoned, allowed); 001 is free and only a may own
+		// it; 002 and 003 are held by b, whom the pin excludes.
+		want := []shard.ID{"stream/shard-001", "stream/shard-002", "stream/shard-003"}
+		if !slices.Equal(d.Unplaceable, want) {
+			t.Errorf("loads %v: unplaceable %v, want %v", loads, d.Unplaceable, want)
+		}
+		if a, ok := d.Assign["a"]; ok && !slices.Contains(a.Shards, "stream/shard-000") {
+			t.Errorf("loads %v: a's key %v lost the shard it holds and alone may own", loads, a.Shards)
+		}
+		if err := checkRuleKeys(s, d); err != nil {
+			t.Errorf("loads %v: %v", loads, err)
+		}
+	}
+}

@@ -268,9 +268,9 @@ type Decision struct {
 	// in count balance): what operators' views show of the fleet's load.
 	Band *Band
 	// Unplaceable lists, sorted, the shards that hard placement rules let
-	// no member take now (none allows it, or those that do are cordoned
-	// or stuck): they are in no key, and one held by a member the rules
-	// exclude is released.
+	// no member be given now (none allows it, or those that do are
+	// cordoned or stuck) and that no member they allow holds: they are in
+	// no key, and one held by a member the rules exclude is released.
 	Unplaceable []shard.ID
 }
 

@@ -11,10 +11,11 @@ import (
 // select.
 type RuleKind string
 
-// The kinds of placement rule. Pin and Avoid are hard: the assignor never
-// gives a shard to a member they exclude, and a shard that no live member
-// may take stays unowned (and is reported) rather than go elsewhere.
-// Prefer is soft: it decides among the members balance lets take a shard.
+// The kinds of placement rule. Pin and Avoid are hard: while the rules are
+// in effect (every live member speaks StepRules) the assignor never gives
+// a shard to a member they exclude, and a shard that no live member may
+// take stays unowned (and is reported) rather than go elsewhere. Prefer is
+// soft: it decides among the members balance lets take a shard.
 const (
 	// RulePin: only members whose labels match may own the shard.
 	RulePin RuleKind = "pin"

@@ -35,14 +35,16 @@ Rules are stored in the fleet's balance policy (P/policy) and followed by
 the assignor from its next step; a shard moves at the move budget. A
 shard no live worker may own stays unowned and is reported by status, the
 dashboard and shardlease_shards_unplaceable. A change that would leave
-such shards is refused unless -force. Rules are written only while every
+such shards, or a new rule about no shard of the fleet (a misspelt prefix,
+a '*' the shell expanded), is refused unless -force. Two operators editing
+at once: the last write wins. Rules are written only while every
 live worker speaks the rules step (release 0.1.0 cannot read them):
 remove them all before rolling a worker back to 0.1.0.
 
 `)
 		fs.PrintDefaults()
 	}
-	pos, err := a.parseFlagsUpTo(fs, args, 0, 4, "")
+	pos, err := a.parseFlagsUpTo(fs, args, 0, 4, "the subcommand")
 	if err != nil {
 		return err
 	}
@@ -66,6 +68,10 @@ remove them all before rolling a worker back to 0.1.0.
 	next, err := editRules(rules, pos)
 	if err != nil {
 		return err
+	}
+	if pos[0] == "remove" {
+		n, _ := strconv.Atoi(pos[1])
+		fmt.Fprintf(a.stdout, "removing rule %d: %s\n", n, rules[n-1])
 	}
 	c, err := fc.operator(a).SetRules(ctx, next, *force)
 	if err != nil {

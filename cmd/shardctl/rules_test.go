@@ -56,7 +56,7 @@ func TestRulesCommand(t *testing.T) {
 		if owners := f.owners(); owners["stream/shard-010"] != "" || owners["stream/shard-011"] != "" {
 			t.Errorf("stranded shards owned: %v", owners)
 		}
-		if code, out, _ := run("remove", "2"); code != 0 || strings.Contains(out, "nvme") {
+		if code, out, _ := run("remove", "2"); code != 0 || !strings.HasPrefix(out, "removing rule 2: pin stream/shard-01* disk=nvme\n") || strings.Count(out, "nvme") != 1 {
 			t.Fatalf("remove 2: exit %d, %q", code, out)
 		}
 		settle(time.Minute)
