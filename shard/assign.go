@@ -35,6 +35,12 @@ type Assignment struct {
 	// Loads asks the worker to report its shards' loads
 	// (Members.ReportLoad): the fleet balances load.
 	Loads bool `json:"loads,omitempty"`
+	// Standby are shards the worker is to prepare for (or back up) without
+	// owning them: it runs its handler's standby side for each one it does
+	// not hold, which never takes the lock and never commits. A shard in
+	// both Shards and Standby is the worker's to own. An added field:
+	// release 0.1.0 skips it.
+	Standby []ID `json:"standby,omitempty"`
 	// Memory is what the assignor remembers about the worker, in the
 	// assignor's own format (package assignor): written with the key in
 	// the same transaction, listed in snapshots for the next assignor, and
@@ -69,6 +75,7 @@ const Unsealed = "not written by an assignor (its value and the assignor's memor
 func (a Assignment) Clone() Assignment {
 	a.Shards = slices.Clone(a.Shards)
 	a.Free = slices.Clone(a.Free)
+	a.Standby = slices.Clone(a.Standby)
 	a.Why = maps.Clone(a.Why)
 	a.Release = maps.Clone(a.Release)
 	a.Memory = slices.Clone(a.Memory)

@@ -21,6 +21,7 @@ type assignmentValue struct {
 	Why     []whyValue  `json:"why,omitempty"`
 	Release []whyValue  `json:"release,omitempty"`
 	Loads   bool        `json:"loads,omitempty"`
+	Standby string      `json:"standby,omitempty"`
 }
 
 // whyValue is one Why and its shards as index ranges.
@@ -52,7 +53,11 @@ func EncodeAssignment(c shard.Config, a shard.Assignment) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release: %w", err)
 	}
-	return json.Marshal(assignmentValue{Epoch: a.Epoch, Shards: set, Free: free, AsOf: a.AsOf, Why: why, Release: release, Loads: a.Loads})
+	standby, err := EncodeSet(c, a.Standby)
+	if err != nil {
+		return nil, fmt.Errorf("standby shards: %w", err)
+	}
+	return json.Marshal(assignmentValue{Epoch: a.Epoch, Shards: set, Free: free, AsOf: a.AsOf, Why: why, Release: release, Loads: a.Loads, Standby: standby})
 }
 
 // encodeWhys groups shards by their Why, each group as index ranges,
@@ -84,7 +89,7 @@ func encodeWhys(c shard.Config, whys map[shard.ID]shard.Why) ([]whyValue, error)
 func DecodeAssignment(c shard.Config, value []byte) (shard.Assignment, error) {
 	var v assignmentValue
 	if err := json.Unmarshal(value, &v); err != nil {
-		return shard.Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, shards, free, as_of, why, release, loads}): %w", err)
+		return shard.Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, shards, free, as_of, why, release, loads, standby}): %w", err)
 	}
 	if v.Epoch == 0 {
 		return shard.Assignment{}, fmt.Errorf("assignment value names no epoch: no assignor wrote it")
@@ -105,7 +110,11 @@ func DecodeAssignment(c shard.Config, value []byte) (shard.Assignment, error) {
 	if err != nil {
 		return shard.Assignment{}, err
 	}
-	return shard.Assignment{Epoch: v.Epoch, Shards: ids, Free: free, AsOf: v.AsOf, Why: why, Release: release, Loads: v.Loads}, nil
+	standby, err := DecodeSet(c, v.Standby)
+	if err != nil {
+		return shard.Assignment{}, fmt.Errorf("assignment value's standby shards %q: %w", v.Standby, err)
+	}
+	return shard.Assignment{Epoch: v.Epoch, Shards: ids, Free: free, AsOf: v.AsOf, Why: why, Release: release, Loads: v.Loads, Standby: standby}, nil
 }
 
 // decodeWhys reads the reasons of one field (why or release) back into a
