@@ -34,6 +34,11 @@ type Claim struct {
 	// Start is the shard's checkpoint as loaded after this claim's token
 	// was fenced: every offset an older owner committed is in it.
 	Start offsets.Checkpoint
+	// Warm is the last report of this worker's standby of the shard, when
+	// one ran until the claim (Standby): the handler's state is warm up to
+	// Warm.Applied, and it continues from there to Start and on. Set for
+	// the claim's first Process call only; nil: a cold start.
+	Warm *StandbyReport
 
 	w    *Worker
 	auth *lease.Authority
@@ -164,10 +169,11 @@ func (c *Claim) count(lost bool, err error) error {
 }
 
 // runShard is a shard runner: fence the claim's token, load the checkpoint,
-// then run the handler until ctx ends, restarting it with backoff while the
-// claim's authority lasts. It returns a non-nil error only when the fence
-// showed the claim is already stale.
-func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shard.Claim) error {
+// wait for the shard's standby on this worker to return (warm, when one
+// ran), then run the handler until ctx ends, restarting it with backoff
+// while the claim's authority lasts. It returns a non-nil error only when
+// the fence showed the claim is already stale.
+func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shard.Claim, warm *standbyRunner) error {
 	log := w.log.With(zap.String("shard", string(claim.Shard)), zap.Uint64("token", uint64(claim.Token)))
 	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	var start offsets.Checkpoint
@@ -201,11 +207,20 @@ func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shar
 		}
 	}
 	retry.Reset()
+	var report *StandbyReport
+	if warm != nil {
+		select { // Standby and Process never run at once for one shard
+		case <-warm.done:
+			report = warm.claim.Last()
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	// One meter for the claim's whole run: a restarted handler's reports
 	// continue its predecessor's.
 	load := w.load.meters.open(claim.Shard, w.cfg.LoadHalfLife)
 	defer w.load.meters.close(claim.Shard, load)
-	c := &Claim{Claim: claim, Worker: w.cfg.ID, Start: start, w: w, auth: auth, load: load}
+	c := &Claim{Claim: claim, Worker: w.cfg.ID, Start: start, Warm: report, w: w, auth: auth, load: load}
 	for {
 		if auth.Err() != nil {
 			return nil // the fence and load outlasted the authority

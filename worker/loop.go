@@ -30,6 +30,7 @@ type loop struct {
 
 	assignment *shard.AssignmentKey
 	runners    map[shard.ID]*runner
+	standbys   map[shard.ID]*standbyRunner // shards this worker prepares for, without their locks
 	state      State
 	// hadKey is set once this term has read its assignment key; keyGone
 	// while the key has since been missing or unreadable (logged once).
@@ -59,12 +60,13 @@ type loop struct {
 func newLoop(w *Worker, l *lease.Lease) *loop {
 	return &loop{
 		w: w, lease: l,
-		assigns: make(chan shard.AssignmentKey, 1),
-		exits:   make(chan exit),
-		closed:  make(chan struct{}),
-		runners: map[shard.ID]*runner{},
-		fenced:  map[shard.ID]fenceBackoff{},
-		state:   StateActive,
+		assigns:  make(chan shard.AssignmentKey, 1),
+		exits:    make(chan exit),
+		closed:   make(chan struct{}),
+		runners:  map[shard.ID]*runner{},
+		standbys: map[shard.ID]*standbyRunner{},
+		fenced:   map[shard.ID]fenceBackoff{},
+		state:    StateActive,
 	}
 }
 
@@ -237,6 +239,7 @@ func (lp *loop) reconcile() {
 	}
 	started := lp.acquire(acquire)
 	lp.retryRefused(len(acquire) - len(started))
+	lp.followStandbys(a.Standby)
 	if !later.IsZero() && (lp.retryAt.IsZero() || later.Before(lp.retryAt)) {
 		lp.retryAt = later
 		lp.retryTimer.Reset(time.Until(later))

@@ -46,8 +46,9 @@ func (lp *loop) start(c shard.Claim) {
 	auth := lease.NewAuthority(lp.lease)
 	ctx, cancel := context.WithCancelCause(auth.Context())
 	lp.runners[c.Shard] = &runner{claim: c, state: ShardOwned, since: time.Now(), cancel: cancel, auth: auth}
+	warm := lp.promote(c.Shard)
 	go func() {
-		err := lp.w.runShard(ctx, auth, c)
+		err := lp.w.runShard(ctx, auth, c, warm)
 		cancel(nil)
 		auth.End(nil)
 		select {
@@ -188,6 +189,7 @@ func (lp *loop) shutdown(ctx context.Context) {
 	for _, r := range lp.runners {
 		lp.revoke(r, shard.ReasonShutdown)
 	}
+	lp.dropStandbys(lp.w.cfg.DrainTimeout)
 	lp.stopGuard()                    // the mark below must be the key's last write
 	lp.announceLeave(ctx, time.Now()) // while the handlers drain
 	lp.publish()
@@ -248,6 +250,7 @@ func (lp *loop) stepDown(ctx context.Context) error {
 	// A warning, not an error: losing the lease is a transition the worker
 	// handles (it rejoins with a new session); the cause says what to look at.
 	lp.w.log.Warn("stepped down: every shard lost", zap.Int("shards", n), zap.Error(cause))
+	lp.dropStandbys(lp.w.cfg.DrainTimeout)
 	if !lp.awaitRunners(lp.w.cfg.DrainTimeout) {
 		lp.w.log.Warn("handlers still running after a step-down and the drain timeout", zap.Int("handlers", lp.running()))
 	}
