@@ -13,6 +13,7 @@ import (
 // that many workers can share one registerer (as the demo does).
 type metrics struct {
 	shardsOwned     prometheus.Gauge
+	standbys        prometheus.Gauge
 	acquisitions    *prometheus.CounterVec // reason: initial, orphaned, rebalanced, takeover
 	releases        *prometheus.CounterVec // reason: rebalance, drain, shutdown, fence_rejected
 	losses          *prometheus.CounterVec // reason: step_down, taken, fence_rejected, drain_timeout
@@ -67,6 +68,7 @@ func newMetrics(worker, version, zone string, reg prometheus.Registerer) (*metri
 	}
 	m := &metrics{
 		shardsOwned:   gauge("shards_owned", "Shards this worker owns (handler running or draining)."),
+		standbys:      gauge("standbys", "Shards this worker runs a standby for (the handler's standby side, without the lock)."),
 		acquisitions:  counterVec("acquisitions_total", "Shard acquisitions by why the assignor gave the shard (shard.Reason).", "reason"),
 		releases:      counterVec("releases_total", "Voluntary shard releases by reason (shard.Reason).", "reason"),
 		losses:        counterVec("losses_total", "Shards lost without a hand-off, by reason.", "reason"),
@@ -89,7 +91,7 @@ func newMetrics(worker, version, zone string, reg prometheus.Registerer) (*metri
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{buildInfo(worker, version), memberInfo(worker, zone), m.shardsOwned, m.acquisitions, m.releases, m.losses, m.renewSeconds,
+	for _, c := range append([]prometheus.Collector{buildInfo(worker, version), memberInfo(worker, zone), m.shardsOwned, m.standbys, m.acquisitions, m.releases, m.losses, m.renewSeconds,
 		m.renewFailures, m.stepDowns, m.commits, m.watchWakeups, m.moves, m.pauseSeconds, m.handlerRestarts, m.historyBehind}, m.load.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError

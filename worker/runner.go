@@ -34,7 +34,7 @@ type exit struct {
 	err   error // non-nil: the fence showed the claim was already stale
 }
 
-func (lp *loop) publish() { lp.w.publish(lp.state, lp.lease.Session(), lp.runners) }
+func (lp *loop) publish() { lp.w.publish(lp.state, lp.lease.Session(), lp.runners, lp.standbys) }
 
 // opCtx bounds one coordinator call made by the loop: it ends with the term.
 func (lp *loop) opCtx() (context.Context, context.CancelFunc) {

@@ -137,6 +137,9 @@ func TestStandbyIsPromotedWarm(t *testing.T) {
 		if owners := f.owners(); len(owners) != 0 {
 			t.Fatalf("a standby took a lock: owners %v", owners)
 		}
+		if st := f.running["a"].w.Status().Standbys; len(st) != 2 || st[0].Shard != ids[1] || st[0].Report == nil || st[0].Report.Applied != 41 || !st[0].Report.CaughtUp {
+			t.Fatalf("a's status lists standbys %+v, want %s reporting 41 caught up, and %s", st, ids[1], ids[2])
+		}
 		if n := store.writesOf(ids[1]) + store.writesOf(ids[2]); n != 0 {
 			t.Fatalf("standbys reached the offsets store's writes %d times, want 0", n)
 		}

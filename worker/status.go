@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"sort"
@@ -54,6 +55,17 @@ type Status struct {
 	// assignor while it holds the role, 0 otherwise.
 	AssignorEpoch shard.Token   `json:"assignor_epoch,omitempty"`
 	Shards        []ShardStatus `json:"shards"`
+	// Standbys are the shards this worker runs a standby for (Standby),
+	// sorted, each with its last report as of the Status call.
+	Standbys []StandbyStatus `json:"standbys,omitempty"`
+
+	standbys []*StandbyClaim // the published standbys, whose reports Status reads
+}
+
+// StandbyStatus is one standby on this worker.
+type StandbyStatus struct {
+	Shard  shard.ID       `json:"shard"`
+	Report *StandbyReport `json:"report,omitempty"`
 }
 
 // ShardStatus is one shard's state on this worker.
@@ -93,6 +105,10 @@ func (w *Worker) Status() Status {
 		out := *s
 		out.AssignorEpoch = w.assignor.Epoch() // the role changes without the loop
 		out.Shards = withLoads(s.Shards, w.load.meters.peek(time.Now()))
+		out.Standbys = nil
+		for _, c := range s.standbys {
+			out.Standbys = append(out.Standbys, StandbyStatus{Shard: c.Shard, Report: c.Last()})
+		}
 		return out
 	}
 	return Status{Worker: w.cfg.ID, Version: w.cfg.Version, Protocol: shard.Protocol, Steps: shard.Steps(), State: StateStopped}
@@ -151,7 +167,7 @@ func (m *meter) peek(now time.Time) (float64, bool) {
 }
 
 // publish replaces the published status. Only the loop calls it.
-func (w *Worker) publish(state State, session shard.SessionID, runners map[shard.ID]*runner) {
+func (w *Worker) publish(state State, session shard.SessionID, runners map[shard.ID]*runner, standbys map[shard.ID]*standbyRunner) {
 	s := &Status{Worker: w.cfg.ID, Version: w.cfg.Version, Protocol: shard.Protocol, Steps: shard.Steps(), State: state, Session: session, Shards: make([]ShardStatus, 0, len(runners))}
 	if why := w.waiting.Load(); why != nil && state != StateStopped {
 		s.Waiting = *why
@@ -164,6 +180,11 @@ func (w *Worker) publish(state State, session shard.SessionID, runners map[shard
 		}
 	}
 	sort.Slice(s.Shards, func(i, j int) bool { return s.Shards[i].Shard < s.Shards[j].Shard })
+	for _, r := range standbys {
+		s.standbys = append(s.standbys, r.claim)
+	}
+	slices.SortFunc(s.standbys, func(a, b *StandbyClaim) int { return cmp.Compare(a.Shard, b.Shard) })
 	w.m.shardsOwned.Set(float64(owned))
+	w.m.standbys.Set(float64(len(standbys)))
 	w.status.Store(s)
 }

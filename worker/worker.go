@@ -125,9 +125,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("%w: worker %q", ErrAlreadyRunning, w.cfg.ID)
 	}
 	defer w.running.Store(false)
-	defer w.publish(StateStopped, "", nil)
+	defer w.publish(StateStopped, "", nil, nil)
 	w.wait("") // a reason left by an earlier Run is not this one's
-	w.publish(StateJoining, "", nil)
+	w.publish(StateJoining, "", nil, nil)
 	var startBy time.Time
 	if w.cfg.StartTimeout > 0 {
 		startBy = time.Now().Add(w.cfg.StartTimeout)
