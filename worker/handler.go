@@ -169,11 +169,12 @@ func (c *Claim) count(lost bool, err error) error {
 }
 
 // runShard is a shard runner: fence the claim's token, load the checkpoint,
-// wait for the shard's standby on this worker to return (warm, when one
-// ran), then run the handler until ctx ends, restarting it with backoff
+// wait for its turn (tu: the shard's standby on this worker, warm when one
+// ran, and any earlier run have returned), then run the handler until ctx ends, restarting it with backoff
 // while the claim's authority lasts. It returns a non-nil error only when
 // the fence showed the claim is already stale.
-func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shard.Claim, warm *standbyRunner) error {
+func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shard.Claim, tu *turn, warm *standbyRunner) error {
+	defer tu.done()
 	log := w.log.With(zap.String("shard", string(claim.Shard)), zap.Uint64("token", uint64(claim.Token)))
 	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	var start offsets.Checkpoint
@@ -207,14 +208,12 @@ func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shar
 		}
 	}
 	retry.Reset()
+	if !tu.wait(ctx) { // Standby and Process never run at once for one shard
+		return nil
+	}
 	var report *StandbyReport
 	if warm != nil {
-		select { // Standby and Process never run at once for one shard
-		case <-warm.done:
-			report = warm.claim.Last()
-		case <-ctx.Done():
-			return nil
-		}
+		report = warm.claim.Last()
 	}
 	// One meter for the claim's whole run: a restarted handler's reports
 	// continue its predecessor's.

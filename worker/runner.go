@@ -47,8 +47,9 @@ func (lp *loop) start(c shard.Claim) {
 	ctx, cancel := context.WithCancelCause(auth.Context())
 	lp.runners[c.Shard] = &runner{claim: c, state: ShardOwned, since: time.Now(), cancel: cancel, auth: auth}
 	warm := lp.promote(c.Shard)
+	tu := lp.w.turns.join(c.Shard) // behind the standby just promoted, and any earlier run
 	go func() {
-		err := lp.w.runShard(ctx, auth, c, warm)
+		err := lp.w.runShard(ctx, auth, c, tu, warm)
 		cancel(nil)
 		auth.End(nil)
 		select {
@@ -189,7 +190,7 @@ func (lp *loop) shutdown(ctx context.Context) {
 	for _, r := range lp.runners {
 		lp.revoke(r, shard.ReasonShutdown)
 	}
-	lp.dropStandbys(lp.w.cfg.DrainTimeout)
+	standbys := lp.cancelStandbys()
 	lp.stopGuard()                    // the mark below must be the key's last write
 	lp.announceLeave(ctx, time.Now()) // while the handlers drain
 	lp.publish()
@@ -204,6 +205,7 @@ func (lp *loop) shutdown(ctx context.Context) {
 				zap.Int("handlers", lp.running()), zap.Duration("lock_delay", lp.w.cfg.Policy.EffectiveLockDelay()))
 		}
 	}
+	lp.awaitStandbys(standbys, lp.w.cfg.Policy.RenewEvery) // cancelled with the revokes: they had the drain to return
 	held := lp.heldByMe()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lp.w.cfg.Policy.RenewEvery)
 	defer cancel()
@@ -250,10 +252,12 @@ func (lp *loop) stepDown(ctx context.Context) error {
 	// A warning, not an error: losing the lease is a transition the worker
 	// handles (it rejoins with a new session); the cause says what to look at.
 	lp.w.log.Warn("stepped down: every shard lost", zap.Int("shards", n), zap.Error(cause))
-	lp.dropStandbys(lp.w.cfg.DrainTimeout)
+	standbys := lp.cancelStandbys()
+	lp.publish()
 	if !lp.awaitRunners(lp.w.cfg.DrainTimeout) {
 		lp.w.log.Warn("handlers still running after a step-down and the drain timeout", zap.Int("handlers", lp.running()))
 	}
+	lp.awaitStandbys(standbys, lp.w.cfg.Policy.RenewEvery)
 	lp.lease.Destroy(ctx)
 	if cause == nil {
 		cause = errors.New("lease ended")

@@ -121,7 +121,7 @@ func (lp *loop) followStandbys(list []shard.ID) {
 	}
 	for _, id := range list {
 		if _, on := lp.standbys[id]; want[id] && !on {
-			lp.standbys[id] = lp.w.startStandby(lp.lease.Context(), sb, id)
+			lp.standbys[id] = lp.w.startStandby(sb, id)
 		}
 	}
 }
@@ -138,18 +138,30 @@ func (lp *loop) promote(id shard.ID) *standbyRunner {
 	return r
 }
 
-// dropStandbys ends every standby (the term ends, or the worker stops)
-// and waits for them until within passes.
-func (lp *loop) dropStandbys(within time.Duration) {
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
+// cancelStandbys ends every standby (the term ends, or the worker stops)
+// and returns them, for awaitStandbys.
+func (lp *loop) cancelStandbys() []*standbyRunner {
+	var out []*standbyRunner
 	for id, r := range lp.standbys {
 		r.cancel(ErrStandbyDropped)
 		delete(lp.standbys, id)
+		out = append(out, r)
+	}
+	return out
+}
+
+// awaitStandbys waits for the standbys until within passes, and says how
+// many were still running then (they end on their own; turns keeps the
+// shard's next run behind them).
+func (lp *loop) awaitStandbys(rs []*standbyRunner, within time.Duration) {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for i, r := range rs {
 		select {
 		case <-r.done:
 		case <-deadline.C:
-			lp.w.log.Warn("a standby did not return within the drain timeout", zap.String("shard", string(id)))
+			lp.w.log.Warn("standbys did not return in time after their context ended; the shards' next runs wait for them",
+				zap.Int("standbys", len(rs)-i), zap.Duration("waited", within))
 			return
 		}
 	}
@@ -157,12 +169,21 @@ func (lp *loop) dropStandbys(within time.Duration) {
 
 // startStandby runs sb's standby for shard id until its context ends,
 // calling it again after a backoff when it returns early.
-func (w *Worker) startStandby(parent context.Context, sb Standby, id shard.ID) *standbyRunner {
-	ctx, cancel := context.WithCancelCause(parent)
+//
+// Its context is the worker's own, not the term's: the loop ends it
+// (promote, followStandbys, cancelStandbys), so that its cause says why.
+// It takes its turn (turns) behind any earlier run of the shard.
+func (w *Worker) startStandby(sb Standby, id shard.ID) *standbyRunner {
+	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &standbyRunner{claim: &StandbyClaim{Shard: id, Worker: w.cfg.ID, store: w.cfg.Offsets}, cancel: cancel, done: make(chan struct{})}
+	tu := w.turns.join(id)
 	w.log.Info("standby started", zap.String("shard", string(id)))
 	go func() {
 		defer close(r.done)
+		defer tu.done()
+		if !tu.wait(ctx) {
+			return
+		}
 		retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 		for {
 			err := runStandby(ctx, sb, r.claim)

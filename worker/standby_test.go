@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/faults"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
@@ -168,6 +169,101 @@ func TestStandbyIsPromotedWarm(t *testing.T) {
 		}
 		if owner, ok := f.owners()[ids[3]]; ok {
 			t.Fatalf("%s owned by %s: a standby listed to a handler without a standby side took it", ids[3], owner)
+		}
+	})
+}
+
+// overlapHandler counts, per shard, its standby and Process runs at once,
+// and keeps the highest; its standby stays a minute after its context
+// ends (a slow one), its Process returns at once.
+type overlapHandler struct {
+	mu      sync.Mutex
+	running map[shard.ID]int
+	most    int
+	causes  []string
+}
+
+func (h *overlapHandler) enter(id shard.ID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.running[id]++
+	h.most = max(h.most, h.running[id])
+}
+
+func (h *overlapHandler) leave(id shard.ID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.running[id]--
+}
+
+func (h *overlapHandler) Standby(ctx context.Context, s *worker.StandbyClaim) error {
+	h.enter(s.Shard)
+	defer h.leave(s.Shard)
+	<-ctx.Done()
+	h.mu.Lock()
+	h.causes = append(h.causes, context.Cause(ctx).Error())
+	h.mu.Unlock()
+	time.Sleep(time.Minute)
+	return nil
+}
+
+func (h *overlapHandler) Process(ctx context.Context, c *worker.Claim) error {
+	h.enter(c.Shard)
+	defer h.leave(c.Shard)
+	<-ctx.Done()
+	return nil
+}
+
+// TestSlowStandbyNeverOverlaps: a standby that stays a minute after its
+// context ends is still running when its shard is promoted, revoked and
+// listed as standby again, and when the worker steps down: no Process and
+// no second standby runs beside it, and the step-down ends the standby
+// with ErrStandbyDropped.
+func TestSlowStandbyNeverOverlaps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 2)
+		ctx := t.Context()
+		ids := f.shards.IDs()
+		sid, err := f.coord.Sessions().Create(ctx, shard.SessionSpec{Worker: "test", TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		epoch, _, err := shard.TryLock(ctx, f.coord.Locks(), sid, shard.AssignorLock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.coord.Fleet().Configure(ctx, f.shards); err != nil {
+			t.Fatal(err)
+		}
+		h := &overlapHandler{running: map[shard.ID]int{}}
+		cfg := f.config("a", nil)
+		cfg.Handler = h
+		f.startWith(cfg)
+		assign := func(shards, standby []shard.ID) {
+			t.Helper()
+			if err := f.coord.Assignments().Assign(ctx, sid, epoch, map[string]*shard.Assignment{"a": {Shards: shards, Standby: standby}}); err != nil {
+				t.Fatal(err)
+			}
+			settle(5 * time.Second)
+		}
+		assign(nil, ids[:1])
+		assign(ids[:1], ids[:1]) // promoted: the standby lingers
+		assign(nil, ids[:1])     // revoked, a standby again
+		assign(ids[:1], ids[:1]) // promoted again
+		assign(nil, ids[:1])
+		settle(2 * time.Minute)
+		f.running["a"].faults.Set(faults.Fail) // renewals fail: the worker steps down at its deadline
+		settle(time.Minute)
+		f.running["a"].faults.Set(faults.Healthy)
+		f.stop("a")
+		settle(2 * time.Minute) // the slow standbys return
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.most != 1 {
+			t.Errorf("at most %d runs of one shard at once, want 1", h.most)
+		}
+		if last := h.causes[len(h.causes)-1]; last != worker.ErrStandbyDropped.Error() {
+			t.Errorf("the step-down ended the standby with %q, want %q", last, worker.ErrStandbyDropped)
 		}
 	})
 }

@@ -44,6 +44,8 @@ type Worker struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 	waiting   atomic.Pointer[string]
+	// turns orders each shard's standby and handler runs (turns).
+	turns turns
 }
 
 // Ready is closed once the worker has first joined the fleet: its session
