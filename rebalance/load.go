@@ -140,7 +140,7 @@ func (st *step) planLoad(caps, owned []int) {
 		// their holders, and a hard-ruled one nobody the rules allow
 		// keeps is unplaceable.
 		for _, i := range pool {
-			if h := st.holder[i]; st.rules != nil && st.rules.classes[st.rules.class[i]].hard() && (h < 0 || !st.rules.allows(int(i), h)) {
+			if h := st.holder[i]; st.rules.hardAt(int(i)) && (h < 0 || !st.rules.allows(int(i), h)) {
 				st.unplaceable = append(st.unplaceable, i)
 			}
 		}
@@ -154,7 +154,7 @@ func (st *step) planLoad(caps, owned []int) {
 		if t < 0 && h >= 0 && st.rules.allows(int(i), h) {
 			t = h // no other member may take it: it stays
 		}
-		if t < 0 && st.rules != nil && st.rules.classes[st.rules.class[i]].hard() {
+		if t < 0 && st.rules.hardAt(int(i)) {
 			// No member taking part may own it: one that drains may, as
 			// in count balance, else nobody may.
 			if t = fb.take(int(i)); t < 0 {

@@ -111,7 +111,7 @@ func (st *step) placeByRules(caps []int) (target []int32, room []int) {
 		}
 		for _, i := range list {
 			rp.target[i] = int32(m)
-			if pl.classes[pl.class[i]].hard() {
+			if pl.hardAt(int(i)) {
 				rp.hardOf[m]++
 			}
 		}
@@ -183,10 +183,9 @@ type rulePlan struct {
 
 func (rp *rulePlan) orderClasses() {
 	pl := rp.st.rules
-	rp.takers = make([][]int32, len(pl.classes))
+	rp.takers = pl.takers // found once a step (strand): cordons and stuck marks do not change between rounds
 	for k := 1; k < len(pl.classes); k++ {
 		rp.order = append(rp.order, int32(k))
-		rp.takers[k] = rp.st.takers(&pl.classes[k])
 	}
 	slices.SortFunc(rp.order, func(a, b int32) int {
 		ca, cb := &pl.classes[a], &pl.classes[b]
@@ -316,7 +315,7 @@ func (rp *rulePlan) give(m int32) {
 	rp.mine[m] = list[:len(list)-1]
 	rp.target[i] = -1
 	rp.room[m]++
-	if rp.st.rules.classes[rp.st.rules.class[i]].hard() {
+	if rp.st.rules.hardAt(int(i)) {
 		rp.hardOf[m]--
 	}
 	rp.given = append(rp.given, i)
@@ -426,8 +425,7 @@ func (rp *rulePlan) shift(c *ruleClass, takers []int32) int32 {
 func (st *step) ruleWeights() []uint64 {
 	ws := make([]uint64, len(st.members))
 	for m, mem := range st.members {
-		mem.Draining = false
-		ws[m] = effectiveWeights([]Member{mem})[0]
+		ws[m] = uint64(capacityOf(mem)) // capacityOf ignores draining
 	}
 	return ws
 }
@@ -442,16 +440,18 @@ func tieBreak(a, b string) bool {
 	return a < b
 }
 
-// strand marks the classes whose hard rules let no member be given their
-// shards (pl.stranded) and returns how many shards they hold. Such a
-// shard is outside every quota: a member the rules allow that holds it
-// (a cordoned or stuck one) keeps it, and none is placed.
+// strand finds, once a step, the members that may be given each class's
+// shards (pl.takers) and returns how many shards are in the classes whose
+// hard rules leave none. Such a shard is outside every quota (quotaFree):
+// a member the rules allow that holds it (a cordoned or stuck one) keeps
+// it, and none is placed.
 func (pl *placement) strand(st *step) int {
-	pl.stranded = make([]bool, len(pl.classes))
+	pl.takers = make([][]int32, len(pl.classes))
 	n := 0
 	for k := range pl.classes {
-		if c := &pl.classes[k]; c.hard() && len(st.takers(c)) == 0 {
-			pl.stranded[k] = true
+		c := &pl.classes[k]
+		pl.takers[k] = st.takers(c)
+		if c.hard() && len(pl.takers[k]) == 0 {
 			n += c.size
 		}
 	}
@@ -460,7 +460,11 @@ func (pl *placement) strand(st *step) int {
 
 // quotaFree reports whether shard i is outside the quotas (strand).
 func (pl *placement) quotaFree(i int) bool {
-	return pl != nil && pl.stranded != nil && pl.stranded[pl.class[i]]
+	if pl == nil || pl.takers == nil {
+		return false
+	}
+	k := pl.class[i]
+	return pl.classes[k].hard() && len(pl.takers[k]) == 0
 }
 
 // allowedCounts is, per member, how many shards the hard rules allow it.

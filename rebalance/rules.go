@@ -16,9 +16,9 @@ import (
 type placement struct {
 	class   []int32     // shard i's class
 	classes []ruleClass // classes[0]: the shards no rule is about
-	// stranded marks, in one step, the classes no member may be given
-	// (strand); nil until then.
-	stranded []bool
+	// takers are, in one step, each class's members that may be given its
+	// shards (strand); nil until then.
+	takers [][]int32
 }
 
 // ruleClass is what the rules say of a class's shards.
@@ -40,6 +40,9 @@ func (pl *placement) allows(i int, m int32) bool {
 	c := &pl.classes[pl.class[i]]
 	return c.may == nil || c.may[m]
 }
+
+// hardAt reports whether a hard rule is about shard i.
+func (pl *placement) hardAt(i int) bool { return pl != nil && pl.classes[pl.class[i]].hard() }
 
 // prefers reports whether a prefer rule about shard i selects member m.
 func (pl *placement) prefers(i int, m int32) bool {

@@ -14,8 +14,8 @@ import (
 // stays inside the band whenever they do: nothing zone-specific keeps it
 // there. 9 members in zones of 2, 3 and 4 with weights 1–2, 120 shards
 // of loads 1–3; after the fleet balances, and again after one zone is
-// lost, every member and every zone is inside the band, and the loss
-// moved only the lost zone's shards.
+// lost, every member is inside the band (so every zone is: its figures
+// are logged), and the loss moved only the lost zone's shards.
 func TestZonesUnderLoadFollowTheBand(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 30))
 	f := newFleet(r, 0, 120)
@@ -49,12 +49,8 @@ func TestZonesUnderLoadFollowTheBand(t *testing.T) {
 				t.Fatalf("%s: member %s at %.3f of the mean, outside the band", when, m.ID, ratio)
 			}
 		}
-		for z := range zl {
-			ratio := zl[z] / zc[z] / mean
-			if ratio < 1-DefaultTolerance || ratio > 1+DefaultTolerance {
-				t.Fatalf("%s: zone %s at %.3f of the mean, outside the band its members are in", when, z, ratio)
-			}
-			t.Logf("%s: zone %s carries %.3f of its capacity's share of the load", when, z, ratio)
+		for z := range zl { // inside the band whenever the members are (their weighted mean): shown, not checked
+			t.Logf("%s: zone %s carries %.3f of its capacity's share of the load", when, z, zl[z]/zc[z]/mean)
 		}
 	}
 	runLoad(t, f, p, 300, time.Second, func(int) map[shard.ID]float64 { return loads })
