@@ -77,6 +77,14 @@ type Member struct {
 	// worker is not asked for loads. A shard listed here that the worker no longer
 	// holds is ignored: only the holder's figure counts.
 	Load map[ID]float64 `json:"load,omitempty"`
+	// Standby is the state of each standby the worker runs, as it
+	// reports it to a key of its own, P/standby/<id>
+	// (Members.ReportStandby), filled and ignored in a member key like
+	// Load. StandbyCapable says the worker's handler has a standby side
+	// (worker.Standby), written by the worker in its member key: only
+	// such a worker is given standbys, and a move to it is warm.
+	Standby        map[ID]StandbyState `json:"standby,omitempty"`
+	StandbyCapable bool                `json:"standby_capable,omitempty"`
 }
 
 // Mark records who set an operator's state (a cordon, a freeze), when,
@@ -270,6 +278,11 @@ type Members interface {
 	// ErrUnknownShard, all before anything is written. It does not modify
 	// load.
 	ReportLoad(ctx context.Context, id SessionID, worker string, load map[ID]float64) error
+	// ReportStandby writes the state of the standbys worker runs to
+	// P/standby/<worker>, as ReportLoad writes its loads (the same
+	// checks, errors, bound and life): snapshots show it as the member's
+	// Standby. An Applied below -1 wraps ErrInvalidArgument.
+	ReportStandby(ctx context.Context, id SessionID, worker string, states map[ID]StandbyState) error
 }
 
 // Assignments are the assignor's word to each worker, P/assign/<worker>.

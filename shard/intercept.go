@@ -19,6 +19,7 @@ const (
 	OpJoin            Op = "members.join"
 	OpWatchMember     Op = "members.watch"
 	OpReportLoad      Op = "members.report_load"
+	OpReportStandby   Op = "members.report_standby"
 	OpAssign          Op = "assignments.assign"
 	OpWatchAssignment Op = "assignments.watch"
 	OpConfigure       Op = "fleet.configure"
@@ -183,6 +184,12 @@ func (m iMembers) Watch(ctx context.Context, id string, after uint64) (MemberKey
 func (m iMembers) ReportLoad(ctx context.Context, id SessionID, worker string, load map[ID]float64) error {
 	return m.f(ctx, &Call{Op: OpReportLoad, Session: id, Worker: worker}, func(ctx context.Context) error {
 		return m.in.ReportLoad(ctx, id, worker, load)
+	})
+}
+
+func (m iMembers) ReportStandby(ctx context.Context, id SessionID, worker string, states map[ID]StandbyState) error {
+	return m.f(ctx, &Call{Op: OpReportStandby, Session: id, Worker: worker}, func(ctx context.Context) error {
+		return m.in.ReportStandby(ctx, id, worker, states)
 	})
 }
 

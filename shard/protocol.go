@@ -55,7 +55,9 @@ const StepRules = "rules"
 // Steps returns the protocol steps this build speaks beyond Protocol,
 // which it writes into its member key (Member.Steps). A feature that
 // needs a step switches on only when every live member has it.
-func Steps() []string { return []string{StepGenerations, StepHistory, StepZones, StepRules} }
+func Steps() []string {
+	return []string{StepGenerations, StepHistory, StepZones, StepRules, StepStandbys}
+}
 
 // AllSpeak reports whether every live member of s speaks step.
 func (s Snapshot) AllSpeak(step string) bool {

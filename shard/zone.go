@@ -96,6 +96,7 @@ func (m Member) Clone() Member {
 	m.Steps = slices.Clone(m.Steps)
 	m.Labels = maps.Clone(m.Labels)
 	m.Load = maps.Clone(m.Load)
+	m.Standby = maps.Clone(m.Standby)
 	if m.Cordon != nil {
 		c := *m.Cordon
 		m.Cordon = &c

@@ -44,3 +44,44 @@ func DecodeLoad(value []byte) (map[shard.ID]float64, error) {
 	}
 	return load, nil
 }
+
+// EncodeStandby is the value of a standby key: a JSON object of shard ID
+// to shard.StandbyState. An empty shard ID, an Applied below -1 or a
+// value over shard.MaxLoadBytes (the bound of every report key) wraps
+// shard.ErrInvalidArgument and names it.
+func EncodeStandby(worker string, states map[shard.ID]shard.StandbyState) ([]byte, error) {
+	for id, s := range states {
+		if id == "" {
+			return nil, fmt.Errorf("%w: standbys of worker %q: a shard id is empty", shard.ErrInvalidArgument, worker)
+		}
+		if s.Applied < -1 {
+			return nil, fmt.Errorf("%w: standbys of worker %q: shard %s has applied offset %d, want -1 (nothing yet) or more", shard.ErrInvalidArgument, worker, id, s.Applied)
+		}
+	}
+	if states == nil {
+		states = map[shard.ID]shard.StandbyState{}
+	}
+	b, err := json.Marshal(states)
+	if err != nil {
+		return nil, fmt.Errorf("%w: standbys of worker %q: %v", shard.ErrInvalidArgument, worker, err)
+	}
+	if len(b) > shard.MaxLoadBytes {
+		return nil, fmt.Errorf("%w: standbys of worker %q: %d shards' states take %d bytes of JSON, more than the %d a report key may hold",
+			shard.ErrInvalidArgument, worker, len(states), len(b), shard.MaxLoadBytes)
+	}
+	return b, nil
+}
+
+// DecodeStandby reads a standby key's value, or says what is wrong with it.
+func DecodeStandby(value []byte) (map[shard.ID]shard.StandbyState, error) {
+	var states map[shard.ID]shard.StandbyState
+	if err := json.Unmarshal(value, &states); err != nil {
+		return nil, fmt.Errorf("malformed standby value (want a JSON object of shard id to {applied, ready}): %w", err)
+	}
+	for id, s := range states {
+		if s.Applied < -1 {
+			return nil, fmt.Errorf("standby value: shard %s has applied offset %d, below -1", id, s.Applied)
+		}
+	}
+	return states, nil
+}

@@ -31,7 +31,7 @@ type lockListing struct {
 // controlTrees are the prefixes under P/ besides the locks that a
 // listing reads, in one transaction: "assign" covers P/assign/… and the
 // assignor's role lock P/assignor.
-var controlTrees = []string{"assign", "config", "freeze", "loads/", "members/", "policy"}
+var controlTrees = []string{"assign", "config", "freeze", "loads/", "members/", "policy", "standby/"}
 
 // listFleet waits, with a blocking query on the names one level below
 // P/ (a few hundred bytes), until something under the prefix changes

@@ -67,7 +67,7 @@ func decodeMember(id string, kv *api.KVPair) (shard.MemberState, string) {
 	if m.ID != id {
 		return shard.MemberState{}, fmt.Sprintf("member value names worker %q, not %q", m.ID, id)
 	}
-	m.Load = nil // loads are read from the worker's loads key only
+	m.Load, m.Standby = nil, nil // read from the worker's report keys only
 	return shard.MemberState{Member: m, Session: shard.SessionID(kv.Session)}, ""
 }
 

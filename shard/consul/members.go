@@ -93,7 +93,7 @@ func (ms members) Join(ctx context.Context, id shard.SessionID, m shard.Member) 
 	if m.ID == "" {
 		return fmt.Errorf("%w: member id is empty", shard.ErrInvalidArgument)
 	}
-	m.Load = nil
+	m.Load, m.Standby = nil, nil
 	value, err := json.Marshal(m)
 	if err != nil {
 		return err

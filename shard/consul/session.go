@@ -205,7 +205,7 @@ func (ss sessions) Renew(ctx context.Context, id shard.SessionID) error {
 // operator, a script), who cannot know whether that worker is still acting
 // on its shards, and shard.LeasePolicy's no-overlap rule counts on the
 // delay. A worker that stops on purpose releases its shards first (Release
-// sets no lock-delay). Its member keys, and their workers' loads keys, are
+// sets no lock-delay). Its member keys, and their workers' report keys, are
 // unlocked first, values kept, so that a worker restarting under its ID
 // joins (and reports its loads) at once, as on the embedded
 // coordinator, which never puts member keys in lock-delay. Then its service
@@ -229,18 +229,18 @@ func (ss sessions) Destroy(ctx context.Context, id shard.SessionID) error {
 		return c.fail(octx, "destroy session (list member keys)", err)
 	}
 	var held []*api.KVPair
-	var loads []string
+	var reports []string
 	for _, p := range pairs {
 		if p.Session == string(id) {
 			held = append(held, p)
-			loads = append(loads, c.loadsKey(strings.TrimPrefix(p.Key, c.prefix+"members/")))
+			reports = append(reports, c.reportKeys(strings.TrimPrefix(p.Key, c.prefix+"members/"))...)
 		}
 	}
-	current, err := c.readKeys(octx, "destroy session (read loads keys)", loads)
+	current, err := c.readKeys(octx, "destroy session (read report keys)", reports)
 	if err != nil {
 		return err
 	}
-	for _, k := range loads {
+	for _, k := range reports {
 		if p := current[k]; p != nil && p.Session == string(id) {
 			held = append(held, p)
 		}

@@ -166,8 +166,8 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 		}
 		snap.Config = &cfg
 	}
-	var outside []shard.ID            // held shard keys outside the stored config
-	loads := map[string]*api.KVPair{} // loads keys, by worker
+	var outside []shard.ID                         // held shard keys outside the stored config
+	reports := map[string]map[string]*api.KVPair{} // report keys, by kind and worker
 	// assignment keys and the assignor's memories, by worker: read as pairs
 	// once every key is seen
 	assigned, memories := map[string]*api.KVPair{}, map[string]*api.KVPair{}
@@ -214,13 +214,16 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 				memories[worker] = kv
 			}
 		case strings.HasPrefix(rel, "offsets/"), rel == "history":
-		case strings.HasPrefix(rel, "loads/"):
-			worker := strings.TrimPrefix(rel, "loads/")
+		case c.isReportKey(kv.Key):
+			kind, worker, _ := c.reportOf(kv.Key)
 			if worker == "" {
-				problem(kv.Key, "loads key without a worker id")
+				problem(kv.Key, "%s key without a worker id", kind)
 				continue
 			}
-			loads[worker] = kv
+			if reports[kind] == nil {
+				reports[kind] = map[string]*api.KVPair{}
+			}
+			reports[kind][worker] = kv
 		case strings.HasPrefix(rel, "members/"):
 			id := strings.TrimPrefix(rel, "members/")
 			if id == "" {
@@ -276,7 +279,7 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 		}
 		snap.Assignments[worker] = a
 	}
-	c.fillLoads(&snap, loads)
+	c.fillReports(&snap, reports)
 	slices.SortFunc(snap.Members, func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) })
 	slices.SortFunc(snap.Shards, func(a, b shard.ShardState) int { return cmp.Compare(a.Shard, b.Shard) })
 	return snap
@@ -315,7 +318,7 @@ const gcRetry = 10 * time.Second
 func (c *Coordinator) collectDead(ctx context.Context, pairs api.KVPairs) {
 	t := now()
 	var due []*api.KVPair
-	c.collectOrphanLoads(ctx, pairs)
+	c.collectOrphanReports(ctx, pairs)
 	c.mu.Lock()
 	seen := make(map[string]bool)
 	for _, kv := range pairs {
@@ -345,10 +348,11 @@ func (c *Coordinator) collectDead(ctx context.Context, pairs api.KVPairs) {
 	for _, kv := range due {
 		octx, cancel := c.opCtx(ctx)
 		worker := strings.TrimPrefix(kv.Key, c.prefix+"members/")
-		_, _, err := c.kv.Txn(octx, api.TxnOps{
-			{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: kv.Key, Index: kv.ModifyIndex}},
-			{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.loadsKey(worker)}},
-		})
+		ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: kv.Key, Index: kv.ModifyIndex}}}
+		for _, k := range c.reportKeys(worker) {
+			ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: k}})
+		}
+		_, _, err := c.kv.Txn(octx, ops)
 		cancel()
 		c.mu.Lock()
 		if err == nil {
@@ -363,11 +367,11 @@ func (c *Coordinator) collectDead(ctx context.Context, pairs api.KVPairs) {
 	}
 }
 
-// collectOrphanLoads deletes the loads keys of pairs that no session holds
-// and whose worker has no member key in pairs, each with a CAS on the
-// ModifyIndex listed: a worker that joined since locked its loads key
+// collectOrphanReports deletes the report keys of pairs that no session
+// holds and whose worker has no member key in pairs, each with a CAS on
+// the ModifyIndex listed: a worker that joined since locked its report key
 // again and keeps it.
-func (c *Coordinator) collectOrphanLoads(ctx context.Context, pairs api.KVPairs) {
+func (c *Coordinator) collectOrphanReports(ctx context.Context, pairs api.KVPairs) {
 	members := map[string]bool{}
 	for _, kv := range pairs {
 		if c.isMemberKey(kv.Key) {
@@ -375,7 +379,8 @@ func (c *Coordinator) collectOrphanLoads(ctx context.Context, pairs api.KVPairs)
 		}
 	}
 	for _, kv := range pairs {
-		if !c.isLoadsKey(kv.Key) || kv.Session != "" || members[strings.TrimPrefix(kv.Key, c.prefix+"loads/")] {
+		_, worker, report := c.reportOf(kv.Key)
+		if !report || kv.Session != "" || members[worker] {
 			continue
 		}
 		octx, cancel := c.opCtx(ctx)

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) shard.Coordinator, opts ...Option
 		{"ReportLoadRefused", s.reportLoadRefused},
 		{"DeadWorkerLoads", s.deadWorkerLoads},
 		{"ReportLoadSize", s.reportLoadSize},
+		{"ReportStandby", s.reportStandby},
 		{"History", s.history},
 		{"MemberZone", s.memberZone},
 	}

@@ -59,8 +59,9 @@ type Coordinator struct {
 	locks map[shard.Lock]*lockKey
 	// lockGone holds the index of the write that deleted a lock key.
 	lockGone map[shard.Lock]uint64
-	// loads are the loads keys P/loads/<worker> (see loads.go).
-	loads map[string]*loadsKey
+	// reports are the workers' report keys, by kind and worker
+	// (P/loads/<worker>, P/standby/<worker>; see reports.go).
+	reports [reportKinds]map[string]*reportKey
 	// lockDelay holds, per lock, the moment its lock-delay ends. It lives
 	// beside the keys, not in them, so that deleting a key does not lift its
 	// lock-delay (as in Consul).
@@ -149,7 +150,7 @@ func New(opts ...Option) *Coordinator {
 		memberGone:  make(map[string]uint64),
 		locks:       make(map[shard.Lock]*lockKey),
 		lockGone:    make(map[shard.Lock]uint64),
-		loads:       make(map[string]*loadsKey),
+		reports:     [reportKinds]map[string]*reportKey{{}, {}},
 		lockDelay:   make(map[shard.Lock]time.Time),
 		assigns:     make(map[string]*assignKey),
 		assignGone:  make(map[string]uint64),

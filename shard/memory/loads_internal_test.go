@@ -31,7 +31,7 @@ func TestLoadsKeyCollectedWithMember(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.mu.Lock()
-		l := c.loads["w"]
+		l := c.reports[reportLoads]["w"]
 		dead := l != nil && l.session == "" && l.index == c.members["w"].index
 		c.mu.Unlock()
 		if !dead {
@@ -41,7 +41,7 @@ func TestLoadsKeyCollectedWithMember(t *testing.T) {
 		synctest.Wait()
 		c.mu.Lock()
 		_, member := c.members["w"]
-		_, loads := c.loads["w"]
+		_, loads := c.reports[reportLoads]["w"]
 		c.mu.Unlock()
 		if member || loads {
 			t.Fatalf("after the grace: member key present %v, loads key present %v; want both deleted", member, loads)

@@ -48,13 +48,13 @@ func (ms members) Join(ctx context.Context, id shard.SessionID, m shard.Member) 
 		k.gcTimer.Stop() // alive again: no deletion pending
 	}
 	idx := c.commitLocked()
-	m.Load = nil
+	m.Load, m.Standby = nil, nil
 	c.members[m.ID] = &memberKey{member: m.Clone(), session: id, index: idx}
 	return nil
 }
 
 // collectMemberLocked deletes a dead member key whose grace has passed, and
-// its worker's loads key, in one write. Dead members are ignored by the planner at once; deleting them only
+// its worker's report keys, in one write. Dead members are ignored by the planner at once; deleting them only
 // keeps snapshots from growing with every worker that ever lived.
 func (c *Coordinator) collectMemberLocked(id string) {
 	k := c.members[id]
@@ -66,7 +66,7 @@ func (c *Coordinator) collectMemberLocked(id string) {
 	}
 	c.memberGone[id] = c.commitLocked()
 	delete(c.members, id)
-	delete(c.loads, id)
+	c.deleteReportsLocked(id, false)
 }
 
 // Watch is a blocking query on one member key: it returns the key as
@@ -93,7 +93,7 @@ func (c *Coordinator) memberKeyLocked(id string) shard.MemberKey {
 
 // DeleteMember deletes a member key, as an operator might in Consul, and
 // reports whether it existed. A live worker notices through its member watch and
-// joins again. Its loads key goes too unless a live session holds it (in
+// joins again. Its report keys go too unless a live session holds it (in
 // Consul the collector deletes such an orphan at the next watch).
 func (c *Coordinator) DeleteMember(id string) bool {
 	c.mu.Lock()
@@ -109,9 +109,7 @@ func (c *Coordinator) DeleteMember(id string) bool {
 	}
 	c.memberGone[id] = c.commitLocked()
 	delete(c.members, id)
-	if l := c.loads[id]; l != nil && l.session == "" {
-		delete(c.loads, id)
-	}
+	c.deleteReportsLocked(id, true)
 	return true
 }
 

@@ -123,7 +123,7 @@ func (c *Coordinator) liveSessionLocked(id shard.SessionID) (*session, error) {
 
 // endSessionLocked removes the session at time at and releases, in one write,
 // every key it holds: lock keys (shards', P/assignor), member keys and
-// loads keys keep their values but lose the session (Consul's
+// report keys keep their values but lose the session (Consul's
 // Behavior=release). Each released lock is closed until at + LockDelay, so
 // that a holder that merely lost contact has time to notice before anyone
 // else can take over. No keys held, no write.
@@ -143,13 +143,15 @@ func (c *Coordinator) endSessionLocked(s *session, at time.Time) {
 			members = append(members, m)
 		}
 	}
-	var loads []*loadsKey
-	for _, l := range c.loads {
-		if l.session == s.id {
-			loads = append(loads, l)
+	var reports []*reportKey
+	for _, byWorker := range c.reports {
+		for _, r := range byWorker {
+			if r.session == s.id {
+				reports = append(reports, r)
+			}
 		}
 	}
-	if len(held) == 0 && len(members) == 0 && len(loads) == 0 {
+	if len(held) == 0 && len(members) == 0 && len(reports) == 0 {
 		return
 	}
 
@@ -166,8 +168,8 @@ func (c *Coordinator) endSessionLocked(s *session, at time.Time) {
 		m.deadSince = at
 		m.gcTimer = c.scheduleLocked(c.collectAt(m))
 	}
-	for _, l := range loads {
-		l.session, l.index = "", idx
+	for _, r := range reports {
+		r.session, r.index = "", idx
 	}
 }
 

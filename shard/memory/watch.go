@@ -71,7 +71,7 @@ func (c *Coordinator) snapshotLocked() shard.Snapshot {
 	}
 	for id, k := range c.members {
 		m := shard.MemberState{Member: k.member.Clone(), Session: k.session}
-		m.Load = c.memberLoadLocked(id, k)
+		c.fillReportsLocked(&m, id, k)
 		snap.Members = append(snap.Members, m)
 	}
 	slices.SortFunc(snap.Members, func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) })
