@@ -90,6 +90,8 @@ func (lp *loop) run(ctx context.Context) error {
 	loadTick := lp.loadClock()
 	defer loadTick.t.Stop()
 	shifts := lp.w.load.meters.shiftSignal()
+	standbyTick := newStandbyClock()
+	defer standbyTick.t.Stop()
 	lp.publish()
 	for {
 		select {
@@ -103,9 +105,15 @@ func (lp *loop) run(ctx context.Context) error {
 			lp.followLoads(ctx, time.Now(), loadTick)
 			lp.w.m.watchWakeups.Inc()
 			lp.reconcile()
+			lp.reportStandbys(ctx, time.Now(), standbyTick)
+		case <-lp.w.standbyWake:
+			lp.reportStandbys(ctx, time.Now(), standbyTick)
+		case now := <-standbyTick.t.C:
+			lp.onStandbyTick(ctx, now, standbyTick)
 		case <-lp.retryTimer.C:
 			lp.retryAt = time.Time{}
 			lp.reconcile()
+			lp.reportStandbys(ctx, time.Now(), standbyTick)
 		case <-overdue.C:
 			lp.endOverdue()
 		case now := <-loadTick.t.C:
@@ -115,6 +123,7 @@ func (lp *loop) run(ctx context.Context) error {
 		case e := <-lp.exits:
 			lp.onExit(e)
 			lp.reconcile()
+			lp.reportStandbys(ctx, time.Now(), standbyTick)
 		}
 	}
 }

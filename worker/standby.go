@@ -50,6 +50,7 @@ type StandbyClaim struct {
 	Worker string
 
 	store  offsets.Store
+	notify func() // tells the worker's loop a report changed
 	mu     sync.Mutex
 	report *StandbyReport
 }
@@ -71,11 +72,21 @@ func (s *StandbyClaim) Committed(ctx context.Context) (offsets.Checkpoint, error
 	return s.store.Load(ctx, s.Shard)
 }
 
-// Report records how far the standby's state has got. It does no I/O.
+// Report records how far the standby's state has got: the last offset
+// its state includes (-1: nothing yet) and whether that is everything the
+// owner had committed when it last looked (StandbyClaim.Committed). The
+// worker passes it on to the assignor (a caught-up standby makes a move
+// here warm; the most advanced one is promoted when the owner is lost):
+// at once when caughtUp changes, at the load report interval for a new
+// applied offset alone. It does no I/O and never blocks.
 func (s *StandbyClaim) Report(applied int64, caughtUp bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	prev := s.report
 	s.report = &StandbyReport{Applied: applied, CaughtUp: caughtUp, At: time.Now()}
+	s.mu.Unlock()
+	if s.notify != nil && (prev == nil || prev.Applied != applied || prev.CaughtUp != caughtUp) {
+		s.notify()
+	}
 }
 
 // Last returns the standby's last report, or nil when it made none.
@@ -167,6 +178,15 @@ func (lp *loop) awaitStandbys(rs []*standbyRunner, within time.Duration) {
 	}
 }
 
+// standbyChanged wakes the loop to report the standbys (reportStandbys);
+// a wake-up already pending covers this one.
+func (w *Worker) standbyChanged() {
+	select {
+	case w.standbyWake <- struct{}{}:
+	default:
+	}
+}
+
 // startStandby runs sb's standby for shard id until its context ends,
 // calling it again after a backoff when it returns early.
 //
@@ -175,7 +195,7 @@ func (lp *loop) awaitStandbys(rs []*standbyRunner, within time.Duration) {
 // It takes its turn (turns) behind any earlier run of the shard.
 func (w *Worker) startStandby(sb Standby, id shard.ID) *standbyRunner {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	r := &standbyRunner{claim: &StandbyClaim{Shard: id, Worker: w.cfg.ID, store: w.cfg.Offsets}, cancel: cancel, done: make(chan struct{})}
+	r := &standbyRunner{claim: &StandbyClaim{Shard: id, Worker: w.cfg.ID, store: w.cfg.Offsets, notify: w.standbyChanged}, cancel: cancel, done: make(chan struct{})}
 	tu := w.turns.join(id)
 	w.log.Info("standby started", zap.String("shard", string(id)))
 	go func() {

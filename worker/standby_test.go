@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -144,6 +145,19 @@ func TestStandbyIsPromotedWarm(t *testing.T) {
 		if n := store.writesOf(ids[1]) + store.writesOf(ids[2]); n != 0 {
 			t.Fatalf("standbys reached the offsets store's writes %d times, want 0", n)
 		}
+		member := func(id string) shard.MemberState {
+			t.Helper()
+			snap, err := f.coord.Fleet().Watch(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _ := snap.Member(id)
+			return m
+		}
+		want := map[shard.ID]shard.StandbyState{ids[1]: {Applied: 41, Ready: true}, ids[2]: {Applied: 0, Ready: true}}
+		if m := member("a"); !m.StandbyCapable || !maps.Equal(m.Standby, want) {
+			t.Fatalf("a's member as the assignor reads it: capable %v, standbys %v; want capable, %v", m.StandbyCapable, m.Standby, want)
+		}
 
 		assign([]shard.ID{ids[1]}, []shard.ID{ids[1]})
 		got := h.lines()[2:]
@@ -155,6 +169,9 @@ func TestStandbyIsPromotedWarm(t *testing.T) {
 		}
 		if f.owners()[ids[1]] != "a" || store.writesOf(ids[1]) != 1 {
 			t.Fatalf("owners %v, %d fences of %s; want a owning it, fenced once", f.owners(), store.writesOf(ids[1]), ids[1])
+		}
+		if m := member("a"); m.Standby == nil || len(m.Standby) != 0 {
+			t.Fatalf("a's standbys as the assignor reads them after the promotion: %v, want an empty report", m.Standby)
 		}
 
 		// A handler with no standby side: the list is ignored.
@@ -169,6 +186,9 @@ func TestStandbyIsPromotedWarm(t *testing.T) {
 		}
 		if owner, ok := f.owners()[ids[3]]; ok {
 			t.Fatalf("%s owned by %s: a standby listed to a handler without a standby side took it", ids[3], owner)
+		}
+		if m := member("b"); m.StandbyCapable || m.Standby != nil {
+			t.Fatalf("b's member: capable %v, standbys %v; want neither (its handler has no standby side)", m.StandbyCapable, m.Standby)
 		}
 	})
 }

@@ -46,6 +46,8 @@ type Worker struct {
 	waiting   atomic.Pointer[string]
 	// turns orders each shard's standby and handler runs (turns).
 	turns turns
+	// standbyWake tells the loop a standby's report changed (buffer 1).
+	standbyWake chan struct{}
 }
 
 // Ready is closed once the worker has first joined the fleet: its session
@@ -76,11 +78,12 @@ func New(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("worker %q: registering metrics: %w", cfg.ID, err)
 	}
 	w := &Worker{
-		ready:  make(chan struct{}),
-		cfg:    cfg,
-		log:    cfg.Logger.With(zap.String("worker", cfg.ID)),
-		m:      m,
-		jitter: backoff.NewJitter(cfg.JitterSeed),
+		ready:       make(chan struct{}),
+		standbyWake: make(chan struct{}, 1),
+		cfg:         cfg,
+		log:         cfg.Logger.With(zap.String("worker", cfg.ID)),
+		m:           m,
+		jitter:      backoff.NewJitter(cfg.JitterSeed),
 	}
 	w.leasing = lease.Config{Sessions: cfg.Coordinator.Sessions(), Policy: cfg.Policy, Owner: cfg.ID, Lost: ErrLost,
 		Jitter: w.jitter, Logger: w.log, Renewed: func(took time.Duration, err error) {
@@ -300,6 +303,7 @@ func (w *Worker) term(ctx context.Context, startBy time.Time) error {
 func (w *Worker) join(ctx context.Context, l *lease.Lease, startBy time.Time) (shard.Member, error) {
 	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Protocol: shard.Protocol, Steps: shard.Steps(), Weight: w.cfg.Weight, Started: time.Now(),
 		Zone: w.cfg.Zone, Labels: maps.Clone(w.cfg.Labels), Draining: w.draining.Load(), Cordon: w.keptCordon(l)}
+	_, m.StandbyCapable = w.cfg.Handler.(Standby)
 	giveUp := time.Now().Add(2*w.cfg.Policy.TTL + w.cfg.Policy.RenewEvery)
 	reported := false
 	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, J: w.jitter}
