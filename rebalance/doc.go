@@ -91,6 +91,16 @@
 //     balance is greedy. In load balance, placements, load moves and
 //     exchanges go only where the hard rules allow, and prefer rules are
 //     not read (docs/design.md, "Placement rules in the step").
+//   - Warm moves (Member.Standby): a hand-off to a member that runs
+//     standbys first lists the shard in that member's key as a standby,
+//     while its holder keeps it, and starts only once the member reports
+//     the standby ready (Member.Standbys) or Policy.PrepareTimeout after
+//     the start (Decision.Cold). A preparation counts under
+//     MaxMovesInFlight as a hand-off does; it keeps its member while the
+//     move is still planned; the released shard counts for that member,
+//     whose key lists it as a standby until it holds it. In a fleet with
+//     standbys, load moves start only in a step that starts no other move
+//     and are handed off together, once all are ready (see warm.go).
 //   - Determinism: the same State and Policy give the same Decision,
 //     whatever the order of the slices and maps in State. The scores and
 //     tie-breaks are the assignor's alone: workers follow their keys and

@@ -111,6 +111,7 @@ func TestStepLoadInvariants(t *testing.T) {
 	forCases(t, stepCasesFrom+stepCases+stepSimCases+stepJoinLeaves+stepOpsCases, loadCases, func(t *testing.T, i int, r *rand.Rand) {
 		w, n := 1+r.IntN(32), shardCount(r)
 		s, p := genState(r, w, n)
+		genStandbys(r, &s)
 		s, p = genLoads(r, s, p)
 		d, err := Step(s, p)
 		if err != nil {
@@ -136,6 +137,10 @@ func TestStepLoadInvariants(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(d3.Assign) != 0 || len(d3.Moves) != 0 || len(d3.Delete) != 0 || !d3.Wake.Equal(d.Wake) {
+			for w, a := range d3.Assign {
+				t.Logf("%s: before %+v\n after %+v\n again %+v", w, s.Assigned[w], d.Assign[w], a)
+			}
+			t.Logf("preparing %v then %v", d.Preparing, d3.Preparing)
 			t.Fatalf("case %d: the written decision is not a fixed point: keys %v, moves %v, wake %v then %v", i, slices.Sorted(maps.Keys(d3.Assign)), d3.Moves, d.Wake, d3.Wake)
 		}
 		residence := p.Load.withDefaults().MinResidence

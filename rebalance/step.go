@@ -85,6 +85,11 @@ type Member struct {
 	// Labels are the member's labels (shard.Member.Labels), which
 	// placement rules select members by.
 	Labels map[string]string
+	// Standby says the member's worker runs standbys (its handler has a
+	// standby side): a planned move to it is warm. Standbys is the state
+	// of each standby it runs, as it reported it (shard.Member.Standby).
+	Standby  bool
+	Standbys map[shard.ID]shard.StandbyState
 }
 
 // Assignment is one worker's assignment key: the shards it should own, and
@@ -147,6 +152,13 @@ type Assignment struct {
 	// outside the band (zero while it is inside, and in count balance):
 	// load moves correct it once that is LoadPolicy.Patience ago.
 	OutOfBand time.Time
+	// Standby lists, sorted, the shards the worker is to run a standby
+	// for (shard.Assignment.Standby): those a warm move brings it, from
+	// the start of their preparation until it holds them. Preparing maps
+	// those still preparing (their holder keeps them until the standby
+	// is ready) to when the preparation started.
+	Standby   []shard.ID
+	Preparing map[shard.ID]time.Time
 }
 
 // Policy paces Step. Its zero value is the default.
@@ -169,7 +181,17 @@ type Policy struct {
 	StuckAfter time.Duration
 	// Load tunes load balancing (used only when State.Loads is not nil).
 	Load LoadPolicy
+	// PrepareTimeout is the longest a warm move waits for its target's
+	// standby to be ready before it hands the shard over anyway, cold
+	// (Decision.Cold). ≤ 0 means DefaultPrepareTimeout.
+	PrepareTimeout time.Duration
 }
+
+// DefaultPrepareTimeout is Policy.PrepareTimeout's default: long enough
+// for a standby to restore a state that takes tens of seconds to build,
+// short enough that a standby that never gets ready delays a drain by a
+// minute, not for ever.
+const DefaultPrepareTimeout = time.Minute
 
 // LoadPolicy tunes load-aware balancing; zero fields (and negative or
 // NaN ones) take their defaults. See the package doc, "Load balancing".
@@ -267,6 +289,11 @@ type Decision struct {
 	// Band is the load band as Step judged it before its load moves (nil
 	// in count balance): what operators' views show of the fleet's load.
 	Band *Band
+	// Preparing lists the warm moves waiting for their target's standby
+	// (From keeps the shard meanwhile), and Cold those this step handed
+	// off without a ready standby because PrepareTimeout passed; both
+	// sorted by shard, for logs and metrics.
+	Preparing, Cold []Transfer
 	// Unplaceable lists, sorted, the shards that hard placement rules let
 	// no member be given now (none allows it, or those that do are
 	// cordoned or stuck) and that no member they allow holds: they are in
@@ -319,6 +346,9 @@ func Step(s State, p Policy) (Decision, error) {
 	}
 	if p.StuckAfter <= 0 {
 		p.StuckAfter = DefaultStuckAfter
+	}
+	if p.PrepareTimeout <= 0 {
+		p.PrepareTimeout = DefaultPrepareTimeout
 	}
 	p.Load = p.Load.withDefaults()
 	st := newStep(in, p)

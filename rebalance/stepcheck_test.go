@@ -229,13 +229,29 @@ func checkDecision(s State, p Policy, d Decision) error {
 			}
 		}
 	}
+	// A warm move preparing wakes the step at its timeout.
+	timeout := p.PrepareTimeout
+	if timeout <= 0 {
+		timeout = DefaultPrepareTimeout
+	}
+	for _, m := range s.Members {
+		a, ok := d.Assign[m.ID]
+		if !ok {
+			a = s.Assigned[m.ID]
+		}
+		for _, since := range a.Preparing {
+			if at := since.Add(timeout); wake.IsZero() || at.Before(wake) {
+				wake = at
+			}
+		}
+	}
 	// In load balance a step may also wake when a load move held back by
 	// the minimum residence becomes possible: after now, before the waits.
 	residence := s.Loads != nil && d.Wake.After(s.Now) && (wake.IsZero() || d.Wake.Before(wake))
 	if !wake.Equal(d.Wake) && !residence {
 		return fmt.Errorf("Wake = %v, want %v", d.Wake, wake)
 	}
-	return nil
+	return checkWarm(s, d)
 }
 
 func setOf(ids []shard.ID) map[shard.ID]bool {
@@ -255,11 +271,11 @@ func sameDecision(a, b Decision) bool {
 		y, ok := b.Assign[w]
 		if !ok || !slices.Equal(x.Shards, y.Shards) || !x.Since.Equal(y.Since) || x.Waiting != y.Waiting ||
 			!x.WaitingSince.Equal(y.WaitingSince) || x.Stuck != y.Stuck || x.StuckSession != y.StuckSession ||
-			!maps.EqualFunc(x.Arrived, y.Arrived, time.Time.Equal) {
+			!maps.EqualFunc(x.Arrived, y.Arrived, time.Time.Equal) || !sameWarm(x, y.Standby, y.Preparing) {
 			return false
 		}
 	}
-	return true
+	return slices.Equal(a.Preparing, b.Preparing) && slices.Equal(a.Cold, b.Cold)
 }
 
 // verdictEnd is when the stuck verdict recorded in a ends:

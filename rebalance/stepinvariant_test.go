@@ -106,6 +106,50 @@ func genState(r *rand.Rand, w, n int) (State, Policy) {
 	return s, genPolicy(r)
 }
 
+// genStandbys makes some members run standbys, reporting some of the
+// shards ready, and lists standbys in some keys, some preparing since any
+// time (the future too).
+func genStandbys(r *rand.Rand, s *State) {
+	if r.IntN(3) == 0 {
+		return
+	}
+	for _, w := range slices.Sorted(maps.Keys(s.Assigned)) { // in order: a case replays alone
+		a := s.Assigned[w]
+		if r.IntN(3) != 0 {
+			continue
+		}
+		a.Standby, a.Preparing = nil, nil
+		for range r.IntN(4) {
+			id := s.Shards[r.IntN(len(s.Shards))]
+			if slices.Contains(a.Standby, id) {
+				continue
+			}
+			a.Standby = append(a.Standby, id)
+			if r.IntN(2) == 0 {
+				if a.Preparing == nil {
+					a.Preparing = map[shard.ID]time.Time{}
+				}
+				a.Preparing[id] = s.Now.Add(time.Duration(r.IntN(120)-100) * time.Second)
+			}
+		}
+		slices.Sort(a.Standby)
+		s.Assigned[w] = a
+	}
+	for k := range s.Members {
+		if r.IntN(3) == 0 {
+			continue
+		}
+		m := &s.Members[k]
+		m.Standby = true
+		for range r.IntN(8) {
+			if m.Standbys == nil {
+				m.Standbys = map[shard.ID]shard.StandbyState{}
+			}
+			m.Standbys[s.Shards[r.IntN(len(s.Shards))]] = shard.StandbyState{Applied: int64(r.IntN(100)), Ready: r.IntN(2) == 0}
+		}
+	}
+}
+
 func genPolicy(r *rand.Rand) Policy {
 	var p Policy
 	if r.IntN(2) == 0 {
@@ -113,6 +157,9 @@ func genPolicy(r *rand.Rand) Policy {
 	}
 	if r.IntN(2) == 0 {
 		p.StuckAfter = time.Duration(1+r.IntN(3000)) * time.Millisecond
+	}
+	if r.IntN(2) == 0 {
+		p.PrepareTimeout = time.Duration(1+r.IntN(60)) * time.Second
 	}
 	return p
 }
@@ -165,6 +212,7 @@ func TestStepInvariants(t *testing.T) {
 			w, n = 64, 4096 // the largest fleet, every time
 		}
 		s, p := genState(r, w, n)
+		genStandbys(r, &s)
 		d, err := Step(s, p)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)

@@ -16,6 +16,7 @@ const (
 	inStuckKey                    // a stuck member's key lists it
 	handedOff                     // this step starts its hand-off
 	loadMoved                     // planned as a load move (planLoad)
+	preparing                     // a warm move waits for its target's standby (warm.go)
 )
 
 // step is the working state of one Step. Per-shard slices are indexed like
@@ -40,7 +41,11 @@ type step struct {
 	loadWake  time.Time   // when a load move held back by patience or residence may become possible
 	loadBand  *Band       // the band as judged before the load moves
 	band      []time.Time // each member's OutOfBand mark, when the load moves were planned (else nil: marks stay)
-	started   int         // hand-offs this step starts
+	started   int         // hand-offs this step starts, or prepares (warm moves waiting for their standby)
+	handoffs  int         // of those, the hand-offs
+	prepared  []warmMove  // warm moves waiting for their standby, in start order
+	cold      []warmMove  // hand-offs made cold: their standby was not ready in PrepareTimeout
+	warmTo    []int32     // per shard, its warm target (warmTargets), or -1; nil when no key lists standbys
 
 	ruleOut     int     // shards hard rules let no member be given: the quotas share the others
 	ruleFixed   []int   // per member, a quota hard rules forced (planRules), or -1; nil when none
@@ -69,7 +74,8 @@ func newStep(in *stepInput, p Policy) *step {
 // plan computes every shard's target. A shard counts for its live holder,
 // or else for the first member not stuck whose key lists it (so that a
 // free shard assigned and not yet taken stays where it was assigned: that is
-// what keeps assignments from flapping between steps). Quotas are by
+// what keeps assignments from flapping between steps), or else for its
+// warm target (warm.go). Quotas are by
 // weight with the largest remainder (capacities), except that a stuck
 // member's quota is at most what it holds and the members not stuck share
 // the rest. Then every member keeps
@@ -94,6 +100,15 @@ func (st *step) plan() {
 				st.flags[i] |= inStuckKey
 			} else if st.pending[i] < 0 && !st.cordoned[m] {
 				st.pending[i] = m
+			}
+		}
+	}
+	// A free shard in no key counts for its warm target: the end of a
+	// warm move, its standby's member, gets it while it has room.
+	if st.warmTargets(); st.warmTo != nil {
+		for i, t := range st.warmTo {
+			if t >= 0 && st.pending[i] < 0 && st.holder[i] < 0 {
+				st.pending[i] = t
 			}
 		}
 	}
@@ -216,7 +231,9 @@ func zonesOf(ms []Member) []string {
 // holder's key first, into another key only once it is free. Hand-offs in
 // flight (held, not in the holder's key) count against MaxMovesInFlight,
 // and new ones start, draining holders first and then in shard order, only
-// while there is room under it.
+// while there is room under it. A hand-off to a member that runs standbys
+// is warm: it first waits in its holder's key, counted under the cap like
+// a hand-off, until the target's standby is ready (prepare).
 func (st *step) decide() {
 	inFlight := 0
 	var drains, others []int32
@@ -250,12 +267,20 @@ func (st *step) decide() {
 	if st.frozen {
 		budget = 0
 	}
-	wanted := slices.Concat(drains, others, st.loadMoves) // load moves last, most useful first
+	wanted := slices.Concat(drains, others)
+	if len(wanted) == 0 || !st.warmFleet() {
+		wanted = append(wanted, st.loadMoves...) // load moves last, most useful first
+	}
 	st.started = max(0, min(budget, len(wanted)))
 	for _, i := range wanted[:st.started] {
+		if st.prepare(i) {
+			continue // its holder keeps it until the target's standby is ready
+		}
 		st.next[i] = -1
 		st.flags[i] |= handedOff
+		st.handoffs++
 	}
+	st.holdLoadMoves(wanted[:st.started])
 }
 
 // inKey reports whether member m's key as read lists shard i.
@@ -326,6 +351,7 @@ func (st *step) decision() Decision {
 			}
 		}
 	}
+	standbys, preps := st.warmKeys()
 	for m := range w {
 		key, write := st.nextKey(m, lists[m], frees[m], changed[m], same[m] == len(st.sets[m]))
 		if changed[m] {
@@ -333,6 +359,12 @@ func (st *step) decision() Decision {
 			if arrived != nil {
 				key.Arrived = arrived[m]
 			}
+		}
+		if standbys != nil && !sameWarm(key, standbys[m], preps[m]) {
+			if !write && !changed[m] { // the same shards, sorted, in a slice of its own
+				key.Shards = st.keyShards(m)
+			}
+			key.Standby, key.Preparing, write = standbys[m], preps[m], true
 		}
 		if write {
 			if d.Assign == nil {
@@ -351,12 +383,16 @@ func (st *step) decision() Decision {
 			d.Wake = at
 		}
 	}
+	if at := st.prepareWake(preps); !at.IsZero() && (d.Wake.IsZero() || at.Before(d.Wake)) {
+		d.Wake = at
+	}
+	d.Preparing, d.Cold = st.warmTransfers(st.prepared), st.warmTransfers(st.cold)
 	// A load move held back by residence: step again when it may be made,
 	// unless a hand-off starts (its release wakes the assignor anyway, and
 	// a decision read back, with the hand-off in flight, plans no load
 	// move and so sets no such wake: the written decision stays a fixed
 	// point).
-	if at := st.loadWake; !at.IsZero() && st.started == 0 && (d.Wake.IsZero() || at.Before(d.Wake)) {
+	if at := st.loadWake; !at.IsZero() && st.handoffs == 0 && (d.Wake.IsZero() || at.Before(d.Wake)) {
 		d.Wake = at
 	}
 	return d

@@ -83,9 +83,15 @@ func converge(f *fleet, p Policy, tick time.Duration) error {
 			moves[mv.Shard]++
 			if mv.Reason == shard.ReasonStuck {
 				for w, a := range f.s.Assigned {
-					if a.Stuck || d.Assign[w].Stuck {
+					// A verdict is told by its time: the count starts
+					// again at 1 after a probation the worker passed.
+					after, ok := d.Assign[w]
+					if !ok {
+						after = a
+					}
+					if a.Stuck || after.Stuck {
 						for _, id := range a.Shards {
-							k := fmt.Sprintf("%s\x00%s\x00%d", id, w, d.Assign[w].Verdicts)
+							k := fmt.Sprintf("%s\x00%s\x00%d", id, w, after.StuckSince.UnixNano())
 							if id == mv.Shard {
 								if fromStuck[k]++; fromStuck[k] > 1 {
 									return fmt.Errorf("round %d: %s moved off stuck %s twice in one verdict", round, id, w)

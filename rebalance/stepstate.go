@@ -37,6 +37,9 @@ type stepInput struct {
 	// starts nothing until its key is written (a key deleted by hand, or by
 	// a stale delete landing after the member rejoined).
 	keyed []bool
+	// standby[m] is member m's key's standby shards as ascending indexes
+	// (a shard outside the set is dropped: the key is rewritten without it).
+	standby [][]int32
 	// dead are the workers with a key that are not live, sorted.
 	dead []string
 	// load[i] is shard i's load when Step balances load; nil in count
@@ -79,6 +82,7 @@ func readState(s State, sc *scratch) (*stepInput, error) {
 		sets:    make([][]int32, len(members)),
 		took:    make([]bool, len(members)),
 		keyed:   make([]bool, len(members)),
+		standby: make([][]int32, len(members)),
 	}
 	member := make(map[string]int32, len(members))
 	for m, mem := range members {
@@ -142,6 +146,12 @@ func (in *stepInput) readKeys(assigned map[string]Assignment, index shardIndex, 
 		}
 		if m, live := member[w]; live {
 			in.keys[m], in.sets[m], in.keyed[m] = a, set, true
+			for _, id := range a.Standby {
+				if i, ok := index.find(id); ok {
+					in.standby[m] = append(in.standby[m], i)
+				}
+			}
+			slices.Sort(in.standby[m])
 			for _, i := range set {
 				in.holder[i] = m
 			}

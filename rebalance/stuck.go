@@ -132,12 +132,19 @@ func (st *step) nextKey(m int, list, free []shard.ID, changed, grew bool) (Assig
 		key.Verdicts != old.Verdicts || !key.StuckSince.Equal(old.StuckSince) ||
 		key.Waiting != old.Waiting || !key.WaitingSince.Equal(old.WaitingSince) || !slices.Equal(key.Free, old.Free)
 	if write && !changed { // the same shards, sorted, in a slice of its own
-		key.Shards = make([]shard.ID, len(st.sets[m]))
-		for k, i := range st.sets[m] {
-			key.Shards[k] = st.shards[i]
-		}
+		key.Shards = st.keyShards(m)
 	}
 	return key, write
+}
+
+// keyShards are member m's key's shards as read, sorted, in a slice of
+// their own.
+func (st *step) keyShards(m int) []shard.ID {
+	out := make([]shard.ID, len(st.sets[m]))
+	for k, i := range st.sets[m] {
+		out[k] = st.shards[i]
+	}
+	return out
 }
 
 // verdict returns member m's verdict count and the time of the last one
