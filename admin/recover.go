@@ -74,7 +74,7 @@ func (o Operator) recovery(ctx context.Context, store offsets.Store, write, forc
 	}
 	cfg := *s.Config
 	r := Recovery{Config: cfg, From: cfg.Generation}
-	if old := lacking(s, shard.StepGenerations); len(old) > 0 {
+	if old := Lacking(s, shard.StepGenerations); len(old) > 0 {
 		return r, fmt.Errorf("%w: recovery of fleet %s raises the fleet's generation, and live workers %s do not speak %q (release 0.1.0 or older): "+
 			"their claims would all be refused; upgrade or stop them first", ErrStepMissing, o.Name, strings.Join(old, ", "), shard.StepGenerations)
 	}
@@ -113,8 +113,10 @@ func (o Operator) recovery(ctx context.Context, store offsets.Store, write, forc
 	return r, nil
 }
 
-// lacking returns the live members that do not speak step, sorted.
-func lacking(s shard.Snapshot, step string) []string {
+// Lacking names the live members of s that do not speak step, each with
+// the release its member key names, sorted: who a change that needs the
+// step waits for.
+func Lacking(s shard.Snapshot, step string) []string {
 	var out []string
 	for _, m := range s.Members {
 		if m.Live() && !m.HasStep(step) {

@@ -43,7 +43,7 @@ func Keys(snap shard.Snapshot, cfg shard.Config, d rebalance.Decision, wantLoads
 			return nil, fmt.Errorf("worker %s's memory: %w", w, err)
 		}
 		prev := snap.Assignments[w]
-		k := &shard.Assignment{Shards: a.Shards, Free: a.Free, AsOf: snap.Index, Loads: wantLoads, Memory: memory}
+		k := &shard.Assignment{Shards: a.Shards, Free: a.Free, AsOf: snap.Index, Loads: wantLoads, Standby: a.Standby, Memory: memory}
 		for _, id := range a.Free {
 			why, ok := placed[id]
 			if !ok {

@@ -106,6 +106,7 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	}
 	a.m.unplaceable.Set(float64(len(d.Unplaceable)))
 	a.unplaceable.report(d.Unplaceable, log)
+	a.m.preparing.Set(float64(len(d.Preparing)))
 	d = askLoads(snap, state, d, pol.Load != nil)
 	if len(d.Assign) == 0 && len(d.Delete) == 0 {
 		return d.Wake, nil
@@ -128,7 +129,20 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 				zap.String("reason", mv.Reason.String()))
 		}
 	}
+	for _, mv := range d.Cold {
+		a.m.cold.Inc()
+		log.Warn("moved cold: the target's standby was not ready within the prepare timeout; it starts from the committed offset without warm state",
+			zap.String("shard", string(mv.Shard)), zap.String("from", mv.From), zap.String("to", mv.To), zap.Duration("prepare_timeout", prepareTimeout(pol)))
+	}
 	return d.Wake, nil
+}
+
+// prepareTimeout is p's prepare timeout, its default filled in.
+func prepareTimeout(p shard.BalancePolicy) time.Duration {
+	if p.PrepareTimeout == 0 {
+		return rebalance.DefaultPrepareTimeout
+	}
+	return p.PrepareTimeout
 }
 
 // heldCounts is the number of shards each live member holds.

@@ -33,6 +33,10 @@ type memoryValue struct {
 	StuckSince   time.Time       `json:"stuck_since,omitzero"`
 	Arrived      []arrivalValue  `json:"arrived,omitempty"`
 	OutOfBand    time.Time       `json:"out_of_band,omitzero"`
+	// Preparing is when each warm move to the worker began to prepare
+	// (rebalance.Assignment.Preparing); release 0.1.0's assignors ignore
+	// it, and cannot write a key with standbys (StepStandbys).
+	Preparing []arrivalValue `json:"preparing,omitempty"`
 	// Gen is the fleet's generation when the memory was written. A
 	// memory of an earlier generation keeps no stuck verdict and no wait:
 	// the generation is raised to end a lost coordinator history, under
@@ -42,8 +46,9 @@ type memoryValue struct {
 	Gen uint32 `json:"gen,omitempty"`
 }
 
-// arrivalValue is the shards that arrived at one time, as index ranges: a
-// step places many shards at once, so grouping by time keeps it small.
+// arrivalValue is the shards that arrived (or began to prepare) at one
+// time, as index ranges: a step places many shards at once, so grouping
+// by time keeps it small.
 type arrivalValue struct {
 	At     time.Time `json:"at"`
 	Shards string    `json:"shards"`
@@ -54,21 +59,52 @@ func encodeMemory(cfg shard.Config, a rebalance.Assignment) ([]byte, error) {
 	v := memoryValue{V: memoryVersion, Since: a.Since, Waiting: a.Waiting, WaitingSince: a.WaitingSince,
 		Stuck: a.Stuck, StuckSession: a.StuckSession, Verdicts: a.Verdicts, StuckSince: a.StuckSince, OutOfBand: a.OutOfBand,
 		Gen: cfg.Generation}
+	var err error
+	if v.Arrived, err = encodeTimes(cfg, a.Arrived); err != nil {
+		return nil, fmt.Errorf("arrivals %w", err)
+	}
+	if v.Preparing, err = encodeTimes(cfg, a.Preparing); err != nil {
+		return nil, fmt.Errorf("preparations %w", err)
+	}
+	return json.Marshal(v)
+}
+
+// encodeTimes groups a map of shard to time by time, as sets.
+func encodeTimes(cfg shard.Config, times map[shard.ID]time.Time) ([]arrivalValue, error) {
 	byTime := map[int64][]shard.ID{}
 	at := map[int64]time.Time{}
-	for id, t := range a.Arrived {
+	for id, t := range times {
 		k := t.UnixNano()
 		byTime[k] = append(byTime[k], id)
 		at[k] = t
 	}
+	var out []arrivalValue
 	for _, k := range slices.Sorted(maps.Keys(byTime)) {
 		set, err := keycodec.EncodeSet(cfg, byTime[k])
 		if err != nil {
-			return nil, fmt.Errorf("arrivals at %v: %w", at[k], err)
+			return nil, fmt.Errorf("at %v: %w", at[k], err)
 		}
-		v.Arrived = append(v.Arrived, arrivalValue{At: at[k], Shards: set})
+		out = append(out, arrivalValue{At: at[k], Shards: set})
 	}
-	return json.Marshal(v)
+	return out, nil
+}
+
+// decodeTimes reads what encodeTimes wrote (nil for none).
+func decodeTimes(cfg shard.Config, values []arrivalValue) (map[shard.ID]time.Time, error) {
+	var out map[shard.ID]time.Time
+	for _, av := range values {
+		ids, err := keycodec.DecodeSet(cfg, av.Shards)
+		if err != nil {
+			return nil, fmt.Errorf("at %v: %w", av.At, err)
+		}
+		if out == nil {
+			out = map[shard.ID]time.Time{}
+		}
+		for _, id := range ids {
+			out[id] = av.At
+		}
+	}
+	return out, nil
 }
 
 // decodeMemory reads a worker's memory into a (its key's fields are the
@@ -91,19 +127,15 @@ func decodeMemory(cfg shard.Config, b []byte, a *rebalance.Assignment) error {
 	if v.Verdicts < 0 {
 		return fmt.Errorf("assignor memory's verdicts %d is negative", v.Verdicts)
 	}
-	var arrived map[shard.ID]time.Time
-	for _, av := range v.Arrived {
-		ids, err := keycodec.DecodeSet(cfg, av.Shards)
-		if err != nil {
-			return fmt.Errorf("assignor memory's shards arrived at %v: %w", av.At, err)
-		}
-		if arrived == nil {
-			arrived = map[shard.ID]time.Time{}
-		}
-		for _, id := range ids {
-			arrived[id] = av.At
-		}
+	arrived, err := decodeTimes(cfg, v.Arrived)
+	if err != nil {
+		return fmt.Errorf("assignor memory's shards arrived %w", err)
 	}
+	preparing, err := decodeTimes(cfg, v.Preparing)
+	if err != nil {
+		return fmt.Errorf("assignor memory's shards preparing %w", err)
+	}
+	a.Preparing = preparing
 	a.Since, a.Arrived, a.OutOfBand = v.Since, arrived, v.OutOfBand
 	if v.Gen < cfg.Generation {
 		return nil // a fresh start for the new generation (memoryValue.Gen)

@@ -20,7 +20,8 @@ func TestMemoryRoundTrip(t *testing.T) {
 	ids := cfg.IDs()
 	t0 := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
 	a := rebalance.Assignment{Since: t0, Waiting: 2, WaitingSince: t0.Add(time.Second), Stuck: true, StuckSession: "s-1",
-		Verdicts: 3, StuckSince: t0.Add(-time.Hour), OutOfBand: t0.Add(-time.Minute), Arrived: map[shard.ID]time.Time{ids[0]: t0, ids[1]: t0, ids[4]: t0.Add(time.Second)}}
+		Verdicts: 3, StuckSince: t0.Add(-time.Hour), OutOfBand: t0.Add(-time.Minute), Arrived: map[shard.ID]time.Time{ids[0]: t0, ids[1]: t0, ids[4]: t0.Add(time.Second)},
+		Preparing: map[shard.ID]time.Time{ids[7]: t0, ids[9]: t0.Add(-time.Second)}}
 	b, err := encodeMemory(cfg, a)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +35,7 @@ func TestMemoryRoundTrip(t *testing.T) {
 	}
 	if !back.Since.Equal(t0) || back.Waiting != 2 || !back.Stuck || back.StuckSession != "s-1" || !back.OutOfBand.Equal(a.OutOfBand) ||
 		back.Verdicts != 3 || !back.StuckSince.Equal(a.StuckSince) ||
-		!maps.EqualFunc(back.Arrived, a.Arrived, time.Time.Equal) {
+		!maps.EqualFunc(back.Arrived, a.Arrived, time.Time.Equal) || !maps.EqualFunc(back.Preparing, a.Preparing, time.Time.Equal) {
 		t.Errorf("round trip gave %+v, want %+v", back, a)
 	}
 	if m, ok := Remembered(shard.Assignment{Memory: b}); !ok || !m.Stuck || m.StuckSession != "s-1" || m.Waiting != 2 || m.Verdicts != 3 {
@@ -49,12 +50,13 @@ func TestMemoryRoundTrip(t *testing.T) {
 		{`{"v":2,"stuck":true}`, "version 2"},
 		{`{"v":1,"waiting":-1}`, "negative"},
 		{`{"v":1,"arrived":[{"at":"2026-12-01T00:00:00Z","shards":"99"}]}`, `"99"`},
+		{`{"v":1,"preparing":[{"at":"2026-12-01T00:00:00Z","shards":"x"}]}`, `"x"`},
 	} {
 		kept := rebalance.Assignment{Waiting: 7}
 		if err := decodeMemory(cfg, []byte(tc.memory), &kept); err == nil || !strings.Contains(err.Error(), tc.want) || kept.Waiting != 7 {
 			t.Errorf("decodeMemory(%s) = %v, left %+v; want an error saying %s and the assignment as it was", tc.memory, err, kept, tc.want)
 		}
-		if _, ok := Remembered(shard.Assignment{Memory: []byte(tc.memory)}); ok && tc.want != "negative" && tc.want != `"99"` {
+		if _, ok := Remembered(shard.Assignment{Memory: []byte(tc.memory)}); ok && tc.want != "negative" && tc.want != `"99"` && tc.want != `"x"` {
 			t.Errorf("Remembered read %s", tc.memory)
 		}
 	}

@@ -32,6 +32,8 @@ type metrics struct {
 	loadMax      prometheus.Gauge
 	loadMin      prometheus.Gauge
 	unplaceable  prometheus.Gauge
+	preparing    prometheus.Gauge
+	cold         prometheus.Counter
 	resetOnLeave []prometheus.Gauge
 }
 
@@ -66,13 +68,17 @@ func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
 			"Lowest load per unit of capacity among live workers, divided by the fleet's mean, as the load-balancing assignor last saw it (0 on other workers)."),
 		unplaceable: gauge("shards_unplaceable",
 			"Shards the placement rules let no live worker be given (a pin no live worker's labels match, or whose only matches are cordoned or stuck), as the assignor last decided (0 on other workers)."),
+		preparing: gauge("moves_preparing",
+			"Warm moves waiting for their target's standby to be ready (the holder keeps the shard meanwhile), as the assignor last decided (0 on other workers)."),
+		cold: prometheus.NewCounter(prometheus.CounterOpts(opts("moves_cold_total",
+			"Warm moves the assignor made cold: their target's standby was not ready within the prepare timeout."))),
 	}
-	m.resetOnLeave = []prometheus.Gauge{m.leading, m.imbalance, m.problems, m.frozen, m.cordoned, m.returning, m.inFlight, m.loadMax, m.loadMin, m.unplaceable}
+	m.resetOnLeave = []prometheus.Gauge{m.leading, m.imbalance, m.problems, m.frozen, m.cordoned, m.returning, m.inFlight, m.loadMax, m.loadMin, m.unplaceable, m.preparing}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.leading, m.epoch, m.steps, m.stepSeconds, m.written, m.moves, m.imbalance, m.problems,
-		m.frozen, m.cordoned, m.returning, m.inFlight, m.loadMax, m.loadMin, m.unplaceable} {
+		m.frozen, m.cordoned, m.returning, m.inFlight, m.loadMax, m.loadMin, m.unplaceable, m.preparing, m.cold} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(ErrMetrics, err)
 		}

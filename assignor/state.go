@@ -34,6 +34,9 @@ func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Ti
 	// assignor of the release before them could take over and plan
 	// without them.
 	zoned := snap.AllSpeak(shard.StepZones)
+	// Standbys too: an assignor of the release before them writes keys
+	// without them.
+	standbys := snap.AllSpeak(shard.StepStandbys)
 	for _, m := range snap.Members {
 		if m.Returning(now) && m.RejoinUntil.Sub(now) <= MaxRejoinGrace+time.Minute {
 			if st.Returning == nil {
@@ -47,6 +50,9 @@ func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Ti
 				rm.Zone = m.Zone
 			}
 			rm.Labels = m.Labels
+			if standbys && m.StandbyCapable {
+				rm.Standby, rm.Standbys = true, m.Standby
+			}
 			st.Members = append(st.Members, rm)
 			bySession[m.Session] = m.ID
 		}
@@ -67,7 +73,7 @@ func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Ti
 	}
 	var problems []string
 	for id, k := range snap.Assignments {
-		a := rebalance.Assignment{Shards: k.Shards, Free: k.Free}
+		a := rebalance.Assignment{Shards: k.Shards, Free: k.Free, Standby: k.Standby}
 		if err := decodeMemory(cfg, k.Memory, &a); err != nil {
 			problems = append(problems, fmt.Sprintf("assign/%s: %v; the worker is judged afresh", id, err))
 		}

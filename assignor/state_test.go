@@ -84,3 +84,33 @@ func TestRulesWaitForTheStep(t *testing.T) {
 		t.Errorf("with a live member without the rules step: %v, want none", got)
 	}
 }
+
+// TestStepStateStandbys: a member whose handler has a standby side runs
+// standbys in the step, with its reports, only while every live member
+// speaks shard.StepStandbys; a key's standbys are passed on either way
+// (the step drops them when nobody may run them).
+func TestStepStateStandbys(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cfg := shard.Config{Shards: 4}
+	ids := cfg.IDs()
+	reports := map[shard.ID]shard.StandbyState{ids[1]: {Applied: 7, Ready: true}}
+	snap := shard.Snapshot{
+		Members: []shard.MemberState{
+			{Member: shard.Member{ID: "a", Steps: shard.Steps(), StandbyCapable: true, Standby: reports}, Session: "a#1"},
+			{Member: shard.Member{ID: "b", Steps: shard.Steps()}, Session: "b#1"},
+		},
+		Assignments: map[string]shard.Assignment{"a": {Shards: ids[:1], Standby: ids[1:2]}},
+	}
+	st, _ := State(snap, cfg, ids, now)
+	if a, b := st.Members[0], st.Members[1]; !a.Standby || a.Standbys[ids[1]] != reports[ids[1]] || b.Standby {
+		t.Errorf("every member speaks the step: a %+v, b %+v; want a running standbys with its report, b not", a, b)
+	}
+	if got := st.Assigned["a"].Standby; !slices.Equal(got, ids[1:2]) {
+		t.Errorf("a's key's standbys in the state: %v, want %v", got, ids[1:2])
+	}
+	snap.Members = append(snap.Members, shard.MemberState{Member: shard.Member{ID: "old"}, Session: "old#1"}) // release 0.1.0
+	st, _ = State(snap, cfg, ids, now)
+	if st.Members[0].Standby {
+		t.Errorf("with a 0.1.0 member live, a still runs standbys in the step")
+	}
+}

@@ -42,7 +42,16 @@ type BalancePolicy struct {
 	// written only then (release 0.1.0 reads P/policy strictly and finds
 	// a policy with rules unreadable).
 	Rules []PlacementRule
+	// PrepareTimeout is the longest a warm move waits for its target's
+	// standby to be ready before it moves the shard cold; 0: the default
+	// (a minute), at most MaxPrepareTimeout. Written only while every
+	// live member speaks StepStandbys, for the reason Rules are.
+	PrepareTimeout time.Duration
 }
+
+// MaxPrepareTimeout bounds BalancePolicy.PrepareTimeout: a standby that
+// never gets ready delays a drain or a join by at most this long.
+const MaxPrepareTimeout = time.Hour
 
 // LoadBalance tunes load balancing (rebalance.LoadPolicy's fields, as
 // stored, and as a worker proposes them: worker.Config.LoadBalance): the band's tolerance around the mean load per capacity, how
@@ -81,7 +90,8 @@ func (p BalancePolicy) Equal(q BalancePolicy) bool {
 		return false
 	}
 	p.Load, q.Load, p.Rules, q.Rules = nil, nil, nil, nil
-	return p.MaxMovesInFlight == q.MaxMovesInFlight && p.StuckAfter == q.StuckAfter && p.ColdStartGather == q.ColdStartGather
+	return p.MaxMovesInFlight == q.MaxMovesInFlight && p.StuckAfter == q.StuckAfter && p.ColdStartGather == q.ColdStartGather &&
+		p.PrepareTimeout == q.PrepareTimeout
 }
 
 // Validate reports every problem with p at once, naming each wrong value.
@@ -108,6 +118,9 @@ func (p BalancePolicy) Validate() error {
 			add("load patience %v must not be negative (zero means the default)", l.Patience)
 		}
 	}
+	if p.PrepareTimeout < 0 || p.PrepareTimeout > MaxPrepareTimeout {
+		add("prepare timeout %v must be between 0 (the default, a minute) and %v", p.PrepareTimeout, MaxPrepareTimeout)
+	}
 	if len(p.Rules) > MaxRules {
 		add("%d placement rules; at most %d (write prefixes: one rule covers every shard whose ID begins with it)", len(p.Rules), MaxRules)
 	}
@@ -129,6 +142,9 @@ func (p BalancePolicy) String() string {
 		moves = fmt.Sprint(p.MaxMovesInFlight)
 	}
 	s := fmt.Sprintf("moves in flight %s, stuck after %s, cold-start gather %s", moves, orDefault(p.StuckAfter), orDefault(p.ColdStartGather))
+	if p.PrepareTimeout != 0 {
+		s += fmt.Sprintf(", prepare timeout %v", p.PrepareTimeout)
+	}
 	if l := p.Load; l != nil {
 		s += fmt.Sprintf(", balancing load (tolerance %s, residence %s, gain %s, patience %s)",
 			fractionOrDefault(l.Tolerance), orDefault(l.MinResidence), fractionOrDefault(l.MinGain), orDefault(l.Patience))
@@ -169,6 +185,7 @@ type balanceValue struct {
 	ColdStartGather  string      `json:"cold_start_gather,omitempty"`
 	Load             *loadValue  `json:"load,omitempty"`
 	Rules            []ruleValue `json:"rules,omitempty"`
+	PrepareTimeout   string      `json:"prepare_timeout,omitempty"`
 }
 
 type loadValue struct {
@@ -187,7 +204,8 @@ func durationValue(d time.Duration) string {
 
 // MarshalJSON writes the policy as P/policy holds it.
 func (p BalancePolicy) MarshalJSON() ([]byte, error) {
-	v := balanceValue{MaxMovesInFlight: p.MaxMovesInFlight, StuckAfter: durationValue(p.StuckAfter), ColdStartGather: durationValue(p.ColdStartGather)}
+	v := balanceValue{MaxMovesInFlight: p.MaxMovesInFlight, StuckAfter: durationValue(p.StuckAfter), ColdStartGather: durationValue(p.ColdStartGather),
+		PrepareTimeout: durationValue(p.PrepareTimeout)}
 	if l := p.Load; l != nil {
 		v.Load = &loadValue{Tolerance: l.Tolerance, MinResidence: durationValue(l.MinResidence), MinGain: l.MinGain, Patience: durationValue(l.Patience)}
 	}
@@ -206,10 +224,10 @@ func (p *BalancePolicy) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		return fmt.Errorf("malformed balance policy: null (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load, rules})")
+		return fmt.Errorf("malformed balance policy: null (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load, rules, prepare_timeout})")
 	}
 	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("malformed balance policy (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load, rules}): %w", err)
+		return fmt.Errorf("malformed balance policy (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load, rules, prepare_timeout}): %w", err)
 	}
 	var out BalancePolicy
 	var err error
@@ -226,6 +244,7 @@ func (p *BalancePolicy) UnmarshalJSON(b []byte) error {
 	out.MaxMovesInFlight = v.MaxMovesInFlight
 	out.StuckAfter = parse("stuck_after", v.StuckAfter)
 	out.ColdStartGather = parse("cold_start_gather", v.ColdStartGather)
+	out.PrepareTimeout = parse("prepare_timeout", v.PrepareTimeout)
 	if l := v.Load; l != nil {
 		out.Load = &LoadBalance{Tolerance: l.Tolerance, MinGain: l.MinGain,
 			MinResidence: parse("load min_residence", l.MinResidence), Patience: parse("load patience", l.Patience)}

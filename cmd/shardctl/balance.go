@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardlease/shardlease/admin"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -18,6 +19,7 @@ type balanceFlags struct {
 	by                  string
 	tolerance, gain     float64
 	residence, patience time.Duration
+	prepare             time.Duration
 	set                 map[string]bool
 }
 
@@ -36,8 +38,9 @@ func (a *app) balance(ctx context.Context, args []string) error {
 	fs.DurationVar(&b.residence, "residence", 0, "with -by load: how long a moved shard stays put before it may move for load again (0: the default)")
 	fs.Float64Var(&b.gain, "gain", 0, "with -by load: how much of a gap a move must close, a fraction (0: the default)")
 	fs.DurationVar(&b.patience, "patience", 0, "with -by load: how long a worker stays outside the band before it is corrected (0: the default)")
+	fs.DurationVar(&b.prepare, "prepare-timeout", 0, "how long a warm move waits for its target's standby to be ready before it moves the shard cold (0: a minute; at most 1h)")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: shardctl balance -prefix P [-moves N] [-stuck-after D] [-gather D]
+		fmt.Fprint(fs.Output(), `usage: shardctl balance -prefix P [-moves N] [-stuck-after D] [-gather D] [-prepare-timeout D]
                         [-by count|load] [-tolerance F] [-residence D] [-gain F] [-patience D]
 
 Shows the fleet's balance policy, or changes the settings named on the
@@ -85,6 +88,10 @@ wins, and this command prints what it replaced.
 	if err != nil {
 		return err
 	}
+	if p.PrepareTimeout != 0 && !snap.AllSpeak(shard.StepStandbys) {
+		return usagef("fleet %s: -prepare-timeout cannot be stored while a live worker does not speak the protocol step %q (%s): its release cannot read such a policy; upgrade or stop it first",
+			fc.name, shard.StepStandbys, strings.Join(admin.Lacking(snap, shard.StepStandbys), ", "))
+	}
 	if _, err := fc.coord.Fleet().SetPolicy(ctx, p, false); err != nil {
 		return fc.explain(err, "write")
 	}
@@ -99,7 +106,7 @@ wins, and this command prints what it replaced.
 // changes reports whether the command line sets anything (not just the
 // connection).
 func (b balanceFlags) changes() bool {
-	for _, name := range append([]string{"moves", "stuck-after", "gather", "by"}, loadFlags...) {
+	for _, name := range append([]string{"moves", "stuck-after", "gather", "by", "prepare-timeout"}, loadFlags...) {
 		if b.set[name] {
 			return true
 		}
@@ -116,6 +123,9 @@ func (b balanceFlags) check() error {
 	}
 	if b.set["stuck-after"] && b.stuckAfter < 0 {
 		bad = append(bad, fmt.Sprintf("-stuck-after %v must not be negative (0: the default)", b.stuckAfter))
+	}
+	if b.set["prepare-timeout"] && (b.prepare < 0 || b.prepare > shard.MaxPrepareTimeout) {
+		bad = append(bad, fmt.Sprintf("-prepare-timeout %v must be between 0 (the default, a minute) and %v", b.prepare, shard.MaxPrepareTimeout))
 	}
 	if b.set["by"] && b.by != "count" && b.by != "load" {
 		bad = append(bad, fmt.Sprintf("-by %q must be count or load", b.by))
@@ -154,6 +164,9 @@ func (b balanceFlags) apply(old shard.BalancePolicy) (shard.BalancePolicy, error
 	}
 	if b.set["gather"] {
 		p.ColdStartGather = b.gather
+	}
+	if b.set["prepare-timeout"] {
+		p.PrepareTimeout = b.prepare
 	}
 	switch {
 	case b.by == "count":
@@ -202,3 +215,4 @@ func (a *app) showBalance(name string, snap shard.Snapshot) {
 	fmt.Fprintf(a.stdout, "fleet %s stores no balance policy: the assignor follows its own worker's flags (the defaults unless it was started with others)\nset one with 'shardctl balance -prefix %s -by count|load' and any other settings\n",
 		name, name)
 }
+

@@ -62,6 +62,36 @@ func TestBalance(t *testing.T) {
 		if p := f.snapshot().Policy; p == nil || !p.Equal(want) {
 			t.Fatalf("stored after -by count: %v, want %v", p, want)
 		}
+
+		out = run("-prepare-timeout", "20s")
+		want.PrepareTimeout = 20 * time.Second
+		if p := f.snapshot().Policy; p == nil || !p.Equal(want) || !strings.Contains(out, "prepare timeout 20s") {
+			t.Fatalf("stored after -prepare-timeout 20s: %v, want %v (output %q)", p, want, out)
+		}
+	})
+}
+
+// TestBalancePrepareTimeoutNeedsTheStep: a prepare timeout is refused,
+// naming the worker, while a live worker does not speak the standbys
+// step (release 0.1.0 could not read the policy), and nothing is written.
+func TestBalancePrepareTimeoutNeedsTheStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, 6, "w1")
+		ctx := t.Context()
+		sid, err := f.coord.Sessions().Create(ctx, shard.SessionSpec{Worker: "w-old", TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.coord.Members().Join(ctx, sid, shard.Member{ID: "w-old", Version: "0.1.0", Weight: 1}); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := f.run(ctx, "", "balance", "-prefix", "orders", "-by", "count", "-prepare-timeout", "20s")
+		if want := `w-old (0.1.0)`; code != exitBadInvoke || !strings.Contains(errOut, want) || !strings.Contains(errOut, `"standbys"`) {
+			t.Fatalf("-prepare-timeout beside a 0.1.0 worker: exit %d, stderr %q; want exit 2 naming %s and the step", code, errOut, want)
+		}
+		if p := f.snapshot().Policy; p != nil {
+			t.Fatalf("a refused change wrote %v", p)
+		}
 	})
 }
 
@@ -77,6 +107,7 @@ func TestBalanceBadValues(t *testing.T) {
 			{[]string{"-moves", "-3"}, "-moves -3 must not be negative"},
 			{[]string{"-stuck-after", "-1s"}, "-stuck-after -1s must not be negative"},
 			{[]string{"-by", "weight"}, `-by "weight" must be count or load`},
+			{[]string{"-by", "count", "-prepare-timeout", "2h"}, "-prepare-timeout 2h0m0s must be between 0"},
 			{[]string{"-by", "load", "-tolerance", "1.5"}, "-tolerance 1.5 must be a fraction in [0, 1)"},
 			{[]string{"-by", "load", "-gain", "-0.1"}, "-gain -0.1 must be a fraction in [0, 1)"},
 			{[]string{"-by", "count", "-patience", "1m"}, "-patience tunes load balancing and cannot go with -by count"},
