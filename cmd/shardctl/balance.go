@@ -215,4 +215,3 @@ func (a *app) showBalance(name string, snap shard.Snapshot) {
 	fmt.Fprintf(a.stdout, "fleet %s stores no balance policy: the assignor follows its own worker's flags (the defaults unless it was started with others)\nset one with 'shardctl balance -prefix %s -by count|load' and any other settings\n",
 		name, name)
 }
-
