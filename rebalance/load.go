@@ -176,7 +176,7 @@ func (st *step) planLoad(caps, owned []int) {
 	budget := st.p.MaxMovesInFlight - starts
 	lp.resum()
 	st.loadBand = lp.band()
-	if st.frozen || inFlight > 0 || budget <= 0 {
+	if st.frozen || inFlight > 0 || budget <= 0 || st.warmBusy() {
 		return
 	}
 	st.loadMoves, st.loadWake = lp.moves(budget)

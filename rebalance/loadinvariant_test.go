@@ -112,6 +112,7 @@ func TestStepLoadInvariants(t *testing.T) {
 		w, n := 1+r.IntN(32), shardCount(r)
 		s, p := genState(r, w, n)
 		genStandbys(r, &s)
+		p.Standbys = r.IntN(3)
 		s, p = genLoads(r, s, p)
 		d, err := Step(s, p)
 		if err != nil {

@@ -185,6 +185,11 @@ type Policy struct {
 	// standby to be ready before it hands the shard over anyway, cold
 	// (Decision.Cold). ≤ 0 means DefaultPrepareTimeout.
 	PrepareTimeout time.Duration
+	// Standbys is how many standbys for failover each owned shard has,
+	// on other members that run standbys (other zones first), so that a
+	// lost owner's shard goes to the most advanced of them (warm.go). 0:
+	// none (standbys only for warm moves).
+	Standbys int
 }
 
 // DefaultPrepareTimeout is Policy.PrepareTimeout's default: long enough

@@ -234,15 +234,21 @@ func checkDecision(s State, p Policy, d Decision) error {
 	if timeout <= 0 {
 		timeout = DefaultPrepareTimeout
 	}
-	for _, m := range s.Members {
-		a, ok := d.Assign[m.ID]
+	for _, mv := range d.Preparing {
+		a, ok := d.Assign[mv.To]
 		if !ok {
-			a = s.Assigned[m.ID]
+			a = s.Assigned[mv.To]
 		}
-		for _, since := range a.Preparing {
-			if at := since.Add(timeout); wake.IsZero() || at.Before(wake) {
-				wake = at
-			}
+		since := a.Preparing[mv.Shard]
+		if since.After(s.Now) {
+			since = s.Now
+		}
+		at := since.Add(timeout)
+		if !at.After(s.Now) {
+			return fmt.Errorf("%s prepares since %v, timed out at %v, not after now %v: it should have moved cold", mv.Shard, since, at, s.Now)
+		}
+		if wake.IsZero() || at.Before(wake) {
+			wake = at
 		}
 	}
 	// In load balance a step may also wake when a load move held back by

@@ -213,6 +213,7 @@ func TestStepInvariants(t *testing.T) {
 		}
 		s, p := genState(r, w, n)
 		genStandbys(r, &s)
+		p.Standbys = r.IntN(3)
 		d, err := Step(s, p)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)

@@ -17,6 +17,7 @@ const (
 	handedOff                     // this step starts its hand-off
 	loadMoved                     // planned as a load move (planLoad)
 	preparing                     // a warm move waits for its target's standby (warm.go)
+	warmPending                   // free, in no key: counts for its warm target (warm.go)
 )
 
 // step is the working state of one Step. Per-shard slices are indexed like
@@ -37,15 +38,16 @@ type step struct {
 	target   []int32 // where the shard belongs, or -1 (no member has room)
 	next     []int32 // whose key lists it after this step, or -1
 
-	loadMoves []int32     // load moves planned, in the order to start them
-	loadWake  time.Time   // when a load move held back by patience or residence may become possible
-	loadBand  *Band       // the band as judged before the load moves
-	band      []time.Time // each member's OutOfBand mark, when the load moves were planned (else nil: marks stay)
-	started   int         // hand-offs this step starts, or prepares (warm moves waiting for their standby)
-	handoffs  int         // of those, the hand-offs
-	prepared  []warmMove  // warm moves waiting for their standby, in start order
-	cold      []warmMove  // hand-offs made cold: their standby was not ready in PrepareTimeout
-	warmTo    []int32     // per shard, its warm target (warmTargets), or -1; nil when no key lists standbys
+	loadMoves []int32             // load moves planned, in the order to start them
+	loadWake  time.Time           // when a load move held back by patience or residence may become possible
+	loadBand  *Band               // the band as judged before the load moves
+	band      []time.Time         // each member's OutOfBand mark, when the load moves were planned (else nil: marks stay)
+	started   int                 // hand-offs this step starts, or prepares (warm moves waiting for their standby)
+	prepared  []warmMove          // warm moves waiting for their standby, in start order
+	cold      []warmMove          // hand-offs made cold: their standby was not ready in PrepareTimeout
+	warmTo    []int32             // per shard, its warm target (warmTargets), or -1; nil when no key lists standbys
+	prepTo    []int32             // per shard, the member a warm move of it under way goes to, or -1; nil with warmTo
+	listers   func(i int) []int32 // the members whose key lists shard i as a standby; nil with warmTo
 
 	ruleOut     int     // shards hard rules let no member be given: the quotas share the others
 	ruleFixed   []int   // per member, a quota hard rules forced (planRules), or -1; nil when none
@@ -104,11 +106,13 @@ func (st *step) plan() {
 		}
 	}
 	// A free shard in no key counts for its warm target: the end of a
-	// warm move, its standby's member, gets it while it has room.
+	// warm move, or the most advanced standby of a lost owner's shard,
+	// gets it while it has room.
 	if st.warmTargets(); st.warmTo != nil {
 		for i, t := range st.warmTo {
 			if t >= 0 && st.pending[i] < 0 && st.holder[i] < 0 {
 				st.pending[i] = t
+				st.flags[i] |= warmPending
 			}
 		}
 	}
@@ -236,10 +240,16 @@ func zonesOf(ms []Member) []string {
 // a hand-off, until the target's standby is ready (prepare).
 func (st *step) decide() {
 	inFlight := 0
-	var drains, others []int32
+	var preparing, drains, others []int32
 	for i, h := range st.holder {
 		t := st.target[i]
 		switch {
+		case st.continues(i):
+			st.next[i] = h
+			preparing = append(preparing, int32(i)) // a warm move under way goes on, whatever the plan says now
+		case st.warmInFlight(i):
+			st.next[i] = -1 // a warm move handed off goes on too
+			inFlight++
 		case h < 0:
 			st.next[i] = t
 		case t == h || (t < 0 && st.rules.allows(i, h)):
@@ -267,7 +277,7 @@ func (st *step) decide() {
 	if st.frozen {
 		budget = 0
 	}
-	wanted := slices.Concat(drains, others)
+	wanted := slices.Concat(preparing, drains, others)
 	if len(wanted) == 0 || !st.warmFleet() {
 		wanted = append(wanted, st.loadMoves...) // load moves last, most useful first
 	}
@@ -278,9 +288,7 @@ func (st *step) decide() {
 		}
 		st.next[i] = -1
 		st.flags[i] |= handedOff
-		st.handoffs++
 	}
-	st.holdLoadMoves(wanted[:st.started])
 }
 
 // inKey reports whether member m's key as read lists shard i.
@@ -383,7 +391,7 @@ func (st *step) decision() Decision {
 			d.Wake = at
 		}
 	}
-	if at := st.prepareWake(preps); !at.IsZero() && (d.Wake.IsZero() || at.Before(d.Wake)) {
+	if at := st.prepareWake(); !at.IsZero() && (d.Wake.IsZero() || at.Before(d.Wake)) {
 		d.Wake = at
 	}
 	d.Preparing, d.Cold = st.warmTransfers(st.prepared), st.warmTransfers(st.cold)
@@ -392,7 +400,7 @@ func (st *step) decision() Decision {
 	// a decision read back, with the hand-off in flight, plans no load
 	// move and so sets no such wake: the written decision stays a fixed
 	// point).
-	if at := st.loadWake; !at.IsZero() && st.handoffs == 0 && (d.Wake.IsZero() || at.Before(d.Wake)) {
+	if at := st.loadWake; !at.IsZero() && st.started == 0 && (d.Wake.IsZero() || at.Before(d.Wake)) {
 		d.Wake = at
 	}
 	return d
@@ -409,7 +417,7 @@ func (st *step) move(i int) (Transfer, bool) {
 			why = shard.ReasonLoad
 		}
 		to := ""
-		if t := st.target[i]; t >= 0 {
+		if t := st.movesTo(i); t >= 0 {
 			to = st.ids[t]
 		}
 		return Transfer{Shard: s, From: st.ids[h], To: to, Reason: why}, true
@@ -420,7 +428,7 @@ func (st *step) move(i int) (Transfer, bool) {
 	}
 	mv := Transfer{Shard: s, To: st.ids[to], Reason: shard.ReasonFree}
 	switch {
-	case st.pending[i] >= 0:
+	case st.pending[i] >= 0 && st.flags[i]&warmPending == 0: // a key lists it, not only a standby
 		mv.Reason = st.reasonOf(st.pending[i])
 	case st.flags[i]&inStuckKey != 0:
 		mv.Reason = shard.ReasonStuck

@@ -14,50 +14,149 @@ import (
 //  1. preparing: the shard stays in its holder's key and is listed in
 //     the target's Standby, with the time the preparation started in the
 //     target's Preparing. It counts under MaxMovesInFlight like a
-//     hand-off. Each step plans the move again; while it is still
-//     planned, it keeps preparing on the member that prepares it (its
-//     warm target, warmTargets) even if the plan now names another, and a
-//     move no longer planned (the fleet changed) ends its preparation.
+//     hand-off. Once started it goes on, whatever later plans say, while
+//     its holder keeps the shard and its target may be given it (the
+//     target is live, runs standbys, is neither stuck, cordoned nor
+//     draining, and the rules allow it): a plan that changes with every
+//     load figure cannot make it start again elsewhere.
 //  2. handing off: once the target reports its standby ready
 //     (Member.Standbys), or PrepareTimeout after the start (then
 //     Decision.Cold says so), the shard leaves its holder's key as in any
-//     hand-off. The target's Standby keeps listing it.
-//  3. placed: the released shard counts for its warm target as a shard
+//     hand-off. The target's key keeps listing it, with its start.
+//  3. placed: the released shard counts for its target as a shard
 //     assigned to it does (plan), so it is given to it while it has room;
-//     its Standby lists it until it holds it: its worker ends the standby
-//     when it takes the lock (the promotion), and starts the handler warm.
+//     the key lists it as a standby until the target holds it: its worker
+//     ends the standby when it takes the lock (the promotion), and starts
+//     the handler warm.
 //
-// A free shard, one placed because its owner was lost, and a hand-off
-// to a member that runs no standbys move at once, cold, as before.
+// A free shard no key lists, one placed because its owner was lost and a
+// hand-off to a member that runs no standbys move at once, cold, as
+// before, except that a free shard counts for its most advanced standby:
+// with Policy.Standbys, each owned shard has up to that many standbys on
+// other members (other zones first), kept where they are while they may
+// be, so a lost owner's shard goes to a warm standby.
 //
-// Load moves are planned only while nothing is in flight, and the first
-// of them handed off would stop the planning of the others. So in a fleet
-// with standbys they are started only in a step that starts no other
-// move, and they wait for each other: none is handed off until every one
-// is ready (or timed out), and then all are, in one step.
+// Load moves are planned only while nothing is in flight. So in a fleet
+// with standbys they are planned only while no warm move is under way or
+// in flight, and started only in a step that starts no other move.
 
-// warmTargets sets st.warmTo when some key lists standbys: for each
-// shard, the first member whose key lists it as a standby and that may be
-// given it now (it runs standbys, is neither stuck, cordoned nor
-// draining, does not hold it, and the rules allow it), or -1.
+// warmTargets sets st.listers, st.prepTo and st.warmTo when some key lists
+// standbys. A shard's warm target is the member that prepares a warm move
+// of it (its key lists the shard with a start in Preparing) if that member
+// may be given it, else the most advanced of the members whose key lists
+// it as a standby and that may be given it: ready first, then the highest
+// Applied, then the first by ID.
 func (st *step) warmTargets() {
 	if !slices.ContainsFunc(st.standby, func(l []int32) bool { return len(l) > 0 }) {
 		return
 	}
-	st.warmTo = st.sc.int32s(len(st.shards))
-	for i := range st.warmTo {
-		st.warmTo[i] = -1
+	n := len(st.shards)
+	st.prepTo, st.warmTo = st.sc.int32s(n), st.sc.int32s(n)
+	for i := range n {
+		st.prepTo[i], st.warmTo[i] = -1, -1
 	}
-	for m, list := range st.standby {
-		if !st.members[m].Standby || st.stuck[m] || st.cordoned[m] || st.draining[m] {
-			continue
-		}
+	// listers, as one counting sort: the members whose key lists each
+	// shard as a standby.
+	start := make([]int32, n+1)
+	for _, list := range st.standby {
 		for _, i := range list {
-			if st.warmTo[i] < 0 && st.holder[i] != int32(m) && st.rules.allows(int(i), int32(m)) {
-				st.warmTo[i] = int32(m)
+			start[i+1]++
+		}
+	}
+	for i := range n {
+		start[i+1] += start[i]
+	}
+	at := slices.Clone(start[:n])
+	flat := make([]int32, start[n])
+	for m, list := range st.standby {
+		for _, i := range list {
+			flat[at[i]] = int32(m)
+			at[i]++
+		}
+	}
+	st.listers = func(i int) []int32 { return flat[start[i]:start[i+1]] }
+	for i := range n {
+		best := int32(-1)
+		for _, m := range st.listers(i) {
+			if !st.mayStandby(i, m) {
+				continue
+			}
+			if _, ok := st.keys[m].Preparing[st.shards[i]]; ok {
+				st.prepTo[i] = m
+			}
+			if best < 0 || st.better(i, m, best) {
+				best = m
 			}
 		}
+		st.warmTo[i] = best
+		if st.prepTo[i] >= 0 {
+			st.warmTo[i] = st.prepTo[i]
+		}
 	}
+}
+
+// mayStandby reports whether member m may run a standby of shard i (or be
+// given it as its warm target): it runs standbys, is neither stuck,
+// cordoned nor draining, does not hold the shard, and the rules allow it.
+func (st *step) mayStandby(i int, m int32) bool {
+	return st.members[m].Standby && !st.stuck[m] && !st.cordoned[m] && !st.draining[m] &&
+		st.holder[i] != m && st.rules.allows(i, m)
+}
+
+// better reports whether member a's standby of shard i is more advanced
+// than member b's, as they report them: ready first, then the higher
+// Applied; a tie keeps b (the first by ID).
+func (st *step) better(i int, a, b int32) bool {
+	id := st.shards[i]
+	x, y := st.members[a].Standbys[id], st.members[b].Standbys[id]
+	if x.Ready != y.Ready {
+		return x.Ready
+	}
+	return x.Applied > y.Applied
+}
+
+// continues reports whether shard i's warm move is under way and goes on:
+// a member may be given it prepares it, and its holder still keeps it.
+func (st *step) continues(i int) bool {
+	if st.prepTo == nil || st.prepTo[i] < 0 {
+		return false
+	}
+	h := st.holder[i]
+	return h >= 0 && st.flags[i]&inHolderKey != 0
+}
+
+// warmInFlight reports whether shard i is a warm move handed off and in
+// flight: a member that may be given it prepared it, and its holder's key
+// no longer lists it.
+func (st *step) warmInFlight(i int) bool {
+	if st.prepTo == nil || st.prepTo[i] < 0 {
+		return false
+	}
+	h := st.holder[i]
+	return h >= 0 && st.flags[i]&inHolderKey == 0
+}
+
+// warmBusy reports whether a warm move is under way or in flight: load
+// moves wait until none is (see above).
+func (st *step) warmBusy() bool {
+	if st.prepTo == nil {
+		return false
+	}
+	for i := range st.prepTo {
+		if st.continues(i) || st.warmInFlight(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// movesTo is where hand-off i goes: its warm target while a warm move of
+// it is under way, else its target.
+func (st *step) movesTo(i int) int32 {
+	if st.prepTo != nil && st.prepTo[i] >= 0 {
+		return st.prepTo[i]
+	}
+	return st.target[i]
 }
 
 // warmTarget is shard i's warm target, or -1.
@@ -69,15 +168,12 @@ func (st *step) warmTarget(i int) int32 {
 }
 
 // prepare decides whether hand-off i, which decide is starting, must
-// wait for a standby: its warm target, or else its target, runs
-// standbys, that standby has not reported ready, and it has been
-// preparing for less than PrepareTimeout. A hand-off whose preparation
-// timed out is recorded as cold.
+// wait for a standby: the member it moves to runs standbys, that standby
+// has not reported ready, and it has been preparing for less than
+// PrepareTimeout. A hand-off whose preparation timed out is recorded as
+// cold.
 func (st *step) prepare(i int32) bool {
-	t := st.target[i]
-	if w := st.warmTarget(int(i)); w >= 0 {
-		t = w
-	}
+	t := st.movesTo(int(i))
 	if t < 0 || !st.members[t].Standby {
 		return false
 	}
@@ -99,70 +195,55 @@ func (st *step) warmFleet() bool {
 	return slices.ContainsFunc(st.members, func(m Member) bool { return m.Standby })
 }
 
-// holdLoadMoves keeps every load move among started preparing while one
-// of them is (see above): those whose standby is ready, or timed out,
-// wait for the rest.
-func (st *step) holdLoadMoves(started []int32) {
-	if !slices.ContainsFunc(st.prepared, func(mv warmMove) bool { return st.flags[mv.i]&loadMoved != 0 }) {
-		return
-	}
-	for _, i := range started {
-		if st.flags[i]&(loadMoved|handedOff) != loadMoved|handedOff {
-			continue
-		}
-		t := st.target[i]
-		if w := st.warmTarget(int(i)); w >= 0 {
-			t = w
-		}
-		st.next[i] = st.holder[i]
-		st.flags[i] &^= handedOff
-		st.handoffs--
-		st.cold = slices.DeleteFunc(st.cold, func(mv warmMove) bool { return mv.i == i })
-		if t >= 0 && st.members[t].Standby { // a target without standbys just waits
-			st.flags[i] |= preparing
-			st.prepared = append(st.prepared, warmMove{i, t})
-		}
-	}
-}
-
 // warmMove is a shard and the member a warm move takes it to.
 type warmMove struct{ i, to int32 }
 
-// preparingSince is when shard i's preparation on member t started, as
-// t's key says, if it lists the shard as a standby still preparing.
+// preparingSince is when shard i's warm move to member t started, as t's
+// key says, if it lists the shard as a standby with a start (one stamped
+// after now counts from now).
 func (st *step) preparingSince(i int, t int32) (time.Time, bool) {
 	if _, listed := slices.BinarySearch(st.standby[t], int32(i)); !listed {
 		return time.Time{}, false
 	}
 	since, ok := st.keys[t].Preparing[st.shards[i]]
-	return since, ok && !since.After(st.now)
+	if since.After(st.now) {
+		since = st.now
+	}
+	return since, ok
 }
 
 // warmKeys returns, per member, the Standby and Preparing of its key
-// after this step (nil for a member with neither): the shards preparing
-// for it, and those of its key's Standby that are on their way to it (in
-// flight towards it, or in its key and not yet held by it).
+// after this step (nil when no member has either): the shards preparing
+// for it and those on their way to it, with their start, and the
+// standbys for failover (failover).
 func (st *step) warmKeys() ([][]shard.ID, []map[shard.ID]time.Time) {
-	if len(st.prepared) == 0 && st.warmTo == nil {
+	if len(st.prepared) == 0 && st.warmTo == nil && st.p.Standbys <= 0 {
 		return nil, nil
 	}
 	w := len(st.members)
-	lists := make([][]int32, w)
+	lists := st.failover()
 	preps := make([]map[shard.ID]time.Time, w)
-	for _, mv := range st.prepared {
-		lists[mv.to] = append(lists[mv.to], mv.i)
-		since, ok := st.preparingSince(int(mv.i), mv.to)
+	prep := func(i, t int32) {
+		lists[t] = append(lists[t], i)
+		since, ok := st.preparingSince(int(i), t)
 		if !ok {
 			since = st.now
 		}
-		if preps[mv.to] == nil {
-			preps[mv.to] = map[shard.ID]time.Time{}
+		if preps[t] == nil {
+			preps[t] = map[shard.ID]time.Time{}
 		}
-		preps[mv.to][st.shards[mv.i]] = since
+		preps[t][st.shards[i]] = since
+	}
+	for _, mv := range st.prepared {
+		prep(mv.i, mv.to)
 	}
 	for t, list := range st.standby {
 		for _, i := range list {
-			if st.flags[i]&preparing == 0 && st.onItsWay(int(i), int32(t)) {
+			switch {
+			case st.flags[i]&preparing != 0 || !st.onItsWay(int(i), int32(t)):
+			case st.prepTo[i] == int32(t):
+				prep(i, int32(t))
+			default:
 				lists[t] = append(lists[t], i)
 			}
 		}
@@ -177,18 +258,16 @@ func (st *step) warmKeys() ([][]shard.ID, []map[shard.ID]time.Time) {
 	return out, preps
 }
 
-// onItsWay reports whether shard i, listed as member t's standby, is
-// still coming to t: t does not hold it yet, and its key lists it after
-// this step, or it is in flight (its holder's key no longer lists it)
-// and t is its warm target.
+// onItsWay reports whether shard i, which member t's key lists as a
+// standby, is on its way to t, so that t's standby goes on until t holds
+// it (its worker then promotes it): t's key lists it after this step (a
+// warm move placed, or a lost owner's shard given to its standby), or a
+// warm move to t is in flight (its holder's key no longer lists it).
 func (st *step) onItsWay(i int, t int32) bool {
 	if !st.members[t].Standby || st.holder[i] == t {
 		return false
 	}
-	if st.next[i] == t {
-		return true
-	}
-	return st.next[i] < 0 && st.holder[i] >= 0 && st.warmTarget(i) == t
+	return st.next[i] == t || (st.next[i] < 0 && st.holder[i] >= 0 && st.prepTo[i] == t)
 }
 
 // sameWarm reports whether a key's Standby and Preparing are those given.
@@ -220,14 +299,17 @@ func (st *step) warmTransfers(list []warmMove) []Transfer {
 }
 
 // prepareWake is when the earliest preparation of this step times out
-// (zero when none prepares).
-func (st *step) prepareWake(preps []map[shard.ID]time.Time) time.Time {
+// (zero when none prepares). Each is after now: one that timed out was
+// handed off cold instead.
+func (st *step) prepareWake() time.Time {
 	var wake time.Time
-	for _, prep := range preps {
-		for _, since := range prep {
-			if at := since.Add(st.p.PrepareTimeout); wake.IsZero() || at.Before(wake) {
-				wake = at
-			}
+	for _, mv := range st.prepared {
+		since, ok := st.preparingSince(int(mv.i), mv.to)
+		if !ok {
+			since = st.now
+		}
+		if at := since.Add(st.p.PrepareTimeout); wake.IsZero() || at.Before(wake) {
+			wake = at
 		}
 	}
 	return wake

@@ -253,3 +253,248 @@ func TestLostOwnerIsNotPrepared(t *testing.T) {
 		t.Fatalf("after a member was lost: %d preparing, %d moves; want its 10 shards placed at once", len(d.Preparing), len(d.Moves))
 	}
 }
+
+// TestWarmLoadMovesUnderNoise: in a fleet with standbys balancing loads
+// that change at every step, load moves still get made: a preparation
+// goes on to its member whatever the next plans say, no new load move is
+// planned while one is under way, and no step wakes at or before now.
+func TestWarmLoadMovesUnderNoise(t *testing.T) {
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 99))
+		f := newWarmFleet(r, 4, 80, 5*time.Second)
+		p := Policy{PrepareTimeout: 20 * time.Second, Load: LoadPolicy{Patience: time.Second, MinResidence: time.Second}}
+		base := map[shard.ID]float64{}
+		for _, id := range f.s.Shards {
+			base[id] = 1
+		}
+		f.s.Loads = map[shard.ID]float64{}
+		moves := 0
+		for round := range 400 {
+			if round == 30 { // the fleet at rest: w00's shards get 3 times heavier
+				for i, id := range f.s.Shards {
+					if f.s.Holders[i] == "w00" {
+						base[id] = 3
+					}
+				}
+			}
+			for id, v := range base {
+				f.s.Loads[id] = v * (0.9 + 0.2*r.Float64())
+			}
+			d := f.round(t, p, time.Second)
+			if !d.Wake.IsZero() && !d.Wake.After(f.s.Now.Add(-time.Second)) {
+				t.Fatalf("seed %d: wake %v at or before the step's now %v", seed, d.Wake, f.s.Now.Add(-time.Second))
+			}
+			for _, mv := range d.Moves {
+				if mv.From != "" {
+					moves++
+				}
+			}
+		}
+		if f.cold != 0 || len(f.preparing()) != 0 || moves == 0 {
+			t.Fatalf("seed %d after 400 s of noise: %d load hand-offs, %d taken cold, preparing %v; want moves made warm and none stalled", seed, moves, f.cold, f.preparing())
+		}
+	}
+}
+
+// allHeld reports whether a live member holds every shard.
+func (f *warmFleet) allHeld() bool {
+	live := f.live()
+	for _, h := range f.s.Holders {
+		if _, ok := live[h]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// preparing lists the shards the keys list as preparing.
+func (f *warmFleet) preparing() []shard.ID {
+	var out []shard.ID
+	for _, a := range f.s.Assigned {
+		for id := range a.Preparing {
+			if !slices.Contains(a.Shards, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// TestFailoverStandbys: with Policy.Standbys 1, every owned shard gets one
+// standby on another member, in the other zone, the standbys spread
+// evenly and stay put; when a member is lost, each of its shards goes to
+// its standby and is taken warm, and gets a new standby.
+func TestFailoverStandbys(t *testing.T) {
+	f := newWarmFleet(rand.New(rand.NewPCG(9, 9)), 0, 48, 2*time.Second)
+	for k := range 4 {
+		f.join(Member{ID: fmt.Sprintf("w%02d", k), Weight: 1, Standby: true, Zone: fmt.Sprintf("z%d", k%2)})
+	}
+	p := Policy{PrepareTimeout: time.Minute, Standbys: 1}
+	for range 20 {
+		f.round(t, p, time.Second)
+	}
+	if !f.settled() {
+		t.Fatal("not at rest after 20 s")
+	}
+	// check: one standby per shard, on another member, in the other zone
+	// while zones are even; no member with more than one over the even
+	// share.
+	check := func(when string, evenZones bool) {
+		t.Helper()
+		zone := map[string]string{}
+		for _, m := range f.s.Members {
+			zone[m.ID] = m.Zone
+		}
+		per := map[shard.ID][]string{}
+		for w, a := range f.s.Assigned {
+			if _, live := zone[w]; !live {
+				continue
+			}
+			if n, want := len(a.Standby), 48/len(zone); n > want+1 || (evenZones && n < want-1) {
+				t.Errorf("%s: %s runs %d standbys, want %d ± 1", when, w, n, want)
+			}
+			for _, id := range a.Standby {
+				per[id] = append(per[id], w)
+			}
+		}
+		for i, id := range f.s.Shards {
+			h := f.s.Holders[i]
+			if ws := per[id]; len(ws) != 1 || ws[0] == h || (evenZones && zone[ws[0]] == zone[h]) {
+				t.Errorf("%s: %s held by %s (zone %s) has standbys %v, want one on another member (in the other zone: %v)", when, id, h, zone[h], ws, evenZones)
+			}
+		}
+	}
+	check("at rest", true)
+	again, err := f.step(p)
+	if err != nil || len(again.Assign) != 0 {
+		t.Fatalf("a step at rest rewrote %d keys (%v)", len(again.Assign), err)
+	}
+	// w01 (zone z1) is lost: its shards' standbys are all in z0, whose
+	// two members' zone quota grows by 8 (32 of 48 shards for 2 of 3
+	// members); w03, alone in z1, takes the other 4, cold.
+	f.leave("w01")
+	warm := f.warm
+	for range 20 {
+		f.round(t, p, time.Second)
+	}
+	if !f.settled() || f.warm-warm != 8 || f.cold != 0 {
+		t.Fatalf("after w01 was lost: settled %v, %d of its 12 shards taken warm, %d cold; want the 8 that z0 takes warm", f.settled(), f.warm-warm, f.cold)
+	}
+	check("after the loss", false)
+}
+
+// TestPromotesTheMostAdvancedStandby: a lost owner's shard goes to the
+// standby that reports ready, then to the one with the highest applied
+// offset, not to the first by ID.
+func TestPromotesTheMostAdvancedStandby(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ids := shard.Config{Shards: 2}.IDs()
+	s := State{Now: now, Shards: ids, Holders: []string{"", ""}, Assigned: map[string]Assignment{
+		"a": {Standby: ids}, "b": {Standby: ids}, "c": {Standby: ids},
+	}, Members: []Member{
+		{ID: "a", Standby: true, Standbys: map[shard.ID]shard.StandbyState{ids[0]: {Applied: 90}, ids[1]: {Applied: 10, Ready: true}}},
+		{ID: "b", Standby: true, Standbys: map[shard.ID]shard.StandbyState{ids[0]: {Applied: 95}, ids[1]: {Applied: 99}}},
+		{ID: "c", Standby: true},
+	}}
+	d, err := Step(s, Policy{Standbys: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[shard.ID]string{}
+	for _, mv := range d.Moves {
+		got[mv.Shard] = mv.To
+	}
+	if got[ids[0]] != "b" || got[ids[1]] != "a" {
+		t.Fatalf("placed %v; want %s on b (applied 95 over 90) and %s on a (ready)", got, ids[0], ids[1])
+	}
+}
+
+// TestWarmFleetsSettle: random fleets that run standbys, with K standbys
+// for failover, zones, and joins, losses and drains, checked at every
+// step (checkDecision); once the events stop, each settles with no
+// preparation left, every shard with its K standbys (as many as the
+// other members allow), and no step waking at or before its now.
+func TestWarmFleetsSettle(t *testing.T) {
+	for c := range 300 {
+		r := rand.New(rand.NewPCG(uint64(c), 31))
+		n := 8 + r.IntN(120)
+		f := newWarmFleet(r, 0, n, time.Duration(r.IntN(8))*time.Second)
+		zones := 1 + r.IntN(3)
+		next := 0
+		join := func() {
+			f.join(Member{ID: fmt.Sprintf("w%02d", next), Weight: 1 + r.IntN(2), Standby: r.IntN(5) != 0, Zone: fmt.Sprintf("z%d", next%zones)})
+			next++
+		}
+		for range 2 + r.IntN(5) {
+			join()
+		}
+		p := Policy{PrepareTimeout: 20 * time.Second, Standbys: r.IntN(3), MaxMovesInFlight: r.IntN(6)}
+		step := func(round int) Decision {
+			t.Helper()
+			d, err := f.step(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkDecision(f.s, p, d); err != nil {
+				t.Fatalf("fleet %d, round %d: %v", c, round, err)
+			}
+			if !d.Wake.IsZero() && !d.Wake.After(f.s.Now) {
+				t.Fatalf("fleet %d, round %d: wake %v at or before now %v", c, round, d.Wake, f.s.Now)
+			}
+
+			f.apply(d)
+			f.act()
+			f.s.Now = f.s.Now.Add(time.Second)
+			return d
+		}
+		for round := range 120 {
+			switch u := r.IntN(40); {
+			case u == 0:
+				join()
+			case u == 1 && len(f.s.Members) > 1:
+				f.leave(f.s.Members[r.IntN(len(f.s.Members))].ID)
+			case u == 2 && len(f.s.Members) > 1:
+				m := &f.s.Members[r.IntN(len(f.s.Members))]
+				m.Draining = !m.Draining
+			}
+			step(round)
+		}
+		for k := range f.s.Members {
+			f.s.Members[k].Draining = false
+		}
+		// Warm moves go one budget at a time, each waiting for its
+		// standby: up to every shard in waves of the budget, each wave the
+		// ready time and a few steps.
+		budget := p.MaxMovesInFlight
+		if budget <= 0 {
+			budget = DefaultMaxMovesInFlight(n, len(f.s.Members))
+		}
+		limit := 60 + (n/budget+1)*(int(f.readyAfter/time.Second)+4)
+		for round := 0; ; round++ {
+			if round == limit {
+				t.Fatalf("fleet %d: settled %v, every shard held %v, preparing %v after %d rounds without events", c, f.settled(), f.allHeld(), f.preparing(), limit)
+			}
+			if d := step(120 + round); len(d.Assign) == 0 && len(d.Moves) == 0 && len(d.Preparing) == 0 && f.settled() && f.allHeld() {
+				break
+			}
+		}
+		capable := 0
+		for _, m := range f.s.Members {
+			if m.Standby {
+				capable++
+			}
+		}
+		for i, id := range f.s.Shards {
+			h, listed := f.s.Holders[i], 0
+			for _, m := range f.s.Members {
+				if slices.Contains(f.s.Assigned[m.ID].Standby, id) {
+					listed++
+				}
+			}
+			want := max(0, min(p.Standbys, capable-1)) // one of them may be the owner
+			if listed != want {
+				t.Fatalf("fleet %d: %s held by %s has %d standbys, want %d (K %d, %d members run standbys)", c, id, h, listed, want, p.Standbys, capable)
+			}
+		}
+	}
+}

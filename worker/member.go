@@ -86,7 +86,8 @@ func (w *Worker) sessionAlive(l *lease.Lease) bool {
 // writes only as it stops.
 func sameRegistration(got, want shard.Member) bool {
 	return got.ID == want.ID && got.Address == want.Address && got.Version == want.Version && got.Protocol == want.Protocol &&
-		got.Weight == want.Weight && got.Started.Equal(want.Started) && got.Zone == want.Zone && maps.Equal(got.Labels, want.Labels)
+		got.Weight == want.Weight && got.Started.Equal(want.Started) && got.Zone == want.Zone && maps.Equal(got.Labels, want.Labels) &&
+		got.StandbyCapable == want.StandbyCapable
 }
 
 func describeMemberKey(k shard.MemberKey, session shard.SessionID) string {

@@ -10,13 +10,13 @@ import (
 )
 
 // TestZoneInTheMemberKey: a worker's zone and labels are in its member
-// key; a rewrite that drops them (an operator's tool of a release that
-// does not know them, rewriting a drain) keeps the drain and has them
-// written back.
+// key; a rewrite that drops them, or its standby side (an operator's
+// tool of a release that does not know them, rewriting a drain), keeps
+// the drain and has them written back.
 func TestZoneInTheMemberKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFleet(t, 4)
-		cfg := f.config("a", f.events.waiting("a"))
+		cfg := f.config("a", &standbyHandler{})
 		cfg.Zone, cfg.Labels = "eu-west-1a", map[string]string{"disk": "ssd"}
 		reg := prometheus.NewRegistry()
 		cfg.Registerer = reg
@@ -54,6 +54,15 @@ func TestZoneInTheMemberKey(t *testing.T) {
 		ms, _ = f.snapshot().Member("a")
 		if ms.Zone != "eu-west-1a" || ms.Labels["disk"] != "ssd" || !ms.Draining {
 			t.Fatalf("after a rewrite without the zone: %+v, want the zone and labels back and the drain kept", ms)
+		}
+		old = ms.Member
+		old.StandbyCapable = false
+		if err := f.coord.Members().Join(context.Background(), ms.Session, old); err != nil {
+			t.Fatal(err)
+		}
+		settle(5 * time.Second)
+		if ms, _ = f.snapshot().Member("a"); !ms.StandbyCapable || !ms.Draining {
+			t.Fatalf("after a rewrite without the standby side: %+v, want it back and the drain kept", ms)
 		}
 	})
 }
