@@ -24,7 +24,7 @@ func Following(snap shard.Snapshot, fallback shard.BalancePolicy) shard.BalanceP
 // StepPolicy is p as rebalance.Step reads it, with StuckAfter raised to
 // what lease policy lease allows (StuckAfter).
 func StepPolicy(p shard.BalancePolicy, lease shard.LeasePolicy) rebalance.Policy {
-	out := rebalance.Policy{MaxMovesInFlight: p.MaxMovesInFlight, StuckAfter: StuckAfter(p.StuckAfter, lease), PrepareTimeout: p.PrepareTimeout}
+	out := rebalance.Policy{MaxMovesInFlight: p.MaxMovesInFlight, StuckAfter: StuckAfter(p.StuckAfter, lease), PrepareTimeout: p.PrepareTimeout, Standbys: p.Standbys}
 	if l := p.Load; l != nil {
 		out.Load = rebalance.LoadPolicy{Tolerance: l.Tolerance, MinResidence: l.MinResidence, MinGain: l.MinGain, Patience: l.Patience}
 	}

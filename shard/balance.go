@@ -47,7 +47,18 @@ type BalancePolicy struct {
 	// (a minute), at most MaxPrepareTimeout. Written only while every
 	// live member speaks StepStandbys, for the reason Rules are.
 	PrepareTimeout time.Duration
+	// Standbys is how many standbys for failover each owned shard has,
+	// on other workers whose handler has a standby side (other zones
+	// first): a lost owner's shard goes to the most advanced of them,
+	// whose state is warm. 0: none (standbys only prepare warm moves); at
+	// most MaxStandbys. Written only while every live member speaks
+	// StepStandbys.
+	Standbys int
 }
+
+// MaxStandbys bounds BalancePolicy.Standbys: each standby costs its
+// worker a tail of the shard's stream.
+const MaxStandbys = 3
 
 // MaxPrepareTimeout bounds BalancePolicy.PrepareTimeout: a standby that
 // never gets ready delays a drain or a join by at most this long.
@@ -91,7 +102,7 @@ func (p BalancePolicy) Equal(q BalancePolicy) bool {
 	}
 	p.Load, q.Load, p.Rules, q.Rules = nil, nil, nil, nil
 	return p.MaxMovesInFlight == q.MaxMovesInFlight && p.StuckAfter == q.StuckAfter && p.ColdStartGather == q.ColdStartGather &&
-		p.PrepareTimeout == q.PrepareTimeout
+		p.PrepareTimeout == q.PrepareTimeout && p.Standbys == q.Standbys
 }
 
 // Validate reports every problem with p at once, naming each wrong value.
@@ -121,6 +132,9 @@ func (p BalancePolicy) Validate() error {
 	if p.PrepareTimeout < 0 || p.PrepareTimeout > MaxPrepareTimeout {
 		add("prepare timeout %v must be between 0 (the default, a minute) and %v", p.PrepareTimeout, MaxPrepareTimeout)
 	}
+	if p.Standbys < 0 || p.Standbys > MaxStandbys {
+		add("standbys %d must be between 0 (none) and %d", p.Standbys, MaxStandbys)
+	}
 	if len(p.Rules) > MaxRules {
 		add("%d placement rules; at most %d (write prefixes: one rule covers every shard whose ID begins with it)", len(p.Rules), MaxRules)
 	}
@@ -144,6 +158,12 @@ func (p BalancePolicy) String() string {
 	s := fmt.Sprintf("moves in flight %s, stuck after %s, cold-start gather %s", moves, orDefault(p.StuckAfter), orDefault(p.ColdStartGather))
 	if p.PrepareTimeout != 0 {
 		s += fmt.Sprintf(", prepare timeout %v", p.PrepareTimeout)
+	}
+	switch {
+	case p.Standbys == 1:
+		s += ", 1 standby per shard"
+	case p.Standbys > 1:
+		s += fmt.Sprintf(", %d standbys per shard", p.Standbys)
 	}
 	if l := p.Load; l != nil {
 		s += fmt.Sprintf(", balancing load (tolerance %s, residence %s, gain %s, patience %s)",
@@ -186,6 +206,7 @@ type balanceValue struct {
 	Load             *loadValue  `json:"load,omitempty"`
 	Rules            []ruleValue `json:"rules,omitempty"`
 	PrepareTimeout   string      `json:"prepare_timeout,omitempty"`
+	Standbys         int         `json:"standbys,omitempty"`
 }
 
 type loadValue struct {
@@ -205,7 +226,7 @@ func durationValue(d time.Duration) string {
 // MarshalJSON writes the policy as P/policy holds it.
 func (p BalancePolicy) MarshalJSON() ([]byte, error) {
 	v := balanceValue{MaxMovesInFlight: p.MaxMovesInFlight, StuckAfter: durationValue(p.StuckAfter), ColdStartGather: durationValue(p.ColdStartGather),
-		PrepareTimeout: durationValue(p.PrepareTimeout)}
+		PrepareTimeout: durationValue(p.PrepareTimeout), Standbys: p.Standbys}
 	if l := p.Load; l != nil {
 		v.Load = &loadValue{Tolerance: l.Tolerance, MinResidence: durationValue(l.MinResidence), MinGain: l.MinGain, Patience: durationValue(l.Patience)}
 	}
@@ -224,10 +245,10 @@ func (p *BalancePolicy) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		return fmt.Errorf("malformed balance policy: null (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load, rules, prepare_timeout})")
+		return fmt.Errorf("malformed balance policy: null (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load, rules, prepare_timeout, standbys})")
 	}
 	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("malformed balance policy (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load, rules, prepare_timeout}): %w", err)
+		return fmt.Errorf("malformed balance policy (want JSON {max_moves_in_flight, stuck_after, cold_start_gather, load, rules, prepare_timeout, standbys}): %w", err)
 	}
 	var out BalancePolicy
 	var err error
@@ -245,6 +266,7 @@ func (p *BalancePolicy) UnmarshalJSON(b []byte) error {
 	out.StuckAfter = parse("stuck_after", v.StuckAfter)
 	out.ColdStartGather = parse("cold_start_gather", v.ColdStartGather)
 	out.PrepareTimeout = parse("prepare_timeout", v.PrepareTimeout)
+	out.Standbys = v.Standbys
 	if l := v.Load; l != nil {
 		out.Load = &LoadBalance{Tolerance: l.Tolerance, MinGain: l.MinGain,
 			MinResidence: parse("load min_residence", l.MinResidence), Patience: parse("load patience", l.Patience)}

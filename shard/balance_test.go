@@ -14,13 +14,13 @@ import (
 // round-trips every field; a value naming a bad duration or an invalid
 // figure is refused, naming it.
 func TestBalancePolicyJSON(t *testing.T) {
-	p := shard.BalancePolicy{MaxMovesInFlight: 12, StuckAfter: 45 * time.Second, ColdStartGather: -1, PrepareTimeout: 20 * time.Second,
+	p := shard.BalancePolicy{MaxMovesInFlight: 12, StuckAfter: 45 * time.Second, ColdStartGather: -1, PrepareTimeout: 20 * time.Second, Standbys: 1,
 		Load: &shard.LoadBalance{Tolerance: 0.08, MinResidence: 2 * time.Minute, MinGain: 0.03, Patience: 15 * time.Second}}
 	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"stuck_after":"45s"`, `"min_residence":"2m0s"`, `"max_moves_in_flight":12`, `"prepare_timeout":"20s"`} {
+	for _, want := range []string{`"stuck_after":"45s"`, `"min_residence":"2m0s"`, `"max_moves_in_flight":12`, `"prepare_timeout":"20s"`, `"standbys":1`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("%s lacks %s", b, want)
 		}
@@ -39,6 +39,7 @@ func TestBalancePolicyJSON(t *testing.T) {
 		`{"load":{"tolerance":2}}`:         "tolerance 2",
 		`{"load":{"min_residence":"-1s"}}`: "-1s",
 		`{"prepare_timeout":"2h"}`:         "prepare timeout 2h0m0s",
+		`{"standbys":4}`:                   "standbys 4",
 		`{"max_moves_in_flight":"twelve"}`: "max_moves_in_flight",
 		`{"max_moves":4}`:                  `"max_moves"`,
 		`{"load":{"tolerence":0.5}}`:       `"tolerence"`,

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/faults"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -158,4 +159,63 @@ func checkGaps(t *testing.T, what string, gaps []time.Duration, n int, restore t
 			t.Fatalf("%s: a moved shard went %v without a processing handler; want a warm hand-off, far below the %v restore (%v)", what, g, restore, fmt.Sprint(gaps))
 		}
 	}
+}
+
+// TestFailoverPromotesAWarmStandby: with two standbys per shard asked
+// for in the fleet's policy (of three workers: each shard has one on
+// both others), every owned shard's standbys run, reported ready; when a
+// worker is cut off from the coordinator (as in a crash), each of its
+// shards is taken, once the lease allows, by a worker that ran its
+// standby, and starts warm. (With one standby a shard, the balance may
+// give a lost shard to the worker without its standby: the standbys
+// spread evenly, the lost shards' may not.)
+func TestFailoverPromotesAWarmStandby(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const restore = 5 * time.Second
+		f := newFleet(t, 12)
+		if _, err := f.coord.Fleet().SetPolicy(t.Context(), shard.BalancePolicy{Standbys: 2}, false); err != nil {
+			t.Fatal(err)
+		}
+		h := newWarmHandler(restore)
+		for _, id := range []string{"a", "b", "c"} {
+			f.start(id, h)
+		}
+		settle(30 * time.Second)
+		snap := f.snapshot()
+		listed := map[shard.ID]int{}
+		for w, a := range snap.Assignments {
+			m, _ := snap.Member(w)
+			for _, id := range a.Standby {
+				listed[id]++
+				if !m.Standby[id].Ready {
+					t.Errorf("%s lists %s as a standby, reported %+v, want ready", w, id, m.Standby[id])
+				}
+			}
+		}
+		for _, id := range f.shards.IDs() {
+			if listed[id] != 2 {
+				t.Fatalf("standbys listed: %v, want every shard twice", listed)
+			}
+		}
+		var lost []shard.ID
+		for id, w := range snap.Owners() {
+			if w == "b" {
+				lost = append(lost, id)
+			}
+		}
+		warm0, _, _, _ := h.report()
+
+		f.running["b"].faults.Set(faults.Fail)
+		settle(60 * time.Second)
+		owners := f.owners()
+		warm, cold, _, overlap := h.report()
+		for _, id := range lost {
+			if w := owners[id]; w != "a" && w != "c" {
+				t.Fatalf("%s after b was cut off: owned by %q, want a or c", id, w)
+			}
+		}
+		if got := warm["a"] + warm["c"] - warm0["a"] - warm0["c"]; got != len(lost) || cold["a"]+cold["c"] != 8 || overlap != 0 {
+			t.Fatalf("b's %d shards: %d started warm on a and c (cold %v, %d overlaps); want every one warm", len(lost), got, cold, overlap)
+		}
+	})
 }

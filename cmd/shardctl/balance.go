@@ -20,6 +20,7 @@ type balanceFlags struct {
 	tolerance, gain     float64
 	residence, patience time.Duration
 	prepare             time.Duration
+	standbys            int
 	set                 map[string]bool
 }
 
@@ -38,9 +39,10 @@ func (a *app) balance(ctx context.Context, args []string) error {
 	fs.DurationVar(&b.residence, "residence", 0, "with -by load: how long a moved shard stays put before it may move for load again (0: the default)")
 	fs.Float64Var(&b.gain, "gain", 0, "with -by load: how much of a gap a move must close, a fraction (0: the default)")
 	fs.DurationVar(&b.patience, "patience", 0, "with -by load: how long a worker stays outside the band before it is corrected (0: the default)")
+	fs.IntVar(&b.standbys, "standbys", 0, "standbys for failover per shard, on other workers whose handler has a standby side (0: none; at most 3)")
 	fs.DurationVar(&b.prepare, "prepare-timeout", 0, "how long a warm move waits for its target's standby to be ready before it moves the shard cold (0: a minute; at most 1h)")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: shardctl balance -prefix P [-moves N] [-stuck-after D] [-gather D] [-prepare-timeout D]
+		fmt.Fprint(fs.Output(), `usage: shardctl balance -prefix P [-moves N] [-stuck-after D] [-gather D] [-prepare-timeout D] [-standbys K]
                         [-by count|load] [-tolerance F] [-residence D] [-gain F] [-patience D]
 
 Shows the fleet's balance policy, or changes the settings named on the
@@ -88,8 +90,8 @@ wins, and this command prints what it replaced.
 	if err != nil {
 		return err
 	}
-	if p.PrepareTimeout != 0 && !snap.AllSpeak(shard.StepStandbys) {
-		return usagef("fleet %s: -prepare-timeout cannot be stored while a live worker does not speak the protocol step %q (%s): its release cannot read such a policy; upgrade or stop it first",
+	if (p.PrepareTimeout != 0 || p.Standbys != 0) && !snap.AllSpeak(shard.StepStandbys) {
+		return usagef("fleet %s: a prepare timeout or standbys cannot be stored while a live worker does not speak the protocol step %q (%s): its release cannot read such a policy; upgrade or stop it first",
 			fc.name, shard.StepStandbys, strings.Join(admin.Lacking(snap, shard.StepStandbys), ", "))
 	}
 	if _, err := fc.coord.Fleet().SetPolicy(ctx, p, false); err != nil {
@@ -106,7 +108,7 @@ wins, and this command prints what it replaced.
 // changes reports whether the command line sets anything (not just the
 // connection).
 func (b balanceFlags) changes() bool {
-	for _, name := range append([]string{"moves", "stuck-after", "gather", "by", "prepare-timeout"}, loadFlags...) {
+	for _, name := range append([]string{"moves", "stuck-after", "gather", "by", "prepare-timeout", "standbys"}, loadFlags...) {
 		if b.set[name] {
 			return true
 		}
@@ -126,6 +128,9 @@ func (b balanceFlags) check() error {
 	}
 	if b.set["prepare-timeout"] && (b.prepare < 0 || b.prepare > shard.MaxPrepareTimeout) {
 		bad = append(bad, fmt.Sprintf("-prepare-timeout %v must be between 0 (the default, a minute) and %v", b.prepare, shard.MaxPrepareTimeout))
+	}
+	if b.set["standbys"] && (b.standbys < 0 || b.standbys > shard.MaxStandbys) {
+		bad = append(bad, fmt.Sprintf("-standbys %d must be between 0 (none) and %d", b.standbys, shard.MaxStandbys))
 	}
 	if b.set["by"] && b.by != "count" && b.by != "load" {
 		bad = append(bad, fmt.Sprintf("-by %q must be count or load", b.by))
@@ -167,6 +172,9 @@ func (b balanceFlags) apply(old shard.BalancePolicy) (shard.BalancePolicy, error
 	}
 	if b.set["prepare-timeout"] {
 		p.PrepareTimeout = b.prepare
+	}
+	if b.set["standbys"] {
+		p.Standbys = b.standbys
 	}
 	switch {
 	case b.by == "count":

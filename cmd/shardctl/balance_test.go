@@ -63,10 +63,10 @@ func TestBalance(t *testing.T) {
 			t.Fatalf("stored after -by count: %v, want %v", p, want)
 		}
 
-		out = run("-prepare-timeout", "20s")
-		want.PrepareTimeout = 20 * time.Second
-		if p := f.snapshot().Policy; p == nil || !p.Equal(want) || !strings.Contains(out, "prepare timeout 20s") {
-			t.Fatalf("stored after -prepare-timeout 20s: %v, want %v (output %q)", p, want, out)
+		out = run("-prepare-timeout", "20s", "-standbys", "1")
+		want.PrepareTimeout, want.Standbys = 20*time.Second, 1
+		if p := f.snapshot().Policy; p == nil || !p.Equal(want) || !strings.Contains(out, "prepare timeout 20s, 1 standby per shard") {
+			t.Fatalf("stored after -prepare-timeout 20s -standbys 1: %v, want %v (output %q)", p, want, out)
 		}
 	})
 }
@@ -85,9 +85,9 @@ func TestBalancePrepareTimeoutNeedsTheStep(t *testing.T) {
 		if err := f.coord.Members().Join(ctx, sid, shard.Member{ID: "w-old", Version: "0.1.0", Weight: 1}); err != nil {
 			t.Fatal(err)
 		}
-		code, _, errOut := f.run(ctx, "", "balance", "-prefix", "orders", "-by", "count", "-prepare-timeout", "20s")
+		code, _, errOut := f.run(ctx, "", "balance", "-prefix", "orders", "-by", "count", "-standbys", "1")
 		if want := `w-old (0.1.0)`; code != exitBadInvoke || !strings.Contains(errOut, want) || !strings.Contains(errOut, `"standbys"`) {
-			t.Fatalf("-prepare-timeout beside a 0.1.0 worker: exit %d, stderr %q; want exit 2 naming %s and the step", code, errOut, want)
+			t.Fatalf("-standbys beside a 0.1.0 worker: exit %d, stderr %q; want exit 2 naming %s and the step", code, errOut, want)
 		}
 		if p := f.snapshot().Policy; p != nil {
 			t.Fatalf("a refused change wrote %v", p)
@@ -108,6 +108,7 @@ func TestBalanceBadValues(t *testing.T) {
 			{[]string{"-stuck-after", "-1s"}, "-stuck-after -1s must not be negative"},
 			{[]string{"-by", "weight"}, `-by "weight" must be count or load`},
 			{[]string{"-by", "count", "-prepare-timeout", "2h"}, "-prepare-timeout 2h0m0s must be between 0"},
+			{[]string{"-by", "count", "-standbys", "5"}, "-standbys 5 must be between 0 (none) and 3"},
 			{[]string{"-by", "load", "-tolerance", "1.5"}, "-tolerance 1.5 must be a fraction in [0, 1)"},
 			{[]string{"-by", "load", "-gain", "-0.1"}, "-gain -0.1 must be a fraction in [0, 1)"},
 			{[]string{"-by", "count", "-patience", "1m"}, "-patience tunes load balancing and cannot go with -by count"},
