@@ -55,22 +55,32 @@ func (ms members) ReportLoad(ctx context.Context, id shard.SessionID, worker str
 	return ms.c.report(ctx, id, worker, "loads", value, maps.Keys(load))
 }
 
-// ReportStandby writes P/standby/<worker> (keycodec.EncodeStandby's JSON;
-// report).
+// ReportStandby writes P/standby/<worker> (keycodec.EncodeStandby's
+// JSON for the configured fleet; report), or deletes it when states is
+// empty: a worker with no standby leaves no key, which release 0.1.0
+// would list as a foreign one. A fleet not configured yet wraps
+// shard.ErrInvalidArgument.
 func (ms members) ReportStandby(ctx context.Context, id shard.SessionID, worker string, states map[shard.ID]shard.StandbyState) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	value, err := keycodec.EncodeStandby(worker, states)
-	if err != nil && worker != "" {
-		return err
+	set := ms.c.fleetShards()
+	if set == nil && worker != "" {
+		return fmt.Errorf("%w: report standby of worker %q: the fleet is not configured yet (Fleet.Configure first)", shard.ErrInvalidArgument, worker)
+	}
+	var value []byte
+	if len(states) > 0 && worker != "" {
+		var err error
+		if value, err = keycodec.EncodeStandby(set.cfg, worker, states); err != nil {
+			return err
+		}
 	}
 	return ms.c.report(ctx, id, worker, "standby", value, maps.Keys(states))
 }
 
 // report writes worker's report key of kind in one transaction: a
 // check-session of P/members/<worker> with the session, then a lock of
-// the report key with it. The member key is only checked, never written,
+// the report key with it (a delete of the key when value is nil). The member key is only checked, never written,
 // so an operator's drain or cordon on it cannot be overwritten by a
 // report; and the report key, locked like the member key, loses its
 // session when the worker's does, so a dead worker's figures are visibly
@@ -103,9 +113,13 @@ func (c *Coordinator) report(ctx context.Context, id shard.SessionID, worker, ki
 	defer cancel()
 	key := c.reportKey(kind, worker)
 	op := "report " + kind
+	write := &api.KVTxnOp{Verb: api.KVLock, Key: key, Value: value, Session: string(id)}
+	if value == nil { // nothing to report: no key
+		write = &api.KVTxnOp{Verb: api.KVDelete, Key: key}
+	}
 	_, txnErrs, err := c.txn(octx, op, api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: c.memberKey(worker), Session: string(id)}},
-		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Value: value, Session: string(id)}},
+		{KV: write},
 	})
 	if err != nil || len(txnErrs) == 0 {
 		return err
@@ -169,7 +183,7 @@ func (c *Coordinator) holderOf(ctx context.Context, key, free string, held func(
 // holds that key; a member without one has none. A report key that
 // cannot be read is a problem; one of a worker without a member key is an
 // orphan the collector deletes.
-func (c *Coordinator) fillReports(snap *shard.Snapshot, reports map[string]map[string]*api.KVPair) {
+func (c *Coordinator) fillReports(snap *shard.Snapshot, set *shardSet, reports map[string]map[string]*api.KVPair) {
 	for i := range snap.Members {
 		m := &snap.Members[i]
 		live := func(kind string) *api.KVPair {
@@ -187,7 +201,11 @@ func (c *Coordinator) fillReports(snap *shard.Snapshot, reports map[string]map[s
 			m.Load = load
 		}
 		if kv := live("standby"); kv != nil {
-			states, err := keycodec.DecodeStandby(kv.Value)
+			if set == nil {
+				snap.Problems = append(snap.Problems, fmt.Sprintf("%s: cannot be read without the fleet's config; the member's standbys count as not ready", kv.Key))
+				continue
+			}
+			states, err := keycodec.DecodeStandby(set.cfg, kv.Value)
 			if err != nil {
 				snap.Problems = append(snap.Problems, fmt.Sprintf("%s: %v; the member's standbys count as not ready", kv.Key, err))
 			}

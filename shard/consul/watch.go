@@ -279,7 +279,7 @@ func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
 		}
 		snap.Assignments[worker] = a
 	}
-	c.fillReports(&snap, reports)
+	c.fillReports(&snap, set, reports)
 	slices.SortFunc(snap.Members, func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) })
 	slices.SortFunc(snap.Shards, func(a, b shard.ShardState) int { return cmp.Compare(a.Shard, b.Shard) })
 	return snap

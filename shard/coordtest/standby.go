@@ -11,9 +11,10 @@ import (
 
 // reportStandby: a ReportStandby shows in the next snapshot as the
 // member's Standby, beside its Load, without touching the member key; a
-// member key carrying "standby" itself (a hand edit) is not read; the
-// states die with the session. Reports from another session, for an
-// unknown shard or with an applied offset below -1 write nothing.
+// member key carrying "standby" itself (a hand edit) is not read; a
+// report of nothing deletes the key; the states die with the session.
+// Reports from another session, for an unknown shard or with an applied
+// offset below -1 write nothing.
 func (s *suite) reportStandby(t *testing.T) {
 	c := s.open(t)
 	ctx := t.Context()
@@ -70,6 +71,16 @@ func (s *suite) reportStandby(t *testing.T) {
 	noWrite(t, c, idx, quiet, "refused ReportStandbys")
 	if m, _ := snapshot(t, c).Member("w-a"); !maps.Equal(m.Standby, states) {
 		t.Fatalf("member w-a's standbys after refused reports: %v, want %v", m.Standby, states)
+	}
+
+	if err := c.Members().ReportStandby(ctx, a, "w-a", nil); err != nil {
+		t.Fatalf("ReportStandby of nothing: %v", err)
+	}
+	if m, _ := snapshot(t, c).Member("w-a"); m.Standby != nil {
+		t.Fatalf("member w-a's standbys after a report of nothing: %v, want none (the key deleted)", m.Standby)
+	}
+	if err := c.Members().ReportStandby(ctx, a, "w-a", states); err != nil {
+		t.Fatal(err)
 	}
 
 	destroy(t, c, a)

@@ -39,12 +39,27 @@ func (ms members) ReportLoad(ctx context.Context, id shard.SessionID, worker str
 	return ms.c.report(ctx, id, worker, reportLoads, maps.Clone(load), maps.Keys(load))
 }
 
-// ReportStandby writes worker's standby key (report).
+// ReportStandby writes worker's standby key (report), or deletes it when
+// states is empty, as shard/consul does. A fleet not configured yet wraps
+// shard.ErrInvalidArgument.
 func (ms members) ReportStandby(ctx context.Context, id shard.SessionID, worker string, states map[shard.ID]shard.StandbyState) error {
-	if _, err := keycodec.EncodeStandby(worker, states); err != nil && worker != "" {
-		return err
+	c := ms.c
+	c.mu.Lock()
+	cfg := c.config
+	c.mu.Unlock()
+	if worker != "" {
+		if cfg == nil {
+			return fmt.Errorf("%w: report standby of worker %q: the fleet is not configured yet (Fleet.Configure first)", shard.ErrInvalidArgument, worker)
+		}
+		if _, err := keycodec.EncodeStandby(*cfg, worker, states); err != nil {
+			return err
+		}
 	}
-	return ms.c.report(ctx, id, worker, reportStandby, maps.Clone(states), maps.Keys(states))
+	var value any = maps.Clone(states)
+	if len(states) == 0 {
+		value = nil // nothing to report: no key
+	}
+	return c.report(ctx, id, worker, reportStandby, value, maps.Keys(states))
 }
 
 // report writes worker's report key of kind with the session, in one
@@ -53,7 +68,7 @@ func (ms members) ReportStandby(ctx context.Context, id shard.SessionID, worker 
 // (shard.ErrInvalidArgument); a shard outside the stored config
 // (shard.ErrUnknownShard); the session gone (shard.ErrSessionInvalid); the
 // member key missing, dead or another session's (shard.ErrNotMember). The
-// caller checked the value.
+// caller checked the value; a nil value deletes the key.
 func (c *Coordinator) report(ctx context.Context, id shard.SessionID, worker string, kind reportKind, value any, shards func(func(shard.ID) bool)) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
@@ -83,6 +98,10 @@ func (c *Coordinator) report(ctx context.Context, id shard.SessionID, worker str
 		return fmt.Errorf("%w: session %q does not hold member key %q (%s): its %s are not written", shard.ErrNotMember, id, worker, holder, kind)
 	}
 	idx := c.commitLocked()
+	if value == nil {
+		delete(c.reports[kind], worker)
+		return nil
+	}
 	c.reports[kind][worker] = &reportKey{value: value, session: id, index: idx}
 	return nil
 }
