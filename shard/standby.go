@@ -15,8 +15,10 @@ type StandbyState struct {
 
 // StepStandbys is the protocol step of standbys and warm moves: the
 // assignor lists standbys in assignment keys (Assignment.Standby), and
-// workers write their standby reports (P/standby/<worker>), only while
-// every live member speaks it. Release 0.1.0 skips an assignment's
-// standbys but lists a standby key as a foreign key among a snapshot's
-// problems, and cannot read a policy that asks for standbys.
+// BalancePolicy's prepare timeout and standbys are written, only while
+// every live member speaks it. A worker writes its standby key
+// (P/standby/<worker>) only while it runs standbys, so only then. Release
+// 0.1.0 skips an assignment's standbys, lists a standby key as a foreign
+// key among a snapshot's problems, and cannot read a policy with those
+// fields.
 const StepStandbys = "standbys"
