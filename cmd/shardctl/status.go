@@ -323,6 +323,9 @@ func stepsLine(f fleetview.Fleet) string {
 		if sw.Step == shard.StepRules {
 			line += ": placement rules are not followed, and 'shardctl rules' refuses to write any, until they are upgraded or stopped"
 		}
+		if sw.Step == shard.StepStandbys {
+			line += ": no standbys are given (every move starts cold), and 'shardctl balance' refuses a prepare timeout or standbys, until they are upgraded or stopped"
+		}
 		if sw.Step == shard.StepHistory {
 			line += ": the ownership history ('shardctl history') is not recorded until they are upgraded or stopped"
 		}
