@@ -1,9 +1,12 @@
 package rebalance
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/shardlease/shardlease/shard"
 )
 
 // BenchmarkStepLoad steps a fleet of 10,000 shards × 100 members with
@@ -65,4 +68,42 @@ func loadBenchStates(b *testing.B) (skewed, steady State) {
 		f.s.Now = f.s.Now.Add(time.Second)
 	}
 	return skewed, f.snapshot()
+}
+
+// BenchmarkStepStandbys steps 1,000 members (one zone) × 100,000 shards
+// at rest with K standbys for failover: "cold" is the step that first
+// places them on a fleet at rest without any, "steady" the step at rest
+// once they are placed (nothing changes).
+func BenchmarkStepStandbys(b *testing.B) {
+	r := rand.New(rand.NewPCG(23, 1))
+	base := newWarmFleet(r, 1000, 100_000, 0)
+	if _, _, err := base.settle(Policy{}, time.Second, 20, nil); err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range []int{0, 1, 2} {
+		p := Policy{Standbys: k}
+		cold := base.snapshot()
+		f := &warmFleet{fleet: &fleet{s: base.snapshot(), kinds: base.kinds, r: r}, started: map[string]map[shard.ID]time.Time{}}
+		for range 3 {
+			d, err := f.step(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.apply(d)
+			f.act()
+		}
+		steady := f.snapshot()
+		for _, c := range []struct {
+			name string
+			s    State
+		}{{"cold", cold}, {"steady", steady}} {
+			b.Run(fmt.Sprintf("K=%d/%s", k, c.name), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := Step(c.s, p); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }

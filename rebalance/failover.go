@@ -2,6 +2,12 @@ package rebalance
 
 import "github.com/cespare/xxhash/v2"
 
+// MaxStandbysPerMember bounds the standbys for failover a member is given
+// (Policy.Standbys is lowered until they fit): a worker reports its
+// standbys in one key, about 20 bytes each when scattered, within
+// shard.MaxLoadBytes with room left for the preparations of a warm join.
+const MaxStandbysPerMember = 8192
+
 // failover picks, for each shard with an owner after this step (see
 // owner below), up to
 // Policy.Standbys standbys among the other members that may run one
@@ -48,8 +54,22 @@ func (st *step) failover() [][]int32 {
 			owned++
 		}
 	}
+	// Each worker reports its standbys in one key (MaxStandbysPerMember):
+	// K is what fits.
+	k = min(k, MaxStandbysPerMember*len(eligible)/max(owned, 1))
+	if k <= 0 {
+		return lists
+	}
 	capacity := (owned*k + len(eligible) - 1) / len(eligible)
 	counts := make([]int, w)
+	// roomIn counts, per zone, the eligible members below the capacity,
+	// so that a pass that cannot find one is not scanned: without it a
+	// fleet in one zone scans every member for every shard.
+	roomIn := map[string]int{}
+	for _, m := range eligible {
+		roomIn[st.members[m].Zone]++
+	}
+	room := len(eligible)
 	chosen := make([]int32, 0, k)
 	for i := range st.shards {
 		o := owner(i)
@@ -64,7 +84,10 @@ func (st *step) failover() [][]int32 {
 				return
 			}
 			chosen = append(chosen, m)
-			counts[m]++
+			if counts[m]++; counts[m] == capacity {
+				roomIn[st.members[m].Zone]--
+				room--
+			}
 		}
 		var listed []int32
 		if st.listers != nil {
@@ -80,6 +103,13 @@ func (st *step) failover() [][]int32 {
 			limit     int
 			otherZone bool
 		}{{capacity, true}, {capacity, false}, {1 << 30, false}} {
+			switch {
+			case len(chosen) == k:
+			case pass.limit == capacity && pass.otherZone && room-roomIn[st.members[o].Zone] <= 0:
+				continue // nobody outside the owner's zone has room
+			case pass.limit == capacity && room <= 0:
+				continue // nobody has room
+			}
 			for j := range eligible {
 				if len(chosen) == k {
 					break

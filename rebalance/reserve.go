@@ -10,9 +10,10 @@ import (
 // reserve takes the workers of s.Returning still inside their grace out of
 // s, with their keys and the shards those keep for them, so that the step
 // that follows neither gives those shards away nor writes or deletes the
-// keys. It returns the state the step is to plan from and the earliest end
+// keys. It returns the state the step is to plan from, the earliest end
 // of a grace still running (zero when none is), when the step must run
-// again to give the shards of a worker that did not come back to others.
+// again to give the shards of a worker that did not come back to others,
+// and the shards kept (nil when none is).
 //
 // A shard of a returning worker's key that another live member holds is
 // not kept (the key is a stale claim on it; the holder's counts). While the
@@ -20,7 +21,7 @@ import (
 // too, key or not: it is releasing them, and nobody may be told to take a
 // lock that is still held. s is not modified; without a returning worker it
 // is returned as it is.
-func reserve(s State) (State, time.Time) {
+func reserve(s State) (State, time.Time, map[shard.ID]bool) {
 	var back map[string]bool
 	var until time.Time
 	for w, t := range s.Returning {
@@ -36,10 +37,10 @@ func reserve(s State) (State, time.Time) {
 		}
 	}
 	if back == nil {
-		return s, time.Time{}
+		return s, time.Time{}, nil
 	}
 	if len(s.Holders) != 0 && len(s.Holders) != len(s.Shards) {
-		return s, time.Time{} // invalid: readState says why
+		return s, time.Time{}, nil // invalid: readState says why
 	}
 	live := make(map[string]bool, len(s.Members))
 	for _, m := range s.Members {
@@ -93,5 +94,35 @@ func reserve(s State) (State, time.Time) {
 		}
 		out.Assigned[w] = a
 	}
-	return out, until
+	return out, until, kept
+}
+
+// carryStandbys puts back, into each key d writes, the standbys of kept
+// shards (those reserve kept for a returning worker) that the key as read
+// in s listed, with their starts: the step planned without those shards,
+// and the standbys of a returning worker's shards must stay warm for the
+// case it does not come back.
+func carryStandbys(s State, kept map[shard.ID]bool, d *Decision) {
+	for w, a := range d.Assign {
+		old := s.Assigned[w]
+		var extra []shard.ID
+		for _, id := range old.Standby {
+			if kept[id] && !slices.Contains(a.Standby, id) {
+				extra = append(extra, id)
+			}
+		}
+		if len(extra) == 0 {
+			continue
+		}
+		a.Standby = slices.Sorted(slices.Values(append(slices.Clone(a.Standby), extra...)))
+		for _, id := range extra {
+			if at, ok := old.Preparing[id]; ok {
+				if a.Preparing == nil {
+					a.Preparing = map[shard.ID]time.Time{}
+				}
+				a.Preparing[id] = at
+			}
+		}
+		d.Assign[w] = a
+	}
 }

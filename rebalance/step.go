@@ -154,9 +154,9 @@ type Assignment struct {
 	OutOfBand time.Time
 	// Standby lists, sorted, the shards the worker is to run a standby
 	// for (shard.Assignment.Standby): those a warm move brings it, from
-	// the start of their preparation until it holds them. Preparing maps
-	// those still preparing (their holder keeps them until the standby
-	// is ready) to when the preparation started.
+	// the start of their preparation until it holds them, and those it
+	// backs up for failover (Policy.Standbys). Preparing maps those a warm
+	// move brings it to when the move started to prepare.
 	Standby   []shard.ID
 	Preparing map[shard.ID]time.Time
 }
@@ -339,7 +339,8 @@ type Transfer struct {
 // not matter. See the package doc for what a Decision guarantees. The only
 // error wraps ErrInvalidInput.
 func Step(s State, p Policy) (Decision, error) {
-	s, until := reserve(s)
+	read := s
+	s, until, kept := reserve(s)
 	sc := scratchPool.Get().(*scratch)
 	defer sc.release()
 	in, err := readState(s, sc)
@@ -361,6 +362,9 @@ func Step(s State, p Policy) (Decision, error) {
 	st.plan()
 	st.decide()
 	d := st.decision()
+	if kept != nil {
+		carryStandbys(read, kept, &d)
+	}
 	if !until.IsZero() && (d.Wake.IsZero() || until.Before(d.Wake)) {
 		d.Wake = until
 	}

@@ -107,10 +107,11 @@ func (st *step) plan() {
 	}
 	// A free shard in no key counts for its warm target: the end of a
 	// warm move, or the most advanced standby of a lost owner's shard,
-	// gets it while it has room.
+	// gets it while it has room. (A shard its live holder released, cold,
+	// does not: it goes where its hand-off meant it to.)
 	if st.warmTargets(); st.warmTo != nil {
 		for i, t := range st.warmTo {
-			if t >= 0 && st.pending[i] < 0 && st.holder[i] < 0 {
+			if t >= 0 && st.pending[i] < 0 && st.holder[i] < 0 && (st.prepTo[i] == t || st.flags[i]&orphaned != 0) {
 				st.pending[i] = t
 				st.flags[i] |= warmPending
 			}

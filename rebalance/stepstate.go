@@ -38,7 +38,8 @@ type stepInput struct {
 	// a stale delete landing after the member rejoined).
 	keyed []bool
 	// standby[m] is member m's key's standby shards as ascending indexes
-	// (a shard outside the set is dropped: the key is rewritten without it).
+	// (a shard outside the set is left out: one a returning worker keeps
+	// is carried through, carryStandbys).
 	standby [][]int32
 	// dead are the workers with a key that are not live, sorted.
 	dead []string

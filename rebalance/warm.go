@@ -31,7 +31,8 @@ import (
 //
 // A free shard no key lists, one placed because its owner was lost and a
 // hand-off to a member that runs no standbys move at once, cold, as
-// before, except that a free shard counts for its most advanced standby:
+// before, except that a lost owner's shard counts for its most advanced
+// standby:
 // with Policy.Standbys, each owned shard has up to that many standbys on
 // other members (other zones first), kept where they are while they may
 // be, so a lost owner's shard goes to a warm standby.
@@ -81,10 +82,15 @@ func (st *step) warmTargets() {
 			if !st.mayStandby(i, m) {
 				continue
 			}
-			if _, ok := st.keys[m].Preparing[st.shards[i]]; ok {
-				st.prepTo[i] = m
+			if len(st.keys[m].Preparing) > 0 {
+				if _, ok := st.keys[m].Preparing[st.shards[i]]; ok {
+					st.prepTo[i] = m
+				}
 			}
-			if best < 0 || st.better(i, m, best) {
+			// The most advanced matters only for a shard nobody holds
+			// (a lost owner's): at rest, with standbys for failover,
+			// that is almost none, and comparing reports costs lookups.
+			if best < 0 || (st.holder[i] < 0 && st.better(i, m, best)) {
 				best = m
 			}
 		}
@@ -116,13 +122,16 @@ func (st *step) better(i int, a, b int32) bool {
 }
 
 // continues reports whether shard i's warm move is under way and goes on:
-// a member may be given it prepares it, and its holder still keeps it.
+// a member may be given it prepares it, its holder still keeps it, and
+// the plan still moves it off its holder (in count balance: a drain
+// undone ends its preparations; load moves are not planned again while
+// one is under way, so in load balance it goes on).
 func (st *step) continues(i int) bool {
 	if st.prepTo == nil || st.prepTo[i] < 0 {
 		return false
 	}
 	h := st.holder[i]
-	return h >= 0 && st.flags[i]&inHolderKey != 0
+	return h >= 0 && st.flags[i]&inHolderKey != 0 && (st.load != nil || st.target[i] != h)
 }
 
 // warmInFlight reports whether shard i is a warm move handed off and in

@@ -385,12 +385,14 @@ func TestFailoverStandbys(t *testing.T) {
 
 // TestPromotesTheMostAdvancedStandby: a lost owner's shard goes to the
 // standby that reports ready, then to the one with the highest applied
-// offset, not to the first by ID.
+// offset, not to the first by ID; a shard released by a live holder (a
+// cold hand-off) goes where the plan puts it, not to its standby.
 func TestPromotesTheMostAdvancedStandby(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ids := shard.Config{Shards: 2}.IDs()
 	s := State{Now: now, Shards: ids, Holders: []string{"", ""}, Assigned: map[string]Assignment{
 		"a": {Standby: ids}, "b": {Standby: ids}, "c": {Standby: ids},
+		"gone": {Shards: ids}, // the lost owner's key
 	}, Members: []Member{
 		{ID: "a", Standby: true, Standbys: map[shard.ID]shard.StandbyState{ids[0]: {Applied: 90}, ids[1]: {Applied: 10, Ready: true}}},
 		{ID: "b", Standby: true, Standbys: map[shard.ID]shard.StandbyState{ids[0]: {Applied: 95}, ids[1]: {Applied: 99}}},
@@ -406,6 +408,23 @@ func TestPromotesTheMostAdvancedStandby(t *testing.T) {
 	}
 	if got[ids[0]] != "b" || got[ids[1]] != "a" {
 		t.Fatalf("placed %v; want %s on b (applied 95 over 90) and %s on a (ready)", got, ids[0], ids[1])
+	}
+	delete(s.Assigned, "gone") // released by a live holder: not orphaned
+	d, err = Step(s, Policy{Standbys: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := s
+	plain.Assigned = map[string]Assignment{}
+	for i := range plain.Members {
+		plain.Members[i].Standby, plain.Members[i].Standbys = false, nil
+	}
+	dp, err := Step(plain, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.Moves, dp.Moves) {
+		t.Fatalf("free shards in no key, not orphaned: placed %v, want %v as without standbys", d.Moves, dp.Moves)
 	}
 }
 
@@ -495,6 +514,106 @@ func TestWarmFleetsSettle(t *testing.T) {
 			if listed != want {
 				t.Fatalf("fleet %d: %s held by %s has %d standbys, want %d (K %d, %d members run standbys)", c, id, h, listed, want, p.Standbys, capable)
 			}
+		}
+	}
+}
+
+// TestColdLoadMoveWithStandbys: in load balance with standbys for
+// failover, a load move to a member without a standby side is made once:
+// the released shard goes to that member, not back to its standby's.
+func TestColdLoadMoveWithStandbys(t *testing.T) {
+	f := newWarmFleet(rand.New(rand.NewPCG(4, 4)), 0, 30, time.Second)
+	f.join(Member{ID: "a", Weight: 1, Standby: true})
+	f.join(Member{ID: "b", Weight: 1, Standby: true})
+	f.join(Member{ID: "c", Weight: 1})
+	p := Policy{Standbys: 1, Load: LoadPolicy{Patience: time.Second, MinResidence: time.Second}}
+	f.s.Loads = map[shard.ID]float64{}
+	for _, id := range f.s.Shards {
+		f.s.Loads[id] = 1
+	}
+	handoffs := 0
+	for round := range 300 {
+		if round == 20 { // c's shards get light: load moves to c
+			for i, id := range f.s.Shards {
+				if f.s.Holders[i] == "c" {
+					f.s.Loads[id] = 0.2
+				}
+			}
+		}
+		for _, mv := range f.round(t, p, time.Second).Moves {
+			if mv.From != "" {
+				handoffs++
+			}
+		}
+	}
+	if !f.settled() || handoffs == 0 || handoffs > 12 {
+		t.Fatalf("after 300 s: settled %v, %d hand-offs; want a few load moves to c, made once", f.settled(), handoffs)
+	}
+}
+
+// TestReturningWorkerKeepsItsStandbys: while a worker is inside its
+// rejoin grace, the other members' keys keep the standbys of its shards,
+// so that they are warm if it does not come back.
+func TestReturningWorkerKeepsItsStandbys(t *testing.T) {
+	f := newWarmFleet(rand.New(rand.NewPCG(6, 6)), 3, 30, time.Second)
+	p := Policy{Standbys: 1}
+	for range 20 {
+		f.round(t, p, time.Second)
+	}
+	count := func() int {
+		n := 0
+		for i, id := range f.s.Shards {
+			if f.s.Holders[i] != "w01" {
+				continue
+			}
+			for w, a := range f.s.Assigned {
+				if w != "w01" && slices.Contains(a.Standby, id) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	before := count()
+	f.s.Returning = map[string]time.Time{"w01": f.s.Now.Add(time.Minute)}
+	f.s.Members[0].Weight = 2 // a change that makes the step rewrite keys
+	for range 5 {
+		f.round(t, p, time.Second)
+	}
+	if after := count(); before != 10 || after != before {
+		t.Fatalf("standbys of w01's shards elsewhere: %d at rest, %d while it is returning; want 10 both", before, after)
+	}
+}
+
+// TestUndrainEndsPreparations: a drain undone while its warm moves
+// prepare ends them: none of the drained member's shards moves.
+func TestUndrainEndsPreparations(t *testing.T) {
+	f := newWarmFleet(rand.New(rand.NewPCG(8, 8)), 3, 30, 5*time.Second)
+	p := Policy{MaxMovesInFlight: 8}
+	if _, _, err := f.settle(p, time.Second, 50, nil); err != nil {
+		t.Fatal(err)
+	}
+	held := map[shard.ID]bool{}
+	for i, h := range f.s.Holders {
+		if h == "w00" {
+			held[f.s.Shards[i]] = true
+		}
+	}
+	f.s.Members[0].Draining = true
+	for range 3 {
+		f.round(t, p, time.Second)
+	}
+	f.s.Members[0].Draining = false
+	for range 30 {
+		for _, mv := range f.round(t, p, time.Second).Moves {
+			if mv.From == "w00" {
+				t.Fatalf("%s handed off to %s after the drain was undone mid-preparation", mv.Shard, mv.To)
+			}
+		}
+	}
+	for i, h := range f.s.Holders {
+		if held[f.s.Shards[i]] && h != "w00" {
+			t.Fatalf("%s moved to %s after the drain was undone mid-preparation", f.s.Shards[i], h)
 		}
 	}
 }

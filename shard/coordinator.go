@@ -279,9 +279,11 @@ type Members interface {
 	// load.
 	ReportLoad(ctx context.Context, id SessionID, worker string, load map[ID]float64) error
 	// ReportStandby writes the state of the standbys worker runs to
-	// P/standby/<worker>, as ReportLoad writes its loads (the same
-	// checks, errors, bound and life): snapshots show it as the member's
-	// Standby. An Applied below -1 wraps ErrInvalidArgument.
+	// P/standby/<worker>, with ReportLoad's checks, errors, bound and
+	// life, as index sets of the fleet's config (so a fleet not
+	// configured yet wraps ErrInvalidArgument); snapshots show it as the
+	// member's Standby. A report of nothing deletes the key. An Applied
+	// below -1 wraps ErrInvalidArgument.
 	ReportStandby(ctx context.Context, id SessionID, worker string, states map[ID]StandbyState) error
 }
 
