@@ -92,8 +92,40 @@ func (r *run) spawn(id string) *member {
 // the stretches in which it was frozen or past its lost claim in a slow
 // step.
 func (r *run) handler(m *member) worker.Handler {
+	process := r.process(m)
+	if r.sched.Setup.Warm {
+		return standbyHandler{process}
+	}
+	return process
+}
+
+// standbyHandler is the simulated consumer with a standby side: it reads
+// the shard's checkpoint every 300 ms and reports itself caught up to it.
+// It never writes: a standby is not an owner.
+type standbyHandler struct{ worker.HandlerFunc }
+
+func (h standbyHandler) Standby(ctx context.Context, s *worker.StandbyClaim) error {
+	for {
+		if cp, err := s.Committed(ctx); err == nil {
+			s.Report(cp.Offset, true)
+		}
+		t := time.NewTimer(300 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// process is handler's Process.
+func (r *run) process(m *member) worker.HandlerFunc {
 	return worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
 		r.store.Started(c.Claim, c.Start)
+		if c.Warm != nil {
+			r.warmStarts.Add(1)
+		}
 		run := r.runs.begin(m.ID, m.N, c.Claim, r.c.elapsed())
 		defer func() { r.runs.end(run, r.c.elapsed()) }()
 		if m.Crashed() {

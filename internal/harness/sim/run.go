@@ -65,6 +65,9 @@ type Result struct {
 	// were no longer the key's current value: a replayed older one, or one
 	// the assignor rewrote while it was held.
 	StaleServed int64
+	// WarmStarts counts handler starts with a standby's warm state
+	// (worker.Claim.Warm), in seeds whose handlers have a standby side.
+	WarmStarts int64
 	// Load is what a load-balancing seed's settling found.
 	Load LoadResult
 	// Violations lists every broken invariant; empty when the run passed.
@@ -106,6 +109,8 @@ type run struct {
 	opts    Options
 	sched   Schedule
 	loadRes LoadResult
+
+	warmStarts atomic.Int64 // handler starts with warm state
 
 	clock    *jumpClock
 	coord    *memory.Coordinator
@@ -169,6 +174,12 @@ func Run(seed uint64, opts Options) Result {
 	watched := make(chan struct{})
 	go func() { defer close(watched); watchTokens(watchCtx, r.coord, c) }()
 
+	if su.Standbys > 0 { // stored before any worker proposes its own (the same, but for the standbys)
+		p := shard.BalancePolicy{MaxMovesInFlight: su.MaxMovesInFlight, Load: su.Load.policy(), Standbys: su.Standbys}
+		if _, err := r.coord.Fleet().SetPolicy(context.Background(), p, false); err != nil {
+			c.violate("storing the policy %v: %v", p, err)
+		}
+	}
 	for i := range su.Workers {
 		r.spawn(fmt.Sprintf("w%d", i))
 	}
@@ -197,6 +208,7 @@ func Run(seed uint64, opts Options) Result {
 	res.AssignorFaults = r.assignorFaults
 	res.Elections, res.Contested = r.elect.contested()
 	res.StaleServed = r.staleServed.Load()
+	res.WarmStarts = r.warmStarts.Load()
 	res.Load = r.loadRes
 	res.AssignsAccepted, res.AssignsRefused, res.HeldSent, res.HeldRefused = r.elect.counts()
 	res.Violations = c.list()

@@ -29,6 +29,10 @@ type Setup struct {
 	// Zones is how many zones the workers are spread over (0: none);
 	// worker w's zone is ZoneOf(w).
 	Zones int
+	// Warm gives the handlers a standby side (warm moves), and Standbys
+	// is the fleet's standbys for failover per shard (P/policy).
+	Warm     bool
+	Standbys int
 }
 
 // ZoneOf is the zone of worker id in a setup with zones: its number
@@ -46,6 +50,9 @@ func (s Setup) String() string {
 	zones := ""
 	if s.Zones > 0 {
 		zones = fmt.Sprintf(", %d zones", s.Zones)
+	}
+	if s.Warm {
+		zones += fmt.Sprintf(", standbys (%d for failover)", s.Standbys)
 	}
 	return fmt.Sprintf("%d workers (up to %d), %d shards%s, ttl %v renew %v pause budget %v, lock-delay %v, %d moves in flight, drain %v; %v",
 		s.Workers, s.MaxWorkers, s.Shards, zones, s.Policy.TTL, s.Policy.RenewEvery, s.Policy.PauseBudget,
@@ -147,6 +154,11 @@ func NewSchedule(seed uint64) Schedule {
 	// the seeds put their workers in 2 or 3 zones.
 	if z := rand.New(rand.NewPCG(seed, 0x2035)).IntN(6); z >= 4 {
 		su.Zones = z - 2
+	}
+	// Standbys likewise: half the seeds run handlers with a standby
+	// side, half of those with one standby for failover per shard.
+	if w := rand.New(rand.NewPCG(seed, 0x57a9)).IntN(4); w >= 2 {
+		su.Warm, su.Standbys = true, w-2
 	}
 	s := Schedule{Seed: seed, Setup: su}
 

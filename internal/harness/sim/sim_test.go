@@ -182,6 +182,8 @@ func summarize(results []Result, took time.Duration) string {
 		settleSum                                                 time.Duration
 		worstRatio                                                float64
 		loadSeeds, bandChecked, resettles, zoned, outages         int
+		warmSeeds, failoverSeeds                                  int
+		warmStarts                                                int64
 		faults                                                    = map[Kind]int{}
 		total                                                     int
 	)
@@ -217,6 +219,13 @@ func summarize(results []Result, took time.Duration) string {
 		if r.Schedule.Setup.Zones > 0 {
 			zoned++
 		}
+		if r.Schedule.Setup.Warm {
+			warmSeeds++
+			warmStarts += r.WarmStarts
+			if r.Schedule.Setup.Standbys > 0 {
+				failoverSeeds++
+			}
+		}
 		if r.Load.On {
 			loadSeeds++
 			resettles += r.Load.Resettles
@@ -247,6 +256,8 @@ func summarize(results []Result, took time.Duration) string {
 		commits, stale, fences, starts, lost, overlaps+runOverlaps, overlaps, runOverlaps)
 	fmt.Fprintf(&b, "\nload-balancing seeds %d (changing loads, a tripled shard), settled with the band checked %d, re-settles after load moves %d; seeds with zones %d (a whole zone crashed at once in %d)",
 		loadSeeds, bandChecked, resettles, zoned, outages)
+	fmt.Fprintf(&b, "\nseeds whose handlers run standbys %d (with a standby for failover per shard %d), handler starts with warm state %d",
+		warmSeeds, failoverSeeds, warmStarts)
 	if n := len(results); n > 0 {
 		fmt.Fprintf(&b, "\nsettle after the last fault: mean %v, max %v (bounds up to %v; worst settle/bound %.2f)\n",
 			(settleSum / time.Duration(n)).Round(time.Millisecond), maxSettle, maxBound, worstRatio)
