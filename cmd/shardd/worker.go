@@ -33,6 +33,7 @@ type workerFlags struct {
 	dataDir     string
 	rate        int
 	commitEvery time.Duration
+	restore     time.Duration
 }
 
 // Offset store kinds of --offsets, besides a postgres:// URL.
@@ -70,6 +71,7 @@ func parseWorkerFlags(args []string, stderr io.Writer) (workerFlags, int, bool) 
 	fs.StringVar(&f.dataDir, "data", "", "directory of the bolt offsets file (one worker process per directory)")
 	fs.IntVar(&f.rate, "rate", 50, "messages per second per shard in the synthetic stream")
 	fs.DurationVar(&f.commitEvery, "commit-every", time.Second, "how often a shard handler commits its offset (jittered)")
+	fs.DurationVar(&f.restore, "restore", 0, "how long a shard's state takes to rebuild: a handler started cold waits this long before processing, and the worker runs standbys that build it ahead (warm moves); 0: a stateless stream, no standbys")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: shardd worker --prefix P --shards N [--id ID] [flags]
 
@@ -126,6 +128,9 @@ func (f workerFlags) validate() error {
 	if f.commitEvery <= 0 {
 		add("--commit-every %v must be positive", f.commitEvery)
 	}
+	if f.restore < 0 || f.restore > time.Hour {
+		add("--restore %v: want 0 (stateless) up to 1h", f.restore)
+	}
 	return f.check(true, required, own)
 }
 
@@ -138,7 +143,11 @@ func (f workerFlags) member() member {
 		openStore: f.openStore,
 		newHandler: func(store offsets.Store, log *zap.Logger) (worker.Handler, error) {
 			history, _ := store.(*offsetlog.Store) // nil without --history
-			return stream{rate: f.rate, commitEvery: f.commitEvery, log: log, history: history}, nil
+			s := stream{rate: f.rate, commitEvery: f.commitEvery, log: log, history: history}
+			if f.restore > 0 {
+				return statefulStream{stream: s, restore: f.restore}, nil
+			}
+			return s, nil
 		},
 		logFields: []zap.Field{zap.String("offsets", postgres.RedactDSN(f.offsets))},
 	}
