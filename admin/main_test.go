@@ -50,6 +50,7 @@ var rules = map[string]func(t *testing.T, e *env){
 	"DeleteShardKey":    deleteShardKey,
 	"Recover":           recoverRule,
 	"SetRules":          setRulesRule,
+	"SetStandbys":       setStandbysRule,
 	"ZoneOperations":    zoneOperations,
 	"ZoneWithADeadOne":  zoneWithAWorkerDown,
 }

@@ -164,6 +164,12 @@ func TestRollForwardAndBack(t *testing.T) {
 		if _, err := op.SetRules(t.Context(), rules, false); !errors.Is(err, admin.ErrStepMissing) {
 			t.Fatalf("placement rules %s: %v, want a refusal naming the workers of release %s", when, err, version)
 		}
+		// The standbys step likewise: a policy with standbys is refused.
+		// (The workers' handlers have no standby side, so none would be
+		// given: the step's gate is what is checked.)
+		if _, err := op.SetStandbys(t.Context(), 1, 0); !errors.Is(err, admin.ErrStepMissing) {
+			t.Fatalf("standbys %s: %v, want a refusal naming the workers of release %s", when, err, version)
+		}
 	}
 	roll := func(bin, to string, after func(i int)) {
 		for i, w := range procs.Workers() {
@@ -194,8 +200,11 @@ func TestRollForwardAndBack(t *testing.T) {
 	if _, err := op.SetRules(t.Context(), rules, false); err != nil {
 		t.Fatalf("placement rules once every worker runs the tree: %v", err)
 	}
-	if snap, err := hc.Fleet().Watch(t.Context(), 0); err != nil || snap.Policy == nil || len(snap.Policy.Rules) != 1 {
-		t.Fatalf("after the rules were set the fleet's policy is %v (%v), want one rule", snap.Policy, err)
+	if _, err := op.SetStandbys(t.Context(), 1, 20*time.Second); err != nil {
+		t.Fatalf("standbys once every worker runs the tree: %v", err)
+	}
+	if snap, err := hc.Fleet().Watch(t.Context(), 0); err != nil || snap.Policy == nil || len(snap.Policy.Rules) != 1 || snap.Policy.Standbys != 1 {
+		t.Fatalf("after the rules and standbys were set the fleet's policy is %v (%v), want one rule and one standby a shard", snap.Policy, err)
 	}
 	if now := running(); now == previous {
 		t.Fatalf("after the roll forward the members still run %s, the previous release's build", now)
@@ -208,6 +217,9 @@ func TestRollForwardAndBack(t *testing.T) {
 	}
 	if _, err := op.SetRules(t.Context(), nil, false); err != nil {
 		t.Fatalf("clearing the placement rules before the roll back: %v", err)
+	}
+	if _, err := op.SetStandbys(t.Context(), 0, 0); err != nil {
+		t.Fatalf("clearing the standbys before the roll back: %v", err)
 	}
 	roll(oldBin, "release "+version, func(i int) {
 		refusesRules("with a worker of the previous release live")
