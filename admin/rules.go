@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/assignor"
@@ -67,9 +66,8 @@ func (o Operator) SetRules(ctx context.Context, rules []shard.PlacementRule, for
 		return RulesChange{}, err
 	}
 	c := RulesChange{Old: old.Rules, New: p.Rules}
-	if old := Lacking(s, shard.StepRules); len(old) > 0 && len(rules) > 0 {
-		return c, fmt.Errorf("%w: fleet %s: live workers %s do not speak %q (release 0.1.0 or older) and could not read a balance policy with rules; upgrade or stop them first",
-			ErrStepMissing, o.Name, strings.Join(old, ", "), shard.StepRules)
+	if err := PolicyReadable(s, o.Name, shard.BalancePolicy{Rules: rules}); err != nil {
+		return c, err
 	}
 	now := time.Now()
 	before, err := assignor.Plan(s, old, now)

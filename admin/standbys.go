@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/shard"
@@ -31,9 +30,8 @@ func (o Operator) SetStandbys(ctx context.Context, standbys int, prepareTimeout 
 	if err := p.Validate(); err != nil {
 		return shard.BalancePolicy{}, err
 	}
-	if old := Lacking(s, shard.StepStandbys); len(old) > 0 && (standbys != 0 || prepareTimeout != 0) {
-		return shard.BalancePolicy{}, fmt.Errorf("%w: fleet %s: live workers %s do not speak %q (release 0.1.0 or older) and could not read a balance policy with standbys or a prepare timeout; upgrade or stop them first",
-			ErrStepMissing, o.Name, strings.Join(old, ", "), shard.StepStandbys)
+	if err := PolicyReadable(s, o.Name, shard.BalancePolicy{Standbys: standbys, PrepareTimeout: prepareTimeout}); err != nil {
+		return shard.BalancePolicy{}, err
 	}
 	stored, err := o.Coordinator.Fleet().SetPolicy(ctx, p, false)
 	if err != nil {

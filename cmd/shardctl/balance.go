@@ -90,9 +90,8 @@ wins, and this command prints what it replaced.
 	if err != nil {
 		return err
 	}
-	if (p.PrepareTimeout != 0 || p.Standbys != 0) && !snap.AllSpeak(shard.StepStandbys) {
-		return usagef("fleet %s: a prepare timeout or standbys cannot be stored while a live worker does not speak the protocol step %q (%s): its release cannot read such a policy; upgrade or stop it first",
-			fc.name, shard.StepStandbys, strings.Join(admin.Lacking(snap, shard.StepStandbys), ", "))
+	if err := admin.PolicyReadable(snap, fc.name, p); err != nil {
+		return usagef("%v", err)
 	}
 	if _, err := fc.coord.Fleet().SetPolicy(ctx, p, false); err != nil {
 		return fc.explain(err, "write")
