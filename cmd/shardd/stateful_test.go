@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -25,7 +27,7 @@ func TestStatefulStreamMovesWarm(t *testing.T) {
 		coord, store := memory.New(), offmem.New()
 		core, logs := observer.New(zapcore.InfoLevel)
 		start := func(id string) {
-			h := statefulStream{stream: stream{rate: 10, commitEvery: time.Second, log: zap.New(core).With(zap.String("w", id))}, restore: 5 * time.Second}
+			h := statefulStream{restoringStream{stream: stream{rate: 10, commitEvery: time.Second, log: zap.New(core).With(zap.String("w", id))}, restore: 5 * time.Second}}
 			w, err := worker.New(worker.Config{ID: id, Fleet: shard.Config{Shards: 4}, Coordinator: coord, Offsets: store, Handler: h,
 				Policy: shard.LeasePolicy{TTL: 10 * time.Second, RenewEvery: 2 * time.Second, PauseBudget: 5 * time.Second, LockDelay: 5 * time.Second}})
 			if err != nil {
@@ -64,4 +66,35 @@ func TestStatefulStreamMovesWarm(t *testing.T) {
 			t.Fatalf("b started %d shards, %d restores in all; want 2 moved warm and only the first 4 restores", moved, n)
 		}
 	})
+}
+
+// TestStandbyFlag: --restore gives a handler with a standby side, and
+// --standby=false the same restore without one; --standby=false alone is
+// refused, since a stateless stream has none to turn off.
+func TestStandbyFlag(t *testing.T) {
+	base := []string{"--prefix", "p", "--shards", "4", "--offsets", "memory", "--allow-local-offsets"}
+	for _, tc := range []struct {
+		args    []string
+		standby bool
+	}{
+		{[]string{"--restore", "5s"}, true},
+		{[]string{"--restore", "5s", "--standby=false"}, false},
+		{nil, false},
+	} {
+		f, _, ok := parseWorkerFlags(append(base, tc.args...), io.Discard)
+		if !ok {
+			t.Fatalf("%v: refused", tc.args)
+		}
+		h, err := f.member().newHandler(offmem.New(), zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, standby := h.(worker.Standby); standby != tc.standby {
+			t.Errorf("%v: a standby side %v, want %v", tc.args, standby, tc.standby)
+		}
+	}
+	var stderr strings.Builder
+	if _, _, ok := parseWorkerFlags(append(base, "--standby=false"), &stderr); ok || !strings.Contains(stderr.String(), "pass --restore D too") {
+		t.Errorf("--standby=false without --restore: accepted or unclear: %q", stderr.String())
+	}
 }

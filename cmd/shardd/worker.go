@@ -34,6 +34,7 @@ type workerFlags struct {
 	rate        int
 	commitEvery time.Duration
 	restore     time.Duration
+	standby     bool // --standby: with --restore, a standby side
 }
 
 // Offset store kinds of --offsets, besides a postgres:// URL.
@@ -72,6 +73,7 @@ func parseWorkerFlags(args []string, stderr io.Writer) (workerFlags, int, bool) 
 	fs.IntVar(&f.rate, "rate", 50, "messages per second per shard in the synthetic stream")
 	fs.DurationVar(&f.commitEvery, "commit-every", time.Second, "how often a shard handler commits its offset (jittered)")
 	fs.DurationVar(&f.restore, "restore", 0, "how long a shard's state takes to rebuild: a handler started cold waits this long before processing, and the worker runs standbys that build it ahead (warm moves); 0: a stateless stream, no standbys")
+	fs.BoolVar(&f.standby, "standby", true, "with --restore, run standbys (warm moves, standbys for failover); --standby=false restores on every start, as a stateful handler without a standby side does")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: shardd worker --prefix P --shards N [--id ID] [flags]
 
@@ -131,6 +133,9 @@ func (f workerFlags) validate() error {
 	if f.restore < 0 || f.restore > time.Hour {
 		add("--restore %v: want 0 (stateless) up to 1h", f.restore)
 	}
+	if !f.standby && f.restore == 0 {
+		add("--standby=false applies to a stream with state: pass --restore D too, or drop --standby=false (a stateless stream has no standbys)")
+	}
 	return f.check(true, required, own)
 }
 
@@ -144,8 +149,11 @@ func (f workerFlags) member() member {
 		newHandler: func(store offsets.Store, log *zap.Logger) (worker.Handler, error) {
 			history, _ := store.(*offsetlog.Store) // nil without --history
 			s := stream{rate: f.rate, commitEvery: f.commitEvery, log: log, history: history}
-			if f.restore > 0 {
-				return statefulStream{stream: s, restore: f.restore}, nil
+			switch r := (restoringStream{stream: s, restore: f.restore}); {
+			case f.restore > 0 && f.standby:
+				return statefulStream{r}, nil
+			case f.restore > 0:
+				return r, nil
 			}
 			return s, nil
 		},
