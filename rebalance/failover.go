@@ -141,6 +141,13 @@ func (st *step) warmDest(i int) int32 {
 	if st.flags[i]&preparing != 0 {
 		return st.movesTo(i)
 	}
+	if st.flags[i]&handedOff != 0 {
+		for _, mv := range st.warmNow {
+			if mv.i == int32(i) {
+				return mv.to
+			}
+		}
+	}
 	if st.prepTo == nil {
 		return -1
 	}

@@ -15,11 +15,12 @@ import (
 // Every member keeps min(count, quota) of its shards, preferring its
 // highest-scoring ones: keeping is what makes a decision sticky, and
 // choosing by score rather than by shard order spreads what is shed evenly
-// over the shard space. firm tells the shards a member actually holds:
-// those are kept first, whatever the scores, because shedding an assigned
-// free shard costs nothing while shedding a held one costs a hand-off.
+// over the shard space. rank orders what shedding costs, whatever the
+// scores, lowest kept first (step.keepRank): a shard a member actually
+// holds is kept before an assigned free one, whose shedding costs nothing,
+// while a held one's costs a hand-off.
 // target is written into dst (its length must be at least len(shards)).
-func keep(shards []shard.ID, ids []string, owner []int32, firm func(i int) bool, caps []int, dst []int32) (target []int32, room []int) {
+func keep(shards []shard.ID, ids []string, owner []int32, rank func(i int) int, caps []int, dst []int32) (target []int32, room []int) {
 	var sc scorer
 	room = slices.Clone(caps)
 	for _, o := range owner {
@@ -59,7 +60,7 @@ func keep(shards []shard.ID, ids []string, owner []int32, firm func(i int) bool,
 	}
 	type scored struct {
 		i     int32
-		firm  bool
+		rank  int
 		score uint64
 	}
 	var byScore []scored
@@ -68,14 +69,11 @@ func keep(shards []shard.ID, ids []string, owner []int32, firm func(i int) bool,
 		if len(list) > caps[m] {
 			byScore = byScore[:0]
 			for _, i := range list {
-				byScore = append(byScore, scored{i, firm(int(i)), sc.score(shards[i], ids[m])})
+				byScore = append(byScore, scored{i, rank(int(i)), sc.score(shards[i], ids[m])})
 			}
 			slices.SortFunc(byScore, func(a, b scored) int {
-				if a.firm != b.firm {
-					if a.firm {
-						return -1
-					}
-					return 1
+				if c := cmp.Compare(a.rank, b.rank); c != 0 {
+					return c
 				}
 				if c := cmp.Compare(b.score, a.score); c != 0 {
 					return c

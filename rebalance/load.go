@@ -111,7 +111,7 @@ func (st *step) planLoad(caps, owned []int) {
 			kcaps[m] = owned[m]
 		}
 	}
-	target, _ := keep(st.shards, st.ids, st.allowedOwners(), func(i int) bool { return st.holder[i] >= 0 }, kcaps, st.sc.int32s(len(st.shards)))
+	target, _ := keep(st.shards, st.ids, st.allowedOwners(), st.keepRank, kcaps, st.sc.int32s(len(st.shards)))
 	st.target = target
 	lp := newLoadPlan(st, el)
 	var pool []int32

@@ -44,6 +44,7 @@ type step struct {
 	band      []time.Time         // each member's OutOfBand mark, when the load moves were planned (else nil: marks stay)
 	started   int                 // hand-offs this step starts, or prepares (warm moves waiting for their standby)
 	prepared  []warmMove          // warm moves waiting for their standby, in start order
+	warmNow   []warmMove          // hand-offs this step starts to a ready standby: warm without waiting
 	cold      []warmMove          // hand-offs made cold: their standby was not ready in PrepareTimeout
 	warmTo    []int32             // per shard, its warm target (warmTargets), or -1; nil when no key lists standbys
 	prepTo    []int32             // per shard, the member a warm move of it under way goes to, or -1; nil with warmTo
@@ -140,7 +141,7 @@ func (st *step) plan() {
 		st.planLoad(caps, owned)
 		return
 	}
-	target, room := keep(st.shards, st.ids, st.next, func(i int) bool { return st.holder[i] >= 0 }, caps, st.sc.int32s(len(st.shards)))
+	target, room := keep(st.shards, st.ids, st.next, st.keepRank, caps, st.sc.int32s(len(st.shards)))
 	placeFree(st.shards, st.ids, target, room)
 	st.target = target
 }

@@ -101,6 +101,30 @@ func (st *step) warmTargets() {
 	}
 }
 
+// keepRank is what shedding shard i from the member it counts for costs,
+// for keep: 0, a free shard whose key lists it as a standby there (a lost
+// owner's shard given to its most advanced standby, a warm move's end),
+// whose shedding would start it cold elsewhere; 1, a shard the member
+// holds, whose shedding costs a hand-off (warm when its target runs
+// standbys); 2, any other, which moves for nothing. So a member whose
+// standbys take more of a lost owner's shards than its quota keeps them
+// and hands off some it held, warm, instead of sending them cold. A
+// member on probation or stuck keeps what it holds first: it is given no
+// more than that (capacities).
+func (st *step) keepRank(i int) int {
+	m := st.next[i]
+	switch {
+	case st.holder[i] >= 0:
+		return 1
+	case m < 0 || st.stuck[m] || st.probation[m] || st.warmTo == nil:
+		return 2
+	}
+	if _, listed := slices.BinarySearch(st.standby[m], int32(i)); listed && st.mayStandby(i, m) {
+		return 0
+	}
+	return 2
+}
+
 // mayStandby reports whether member m may run a standby of shard i (or be
 // given it as its warm target): it runs standbys, is neither stuck,
 // cordoned nor draining, does not hold the shard, and the rules allow it.
@@ -188,6 +212,9 @@ func (st *step) prepare(i int32) bool {
 	}
 	id := st.shards[i]
 	if st.members[t].Standbys[id].Ready {
+		// Handed off at once, and on its way as any warm move: the
+		// target's key keeps listing it, with a start, until it holds it.
+		st.warmNow = append(st.warmNow, warmMove{i, t})
 		return false
 	}
 	if since, ok := st.preparingSince(int(i), t); ok && !st.now.Before(since.Add(st.p.PrepareTimeout)) {
@@ -226,7 +253,7 @@ func (st *step) preparingSince(i int, t int32) (time.Time, bool) {
 // for it and those on their way to it, with their start, and the
 // standbys for failover (failover).
 func (st *step) warmKeys() ([][]shard.ID, []map[shard.ID]time.Time) {
-	if len(st.prepared) == 0 && st.warmTo == nil && st.p.Standbys <= 0 {
+	if len(st.prepared) == 0 && len(st.warmNow) == 0 && st.warmTo == nil && st.p.Standbys <= 0 {
 		return nil, nil
 	}
 	w := len(st.members)
@@ -244,6 +271,9 @@ func (st *step) warmKeys() ([][]shard.ID, []map[shard.ID]time.Time) {
 		preps[t][st.shards[i]] = since
 	}
 	for _, mv := range st.prepared {
+		prep(mv.i, mv.to)
+	}
+	for _, mv := range st.warmNow {
 		prep(mv.i, mv.to)
 	}
 	for t, list := range st.standby {

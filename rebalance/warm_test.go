@@ -371,14 +371,48 @@ func TestFailoverStandbys(t *testing.T) {
 	}
 	// w01 (zone z1) is lost: its shards' standbys are all in z0, whose
 	// two members' zone quota grows by 8 (32 of 48 shards for 2 of 3
-	// members); w03, alone in z1, takes the other 4, cold.
-	f.leave("w01")
-	warm := f.warm
-	for range 20 {
-		f.round(t, p, time.Second)
+	// members). Each of its shards goes to its standby, warm, even where
+	// that takes a member over its quota; the members over it then hand
+	// shards to w03, alone in z1, warm too.
+	standbyOf := map[shard.ID]string{}
+	for w, a := range f.s.Assigned {
+		for _, id := range a.Standby {
+			standbyOf[id] = w
+		}
 	}
-	if !f.settled() || f.warm-warm != 8 || f.cold != 0 {
-		t.Fatalf("after w01 was lost: settled %v, %d of its 12 shards taken warm, %d cold; want the 8 that z0 takes warm", f.settled(), f.warm-warm, f.cold)
+	var lost []int
+	for i, h := range f.s.Holders {
+		if h == "w01" {
+			lost = append(lost, i)
+		}
+	}
+	f.leave("w01")
+	warm, taken := f.warm, 0
+	firstHolder := map[shard.ID]string{}
+	for range 20 {
+		before := slices.Clone(f.s.Holders)
+		f.round(t, p, time.Second)
+		for i, h := range f.s.Holders {
+			if h != "" && h != before[i] {
+				taken++
+			}
+		}
+		for _, i := range lost {
+			if id := f.s.Shards[i]; f.s.Holders[i] != "" && firstHolder[id] == "" {
+				firstHolder[id] = f.s.Holders[i]
+			}
+		}
+	}
+	if !f.settled() || f.warm-warm != taken || f.cold != 0 {
+		t.Fatalf("after w01 was lost: settled %v, %d shards taken, %d of them warm, %d cold; want every one warm", f.settled(), taken, f.warm-warm, f.cold)
+	}
+	for _, i := range lost {
+		if id := f.s.Shards[i]; firstHolder[id] != standbyOf[id] {
+			t.Errorf("w01's %s went first to %s, not to its standby %s", id, firstHolder[id], standbyOf[id])
+		}
+	}
+	if taken <= len(lost) {
+		t.Errorf("%d shards taken after the loss of %d: want w03 given some of z0's too, its zone's share", taken, len(lost))
 	}
 	check("after the loss", false)
 }
