@@ -12,7 +12,7 @@ import (
 // rows, because api.Lock has nothing to compare: no assignment a worker
 // could be stuck in, no assignor to keep a restarting worker's shards, no
 // load to balance (skewed-load compares with count balance instead).
-var noBaseline = map[string]bool{"stuck-worker": true, "rolling-restart": true, "skewed-load": true, "zone-outage": true, "zone-drain": true}
+var noBaseline = map[string]bool{"stuck-worker": true, "rolling-restart": true, "skewed-load": true, "zone-outage": true, "zone-drain": true, "warm-moves": true}
 
 // checkAssignorRows checks, in a --small run of every scenario, the rows
 // about the assignor itself (docs/benchmarks.md, "Results"): each is there

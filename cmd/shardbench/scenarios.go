@@ -14,6 +14,7 @@ import (
 	"github.com/shardlease/shardlease/internal/bench/skewedload"
 	"github.com/shardlease/shardlease/internal/bench/streame2e"
 	"github.com/shardlease/shardlease/internal/bench/stuckworker"
+	"github.com/shardlease/shardlease/internal/bench/warmmoves"
 	"github.com/shardlease/shardlease/internal/bench/zones"
 )
 
@@ -27,6 +28,7 @@ var scenarios = bench.Suite{
 	rollingrestart.Scenario,
 	zones.OutageScenario,
 	zones.DrainScenario,
+	warmmoves.Scenario,
 	coordinatorload.Scenario,
 	coldstart.Scenario,
 	lockops.Scenario,

@@ -6,7 +6,9 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -206,6 +208,46 @@ func (f *Procs) HandlerRuns(ctx context.Context, shards int) ([]offsetlog.Interv
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the fleet is ready, but only %d of %d shards have a handler running after 10 s", len(running), shards)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Processing reads the workers' histories until every shard v shows owned
+// has a handler running on its owner: the shard's latest run started there
+// and has not ended. Unlike HandlerRuns, a run of a killed process, which
+// never ends, does not count for its shard's next owner, nor for the same
+// worker started again. It gives up after 10 s plus extra (a handler that
+// restores state before it starts). It returns every handler run.
+func (f *Procs) Processing(ctx context.Context, v procfleet.View, extra time.Duration) ([]offsetlog.Interval, error) {
+	deadline := time.Now().Add(10*time.Second + extra)
+	for {
+		_, ivs, err := offsetlog.ReadAll(f.HistoryFiles()...)
+		if err != nil {
+			return nil, err
+		}
+		latest := map[shard.ID]offsetlog.Interval{}
+		for _, iv := range ivs {
+			if l, ok := latest[iv.Shard]; !ok || iv.Start > l.Start {
+				latest[iv.Shard] = iv
+			}
+		}
+		var waiting []string
+		for s, owner := range v.Owners {
+			if l := latest[shard.ID(s)]; l.Worker != owner || l.End != math.MaxInt64 {
+				waiting = append(waiting, s)
+			}
+		}
+		if len(waiting) == 0 {
+			return ivs, nil
+		}
+		if time.Now().After(deadline) {
+			slices.Sort(waiting)
+			return nil, fmt.Errorf("%d shards owned but not processing on their owner after %v: %s", len(waiting), 10*time.Second+extra, strings.Join(waiting[:min(len(waiting), 5)], ", "))
 		}
 		select {
 		case <-ctx.Done():

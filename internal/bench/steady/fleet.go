@@ -65,6 +65,10 @@ func ColdStart(ctx context.Context, o Options, n int, progress io.Writer) (*Flee
 	wctx, stop := context.WithCancel(ctx)
 	f.stop = stop
 	fleet := shard.Config{Shards: n}
+	handler := o.Handler
+	if handler == nil {
+		handler = worker.HandlerFunc(func(ctx context.Context, _ *worker.Claim) error { <-ctx.Done(); return nil })
+	}
 	start := time.Now()
 	for i := range o.Workers {
 		bw := &benchWorker{requests: &consul.RequestCounter{}, done: make(chan error, 1)}
@@ -78,10 +82,7 @@ func ColdStart(ctx context.Context, o Options, n int, progress io.Writer) (*Flee
 		id := WorkerName(i)
 		bw.w, err = worker.New(worker.Config{
 			ID: id, Fleet: fleet, Coordinator: bw.acquires, Offsets: f.store, LocalOffsets: true, Logger: zap.NewNop(), Policy: o.Policy,
-			// The handler holds the shard and does nothing else: the
-			// figures are the coordination's own.
-			Handler:    worker.HandlerFunc(func(ctx context.Context, _ *worker.Claim) error { <-ctx.Done(); return nil }),
-			Registerer: reg,
+			Handler: handler, Registerer: reg,
 		})
 		if err != nil {
 			bw.coord.Close()

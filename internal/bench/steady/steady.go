@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/worker"
 )
 
 // Options configure consul-steady, and the cold starts of cold-start and
@@ -22,6 +23,9 @@ type Options struct {
 	Window   time.Duration // the steady-state window Measure counts
 	Policy   shard.LeasePolicy
 	Converge time.Duration // give up on a cold start after this long
+	// Handler is every worker's; nil: one that holds the shard and does
+	// nothing else, so that the figures are the coordination's own.
+	Handler worker.Handler
 }
 
 // Result is one fleet's figures.
