@@ -102,27 +102,36 @@ func (st *step) warmTargets() {
 }
 
 // keepRank is what shedding shard i from the member it counts for costs,
-// for keep: 0, a free shard whose key lists it as a standby there (a lost
-// owner's shard given to its most advanced standby, a warm move's end),
-// whose shedding would start it cold elsewhere; 1, a shard the member
-// holds, whose shedding costs a hand-off (warm when its target runs
-// standbys); 2, any other, which moves for nothing. So a member whose
-// standbys take more of a lost owner's shards than its quota keeps them
-// and hands off some it held, warm, instead of sending them cold. A
-// member on probation or stuck keeps what it holds first: it is given no
-// more than that (capacities).
+// for keep, lowest kept first:
+//
+//   - 0: a free shard whose key lists it as a standby there, reported
+//     ready (a lost owner's shard given to its most advanced standby, a
+//     warm move's end): shed, it would start cold elsewhere;
+//   - 1: a shard the member holds: shed, it costs a hand-off (warm when
+//     its target runs standbys);
+//   - 2: a held shard already on its way out (a hand-off in flight, or a
+//     warm move under way): shedding it again keeps the earlier decision,
+//     where keeping it would undo it and shed another;
+//   - 3: any other, which moves for nothing.
+//
+// So a member whose standbys take more of a lost owner's shards than its
+// quota keeps them and hands off a shard it held, warm, instead of
+// sending them cold. A member on probation or stuck keeps what it holds
+// first: it is given no more than that (capacities).
 func (st *step) keepRank(i int) int {
 	m := st.next[i]
 	switch {
+	case st.holder[i] >= 0 && (st.flags[i]&inHolderKey == 0 || st.prepTo != nil && st.prepTo[i] >= 0):
+		return 2
 	case st.holder[i] >= 0:
 		return 1
 	case m < 0 || st.stuck[m] || st.probation[m] || st.warmTo == nil:
-		return 2
+		return 3
 	}
-	if _, listed := slices.BinarySearch(st.standby[m], int32(i)); listed && st.mayStandby(i, m) {
+	if _, listed := slices.BinarySearch(st.standby[m], int32(i)); listed && st.mayStandby(i, m) && st.members[m].Standbys[st.shards[i]].Ready {
 		return 0
 	}
-	return 2
+	return 3
 }
 
 // mayStandby reports whether member m may run a standby of shard i (or be

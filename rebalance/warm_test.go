@@ -417,6 +417,52 @@ func TestFailoverStandbys(t *testing.T) {
 	check("after the loss", false)
 }
 
+// TestPromotedShardsStay: in a fleet of 12 over 128 with one standby per
+// shard, a lost member's shards each go to their standby and stay there:
+// the members they take over their quota hand off shards they held
+// before, and a hand-off decided is not undone for a promoted shard of a
+// lower score (each lost shard changes holder once, every takeover warm).
+func TestPromotedShardsStay(t *testing.T) {
+	for seed := range uint64(5) {
+		f := newWarmFleet(rand.New(rand.NewPCG(seed, 12)), 12, 128, 5*time.Second)
+		p := Policy{PrepareTimeout: time.Minute, Standbys: 1}
+		for range 60 {
+			f.round(t, p, time.Second)
+		}
+		if !f.settled() {
+			t.Fatalf("seed %d: not at rest", seed)
+		}
+		victim := f.s.Members[int(seed)%12].ID
+		var lost []int
+		for i, h := range f.s.Holders {
+			if h == victim {
+				lost = append(lost, i)
+			}
+		}
+		f.leave(victim)
+		warm, taken := f.warm, 0
+		changes := map[int]int{}
+		for range 90 {
+			before := slices.Clone(f.s.Holders)
+			f.round(t, p, time.Second)
+			for i, h := range f.s.Holders {
+				if h != "" && h != before[i] {
+					taken++
+					changes[i]++
+				}
+			}
+		}
+		if !f.settled() || f.warm-warm != taken || f.cold != 0 {
+			t.Fatalf("seed %d: after %s was lost: settled %v, %d taken, %d warm, %d cold", seed, victim, f.settled(), taken, f.warm-warm, f.cold)
+		}
+		for _, i := range lost {
+			if changes[i] != 1 {
+				t.Errorf("seed %d: %s's %s changed holder %d times after the loss, want once (to its standby)", seed, victim, f.s.Shards[i], changes[i])
+			}
+		}
+	}
+}
+
 // TestPromotesTheMostAdvancedStandby: a lost owner's shard goes to the
 // standby that reports ready, then to the one with the highest applied
 // offset, not to the first by ID; a shard released by a live holder (a
