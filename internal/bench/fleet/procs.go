@@ -217,15 +217,22 @@ func (f *Procs) HandlerRuns(ctx context.Context, shards int) ([]offsetlog.Interv
 	}
 }
 
-// Processing reads the workers' histories until every shard v shows owned
-// has a handler running on its owner: the shard's latest run started there
+// Processing reads the fleet's view and the workers' histories until
+// every shard the view shows owned has a handler running on its owner:
+// the shard's latest run started there, in the owner's current process,
 // and has not ended. Unlike HandlerRuns, a run of a killed process, which
-// never ends, does not count for its shard's next owner, nor for the same
-// worker started again. It gives up after 10 s plus extra (a handler that
-// restores state before it starts). It returns every handler run.
-func (f *Procs) Processing(ctx context.Context, v procfleet.View, extra time.Duration) ([]offsetlog.Interval, error) {
+// never ends, counts neither for the shard's next owner nor for the same
+// worker started again. The view is read again on each poll, so a shard
+// that moves meanwhile is waited for on its new owner. It gives up after
+// 10 s plus extra (a handler that restores state before it starts). It
+// returns every handler run.
+func (f *Procs) Processing(ctx context.Context, extra time.Duration) ([]offsetlog.Interval, error) {
 	deadline := time.Now().Add(10*time.Second + extra)
 	for {
+		v, err := f.View(ctx, 0)
+		if err != nil {
+			return nil, err
+		}
 		_, ivs, err := offsetlog.ReadAll(f.HistoryFiles()...)
 		if err != nil {
 			return nil, err
@@ -238,7 +245,8 @@ func (f *Procs) Processing(ctx context.Context, v procfleet.View, extra time.Dur
 		}
 		var waiting []string
 		for s, owner := range v.Owners {
-			if l := latest[shard.ID(s)]; l.Worker != owner || l.End != math.MaxInt64 {
+			l := latest[shard.ID(s)]
+			if l.Worker != owner || l.End != math.MaxInt64 || l.Start < f.lastStart(owner) {
 				waiting = append(waiting, s)
 			}
 		}
@@ -255,6 +263,20 @@ func (f *Procs) Processing(ctx context.Context, v procfleet.View, extra time.Dur
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// lastStart is when worker id's latest process started (ns), 0 when it
+// has none.
+func (f *Procs) lastStart(id string) int64 {
+	w := f.procs.Worker(id)
+	if w == nil {
+		return 0
+	}
+	lives := w.Lives()
+	if len(lives) == 0 {
+		return 0
+	}
+	return lives[len(lives)-1].Start.UnixNano()
 }
 
 func (f *Procs) Close() {

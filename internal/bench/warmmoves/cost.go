@@ -44,7 +44,7 @@ func runCost(ctx context.Context, env *bench.Env, p Params) ([]bench.Result, err
 			continue
 		}
 		req := common(bench.Measured(Name, bench.SystemShardlease, "Consul requests per worker per second, "+costNote(k), "requests/s", f.requests), k).
-			WithNote("by endpoint, per worker per second: " + steady.Endpoints(f.byEP))
+			WithNote("by endpoint, per worker per second, in the last window: " + steady.Endpoints(f.byEP))
 		cpu := common(bench.Measured(Name, bench.SystemShardlease, "CPU of the workers' process per worker, "+costNote(k), "cores", f.cpu), k)
 		if k == 0 {
 			// Two requests per renewal (the check's update and the session's
@@ -61,7 +61,7 @@ func runCost(ctx context.Context, env *bench.Env, p Params) ([]bench.Result, err
 		rows = append(rows, req, cpu)
 		if k == 1 {
 			rows = append(rows, common(bench.Measured(Name, bench.SystemShardlease, "standby handlers running per owner's handler, "+costNote(k), "ratio", f.standby), k).
-				WithNote("sampled every 100 ms over each window: the handler time standbys add, as a share of the owners'"))
+				WithNote("sampled every 100 ms over each window: the handler goroutines standbys add, as a share of the owners' (what they cost in CPU is the CPU row's difference)"))
 		}
 	}
 	return rows, err

@@ -13,8 +13,8 @@
 //   - Failover: an owner is kill -9'd with one standby per shard
 //     (shardctl balance -standbys 1) and with none, the trials taking
 //     turns on one fleet on shard.FastPolicy: until every lost shard's new
-//     handler processes, against until the coordinator shows them owned
-//     again (the lease's failover).
+//     handler processes, against until its new owner fenced it (the
+//     lease's failover), both by the workers' own history lines.
 //   - Cost: in-process workers on Consul, with the standby side and no
 //     standbys, then with one standby per shard: Consul requests per
 //     worker per second, the process's CPU, and the handler time the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -21,6 +22,7 @@ type failoverFigures struct {
 	owned      []float64 // per trial: until every lost shard was fenced by a new owner, s
 	processing []float64 // per trial: until every lost shard's new handler processed, s
 	after      []float64 // per trial: the longest from a lost shard's fence to its start, s
+	shortest   []float64 // per trial: the shortest of those, s
 	lost       []float64 // per trial: the shards the victim held
 }
 
@@ -28,7 +30,7 @@ func runFailover(ctx context.Context, env *bench.Env, p Params) ([]bench.Result,
 	var fig [2]failoverFigures // by standbys per shard
 	err := failoverTrials(ctx, env, p, &fig)
 	var rows []bench.Result
-	for k, system := range []string{SystemCold, bench.SystemShardlease} {
+	for k, system := range []string{SystemNoStandbys, bench.SystemShardlease} {
 		f := &fig[k]
 		if len(f.after) == 0 {
 			continue
@@ -51,9 +53,11 @@ func runFailover(ctx context.Context, env *bench.Env, p Params) ([]bench.Result,
 			until = until.WithGoal(fmt.Sprintf("p99 <= the failover's p99 + 200ms = %.3gs", owned+0.2), until.P99 <= owned+0.2)
 			after = after.WithGoal("p99 <= 200ms", after.P99 <= 0.2)
 		} else {
-			until = until.WithGoal(fmt.Sprintf("p50 >= the failover's p50 + the restore = %.3gs", bench.Percentile(f.owned, 50)+p.Restore.Seconds()),
-				until.P50 >= bench.Percentile(f.owned, 50)+p.Restore.Seconds())
-			after = after.WithGoal(fmt.Sprintf("every trial >= the restore, %v", p.Restore), slices.Min(f.after) >= p.Restore.Seconds())
+			// Every lost shard restored: a standby left over from the
+			// trials with one would show here as a shard started at once.
+			shortest := slices.Min(f.shortest)
+			after = after.With("shortest_s", shortest).
+				WithGoal(fmt.Sprintf("every lost shard >= the restore, %v", p.Restore), shortest >= p.Restore.Seconds())
 		}
 		rows = append(rows, until, after)
 	}
@@ -137,13 +141,14 @@ func crash(ctx context.Context, env *bench.Env, p Params, f *fleet.Procs, id str
 	if _, err := processing(ctx, f, p.Restore); err != nil {
 		return err
 	}
-	owned, started, after, err := takeovers(f.HistoryFiles(), lost, id, t0)
+	owned, started, after, shortest, err := takeovers(f.HistoryFiles(), lost, id, t0)
 	if err != nil {
 		return err
 	}
 	fig.owned = append(fig.owned, owned.Sub(t0).Seconds())
 	fig.processing = append(fig.processing, started.Sub(t0).Seconds())
 	fig.after = append(fig.after, after.Seconds())
+	fig.shortest = append(fig.shortest, shortest.Seconds())
 	fig.lost = append(fig.lost, float64(len(lost)))
 	env.Logf("shardbench: %s: %s kill -9'd with %d standbys per shard: its %d shards fenced by new owners after %v, processing after %v, at most %v between the two",
 		Name, id, k, len(lost), owned.Sub(t0).Round(time.Millisecond), started.Sub(t0).Round(time.Millisecond), after.Round(time.Millisecond))
@@ -156,12 +161,13 @@ func crash(ctx context.Context, env *bench.Env, p Params, f *fleet.Procs, id str
 // takeovers reads, in the workers' histories, each lost shard's first
 // fence by another worker than victim after t0 and its first handler
 // start there, and returns the last fence, the last start, and the
-// longest time from a shard's fence to its start.
-func takeovers(files []string, lost []string, victim string, t0 time.Time) (owned, started time.Time, longest time.Duration, err error) {
+// longest and shortest time from a shard's fence to its start.
+func takeovers(files []string, lost []string, victim string, t0 time.Time) (owned, started time.Time, longest, shortest time.Duration, err error) {
 	ops, ivs, err := offsetlog.ReadAll(files...)
 	if err != nil {
-		return owned, started, 0, err
+		return owned, started, 0, 0, err
 	}
+	shortest = time.Duration(math.MaxInt64)
 	since := t0.UnixNano()
 	fenced, ran := map[shard.ID]int64{}, map[shard.ID]int64{}
 	for _, o := range ops {
@@ -182,12 +188,12 @@ func takeovers(files []string, lost []string, victim string, t0 time.Time) (owne
 		f, okF := fenced[shard.ID(s)]
 		r, okR := ran[shard.ID(s)]
 		if !okF || !okR {
-			return owned, started, 0, fmt.Errorf("%s: no fence (%v) or no handler start (%v) by a new owner in the histories", s, okF, okR)
+			return owned, started, 0, 0, fmt.Errorf("%s: no fence (%v) or no handler start (%v) by a new owner in the histories", s, okF, okR)
 		}
 		owned, started = maxTime(owned, time.Unix(0, f)), maxTime(started, time.Unix(0, r))
-		longest = max(longest, time.Duration(r-f))
+		longest, shortest = max(longest, time.Duration(r-f)), min(shortest, time.Duration(r-f))
 	}
-	return owned, started, longest, nil
+	return owned, started, longest, shortest, nil
 }
 
 func maxTime(a, b time.Time) time.Time {

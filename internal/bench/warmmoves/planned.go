@@ -59,7 +59,7 @@ func runPlanned(ctx context.Context, env *bench.Env, p Params) ([]bench.Result, 
 		}
 		if c := kind.cold; len(c.longest) > 0 {
 			shortest := slices.Min(c.gaps)
-			r := plannedRow(bench.Measured(Name, SystemCold, metric, "s", c.longest), p, c, errCold).With("shortest_move_gap_s", shortest)
+			r := plannedRow(bench.Measured(Name, SystemNoStandbySide, metric, "s", c.longest), p, c, errCold).With("shortest_move_gap_s", shortest)
 			rows = append(rows, r.WithGoal(fmt.Sprintf("every moved shard >= the restore, %v", p.Restore), shortest >= p.Restore.Seconds()))
 		}
 	}
@@ -81,7 +81,7 @@ func plannedRow(r bench.Result, p Params, m *movesFigures, err error) bench.Resu
 
 // sideNote says which handler a row's fleet ran.
 func sideNote(system string) string {
-	if system == SystemCold {
+	if system == SystemNoStandbySide {
 		return "a handler without a standby side (--standby=false): every start restores"
 	}
 	return "a handler with a standby side: a moved shard is prepared on its new owner, which starts it warm"
@@ -218,13 +218,9 @@ func settle(ctx context.Context, f *fleet.Procs, shards, workers int, restore ti
 	return err
 }
 
-// processing reads the fleet's view and waits until each shard's handler
-// processes on its owner (fleet.Procs.Processing), with room for a cold
-// start's restore; it returns every handler run.
+// processing waits until each shard's handler processes on its owner
+// (fleet.Procs.Processing), with room for a cold start's restore; it
+// returns every handler run.
 func processing(ctx context.Context, f *fleet.Procs, restore time.Duration) ([]offsetlog.Interval, error) {
-	v, err := f.View(ctx, 0)
-	if err != nil {
-		return nil, err
-	}
-	return f.Processing(ctx, v, restore)
+	return f.Processing(ctx, restore)
 }

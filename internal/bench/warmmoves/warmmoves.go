@@ -12,10 +12,14 @@ import (
 // Name is the scenario's name on the command line and in its rows.
 const Name = "warm-moves"
 
-// SystemCold is the rows of the same handler without a standby side: every
-// start restores. It is warm-moves' comparison, as api.Lock is the
-// ownership scenarios'.
-const SystemCold = "cold-start"
+// The comparisons' systems, as api.Lock is the ownership scenarios':
+// SystemNoStandbySide is the same handler without a standby side (every
+// start restores), for the planned moves; SystemNoStandbys the same
+// fleet with no standbys for failover (K = 0), for the crashes.
+const (
+	SystemNoStandbySide = "no-standby-side"
+	SystemNoStandbys    = "no-standbys"
+)
 
 // Params are warm-moves' fleets, restore time and trials.
 type Params struct {
