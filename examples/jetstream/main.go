@@ -8,12 +8,19 @@
 // ordered consumer from the sequence stored as the shard's offset, and
 // applies each batch to PostgreSQL inside FencedTx — the effect rows and
 // the new offset in one transaction, refused if a newer owner has fenced
-// the shard. While it runs, two workers die (their sessions abandoned, as a
-// kill -9 would), one is paused past its lease with a transaction open,
-// and one joins. At the end it reads the stream and PostgreSQL back and
-// prints, per partition, the events published and applied, duplicates and
-// gaps (both must be 0), and the transactions of superseded owners that
-// the fence refused; it exits non-zero on any duplicate or gap.
+// the shard. The handlers keep state: per partition, windows of --window
+// events aggregated (count and sum), each written in the transaction of
+// the batch that closes it; a handler that starts cold rebuilds the open
+// window from the last window row and the stream (--replay-cost an event),
+// and a standby on another worker (--standbys per shard) keeps it warm, so
+// that a killed owner's partitions resume without the rebuild. While it
+// runs, two workers die (their sessions abandoned, as a kill -9 would), one
+// is paused past its lease with a transaction open, and one joins. At the
+// end it reads the stream and PostgreSQL back and prints, per partition,
+// the events published and applied, duplicates and gaps (both must be 0),
+// the windows against a recomputation from the stream (each written once,
+// equal), and the transactions of superseded owners that the fence
+// refused; it exits non-zero on any breach.
 //
 //	go run ./examples/jetstream
 //	go run ./examples/jetstream --nats nats://127.0.0.1:4222 --postgres postgres://… --consul 127.0.0.1:8500
@@ -54,6 +61,9 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.workers, "workers", o.workers, "workers at the start (two die, one joins)")
 	fs.Int64Var(&o.events, "events", o.events, "events published to each partition")
 	fs.DurationVar(&o.pace, "pace", o.pace, "one event to every partition per pace")
+	fs.Int64Var(&o.window, "window", o.window, "events per aggregate window of each partition (the handlers' state)")
+	fs.DurationVar(&o.replayCost, "replay-cost", o.replayCost, "work per event replayed when a handler rebuilds its state cold")
+	fs.IntVar(&o.standbys, "standbys", o.standbys, "standbys for failover per shard (0: none, every move rebuilds)")
 	ccfg := consul.DefaultConfig()
 	ccfg.RegisterFlags(fs)
 	fs.StringVar(&ccfg.Prefix, "prefix", "shardlease-examples/jetstream", "Consul KV prefix of the example's fleet (with --consul); removed at the end")

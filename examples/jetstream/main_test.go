@@ -37,11 +37,17 @@ func TestExactlyOnceThroughKillsAPauseAndAJoin(t *testing.T) {
 	if want := int64(o.partitions) * o.events; res.proof.Published != want || res.proof.Applied != want {
 		t.Errorf("published %d, applied %d: want %d of each", res.proof.Published, res.proof.Applied, want)
 	}
+	if want := int64(o.partitions) * (o.events / o.window); res.windows.Expected != want || res.windows.Written != want {
+		t.Errorf("windows: %+v, want %d expected and written", res.windows, want)
+	}
+	if res.cold < int64(o.partitions) || res.warm < 1 {
+		t.Errorf("handler starts: %d cold, %d warm; want the first placement's %d cold at least, and some warm", res.cold, res.warm, o.partitions)
+	}
 	if res.proof.Refused != res.stale+res.ended || res.proof.Refused < 1 {
 		t.Errorf("the proof counts %d refused transactions, the handlers %d stale + %d ended: want equal and at least 1",
 			res.proof.Refused, res.stale, res.ended)
 	}
-	for _, want := range []string{"JetStream at " + nats.URL, "is killed holding", "stops dead", "joins", "0 duplicates, 0 gaps: exactly once"} {
+	for _, want := range []string{"JetStream at " + nats.URL, "is killed holding", "stops dead", "joins", "0 twice, 0 missing, 0 not equal to the recomputation", "0 duplicates, 0 gaps: exactly once"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("transcript lacks %q", want)
 		}
@@ -50,7 +56,7 @@ func TestExactlyOnceThroughKillsAPauseAndAJoin(t *testing.T) {
 
 // The proof's verdict fails on each thing it must catch.
 func TestCheckCatchesEveryBreach(t *testing.T) {
-	good := result{kills: 2, pauses: 1, joins: 1, stale: 1}
+	good := result{kills: 2, pauses: 1, joins: 1, stale: 1, standbys: 1, warm: 1}
 	if err := good.check(); err != nil {
 		t.Fatalf("a clean run judged bad: %v", err)
 	}
@@ -64,6 +70,10 @@ func TestCheckCatchesEveryBreach(t *testing.T) {
 		"no join":        func(r *result) { r.joins = 0 },
 		"nothing stale":  func(r *result) { r.stale, r.ended = 0, 3 }, // ended by the server is not refused by the fence
 		"dead owns some": func(r *result) { r.ownedByTheDead = 1 },
+		"window twice":   func(r *result) { r.windows.Duplicates = 1 },
+		"window missing": func(r *result) { r.windows.Missing = 1 },
+		"window wrong":   func(r *result) { r.windows.Wrong = 1 },
+		"never warm":     func(r *result) { r.warm = 0 },
 	} {
 		r := good
 		breach(&r)
@@ -77,6 +87,7 @@ func TestCheckCatchesEveryBreach(t *testing.T) {
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--partitions", "0"}, {"--workers", "2"}, {"--events", "3"}, {"--pace", "0s"}, {"--nope"},
+		{"--window", "0"}, {"--replay-cost", "-1s"}, {"--standbys", "9"},
 	} {
 		var stderr bytes.Buffer
 		if code := cli(t.Context(), args, &bytes.Buffer{}, &stderr); code != 2 {

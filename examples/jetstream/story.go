@@ -38,6 +38,12 @@ type options struct {
 	joinAt   float64
 	settle   time.Duration // the most the consumers may take to catch up after the last event
 	allLines bool          // print every partition's line (else the problems and the total)
+	// The handlers' state: windows of window events per partition, whose
+	// open window a cold start rebuilds at replayCost an event; standbys
+	// for failover per shard in the fleet's policy.
+	window     int64
+	replayCost time.Duration
+	standbys   int
 }
 
 func defaultOptions() options {
@@ -46,6 +52,7 @@ func defaultOptions() options {
 		policy: shard.LeasePolicy{TTL: 2 * time.Second, RenewEvery: 400 * time.Millisecond, PauseBudget: time.Second,
 			LockDelay: time.Second},
 		killAt: [2]float64{0.1, 0.3}, pauseAt: 0.5, joinAt: 0.8, settle: time.Minute, allLines: true,
+		window: 25, replayCost: 80 * time.Millisecond, standbys: 1,
 	}
 }
 
@@ -69,6 +76,15 @@ func (o options) validate() error {
 	if o.pace <= 0 {
 		problems = append(problems, fmt.Errorf("--pace %v: want a positive duration", o.pace))
 	}
+	if o.window < 1 || o.window > o.events {
+		problems = append(problems, fmt.Errorf("--window %d: want 1 to --events (%d) events per window", o.window, o.events))
+	}
+	if o.replayCost < 0 || o.replayCost > time.Second {
+		problems = append(problems, fmt.Errorf("--replay-cost %v: want 0 to 1s per event", o.replayCost))
+	}
+	if o.standbys < 0 || o.standbys > shard.MaxStandbys {
+		problems = append(problems, fmt.Errorf("--standbys %d: want 0 to %d per shard", o.standbys, shard.MaxStandbys))
+	}
 	return errors.Join(problems...)
 }
 
@@ -91,6 +107,11 @@ type result struct {
 	batches        int64
 	failedTx       int64
 	ownedByTheDead int
+	windows        pipeline.WindowProof
+	// Cold and warm handler starts: state rebuilt from the stream, or
+	// taken from a standby; standbys asked for per shard.
+	cold, warm int64
+	standbys   int
 }
 
 // check is the run's verdict.
@@ -117,13 +138,21 @@ func (r result) check() error {
 	if r.ownedByTheDead != 0 {
 		problems = append(problems, fmt.Errorf("%d shards still owned by dead workers at the end", r.ownedByTheDead))
 	}
+	if !r.windows.OK() {
+		problems = append(problems, fmt.Errorf("windows: %d written twice, %d missing, %d not equal to a recomputation from the stream",
+			r.windows.Duplicates, r.windows.Missing, r.windows.Wrong))
+	}
+	if r.standbys > 0 && r.warm == 0 {
+		problems = append(problems, fmt.Errorf("%d standbys per shard, but no handler started warm: the standbys were never used", r.standbys))
+	}
 	return errors.Join(problems...)
 }
 
 // proc is what the story keeps beside each member: its offsets store,
-// and how many times it resumed from a pause.
+// its handlers' state, and how many times it resumed from a pause.
 type proc struct {
 	store   *postgres.Store
+	windows *pipeline.Windows
 	resumed atomic.Int64
 }
 
@@ -213,6 +242,9 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 		return res, err
 	}
 	s.say("all %d shards owned", len(s.ids))
+	if err := s.storeStandbys(ctx, coords.observer); err != nil {
+		return res, err
+	}
 
 	produced := make(chan error, 1)
 	var rounds atomic.Int64
@@ -324,6 +356,14 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	res.stale, res.ended = s.stats.Stale.Load(), s.stats.Ended.Load()
 	res.batches, res.failedTx = s.stats.Batches.Load(), s.stats.Failed.Load()
 	res.proof.SetRefused(s.stats.Refused())
+	if res.windows, err = h.ProveWindows(ctx, o.partitions, o.window); err != nil {
+		return res, err
+	}
+	res.standbys = o.standbys
+	for _, m := range s.fleet.All() {
+		res.cold += m.Ext.windows.Cold.Load()
+		res.warm += m.Ext.windows.Warm.Load()
+	}
 
 	s.say("")
 	if err := res.proof.Print(out, o.allLines); err != nil {
@@ -338,6 +378,8 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	if err := s.stats.FirstFailure(); err != nil {
 		s.say("the first other failure: %v", err)
 	}
+	s.say("windows of %d events: %d expected from the stream, %d written, %d twice, %d missing, %d not equal to the recomputation; handlers started cold (state rebuilt) %d times, warm (a standby's state) %d times",
+		o.window, res.windows.Expected, res.windows.Written, res.windows.Duplicates, res.windows.Missing, res.windows.Wrong, res.cold, res.warm)
 	s.say("%d events published, %d applied, %d duplicates, %d gaps: %s", res.proof.Published, res.proof.Applied, res.proof.Duplicates, res.proof.Gaps, verdict)
 	return res, nil
 }
@@ -354,11 +396,11 @@ func (s *story) start(ctx context.Context, id string, coords *coordinators, dsn 
 	if err != nil {
 		return fmt.Errorf("offsets store of %s: %w", id, err)
 	}
-	m.Ext = &proc{store: st}
+	m.Ext = &proc{store: st, windows: &pipeline.Windows{Size: s.o.window, ReplayCost: s.o.replayCost}}
 	h := s.handler(m)
-	h.Store = st
+	h.Store, h.Windows = st, m.Ext.windows
 	err = s.fleet.Start(m, worker.Config{
-		Fleet: fleetCfg, Coordinator: m.Coordinator(), Offsets: st, Handler: h,
+		Fleet: fleetCfg, Coordinator: m.Coordinator(), Offsets: st, Handler: pipeline.Stateful{Handler: h},
 		Policy: s.o.policy, DrainTimeout: 2 * time.Second,
 	})
 	if err != nil {
@@ -399,6 +441,17 @@ func (s *story) handler(m *inproc.Member[*proc]) *pipeline.Handler {
 		return wait()
 	}
 	return h
+}
+
+// storeStandbys asks for the story's standbys per shard in the fleet's
+// policy, as shardctl balance -by count -standbys K does.
+func (s *story) storeStandbys(ctx context.Context, c shard.Coordinator) error {
+	if _, err := c.Fleet().SetPolicy(ctx, shard.BalancePolicy{Standbys: s.o.standbys}, false); err != nil {
+		return fmt.Errorf("storing %d standbys per shard: %w", s.o.standbys, err)
+	}
+	s.say("state: windows of %d events per partition; a cold start rebuilds the open one from the stream (%v an event); %d standbys per shard keep it warm elsewhere",
+		s.o.window, s.o.replayCost, s.o.standbys)
+	return nil
 }
 
 // stopFleet stops every worker (the dead ones' frozen handlers return

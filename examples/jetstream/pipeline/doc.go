@@ -1,8 +1,10 @@
 // Package pipeline is the stream processor of examples/jetstream, in pieces
 // that the example's story and shardbench's stream-e2e scenario share: the
 // log (one JetStream stream, one subject per partition), the producer, the
-// handler that applies a partition's events to PostgreSQL, and the proof
-// that reads both back.
+// handler that applies a partition's events to PostgreSQL, its state
+// (Windows: windowed aggregates, their rebuild from the stream, and the
+// standby side of Stateful that keeps them warm), and the proofs that
+// read both back.
 //
 // The mapping it rests on: partition p of the stream is shard p of the
 // fleet (the p-th of shard.Config.IDs), its events are the messages on

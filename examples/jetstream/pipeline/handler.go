@@ -118,6 +118,9 @@ type Handler struct {
 	Linger time.Duration
 	Hooks  Hooks
 	Stats  *Stats
+	// Windows, when set, is the handler's state: windowed aggregates
+	// written with each batch (fenced mode only; see Stateful).
+	Windows *Windows
 	// Committed, if set, is called after each committed batch with its
 	// events and the time the commit returned.
 	Committed func(events []Event, at time.Time)
@@ -141,6 +144,15 @@ func (h *Handler) Process(ctx context.Context, c *worker.Claim) error {
 	from, err := h.position(ctx, c.Shard)
 	if err != nil {
 		return err
+	}
+	var state windowState
+	if h.Windows != nil {
+		if state, err = h.Windows.start(ctx, h, c, p, from); err != nil {
+			if ctx.Err() != nil {
+				return nil // revoked or lost while restoring
+			}
+			return err
+		}
 	}
 	cons, err := h.JS.OrderedConsumer(ctx, Stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{Subject(p)},
@@ -169,9 +181,15 @@ func (h *Handler) Process(ctx context.Context, c *worker.Claim) error {
 		if h.Hooks.Before != nil && h.Hooks.Before(c) == Died {
 			return nil
 		}
-		if err := h.apply(ctx, c, msgs); err != nil {
+		var closed []windowRow
+		next := state
+		if h.Windows != nil {
+			next, closed = h.Windows.fold(state, msgs)
+		}
+		if err := h.apply(ctx, c, msgs, closed); err != nil {
 			return err
 		}
+		state = next
 	}
 }
 
@@ -230,7 +248,7 @@ func (h *Handler) collect(ctx context.Context, it jetstream.MessagesContext, max
 
 // apply writes the batch's effects and its last sequence as the shard's
 // offset in one transaction.
-func (h *Handler) apply(ctx context.Context, c *worker.Claim, msgs []message) error {
+func (h *Handler) apply(ctx context.Context, c *worker.Claim, msgs []message, closed []windowRow) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), txTimeout)
 	defer cancel()
 	last := int64(msgs[len(msgs)-1].seq)
@@ -239,8 +257,16 @@ func (h *Handler) apply(ctx context.Context, c *worker.Claim, msgs []message) er
 		rows[i] = []any{m.Partition, m.N, int64(m.seq), int64(c.Token), c.Worker, time.Unix(0, m.PublishedNs)}
 	}
 	write := func(tx pgx.Tx) error {
-		_, err := tx.CopyFrom(ctx, h.Tables.effects(), []string{"partition", "n", "stream_seq", "token", "worker", "published_at"}, pgx.CopyFromRows(rows))
-		return err
+		if _, err := tx.CopyFrom(ctx, h.Tables.effects(), []string{"partition", "n", "stream_seq", "token", "worker", "published_at"}, pgx.CopyFromRows(rows)); err != nil {
+			return err
+		}
+		for _, w := range closed {
+			if _, err := tx.Exec(ctx, `INSERT INTO `+h.Tables.windows().Sanitize()+` (partition, "window", count, sum, last_seq, token, worker) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+				msgs[0].Partition, w.window, w.count, w.sum, w.lastSeq, int64(c.Token), c.Worker); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	var err error
 	if h.Unfenced {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/shardlease/shardlease/internal/harness/pgtest"
@@ -18,17 +19,18 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The proof reads the stream and the effects itself, and finds each kind
-// of breach: a duplicate, a gap, an effect of an event the stream never
-// had, an offset short of its partition's last event.
-func TestProofFindsEveryBreach(t *testing.T) {
+// newFixture starts an embedded nats-server with the stream, publishes
+// events to each of parts partitions, and makes schema's tables and an
+// offsets store in a fresh PostgreSQL.
+func newFixture(t *testing.T, parts int, events int64, schema string) (jetstream.JetStream, *pgxpool.Pool, *postgres.Store, Tables) {
+	t.Helper()
 	ctx := t.Context()
 	srv, err := StartEmbedded(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	nc, js, err := Connect(srv.URL(), "proof-test")
+	nc, js, err := Connect(srv.URL(), schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,18 +38,16 @@ func TestProofFindsEveryBreach(t *testing.T) {
 	if _, err := CreateStream(ctx, js); err != nil {
 		t.Fatal(err)
 	}
-	const parts, events = 4, 5
 	if err := Produce(ctx, js, parts, events, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-
 	pg := pgtest.Start(t)
 	pool, err := pgxpool.New(ctx, pg.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	tables := Tables{Schema: "proof_test"}
+	tables := Tables{Schema: schema}
 	if err := tables.Create(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +56,16 @@ func TestProofFindsEveryBreach(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	return js, pool, store, tables
+}
+
+// The proof reads the stream and the effects itself, and finds each kind
+// of breach: a duplicate, a gap, an effect of an event the stream never
+// had, an offset short of its partition's last event.
+func TestProofFindsEveryBreach(t *testing.T) {
+	ctx := t.Context()
+	const parts, events = 4, 5
+	js, pool, store, tables := newFixture(t, parts, events, "proof_test")
 	ids := shard.Config{Shards: parts}.IDs()
 	h := &Handler{JS: js, Store: store, Pool: pool, Tables: tables, Partition: map[shard.ID]int{}}
 	for p, id := range ids {

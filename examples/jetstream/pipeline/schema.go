@@ -26,6 +26,10 @@ func (t Tables) Offsets() string { return t.Schema + ".offsets" }
 // not turned into a failed transaction, so the proof can tell.
 func (t Tables) effects() pgx.Identifier { return pgx.Identifier{t.Schema, "effects"} }
 
+// windows holds one row per closed window (Windows): no unique key, so
+// that a window written twice is countable.
+func (t Tables) windows() pgx.Identifier { return pgx.Identifier{t.Schema, "windows"} }
+
 // plainOffsets is the unfenced pipeline's offsets: the same upsert without
 // the token (shardbench's stream-e2e compares the two).
 func (t Tables) plainOffsets() string { return pgx.Identifier{t.Schema, "plain_offsets"}.Sanitize() }
@@ -41,8 +45,11 @@ func (t Tables) Create(ctx context.Context, pool *pgxpool.Pool) error {
 CREATE TABLE IF NOT EXISTS %s (partition int NOT NULL, n bigint NOT NULL, stream_seq bigint NOT NULL,
   token bigint NOT NULL, worker text NOT NULL, published_at timestamptz NOT NULL, applied_at timestamptz NOT NULL DEFAULT clock_timestamp());
 CREATE INDEX IF NOT EXISTS effects_partition_n ON %s (partition, n);
-CREATE TABLE IF NOT EXISTS %s (shard text PRIMARY KEY, "offset" bigint NOT NULL);`,
-		pgx.Identifier{t.Schema}.Sanitize(), effects, effects, t.plainOffsets())
+CREATE TABLE IF NOT EXISTS %s (shard text PRIMARY KEY, "offset" bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS %s (partition int NOT NULL, "window" bigint NOT NULL, count bigint NOT NULL, sum bigint NOT NULL,
+  last_seq bigint NOT NULL, token bigint NOT NULL, worker text NOT NULL);
+CREATE INDEX IF NOT EXISTS windows_partition_window ON %s (partition, "window");`,
+		pgx.Identifier{t.Schema}.Sanitize(), effects, effects, t.plainOffsets(), t.windows().Sanitize(), t.windows().Sanitize())
 	if _, err := pool.Exec(ctx, sql); err != nil {
 		return fmt.Errorf("pipeline: creating the tables in schema %s: %w", t.Schema, err)
 	}
