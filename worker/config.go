@@ -73,6 +73,16 @@ type Config struct {
 	// without it. Zero: none, the shards are handed off at once (see
 	// docs/operations.md, "Rolling restarts").
 	RejoinGrace time.Duration
+	// DrainBeforeStop, when positive and RejoinGrace is zero, makes a stop
+	// (ctx ending) first drain the worker as `shardctl drain` does: it
+	// marks its member key draining and keeps running, its handlers
+	// processing, while the assignor moves its shards away in waves of the
+	// move budget — warm where the new owners run standbys (Standby), each
+	// prepared there before it is handed off — for at most this long; then
+	// it stops as without it, releasing what is left at once. A stop that
+	// finds nothing to hand off stops at once. Zero: every shard is
+	// released at the stop, and starts cold on its next owner.
+	DrainBeforeStop time.Duration
 	// LoadBalance, when not nil, is this worker's proposal that the fleet
 	// balance load rather than shard counts, with these tunables (zero
 	// fields take their defaults): it is stored as the fleet's balance
@@ -164,7 +174,10 @@ const (
 	DefaultColdStartGather = assignor.DefaultColdStartGather
 	// MaxRejoinGrace is the longest rejoin grace a worker may ask for: the
 	// longest the assignor honours (assignor.MaxRejoinGrace).
-	MaxRejoinGrace       = assignor.MaxRejoinGrace
+	MaxRejoinGrace = assignor.MaxRejoinGrace
+	// MaxDrainBeforeStop bounds Config.DrainBeforeStop: a stop that waits
+	// longer is a stuck stop.
+	MaxDrainBeforeStop   = time.Hour
 	DefaultWatchCoalesce = 25 * time.Millisecond
 	// NoColdStartGather as Config.ColdStartGather places a cold fleet's
 	// shards at once: for a fleet with nothing to balance (one shard) or
@@ -326,6 +339,11 @@ func (c Config) settingsProblems() []string {
 		if d.v < 0 {
 			add("%s %v must not be negative (zero means the default, %v)", d.name, d.v, d.zero)
 		}
+	}
+	if c.DrainBeforeStop < 0 || c.DrainBeforeStop > MaxDrainBeforeStop {
+		add("drain before stop %v must be between 0 (none: shards are released at a stop) and %v", c.DrainBeforeStop, MaxDrainBeforeStop)
+	} else if c.DrainBeforeStop > 0 && c.RejoinGrace > 0 {
+		add("drain before stop %v and rejoin grace %v: a restart keeps its shards for the return, so there is nothing to drain; set one of them", c.DrainBeforeStop, c.RejoinGrace)
 	}
 	if c.RejoinGrace < 0 {
 		add("rejoin grace %v must not be negative (zero means none: shards are handed off at a stop)", c.RejoinGrace)

@@ -50,3 +50,29 @@ func TestConfigZeroIsTheDefaultAndNoColdStartGatherIsNone(t *testing.T) {
 		t.Errorf("NoColdStartGather became %v, want a gather that never waits", g)
 	}
 }
+
+// TestDrainBeforeStopBounds: a negative or over-an-hour drain before the
+// stop is refused naming its value, and so is one beside a rejoin grace
+// (a restart keeps its shards: there is nothing to drain).
+func TestDrainBeforeStopBounds(t *testing.T) {
+	base := Config{ID: "w", Fleet: shard.Config{Shards: 1}}
+	for _, tc := range []struct {
+		drain, grace time.Duration
+		want         string
+	}{
+		{-time.Second, 0, "drain before stop -1s"},
+		{2 * time.Hour, 0, "drain before stop 2h0m0s"},
+		{time.Minute, time.Minute, "set one of them"},
+	} {
+		c := base
+		c.DrainBeforeStop, c.RejoinGrace = tc.drain, tc.grace
+		if err := c.ValidateSettings(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("drain %v, grace %v: %v, want an error naming %q", tc.drain, tc.grace, err, tc.want)
+		}
+	}
+	c := base
+	c.DrainBeforeStop = time.Minute
+	if err := c.ValidateSettings(); err != nil {
+		t.Errorf("a minute's drain before the stop: %v", err)
+	}
+}

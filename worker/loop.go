@@ -93,37 +93,58 @@ func (lp *loop) run(ctx context.Context) error {
 	standbyTick := newStandbyClock()
 	defer standbyTick.t.Stop()
 	lp.publish()
+	// stop is ctx's end until a drain before the stop starts; live is the
+	// context of the loop's own calls, which go on during that drain.
+	stop, live := ctx.Done(), ctx
+	var drainEnd <-chan time.Time
 	for {
 		select {
-		case <-ctx.Done():
+		case <-stop:
+			if d := lp.w.cfg.DrainBeforeStop; d > 0 && lp.w.cfg.RejoinGrace == 0 && !lp.ownsNothing() {
+				stop, live = nil, context.WithoutCancel(ctx)
+				t := time.NewTimer(d)
+				defer t.Stop()
+				drainEnd = t.C
+				lp.drainBeforeStop(live, d)
+				continue
+			}
+			lp.shutdown(ctx)
+			return nil
+		case <-drainEnd:
+			lp.w.log.Warn("stopping: the drain before the stop did not finish in time; releasing the rest", zap.Int("shards", len(lp.runners)))
 			lp.shutdown(ctx)
 			return nil
 		case <-lp.lease.Context().Done():
-			return lp.stepDown(ctx)
+			return lp.stepDown(live)
 		case k := <-lp.assigns:
 			lp.follow(k)
-			lp.followLoads(ctx, time.Now(), loadTick)
+			lp.followLoads(live, time.Now(), loadTick)
 			lp.w.m.watchWakeups.Inc()
 			lp.reconcile()
-			lp.reportStandbys(ctx, time.Now(), standbyTick)
+			lp.reportStandbys(live, time.Now(), standbyTick)
 		case <-lp.w.standbyWake:
-			lp.reportStandbys(ctx, time.Now(), standbyTick)
+			lp.reportStandbys(live, time.Now(), standbyTick)
 		case now := <-standbyTick.t.C:
-			lp.onStandbyTick(ctx, now, standbyTick)
+			lp.onStandbyTick(live, now, standbyTick)
 		case <-lp.retryTimer.C:
 			lp.retryAt = time.Time{}
 			lp.reconcile()
-			lp.reportStandbys(ctx, time.Now(), standbyTick)
+			lp.reportStandbys(live, time.Now(), standbyTick)
 		case <-overdue.C:
 			lp.endOverdue()
 		case now := <-loadTick.t.C:
-			lp.onLoadTick(ctx, now, loadTick)
+			lp.onLoadTick(live, now, loadTick)
 		case <-shifts:
 			lp.onLoadShift(time.Now(), loadTick)
 		case e := <-lp.exits:
 			lp.onExit(e)
 			lp.reconcile()
-			lp.reportStandbys(ctx, time.Now(), standbyTick)
+			lp.reportStandbys(live, time.Now(), standbyTick)
+		}
+		if drainEnd != nil && lp.ownsNothing() {
+			lp.w.log.Info("stopping: the drain before the stop moved every shard away")
+			lp.shutdown(ctx)
+			return nil
 		}
 	}
 }

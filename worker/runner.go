@@ -220,6 +220,35 @@ func (lp *loop) shutdown(ctx context.Context) {
 	lp.w.log.Info("stopped: every shard released", zap.Int("shards", len(held)))
 }
 
+// drainBeforeStop starts a stop's drain (Config.DrainBeforeStop): it
+// marks the member key draining, as an operator's drain does, so that the
+// assignor moves every shard away, warm where it can; the loop goes on
+// until this worker owns nothing or d passes, then shuts down. A failed
+// mark is logged: the stop then waits d and releases what is left.
+func (lp *loop) drainBeforeStop(ctx context.Context, d time.Duration) {
+	// The state stays active: the worker follows its assignment (hands
+	// off what the assignor moves) until shutdown.
+	lp.w.draining.Store(true) // this worker's own mark, not an operator's
+	m := lp.member
+	m.Draining, m.Cordon = true, lp.w.cordon.Load()
+	attempt, cancel := context.WithTimeout(ctx, lp.w.cfg.Policy.RenewEvery)
+	defer cancel()
+	if err := lp.w.cfg.Coordinator.Members().Join(attempt, lp.lease.Session(), m); err != nil {
+		lp.w.log.Warn("stopping: marking the member key draining failed; its shards are released when the drain time is up",
+			zap.Duration("drain_before_stop", d), zap.Error(err))
+	} else {
+		lp.w.log.Info("stopping: draining first, so that the shards move one budget at a time (warm where their new owners run standbys)",
+			zap.Int("shards", len(lp.runners)), zap.Duration("at_most", d))
+	}
+	lp.publish()
+}
+
+// ownsNothing reports whether this worker runs no handler and its
+// assignment lists no shard: a drain before the stop is done.
+func (lp *loop) ownsNothing() bool {
+	return len(lp.runners) == 0 && (lp.assignment == nil || len(lp.assignment.Assignment.Shards) == 0)
+}
+
 // heldByMe lists the shards this term may release: those of its runners
 // whose handlers have returned. (A shard the session holds without a runner
 // — an Acquire whose answer was lost — is freed by the session's destroy.)

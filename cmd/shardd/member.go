@@ -138,7 +138,8 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 	wlog.Info("starting", append(append(where,
 		zap.String("prefix", f.consul.Prefix), zap.Int("shards", f.fleet.Shards), zap.String("shard_name", f.fleet.Name),
 		zap.Duration("ttl", f.policy.TTL), zap.Duration("renew", f.policy.RenewEvery), zap.Duration("pause_budget", f.policy.PauseBudget),
-		zap.Duration("lock_delay", f.policy.EffectiveLockDelay()), zap.Duration("drain_timeout", drain), zap.Duration("rejoin_grace", f.rejoin)), m.logFields...)...)
+		zap.Duration("lock_delay", f.policy.EffectiveLockDelay()), zap.Duration("drain_timeout", drain), zap.Duration("rejoin_grace", f.rejoin),
+		zap.Duration("drain_before_stop", f.stopDrain)), m.logFields...)...)
 	err = w.Run(ctx)
 	if kills {
 		if n := k.KillAll(); n > 0 { // a backstop: none should be left

@@ -24,6 +24,8 @@ func TestWorkerAndRunGiveAFlagOneMeaning(t *testing.T) {
 		{[]string{"--ttl", "1s"}, "2 × renew 1s + pause 2.5s = 4.5s exceeds ttl 1s by 3.5s"},
 		{[]string{"--drain-timeout", "-1s"}, "drain timeout -1s must not be negative (zero means the default, 10s)"},
 		{[]string{"--rejoin-grace", "-1s"}, "rejoin grace -1s must not be negative (zero means none"},
+		{[]string{"--drain-before-stop", "2h"}, "drain before stop 2h0m0s must be between 0"},
+		{[]string{"--drain-before-stop", "1m", "--rejoin-grace", "1m"}, "nothing to drain; set one of them"},
 		{[]string{"--max-moves-in-flight", "-1"}, "max moves in flight -1 must not be negative"},
 		{[]string{"--id", "a b"}, `worker id "a b" must not contain '/' or spaces`},
 		{[]string{"--shard-name", "/x"}, `shard name "/x" must not contain spaces or start or end with '/'`},

@@ -16,20 +16,21 @@ import (
 // fleet (`shardd worker`, `shardd run`): where the fleet is, who this
 // member is, its lease, and how it is observed.
 type memberFlags struct {
-	consul   consul.Config
-	fleet    shard.Config
-	id       string
-	weight   int // --weight, `shardd worker` only; 0: the default, 1
-	zone     string
-	labels   map[string]string
-	envLabel error // SHARDLEASE_LABELS could not be read (and --labels was not given)
-	policy   shard.LeasePolicy
-	drain    time.Duration
-	rejoin   time.Duration // --rejoin-grace; 0: none
-	moves    int           // --max-moves-in-flight; 0: the library's default
-	load     loadFlags
-	httpAddr string
-	level    string
+	consul    consul.Config
+	fleet     shard.Config
+	id        string
+	weight    int // --weight, `shardd worker` only; 0: the default, 1
+	zone      string
+	labels    map[string]string
+	envLabel  error // SHARDLEASE_LABELS could not be read (and --labels was not given)
+	policy    shard.LeasePolicy
+	drain     time.Duration
+	rejoin    time.Duration // --rejoin-grace; 0: none
+	stopDrain time.Duration // --drain-before-stop; 0: none
+	moves     int           // --max-moves-in-flight; 0: the library's default
+	load      loadFlags
+	httpAddr  string
+	level     string
 }
 
 // register adds the shared flags to fs, with the defaults; prefixHelp,
@@ -65,6 +66,8 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 	fs.DurationVar(&f.drain, "drain-timeout", worker.DefaultDrainTimeout, drainHelp+" (0: the default, "+worker.DefaultDrainTimeout.String()+")")
 	fs.DurationVar(&f.rejoin, "rejoin-grace", 0, "on SIGTERM, ask the assignor to keep this member's shards, idle, for its return under the same --id within this long, "+
 		"instead of handing them off at once (a restart without moves; default 0: hand off)")
+	fs.DurationVar(&f.stopDrain, "drain-before-stop", 0, "on SIGTERM, first drain for at most this long: keep processing while the assignor moves this member's shards away in waves of the move budget, "+
+		"warm where the new owners run standbys, then stop (a rolling restart without a rejoin grace that does not start shards cold; default 0: release at once)")
 	fs.IntVar(&f.moves, "max-moves-in-flight", 0, "the most hand-offs in flight across the fleet, proposed as the fleet's balance policy when it stores none (shardctl balance changes the fleet's) "+
 		"(default 0: rebalance.DefaultMaxMovesInFlight, max(16, ⌈shards/members⌉))")
 	f.load.register(fs)
@@ -105,7 +108,7 @@ func (f *memberFlags) resolvePolicy(fs *flag.FlagSet) {
 // opened at start (coordinator, offset store, handler, metrics, logger).
 func (f memberFlags) settings() worker.Config {
 	c := worker.Config{ID: f.id, Weight: f.weight, Zone: f.zone, Labels: f.labels, Fleet: f.fleet, Policy: f.policy, DrainTimeout: f.drain,
-		RejoinGrace: f.rejoin, MaxMovesInFlight: f.moves}
+		RejoinGrace: f.rejoin, DrainBeforeStop: f.stopDrain, MaxMovesInFlight: f.moves}
 	f.load.apply(&c)
 	return c
 }

@@ -1,0 +1,74 @@
+package worker_test
+
+import (
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestDrainBeforeStopMovesWarm: a worker stopped with DrainBeforeStop
+// keeps processing while the assignor moves its shards away, each
+// prepared on its new owner's standby first: every one starts warm, none
+// goes without a processing handler for more than a hand-off, and the
+// stop returns once it owns nothing, long before the drain's limit. The
+// same stop without it releases every shard at once, and they start cold.
+// The assignor's own worker (a, the first to start) drains the same way:
+// it goes on assigning until it stops.
+func TestDrainBeforeStopMovesWarm(t *testing.T) {
+	for _, tc := range []struct {
+		stopping string
+		drain    time.Duration
+	}{{"c", time.Minute}, {"c", 0}, {"a", time.Minute}} {
+		synctest.Test(t, func(t *testing.T) {
+			const restore = 5 * time.Second
+			drain := tc.drain
+			f := newFleet(t, 12)
+			h := newWarmHandler(restore)
+			for _, id := range []string{"a", "b", "c"} {
+				cfg := f.config(id, h)
+				if id == tc.stopping {
+					cfg.DrainBeforeStop = drain
+				}
+				f.startWith(cfg)
+				settle(time.Second)
+			}
+			settle(60 * time.Second)
+			others := []string{"a", "b", "c"}
+			others = slices.DeleteFunc(others, func(id string) bool { return id == tc.stopping })
+			if tc.stopping == "a" {
+				snap := f.snapshot()
+				if m, ok := snap.Member("a"); !ok || snap.Assignor.Session != m.Session {
+					t.Fatalf("a is not the assignor: P/assignor %+v", snap.Assignor)
+				}
+			}
+			before := counts(f.owners())[tc.stopping]
+			warm0, cold0, gaps0, _ := h.report()
+
+			began := time.Now()
+			if err := f.stop(tc.stopping); err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+			took := time.Since(began)
+			settle(30 * time.Second)
+			warm, cold, gaps, overlap := h.report()
+			x, y := others[0], others[1]
+			moved := warm[x] + warm[y] + cold[x] + cold[y] - warm0[x] - warm0[y] - cold0[x] - cold0[y]
+			if c := counts(f.owners()); c[x]+c[y] != 12 || moved != before || overlap != 0 {
+				t.Fatalf("%s drain %v: after its stop: counts %v, %d of its %d shards started again, %d overlaps", tc.stopping, drain, c, moved, before, overlap)
+			}
+			newWarm := warm[x] + warm[y] - warm0[x] - warm0[y]
+			if drain == 0 {
+				if newWarm != 0 || took > 2*time.Second {
+					t.Fatalf("no drain: %d of its shards started warm, the stop took %v; want every one cold, a stop at once", newWarm, took)
+				}
+				return
+			}
+			if newWarm != before || took > 30*time.Second {
+				t.Fatalf("%s drain %v: %d of its %d shards started warm, the stop took %v; want every one warm, well within the limit", tc.stopping, drain, newWarm, before, took)
+			}
+			checkGaps(t, tc.stopping+"'s stop", gaps[len(gaps0):], before, restore)
+			t.Logf("%s's stop took %v; its %d shards moved warm, the longest gap %v", tc.stopping, took, before, slices.Max(gaps[len(gaps0):]))
+		})
+	}
+}
