@@ -39,12 +39,19 @@ type stream struct {
 
 func (s stream) Process(ctx context.Context, c *worker.Claim) error {
 	log := s.log.With(zap.String("shard", string(c.Shard)), zap.Uint64("token", uint64(c.Token)))
-	run, err := s.history.StartRun(c.Shard, c.Token)
+	// The claim is checked before the stream starts, the time read first
+	// (as for each commit): a handler that begins late — after restoring
+	// state, or waking from a pause — must not begin on a claim that ended.
+	at := time.Now()
+	if c.Err() != nil {
+		return nil
+	}
+	run, err := s.history.StartRun(c.Shard, c.Token, at)
 	if err != nil {
 		return err // unrecorded, it must not run; the worker restarts it
 	}
 	defer run.End()
-	log.Info("handler started", zap.Int64("offset", c.Start.Offset))
+	log.Info("handler started", zap.Int64("offset", c.Start.Offset), zap.Bool("warm", c.Warm != nil && c.Warm.CaughtUp))
 	offset, last := c.Start.Offset, time.Now()
 	advance := func() {
 		now := time.Now()

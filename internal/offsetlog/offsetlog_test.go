@@ -134,7 +134,7 @@ func TestRuns(t *testing.T) {
 	if err := s.Fence(ctx, "s", 3); err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.StartRun("s", 3)
+	r, err := s.StartRun("s", 3, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.End()
-	open, err := s.StartRun("t", 4) // never ended: the process "died"
+	open, err := s.StartRun("t", 4, time.Now()) // never ended: the process "died"
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestRunLineWithoutStart(t *testing.T) {
 // neither runs nor acts unrecorded.
 func TestRunRecordingFails(t *testing.T) {
 	var none *Store
-	r, err := none.StartRun("s", 1)
+	r, err := none.StartRun("s", 1, time.Now())
 	if r != nil || err != nil {
 		t.Fatalf("StartRun on no history = %v, %v", r, err)
 	}
@@ -211,7 +211,7 @@ func TestRunRecordingFails(t *testing.T) {
 	inner := memory.New()
 	defer inner.Close()
 	s := New(inner, failWriter{}, "w")
-	if _, err := s.StartRun("s", 1); err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), "token 1") {
+	if _, err := s.StartRun("s", 1, time.Now()); err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), "token 1") {
 		t.Errorf("StartRun = %v", err)
 	}
 	r = &Run{s: s, id: "w/1/1", sh: "s", t: 1}

@@ -26,15 +26,18 @@ type Run struct {
 }
 
 // StartRun writes the start line of a run of the handler of shard id with
-// token t, at the current time. It fails when the line cannot be written:
-// the handler must not run unrecorded, or its effects would have no
-// interval. On a nil *Store it returns nil, nil.
-func (s *Store) StartRun(id shard.ID, t shard.Token) (*Run, error) {
+// token t, which began at at: as for Effect, the time read just before the
+// caller checked that its claim may still act, so that a handler that
+// begins late (after restoring state, or on waking from a pause) records
+// a start its claim allowed, or does not start. It fails when the line
+// cannot be written: the handler must not run unrecorded, or its effects
+// would have no interval. On a nil *Store it returns nil, nil.
+func (s *Store) StartRun(id shard.ID, t shard.Token, at time.Time) (*Run, error) {
 	if s == nil {
 		return nil, nil
 	}
 	r := &Run{s: s, id: fmt.Sprintf("%s/%d", s.process, s.seq.Add(1)), sh: id, t: t}
-	err := s.write(line{ID: r.id, Phase: PhaseStart, Worker: s.worker, Shard: id, Token: t, At: time.Now().UnixNano()})
+	err := s.write(line{ID: r.id, Phase: PhaseStart, Worker: s.worker, Shard: id, Token: t, At: at.UnixNano()})
 	if err != nil {
 		return nil, fmt.Errorf("offsetlog: recording the start of %s's handler (token %d): %w", id, t, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/consul/api"
 	"go.uber.org/zap"
@@ -70,7 +71,7 @@ func run(ctx context.Context, args []string) error {
 		defer out.Close()
 		rec := offsetlog.New(offmem.New(), out, cfg.ID)
 		cfg.OnStart = func(s string) func() {
-			r, err := rec.StartRun(shard.ID(s), 0)
+			r, err := rec.StartRun(shard.ID(s), 0, time.Now())
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "apilockd: %v\n", err)
 			}
