@@ -76,7 +76,8 @@ zoneprop:
 # WIPES times the whole cluster replaced by one rebuilt empty and RESTORES
 # times by one restored from a snapshot SNAPSHOT_AGE old, each then
 # recovered) against shardd workers on a three-server Consul with client agents, offsets
-# in PostgreSQL; prints the summary table and fails on any stale commit
+# in PostgreSQL, whose stream state takes 2 s to restore, with a standby side and one
+# standby for failover per shard (-chaos.restore, -chaos.standbys), so moves go warm; prints the summary table and fails on any stale commit
 # accepted, a non-linearizable history, an instant at which two workers ran one
 # shard, or no new assignor after an assignor fault (docs/reliability.md).
 # About 40 min at 100 faults of each kind (35 before the two assignor kinds, so

@@ -37,6 +37,8 @@ var (
 	seedFlag        = flag.Uint64("chaos.seed", 0, "seed of the fault order (0: from the clock)")
 	dirFlag         = flag.String("chaos.dir", "", "keep the workers' logs and histories in this directory (default: a temporary one)")
 	outFlag         = flag.String("chaos.out", "", "also write the summary table to this file")
+	restoreFlag     = flag.Duration("chaos.restore", 2*time.Second, "the stream's state takes this long to rebuild, and the workers run standbys (shardd worker --restore), so planned moves go warm; 0: a stateless stream")
+	standbysFlag    = flag.Int("chaos.standbys", 1, "with -chaos.restore, standbys for failover per shard in the fleet's policy")
 )
 
 // The lease of the chaos fleet: check liveness with a 2 s TTL, renewals
@@ -84,7 +86,10 @@ func TestChaos(t *testing.T) {
 	pg := pgtest.Start(t)
 	dsn := pg.NewDatabase(t)
 	cfg := Config{Shardd: bin, Dir: dir, Prefix: fmt.Sprintf("chaos/%d", seed), DSN: dsn,
-		Cluster: cl, Workers: *workersFlag, Shards: *shardsFlag, Rate: rate, Lease: lease}
+		Cluster: cl, Workers: *workersFlag, Shards: *shardsFlag, Rate: rate, Lease: lease, Restore: *restoreFlag}
+	if *restoreFlag > 0 {
+		cfg.Standbys = *standbysFlag
+	}
 	fleet, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +101,7 @@ func TestChaos(t *testing.T) {
 		}
 	})
 	waitAllFenced(t, fleet, *shardsFlag, 90*time.Second)
+	storeStandbys(t, fleet, cl)
 	t.Logf("seed %d: %d workers on %d client agents own %d shards; injecting %d faults of each kind, %d at once, hitting at most %d workers; logs in %s",
 		seed, *workersFlag, *agentsFlag, *shardsFlag, *faultsFlag, *lanesFlag, *downFlag, dir)
 
@@ -149,6 +155,17 @@ func TestChaos(t *testing.T) {
 	checkStart := time.Now()
 	lin := linearizable(ops)
 	table := sum.Table() + fmt.Sprintf("porcupine: %s (%d operations, checked in %v)\n", lin, len(ops), time.Since(checkStart).Round(time.Millisecond))
+	starts, err := fleet.Starts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *restoreFlag > 0 {
+		table += fmt.Sprintf("standbys: %d started (state %v to restore, %d for failover per shard); handlers started warm %d, cold %d\n",
+			starts.Standbys, *restoreFlag, cfg.Standbys, starts.Warm, starts.Cold)
+		if starts.Standbys == 0 || starts.Warm == 0 {
+			t.Errorf("standbys asked for, but %d standbys started and %d handlers started warm: the warm path was not exercised", starts.Standbys, starts.Warm)
+		}
+	}
 	t.Logf("seed %d, %d workers, %d shards, %d faults of each kind, %v of faults:\n%s",
 		seed, *workersFlag, *shardsFlag, *faultsFlag, time.Since(began).Round(time.Second), table)
 	writeFaults(t, filepath.Join(dir, "faults.txt"), h, faults)
@@ -206,6 +223,19 @@ func TestChaos(t *testing.T) {
 		t.Logf("no paused run woke after the next owner of its shard started, in %d SIGSTOPs", stops)
 	}
 	t.Logf("%d commits by fenced-out owners (%d accepted)", len(v.FencedOut), v.StaleAccepted)
+}
+
+// storeStandbys stores the fleet's standbys for failover per shard.
+func storeStandbys(t *testing.T, f *Fleet, cl *consultest.Cluster) {
+	t.Helper()
+	op, c, err := f.operator(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := f.StoreStandbys(t.Context(), op); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitAllFenced waits until every shard was fenced by some worker: the

@@ -188,16 +188,11 @@ func (f *Fleet) recoverAfterLoss(ctx context.Context, cl *consultest.Cluster, st
 			return "", err.Error()
 		}
 	}
-	cfg := consul.DefaultConfig()
-	server := cl.Agents[0]
-	cfg.Address, cfg.Scheme, cfg.Token, cfg.TokenFile = server.HTTPAddr, "http", server.Token, ""
-	cfg.Prefix, cfg.MemberGrace = f.cfg.Prefix, time.Hour
-	c, err := consul.New(cfg)
+	op, c, err := f.operator(cl)
 	if err != nil {
 		return "", err.Error()
 	}
 	defer c.Close()
-	op := admin.Operator{Coordinator: c, Name: f.cfg.Prefix}
 	rejoined := func(s shard.Snapshot) bool {
 		live := 0
 		for _, m := range s.Members {
@@ -223,6 +218,11 @@ func (f *Fleet) recoverAfterLoss(ctx context.Context, cl *consultest.Cluster, st
 	if err := waitSnapshot(ctx, c, ownedAfterRecovery, owned); err != nil {
 		return "", fmt.Sprintf("not every shard owned within %v of the recovery (%+v): %v; then: %s", ownedAfterRecovery, r, err, describeOwnership(ctx, c))
 	}
+	// A rebuilt Consul lost the fleet's policy, a restored one has the
+	// snapshot's: the operator stores it again.
+	if err := f.StoreStandbys(ctx, op); err != nil {
+		return "", err.Error()
+	}
 	if !r.Raised {
 		// The coordinator's index had already passed every floor (a
 		// snapshot only seconds old, and the rejoins' writes since): the
@@ -232,6 +232,37 @@ func (f *Fleet) recoverAfterLoss(ctx context.Context, cl *consultest.Cluster, st
 	}
 	return fmt.Sprintf("generation %d → %d, %d of %d shards behind; every shard owned %v after the recovery",
 		r.From, r.Config.Generation, len(r.Behind), f.cfg.Shards, time.Since(at).Round(time.Millisecond)), ""
+}
+
+// operator is an operator of the fleet on cl's first server, the
+// harness's own client, and its coordinator, which the caller closes.
+func (f *Fleet) operator(cl *consultest.Cluster) (admin.Operator, *consul.Coordinator, error) {
+	cfg := consul.DefaultConfig()
+	server := cl.Agents[0]
+	cfg.Address, cfg.Scheme, cfg.Token, cfg.TokenFile = server.HTTPAddr, "http", server.Token, ""
+	cfg.Prefix, cfg.MemberGrace = f.cfg.Prefix, time.Hour
+	c, err := consul.New(cfg)
+	if err != nil {
+		return admin.Operator{}, nil, err
+	}
+	return admin.Operator{Coordinator: c, Name: f.cfg.Prefix, By: "chaos"}, c, nil
+}
+
+// StoreStandbys stores the fleet's standbys for failover per shard
+// (Config.Standbys; count balance when no policy is stored), as
+// `shardctl balance -standbys K` does; with none configured it does
+// nothing.
+func (f *Fleet) StoreStandbys(ctx context.Context, op admin.Operator) error {
+	if f.cfg.Standbys == 0 {
+		return nil
+	}
+	if _, err := op.Coordinator.Fleet().SetPolicy(ctx, shard.BalancePolicy{}, true); err != nil {
+		return fmt.Errorf("storing a balance policy: %w", err)
+	}
+	if _, err := op.SetStandbys(ctx, f.cfg.Standbys, 0); err != nil {
+		return fmt.Errorf("storing %d standbys per shard: %w", f.cfg.Standbys, err)
+	}
+	return nil
 }
 
 // waitSnapshot lists the fleet every 100 ms until cond holds or within

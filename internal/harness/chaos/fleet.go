@@ -29,6 +29,12 @@ type Config struct {
 	Rate int
 	// Lease holds the lease flags, e.g. --ttl 2s --renew 400ms.
 	Lease []string
+	// Restore, when set, gives the stream state that takes this long to
+	// rebuild and the workers a standby side (shardd worker --restore):
+	// planned moves go warm. Standbys is then the standbys for failover
+	// per shard the fleet's policy asks for (StoreStandbys).
+	Restore  time.Duration
+	Standbys int
 }
 
 // Fleet is a running fleet of workers, each behind its own Proxy.
@@ -69,9 +75,12 @@ func Start(cfg Config) (*Fleet, error) {
 		}
 		return nil, fmt.Errorf("chaos: config with %d workers, %d shards, %d client agents", cfg.Workers, cfg.Shards, clients)
 	}
-	procs, err := procfleet.New(procfleet.Config{Bin: cfg.Shardd, Dir: cfg.Dir,
-		Args: append([]string{"worker", "--prefix", cfg.Prefix, "--shards", fmt.Sprint(cfg.Shards), "--rate", fmt.Sprint(cfg.Rate),
-			"--offsets", cfg.DSN, "--log-level", "info"}, cfg.Lease...)})
+	args := append([]string{"worker", "--prefix", cfg.Prefix, "--shards", fmt.Sprint(cfg.Shards), "--rate", fmt.Sprint(cfg.Rate),
+		"--offsets", cfg.DSN, "--log-level", "info"}, cfg.Lease...)
+	if cfg.Restore > 0 {
+		args = append(args, "--restore", cfg.Restore.String())
+	}
+	procs, err := procfleet.New(procfleet.Config{Bin: cfg.Shardd, Dir: cfg.Dir, Args: args})
 	if err != nil {
 		return nil, err
 	}
