@@ -66,6 +66,7 @@ func (r *run) spawn(id string) *member {
 		LoadReportEvery:  su.Load.ReportEvery,
 		LoadHalfLife:     su.Load.HalfLife,
 		RejoinGrace:      r.sched.rejoinGrace(id, r.c.elapsed()),
+		DrainBeforeStop:  r.sched.drainBeforeStop(id, r.c.elapsed()),
 		Logger:           r.opts.Logger,
 		JitterSeed:       r.sched.Seed*1000003 + uint64(m.N),
 	})
@@ -244,6 +245,9 @@ func (r *run) apply(e Event) {
 		m.Crash() // Crashed before the crash is logged: see handler
 		r.runs.crash(m.N, r.c.elapsed())
 	case e.Kind == Leave:
+		if r.sched.drainBeforeStop(m.ID, e.At) > 0 {
+			r.drainedLeaves.Add(1) // its process was started to drain before this stop
+		}
 		m.Leave()
 	case e.Kind == Rejoin:
 		r.rejoin(m, e)

@@ -107,6 +107,29 @@ func (s Schedule) rejoinGrace(id string, now time.Duration) time.Duration {
 	return 0
 }
 
+// drainBeforeStop is worker id's worker.Config.DrainBeforeStop for the
+// process started at now: in half the seeds whose handlers have a standby
+// side (a stream of its own, so that no schedule changes), a worker whose
+// process ends next with a Leave drains first, so that its shards move
+// warm; none before a Rejoin (a grace keeps the shards instead) or a crash.
+func (s Schedule) drainBeforeStop(id string, now time.Duration) time.Duration {
+	if !s.Setup.Warm || rand.New(rand.NewPCG(s.Seed, 0xd5a1)).IntN(2) == 0 {
+		return 0
+	}
+	for _, e := range s.Events {
+		if e.Worker != id || e.Heal || e.At < now {
+			continue
+		}
+		switch e.Kind {
+		case Leave:
+			return 20 * time.Second
+		case Crash, Rejoin:
+			return 0
+		}
+	}
+	return 0
+}
+
 // rejoin plays a Rejoin: the stop with a grace, or, on its heal, the start
 // under the same ID, if the stop was played.
 func (r *run) rejoin(m *member, e Event) {

@@ -68,6 +68,9 @@ type Result struct {
 	// WarmStarts counts handler starts with a standby's warm state
 	// (worker.Claim.Warm), in seeds whose handlers have a standby side.
 	WarmStarts int64
+	// DrainedLeaves counts the leaves that drained first (Config.
+	// DrainBeforeStop).
+	DrainedLeaves int64
 	// Load is what a load-balancing seed's settling found.
 	Load LoadResult
 	// Violations lists every broken invariant; empty when the run passed.
@@ -110,7 +113,8 @@ type run struct {
 	sched   Schedule
 	loadRes LoadResult
 
-	warmStarts atomic.Int64 // handler starts with warm state
+	warmStarts    atomic.Int64 // handler starts with warm state
+	drainedLeaves atomic.Int64 // leaves with a drain before the stop
 
 	clock    *jumpClock
 	coord    *memory.Coordinator
@@ -209,6 +213,7 @@ func Run(seed uint64, opts Options) Result {
 	res.Elections, res.Contested = r.elect.contested()
 	res.StaleServed = r.staleServed.Load()
 	res.WarmStarts = r.warmStarts.Load()
+	res.DrainedLeaves = r.drainedLeaves.Load()
 	res.Load = r.loadRes
 	res.AssignsAccepted, res.AssignsRefused, res.HeldSent, res.HeldRefused = r.elect.counts()
 	res.Violations = c.list()

@@ -183,7 +183,7 @@ func summarize(results []Result, took time.Duration) string {
 		worstRatio                                                float64
 		loadSeeds, bandChecked, resettles, zoned, outages         int
 		warmSeeds, failoverSeeds                                  int
-		warmStarts                                                int64
+		warmStarts, drainedLeaves                                 int64
 		faults                                                    = map[Kind]int{}
 		total                                                     int
 	)
@@ -222,6 +222,7 @@ func summarize(results []Result, took time.Duration) string {
 		if r.Schedule.Setup.Warm {
 			warmSeeds++
 			warmStarts += r.WarmStarts
+			drainedLeaves += r.DrainedLeaves
 			if r.Schedule.Setup.Standbys > 0 {
 				failoverSeeds++
 			}
@@ -256,8 +257,8 @@ func summarize(results []Result, took time.Duration) string {
 		commits, stale, fences, starts, lost, overlaps+runOverlaps, overlaps, runOverlaps)
 	fmt.Fprintf(&b, "\nload-balancing seeds %d (changing loads, a tripled shard), settled with the band checked %d, re-settles after load moves %d; seeds with zones %d (a whole zone crashed at once in %d)",
 		loadSeeds, bandChecked, resettles, zoned, outages)
-	fmt.Fprintf(&b, "\nseeds whose handlers run standbys %d (with a standby for failover per shard %d), handler starts with warm state %d",
-		warmSeeds, failoverSeeds, warmStarts)
+	fmt.Fprintf(&b, "\nseeds whose handlers run standbys %d (with a standby for failover per shard %d), handler starts with warm state %d, leaves that drained first %d",
+		warmSeeds, failoverSeeds, warmStarts, drainedLeaves)
 	if n := len(results); n > 0 {
 		fmt.Fprintf(&b, "\nsettle after the last fault: mean %v, max %v (bounds up to %v; worst settle/bound %.2f)\n",
 			(settleSum / time.Duration(n)).Round(time.Millisecond), maxSettle, maxBound, worstRatio)
