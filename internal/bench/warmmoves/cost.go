@@ -99,9 +99,10 @@ func costWindows(ctx context.Context, env *bench.Env, p Params, fig *[2]costFigu
 		if err := standbysReady(ctx, op, k); err != nil {
 			return err
 		}
-		// Let the burst of the standbys' start pass: a load report interval
-		// and a renewal, so that the windows are the steady state.
-		time.Sleep(10*time.Second + o.Policy.RenewEvery)
+		// Let the burst of the standbys' start pass.
+		if !wait(ctx, p.CostSettle) {
+			return ctx.Err()
+		}
 		for t := range trials(env, p) {
 			if err := fig[k].window(ctx, f, h, p); err != nil {
 				return fmt.Errorf("%d standbys, window %d: %w", k, t+1, err)

@@ -29,14 +29,16 @@ type Params struct {
 	// --trials says.
 	MinTrials int
 	// CostWindow is the length of each window the cost part counts
-	// requests over (one per trial).
-	CostWindow time.Duration
+	// requests over (one per trial); CostSettle how long the fleet is
+	// left first after its standbys changed, so that the windows are the
+	// steady state (a load report interval and a renewal).
+	CostWindow, CostSettle time.Duration
 }
 
 // Sizes are warm-moves' at full size and for a smoke run.
 var Sizes = bench.Sizes[Params]{
-	Full:  Params{Fleet: fleet.Common, Restore: 5 * time.Second, MinTrials: 6, CostWindow: 20 * time.Second},
-	Small: Params{Fleet: fleet.CommonSmall, Restore: time.Second, MinTrials: 1, CostWindow: 2 * time.Second},
+	Full:  Params{Fleet: fleet.Common, Restore: 5 * time.Second, MinTrials: 6, CostWindow: 20 * time.Second, CostSettle: 11 * time.Second},
+	Small: Params{Fleet: fleet.CommonSmall, Restore: time.Second, MinTrials: 1, CostWindow: 2 * time.Second, CostSettle: time.Second},
 }
 
 // Scenario is warm-moves.
