@@ -104,8 +104,12 @@ func TestSystemdUnits(t *testing.T) {
 			}
 			stopAfter, err1 := time.ParseDuration(stop[1])
 			drainFor, err2 := time.ParseDuration(drain[1])
-			if err1 != nil || err2 != nil || stopAfter < drainFor+10*time.Second {
-				t.Errorf("TimeoutStopSec=%s with --drain-timeout %s: want at least the drain and 10 s to release", stop[1], drain[1])
+			var first time.Duration // --drain-before-stop, when the unit drains first
+			if m := regexp.MustCompile(`--drain-before-stop (\S+)`).FindStringSubmatch(unit); m != nil {
+				first, err2 = time.ParseDuration(m[1])
+			}
+			if err1 != nil || err2 != nil || stopAfter < first+drainFor+10*time.Second {
+				t.Errorf("TimeoutStopSec=%s with --drain-timeout %s (and %v of drain before the stop): want at least both and 10 s to release", stop[1], drain[1], first)
 			}
 
 			argv := unitCommand(t, unit, env)

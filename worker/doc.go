@@ -7,7 +7,9 @@
 // # Lifecycle
 //
 // Worker states: joining → active → draining → stopped. After a loss the
-// worker goes back to joining with a new session. Shard states: acquiring →
+// worker goes back to joining with a new session. A stop with
+// Config.DrainBeforeStop is draining while the assignor moves its shards
+// away, the worker still handing off what its assignment drops. Shard states: acquiring →
 // owned → revoking → released, or owned → lost. One goroutine (the loop) owns
 // this state; the assignment watcher, the renewer and the shard runners send
 // it events.

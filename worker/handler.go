@@ -238,9 +238,12 @@ func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shar
 		if !backoff.Sleep(ctx.Done(), wait) {
 			return nil
 		}
-		// A restarted handler resumes from what is committed now.
+		// A restarted handler resumes from what is committed now, cold: a
+		// standby's state was the first call's (Warm), and that call ran.
 		if cp, err := w.cfg.Offsets.Load(ctx, claim.Shard); err == nil {
 			c = &Claim{Claim: claim, Worker: w.cfg.ID, Start: cp, w: w, auth: auth, load: load}
+		} else {
+			c.Warm = nil
 		}
 	}
 }

@@ -49,6 +49,10 @@ type loop struct {
 	// stopCandidate ends this worker's candidacy for the assignor (and its
 	// term as assignor) and waits for it: shutdown calls it, then resigns.
 	stopCandidate func()
+	// drainingFirst is set while a stop drains first (Config.
+	// DrainBeforeStop): the state is draining, and the loop still follows
+	// the assignment, handing off what the assignor moves.
+	drainingFirst bool
 	// stopGuard ends the watch on this worker's member key (guardMember)
 	// and waits for it, so that a stopping worker's mark (announceLeave)
 	// is the last write of the key: the guard, seeing the key unlocked by
@@ -97,21 +101,25 @@ func (lp *loop) run(ctx context.Context) error {
 	// context of the loop's own calls, which go on during that drain.
 	stop, live := ctx.Done(), ctx
 	var drainEnd <-chan time.Time
+	var stopNow <-chan struct{} // StopNow, once a drain before the stop runs
 	for {
 		select {
 		case <-stop:
-			if d := lp.w.cfg.DrainBeforeStop; d > 0 && lp.w.cfg.RejoinGrace == 0 && !lp.ownsNothing() {
+			if d := lp.w.cfg.DrainBeforeStop; d > 0 && lp.w.cfg.RejoinGrace == 0 && !lp.ownsNothing() && !lp.w.stoppedNow() && lp.drainBeforeStop(context.WithoutCancel(ctx), d) {
 				stop, live = nil, context.WithoutCancel(ctx)
 				t := time.NewTimer(d)
 				defer t.Stop()
-				drainEnd = t.C
-				lp.drainBeforeStop(live, d)
+				drainEnd, stopNow = t.C, lp.w.stopNow
 				continue
 			}
 			lp.shutdown(ctx)
 			return nil
 		case <-drainEnd:
 			lp.w.log.Warn("stopping: the drain before the stop did not finish in time; releasing the rest", zap.Int("shards", len(lp.runners)))
+			lp.shutdown(ctx)
+			return nil
+		case <-stopNow:
+			lp.w.log.Warn("stopping now: the drain before the stop was cut short; releasing the rest", zap.Int("shards", len(lp.runners)))
 			lp.shutdown(ctx)
 			return nil
 		case <-lp.lease.Context().Done():
@@ -214,7 +222,7 @@ func readable(k shard.AssignmentKey) bool { return k.Exists && k.Problem == "" }
 // written. A key never written yet (a fresh worker) is the same: nothing
 // runs, nothing starts.
 func (lp *loop) reconcile() {
-	if lp.assignment == nil || lp.state != StateActive {
+	if lp.assignment == nil || lp.state != StateActive && !lp.drainingFirst {
 		return
 	}
 	if !readable(*lp.assignment) {

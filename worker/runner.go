@@ -223,24 +223,49 @@ func (lp *loop) shutdown(ctx context.Context) {
 // drainBeforeStop starts a stop's drain (Config.DrainBeforeStop): it
 // marks the member key draining, as an operator's drain does, so that the
 // assignor moves every shard away, warm where it can; the loop goes on
-// until this worker owns nothing or d passes, then shuts down. A failed
-// mark is logged: the stop then waits d and releases what is left.
-func (lp *loop) drainBeforeStop(ctx context.Context, d time.Duration) {
-	// The state stays active: the worker follows its assignment (hands
-	// off what the assignor moves) until shutdown.
-	lp.w.draining.Store(true) // this worker's own mark, not an operator's
+// following the assignment until this worker owns nothing or d passes,
+// then shuts down. The mark is retried, with backoff, while it may pass
+// (shard.ErrUnavailable), within d; it reports false when it could not be
+// written, and the stop then goes on at once: without the mark nothing
+// would move, and waiting d would only delay a cold release.
+func (lp *loop) drainBeforeStop(ctx context.Context, d time.Duration) bool {
+	giveUp := time.Now().Add(d)
 	m := lp.member
 	m.Draining, m.Cordon = true, lp.w.cordon.Load()
-	attempt, cancel := context.WithTimeout(ctx, lp.w.cfg.Policy.RenewEvery)
-	defer cancel()
-	if err := lp.w.cfg.Coordinator.Members().Join(attempt, lp.lease.Session(), m); err != nil {
-		lp.w.log.Warn("stopping: marking the member key draining failed; its shards are released when the drain time is up",
-			zap.Duration("drain_before_stop", d), zap.Error(err))
-	} else {
-		lp.w.log.Info("stopping: draining first, so that the shards move one budget at a time (warm where their new owners run standbys)",
-			zap.Int("shards", len(lp.runners)), zap.Duration("at_most", d))
+	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: time.Second, J: lp.w.jitter}
+	for {
+		attempt, cancel := context.WithTimeout(ctx, lp.w.cfg.Policy.RenewEvery)
+		err := lp.w.cfg.Coordinator.Members().Join(attempt, lp.lease.Session(), m)
+		cancel()
+		if err == nil {
+			break
+		}
+		wait := retry.Next()
+		if !errors.Is(err, shard.ErrUnavailable) || time.Now().Add(wait).After(giveUp) || lp.lease.Context().Err() != nil {
+			lp.w.log.Warn("stopping: marking the member key draining failed; releasing every shard now instead",
+				zap.Duration("drain_before_stop", d), zap.Error(err))
+			return false
+		}
+		lp.w.log.Warn("stopping: marking the member key draining failed; retrying", zap.Error(err))
+		time.Sleep(wait)
 	}
+	lp.w.draining.Store(true) // this worker's own mark, not an operator's
+	lp.drainingFirst = true
+	lp.state = StateDraining
+	lp.w.log.Info("stopping: draining first, so that the shards move one budget at a time (warm where their new owners run standbys)",
+		zap.Int("shards", len(lp.runners)), zap.Duration("at_most", d))
 	lp.publish()
+	return true
+}
+
+// stoppedNow reports whether StopNow was called.
+func (w *Worker) stoppedNow() bool {
+	select {
+	case <-w.stopNow:
+		return true
+	default:
+		return false
+	}
 }
 
 // ownsNothing reports whether this worker runs no handler and its

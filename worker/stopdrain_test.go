@@ -1,10 +1,15 @@
 package worker_test
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/worker"
 )
 
 // TestDrainBeforeStopMovesWarm: a worker stopped with DrainBeforeStop
@@ -71,4 +76,79 @@ func TestDrainBeforeStopMovesWarm(t *testing.T) {
 			t.Logf("%s's stop took %v; its %d shards moved warm, the longest gap %v", tc.stopping, took, before, slices.Max(gaps[len(gaps0):]))
 		})
 	}
+}
+
+// TestDrainBeforeStopCutShort: in a frozen fleet nothing moves, so a stop
+// that drains first would wait its whole limit. Meanwhile the worker says
+// it is draining (Status) and keeps its shards; StopNow ends the wait at
+// once and the shards are released, to be taken by the others. A stop
+// whose draining mark is refused does not wait at all.
+func TestDrainBeforeStopCutShort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 8)
+		f.start("a", nil)
+		settle(time.Second)
+		cfg := f.config("b", f.events.waiting("b"))
+		cfg.DrainBeforeStop = time.Hour
+		b := f.startWith(cfg)
+		settle(60 * time.Second)
+		held := counts(f.owners())["b"]
+		if held == 0 {
+			t.Fatal("b holds nothing to drain")
+		}
+		if err := f.coord.Fleet().SetFreeze(t.Context(), &shard.Mark{By: "test", Reason: "nothing moves"}); err != nil {
+			t.Fatal(err)
+		}
+		stopped := make(chan error, 1)
+		go func() { stopped <- f.stop("b") }()
+		settle(10 * time.Second)
+		if st := b.w.Status(); st.State != worker.StateDraining || counts(f.owners())["b"] != held {
+			t.Fatalf("10 s into the drain of a frozen fleet: state %s, b holds %d of its %d; want draining, all kept", st.State, counts(f.owners())["b"], held)
+		}
+		select {
+		case err := <-stopped:
+			t.Fatalf("the stop returned (%v) while the drain could not move anything", err)
+		default:
+		}
+		b.w.StopNow()
+		settle(time.Second)
+		select {
+		case err := <-stopped:
+			if err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+		default:
+			t.Fatal("StopNow did not end the stop within a second")
+		}
+		if err := f.coord.Fleet().SetFreeze(t.Context(), nil); err != nil {
+			t.Fatal(err)
+		}
+		settle(30 * time.Second)
+		if c := counts(f.owners()); c["a"] != 8 {
+			t.Fatalf("after b's stop: counts %v, want a to hold all 8", c)
+		}
+
+		// A refused mark: the stop goes on at once.
+		cfg = f.config("c", f.events.waiting("c"))
+		cfg.DrainBeforeStop = time.Hour
+		f.startWrapped(cfg, func(c shard.Coordinator) shard.Coordinator {
+			return shard.Intercept(c, func(ctx context.Context, call *shard.Call, invoke func(context.Context) error) error {
+				if call.Op == shard.OpJoin && call.Member != nil && call.Member.Draining {
+					return errors.New("refused by the test")
+				}
+				return invoke(ctx)
+			})
+		})
+		settle(60 * time.Second)
+		if counts(f.owners())["c"] == 0 {
+			t.Fatal("c holds nothing to drain")
+		}
+		began := time.Now()
+		if err := f.stop("c"); err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+		if took := time.Since(began); took > 15*time.Second {
+			t.Fatalf("a stop whose draining mark was refused took %v; want it at once, as without the drain", took)
+		}
+	})
 }

@@ -48,7 +48,17 @@ type Worker struct {
 	turns turns
 	// standbyWake tells the loop a standby's report changed (buffer 1).
 	standbyWake chan struct{}
+	// stopNow is closed by StopNow.
+	stopNow     chan struct{}
+	stopNowOnce sync.Once
 }
+
+// StopNow cuts short a stop's drain (Config.DrainBeforeStop): the worker
+// releases what it still runs at once, as a stop without the drain does,
+// and Run returns. Before the stop it only arms that: a stop that follows
+// does not drain. It is what a second SIGTERM means to `shardd`. Safe to
+// call more than once and from any goroutine.
+func (w *Worker) StopNow() { w.stopNowOnce.Do(func() { close(w.stopNow) }) }
 
 // Ready is closed once the worker has first joined the fleet: its session
 // is open and its member key written, so the assignor plans with it. It
@@ -80,6 +90,7 @@ func New(cfg Config) (*Worker, error) {
 	w := &Worker{
 		ready:       make(chan struct{}),
 		standbyWake: make(chan struct{}, 1),
+		stopNow:     make(chan struct{}),
 		cfg:         cfg,
 		log:         cfg.Logger.With(zap.String("worker", cfg.ID)),
 		m:           m,

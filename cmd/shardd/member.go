@@ -124,10 +124,25 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 		}
 		defer stop()
 	}
+	// A second signal cuts the stop short: it kills `shardd run`'s
+	// children at once, and ends a drain before the stop.
+	var second []func()
 	k, kills := h.(killer)
 	if kills {
+		second = append(second, func() {
+			killed := k.KillAll()
+			wlog.Warn("second signal: every child killed at once (SIGKILL)", zap.Int("children", killed))
+		})
+	}
+	if f.stopDrain > 0 {
+		second = append(second, func() {
+			wlog.Warn("second signal: the drain before the stop cut short; releasing every shard now")
+			w.StopNow()
+		})
+	}
+	if len(second) > 0 {
 		var stop func()
-		ctx, stop = takeSignals(ctx, k, wlog)
+		ctx, stop = takeSignals(ctx, wlog, second...)
 		defer stop()
 	}
 
@@ -165,11 +180,12 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 }
 
 // takeSignals returns ctx ended by the first SIGINT, SIGTERM or SIGHUP (the
-// terminal went away), and answers a second one with k.KillAll. Listening
-// also keeps a second signal (or a hangup) from killing shardd before it
-// has stopped its children, which would leave their own children behind.
+// terminal went away), and answers a second one with each of second (kill
+// `shardd run`'s children, end a drain before the stop). Listening also
+// keeps a second signal (or a hangup) from killing shardd before it has
+// stopped its children, which would leave their own children behind.
 // stop ends the listening.
-func takeSignals(ctx context.Context, k killer, log *zap.Logger) (context.Context, func()) {
+func takeSignals(ctx context.Context, log *zap.Logger, second ...func()) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -179,11 +195,12 @@ func takeSignals(ctx context.Context, k killer, log *zap.Logger) (context.Contex
 			select {
 			case sig := <-sigs:
 				if n++; n == 1 {
-					log.Info("stopping every child", zap.Stringer("signal", sig))
+					log.Info("stopping; a second signal stops at once", zap.Stringer("signal", sig))
 					cancel()
 				} else {
-					killed := k.KillAll()
-					log.Warn("second signal: every child killed at once (SIGKILL)", zap.Int("children", killed))
+					for _, f := range second {
+						f()
+					}
 				}
 			case <-done:
 				return

@@ -356,3 +356,51 @@ func TestRunBinaryHangupStopsTheChildren(t *testing.T) {
 		t.Errorf("processes left after SIGHUP:\n%s", strings.Join(left, "\n"))
 	}
 }
+
+// The real binary with --drain-before-stop and nowhere to move its shards
+// (it is the only member): the first SIGINT starts the drain, which waits;
+// a second SIGINT cuts it short, and shardd stops at once, children and
+// all.
+func TestRunBinarySecondSignalEndsTheDrainBeforeStop(t *testing.T) {
+	bin := sharddBinary(t)
+	out := &runOutput{}
+	cmd := exec.Command(bin, "run", "--shards", "2", "--drain-before-stop", "1h", "--log-level", "warn", "--",
+		"sh", "-c", `echo pgid=$$; while :; do sleep 0.1; done`)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	pgid := regexp.MustCompile(`^\[\S+\] pgid=(\d+)$`)
+	waitUntil(t, 15*time.Second, "two children start", func() bool { return len(out.matches(pgid)) == 2 })
+	groups := map[int]bool{}
+	for _, m := range out.matches(pgid) {
+		p, _ := strconv.Atoi(m[1])
+		groups[p] = true
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	select {
+	case err := <-exited:
+		t.Fatalf("shardd exited on the first SIGINT (%v) although its drain had nowhere to move the shards:\n%s", err, out.String())
+	case <-time.After(2 * time.Second):
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Errorf("shardd: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("shardd still running 10s after the second SIGINT:\n%s", out.String())
+	}
+	if left := groupsLeft(t, groups); len(left) > 0 {
+		t.Errorf("processes left:\n%s", strings.Join(left, "\n"))
+	}
+	if !strings.Contains(out.String(), "the drain before the stop cut short") {
+		t.Errorf("shardd did not say why it stopped at once:\n%s", out.String())
+	}
+}

@@ -125,9 +125,14 @@ func checkStatefulSet(t *testing.T, ss appsv1.StatefulSet, cms map[string]corev1
 		t.Errorf("CONSUL_HTTP_ADDR %q, HOST_IP from %q: want the node's agent", v, fieldRef(c, "HOST_IP"))
 	}
 	drain, err := time.ParseDuration(flags["--drain-timeout"])
+	if v, ok := flags["--drain-before-stop"]; ok && err == nil { // a drain before the stop comes first
+		var first time.Duration
+		first, err = time.ParseDuration(v)
+		drain += first
+	}
 	grace := ss.Spec.Template.Spec.TerminationGracePeriodSeconds
 	if err != nil || grace == nil || time.Duration(*grace)*time.Second < drain+10*time.Second {
-		t.Errorf("terminationGracePeriodSeconds %s with --drain-timeout %q: want at least the drain and 10 s to release", orUnset(grace), flags["--drain-timeout"])
+		t.Errorf("terminationGracePeriodSeconds %s with --drain-timeout %q and --drain-before-stop %q: want at least both and 10 s to release", orUnset(grace), flags["--drain-timeout"], flags["--drain-before-stop"])
 	}
 	_, port, _ := strings.Cut(flags["--http"], ":")
 	p := c.ReadinessProbe
