@@ -297,7 +297,10 @@ ON CONFLICT (shard) DO UPDATE SET "offset" = EXCLUDED."offset"`, string(c.Shard)
 			})
 		}
 		err = fenced(true)
-		if err != nil && !errors.Is(err, errDead) && !errors.Is(err, offsets.ErrStaleToken) && paused {
+		// A commit whose outcome is unknown may have landed: trying the
+		// batch again could apply it twice. The handler returns instead,
+		// and its restart reads the committed offset.
+		if err != nil && !errors.Is(err, errDead) && !errors.Is(err, offsets.ErrStaleToken) && !errors.Is(err, offsets.ErrOutcomeUnknown) && paused {
 			// Paused with its fence taken for longer than MaxHold: the
 			// server ended the session (25P03) and closed the connection,
 			// which the next statement finds one way or the other.

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -15,7 +16,11 @@ type WindowProof struct {
 	Written    int64 // window rows
 	Duplicates int64 // rows beyond one per window
 	Missing    int64 // expected windows without a row
-	Wrong      int64 // windows whose row differs from the recomputation (or that were never closed)
+	// Wrong counts windows whose row differs from the recomputation, or
+	// that no window should have, or that was not written with the
+	// effect of the event that closed it: the row's last_seq and token
+	// must be that effect's stream_seq and token (one fenced transaction).
+	Wrong int64
 }
 
 // OK reports whether the rows are the recomputation exactly.
@@ -71,33 +76,61 @@ func (h *Handler) ProveWindows(ctx context.Context, partitions int, size int64) 
 	}
 	var out WindowProof
 	out.Expected = int64(len(want))
-	rows, err := h.Pool.Query(ctx, `SELECT partition, "window", count, sum FROM `+h.Tables.windows().Sanitize())
+	// The effects of the events that close windows: a window's row must
+	// carry one's stream sequence and token.
+	type effect struct{ seq, token int64 }
+	closing := map[key][]effect{}
+	erows, err := h.Pool.Query(ctx, `SELECT partition, n, stream_seq, token FROM `+h.Tables.effects().Sanitize()+` WHERE n % $1 = 0`, size)
+	if err != nil {
+		return out, fmt.Errorf("pipeline: window proof: reading the effects: %w", err)
+	}
+	for erows.Next() {
+		var k key
+		var n int64
+		var e effect
+		if err := erows.Scan(&k.p, &n, &e.seq, &e.token); err != nil {
+			erows.Close()
+			return out, err
+		}
+		k.w = n/size - 1
+		closing[k] = append(closing[k], e)
+	}
+	if err := erows.Err(); err != nil {
+		return out, fmt.Errorf("pipeline: window proof: reading the effects: %w", err)
+	}
+	rows, err := h.Pool.Query(ctx, `SELECT partition, "window", count, sum, last_seq, token FROM `+h.Tables.windows().Sanitize())
 	if err != nil {
 		return out, fmt.Errorf("pipeline: window proof: reading the windows: %w", err)
 	}
 	defer rows.Close()
-	seen := map[key]bool{}
+	// right: whether one of a window's rows is the recomputation, written
+	// with its closing effect (the others are duplicates either way).
+	right := map[key]bool{}
 	for rows.Next() {
 		var k key
 		var got agg
-		if err := rows.Scan(&k.p, &k.w, &got.count, &got.sum); err != nil {
+		var wrote effect
+		if err := rows.Scan(&k.p, &k.w, &got.count, &got.sum, &wrote.seq, &wrote.token); err != nil {
 			return out, err
 		}
 		out.Written++
-		if seen[k] {
+		ok, seen := right[k]
+		if seen {
 			out.Duplicates++
-			continue
 		}
-		seen[k] = true
-		if w, ok := want[k]; !ok || w != got {
-			out.Wrong++
-		}
+		w, expected := want[k]
+		right[k] = ok || expected && w == got && slices.Contains(closing[k], wrote)
 	}
 	if err := rows.Err(); err != nil {
 		return out, err
 	}
+	for _, ok := range right {
+		if !ok {
+			out.Wrong++
+		}
+	}
 	for k := range want {
-		if !seen[k] {
+		if _, written := right[k]; !written {
 			out.Missing++
 		}
 	}

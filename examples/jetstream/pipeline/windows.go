@@ -69,15 +69,16 @@ func (w *Windows) fold(st windowState, msgs []message) (windowState, []windowRow
 }
 
 // start is the state a handler of claim c on partition p starts from,
-// the shard's committed offset being from: its standby's, caught up,
-// when it was promoted warm, else rebuilt.
+// the shard's committed offset being from: its standby's, brought up to
+// from (each event at ReplayCost, as in a rebuild: usually none or a few),
+// when this worker ran one until the claim (c.Warm), else rebuilt.
 func (w *Windows) start(ctx context.Context, h *Handler, c *worker.Claim, p int, from int64) (windowState, error) {
 	w.mu.Lock()
 	st, ok := w.left[c.Shard]
 	delete(w.left, c.Shard)
 	w.mu.Unlock()
-	if ok && c.Warm != nil && c.Warm.CaughtUp && st.applied <= from {
-		st, err := w.replay(ctx, h, p, st, from, false)
+	if ok && c.Warm != nil && st.applied <= from {
+		st, err := w.replay(ctx, h, p, st, from, true)
 		if err == nil {
 			w.Warm.Add(1)
 		}

@@ -56,14 +56,28 @@ func TestWindowsRebuildAndCatchUp(t *testing.T) {
 	if err != nil || got != want || w.Warm.Load() != 1 || w.Cold.Load() != 0 {
 		t.Fatalf("a warm start behind the offset: %+v (%v), warm %d cold %d; want %+v, one warm start", got, err, w.Warm.Load(), w.Cold.Load(), want)
 	}
-	// Not caught up by its last report: rebuilt cold.
+	// Not caught up by its last report: its state is brought up too.
 	w.left = map[shard.ID]windowState{id: behind}
-	if got, err = w.start(ctx, h, &worker.Claim{Claim: shard.Claim{Shard: id}, Warm: &worker.StandbyReport{Applied: 5}}, 0, 7); err != nil || got != want || w.Cold.Load() != 1 {
-		t.Fatalf("a standby not caught up: %+v (%v), cold %d; want %+v rebuilt", got, err, w.Cold.Load(), want)
+	if got, err = w.start(ctx, h, &worker.Claim{Claim: shard.Claim{Shard: id}, Warm: &worker.StandbyReport{Applied: 5}}, 0, 7); err != nil || got != want || w.Warm.Load() != 2 {
+		t.Fatalf("a standby not caught up: %+v (%v), warm %d; want %+v from its state", got, err, w.Warm.Load(), want)
+	}
+	// A state ahead of the committed offset (cannot be the offset's):
+	// rebuilt cold.
+	ahead, _ := w.fold(windowState{}, events(1, 9))
+	w.left = map[shard.ID]windowState{id: ahead}
+	if got, err = w.start(ctx, h, &worker.Claim{Claim: shard.Claim{Shard: id}, Warm: &worker.StandbyReport{Applied: 9, CaughtUp: true}}, 0, 7); err != nil || got != want || w.Cold.Load() != 1 {
+		t.Fatalf("a standby ahead of the offset: %+v (%v), cold %d; want %+v rebuilt", got, err, w.Cold.Load(), want)
 	}
 
 	// Windows 0 and 1 are complete (events 1–8 of 10): 0 is written, 1 is
-	// not; then 0 twice, then 1 wrong.
+	// not; then 0 twice, then 1 wrong, then 1 right but not written with
+	// its closing event's effect. The effects of the closing events 4 and
+	// 8, as their batches wrote them with token 1:
+	for _, n := range []int64{4, 8} {
+		if _, err := h.Pool.Exec(ctx, `INSERT INTO `+h.Tables.effects().Sanitize()+` (partition, n, stream_seq, token, worker, published_at) VALUES (0, $1, $1, 1, 'w', now())`, n); err != nil {
+			t.Fatal(err)
+		}
+	}
 	check := func(what string, dups, missing, wrong int64) {
 		t.Helper()
 		p, err := h.ProveWindows(ctx, 1, 4)
@@ -86,4 +100,10 @@ func TestWindowsRebuildAndCatchUp(t *testing.T) {
 	check("window 0 twice", 1, 0, 0)
 	exec(`UPDATE ` + h.Tables.windows().Sanitize() + ` SET sum = sum + 1 WHERE "window" = 1`)
 	check("window 1 wrong", 1, 0, 1)
+	exec(`UPDATE ` + h.Tables.windows().Sanitize() + ` SET sum = sum - 1, token = 3 WHERE "window" = 1`)
+	check("window 1 with another token than its closing effect", 1, 0, 1)
+	exec(`UPDATE ` + h.Tables.windows().Sanitize() + ` SET token = 1, last_seq = 7 WHERE "window" = 1`)
+	check("window 1 closed at another sequence than its last event", 1, 0, 1)
+	exec(`UPDATE ` + h.Tables.windows().Sanitize() + ` SET last_seq = 8 WHERE "window" = 1`)
+	check("window 1 right again", 1, 0, 0)
 }
