@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"testing"
@@ -250,19 +251,32 @@ func (f *Fleet) operator(cl *consultest.Cluster) (admin.Operator, *consul.Coordi
 
 // StoreStandbys stores the fleet's standbys for failover per shard
 // (Config.Standbys; count balance when no policy is stored), as
-// `shardctl balance -standbys K` does; with none configured it does
-// nothing.
+// `shardctl balance -standbys K` does, trying again for up to 30 s (a
+// cluster just rebuilt or restored may refuse a write or two); with none
+// configured it does nothing.
 func (f *Fleet) StoreStandbys(ctx context.Context, op admin.Operator) error {
 	if f.cfg.Standbys == 0 {
 		return nil
 	}
-	if _, err := op.Coordinator.Fleet().SetPolicy(ctx, shard.BalancePolicy{}, true); err != nil {
-		return fmt.Errorf("storing a balance policy: %w", err)
+	store := func() error {
+		if _, err := op.Coordinator.Fleet().SetPolicy(ctx, shard.BalancePolicy{}, true); err != nil {
+			return fmt.Errorf("storing a balance policy: %w", err)
+		}
+		if _, err := op.SetStandbys(ctx, f.cfg.Standbys, 0); err != nil {
+			return fmt.Errorf("storing %d standbys per shard: %w", f.cfg.Standbys, err)
+		}
+		return nil
 	}
-	if _, err := op.SetStandbys(ctx, f.cfg.Standbys, 0); err != nil {
-		return fmt.Errorf("storing %d standbys per shard: %w", f.cfg.Standbys, err)
+	giveUp := time.Now().Add(30 * time.Second)
+	for {
+		err := store()
+		if err == nil || time.Now().After(giveUp) {
+			return err
+		}
+		if sleepCtx(ctx, 500*time.Millisecond); ctx.Err() != nil {
+			return errors.Join(ctx.Err(), err)
+		}
 	}
-	return nil
 }
 
 // waitSnapshot lists the fleet every 100 ms until cond holds or within
