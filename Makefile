@@ -3,16 +3,16 @@
 #   make test                     everything below, against real servers
 GO ?= go
 
-.PHONY: test vet consul nats postgres chromium systemd demo dashboard-screenshot bench shardbench sim chaos fuzz flakecheck stepdowns zoneprop
+.PHONY: test vet consul nats etcd postgres chromium systemd demo dashboard-screenshot bench shardbench sim chaos fuzz flakecheck stepdowns zoneprop
 
-# test builds the real Consul and nats-server the integration tests start
+# test builds the real Consul, nats-server and etcd the integration tests start
 # (seconds when bin/ has them already), installs Debian's PostgreSQL and Chromium when
 # missing (the tests start their own throwaway servers and browser) and
 # systemd-analyze (deploy's units are verified with it), vets, and runs every
 # test with the race detector; then the tests of the Kubernetes manifests and
 # the Prometheus alerting rules, each a module of its own (deploy/kubernetes,
 # deploy/prometheus) so that the library never requires their APIs.
-test: consul nats postgres chromium systemd vet
+test: consul nats etcd postgres chromium systemd vet
 	$(GO) test -race -count=1 -timeout 25m ./...
 	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd deploy/prometheus && $(GO) vet ./... && $(GO) test -count=1 ./...
@@ -26,6 +26,9 @@ consul:
 
 nats:
 	bash scripts/nats-server.sh
+
+etcd:
+	bash scripts/etcd.sh
 
 postgres:
 	bash scripts/postgres.sh
