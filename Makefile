@@ -114,6 +114,6 @@ stepdowns: consul
 # duration: Go 1.26's -fuzztime deadline races its workers (golang/go#75804).
 FUZZTIME ?= 1000000x
 fuzz:
-	@for t in shard:FuzzLeasePolicyValidate shard:FuzzConfig shard/consul:FuzzDecode offsets/consul:FuzzDecode offsets/bolt:FuzzDecode \
+	@for t in shard:FuzzLeasePolicyValidate shard:FuzzConfig shard/consul:FuzzDecode offsets:FuzzDecodeRecord offsets/bolt:FuzzDecode \
 		cmd/shardd:FuzzWorkerFlags cmd/shardctl:FuzzPolicyCommand internal/demo:FuzzOptionsValidate rebalance:FuzzStep internal/keycodec:FuzzSetEncoding; do \
 		(cd $${t%%:*} && $(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) .) || exit 1; done

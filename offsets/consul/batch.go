@@ -92,7 +92,7 @@ func (st *Store) CommitBatch(parent context.Context, batch []Entry) error {
 		pending = pending[:0]
 		ops := make([]*api.TxnOp, len(writes))
 		for k, w := range writes {
-			ops[k] = &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: st.Key(batch[w.i].Shard), Value: encode(w.next), Index: w.idx}}
+			ops[k] = &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: st.Key(batch[w.i].Shard), Value: offsets.EncodeRecord(w.next), Index: w.idx}}
 		}
 		txns, err := consulkv.Batches(nil, ops, 0)
 		if err != nil {
@@ -197,7 +197,7 @@ func (st *Store) readMany(ctx context.Context, ids []shard.ID) (map[shard.ID]err
 		}
 		for k, s := range chunk {
 			kv := results[k].KV
-			cp, err := decode(s, st.Key(s), kv.Value, kv.ModifyIndex)
+			cp, err := offsets.DecodeRecord(s, st.Key(s), kv.Value, kv.ModifyIndex != 0)
 			if err != nil {
 				corrupt[s] = err
 				continue

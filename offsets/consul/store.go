@@ -260,7 +260,7 @@ func (st *Store) update(parent context.Context, op string, s shard.ID, apply fun
 // not exist). It returns the new ModifyIndex, or conflict when the index
 // had moved.
 func (st *Store) cas(ctx context.Context, op string, s shard.ID, cp offsets.Checkpoint, index uint64) (uint64, bool, error) {
-	ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: st.Key(s), Value: encode(cp), Index: index}}}
+	ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: st.Key(s), Value: offsets.EncodeRecord(cp), Index: index}}}
 	results, txnErrs, err := st.txn(ctx, op, s, ops, true)
 	if err != nil {
 		return 0, false, err
@@ -307,7 +307,7 @@ func (st *Store) read(ctx context.Context, op string, s shard.ID, consistent boo
 	}
 	var e entry
 	if kv != nil {
-		if e.cp, err = decode(s, key, kv.Value, kv.ModifyIndex); err != nil {
+		if e.cp, err = offsets.DecodeRecord(s, key, kv.Value, kv.ModifyIndex != 0); err != nil {
 			return entry{}, err
 		}
 		e.index = kv.ModifyIndex

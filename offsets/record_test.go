@@ -1,21 +1,21 @@
-package consul
+package offsets
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 )
 
-// FuzzDecode: the value under P/offsets/<shard> is outside data — anyone
-// with write access to the prefix may put anything there. decode either
+// FuzzDecodeRecord: the value under a key-value store's P/offsets/<shard>
+// is outside data — anyone with write access to the prefix may put
+// anything there. DecodeRecord either
 // returns a checkpoint the fencing rule allows (offset ≥ 0, token ≤ floor,
 // a floor once anything was stored) that encodes back to itself, or an
 // error wrapping ErrCorrupt that names the shard and the key; it never
 // panics.
-func FuzzDecode(f *testing.F) {
+func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(`{"v":1,"offset":42,"token":7,"floor":9}`), uint64(3))
 	f.Add([]byte(`{"v":2,"offset":1,"token":1,"floor":1}`), uint64(3))
 	f.Add([]byte(`{"v":1,"offset":-1,"token":1,"floor":1}`), uint64(3))
@@ -29,25 +29,25 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v []byte, index uint64) {
 		const s = shard.ID("stream/shard-003")
 		const key = "fuzz/fleet/offsets/stream/shard-003"
-		cp, err := decode(s, key, v, index)
+		cp, err := DecodeRecord(s, key, v, index != 0)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), string(s)) || !strings.Contains(err.Error(), key) {
-				t.Fatalf("decode(%q) = %v: want ErrCorrupt naming shard %s and key %s", v, err, s, key)
+				t.Fatalf("DecodeRecord(%q) = %v: want ErrCorrupt naming shard %s and key %s", v, err, s, key)
 			}
 			return
 		}
 		if index == 0 {
-			if cp != (offsets.Checkpoint{}) {
+			if cp != (Checkpoint{}) {
 				t.Fatalf("a missing key decoded to %+v", cp)
 			}
 			return
 		}
 		if cp.Offset < 0 || cp.Token > cp.Floor || cp.Floor == 0 {
-			t.Fatalf("decode(%q) accepted %+v, which the fencing rule makes impossible", v, cp)
+			t.Fatalf("DecodeRecord(%q) accepted %+v, which the fencing rule makes impossible", v, cp)
 		}
-		back, err := decode(s, key, encode(cp), index)
+		back, err := DecodeRecord(s, key, EncodeRecord(cp), true)
 		if err != nil || back != cp {
-			t.Fatalf("%+v encodes to %s, which decodes to %+v (%v)", cp, encode(cp), back, err)
+			t.Fatalf("%+v encodes to %s, which decodes to %+v (%v)", cp, EncodeRecord(cp), back, err)
 		}
 	})
 }
