@@ -16,7 +16,10 @@ CONSUL_API_VERSION="${CONSUL_API_VERSION:-1.18.1}"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${repo}/bin/consul"
 
-if [[ -x "${out}" ]] && "${out}" version 2>/dev/null | head -n1 | grep -q "^Consul v${CONSUL_VERSION}\$"; then
+# Read the whole output before matching: a pipe into head or grep -q can
+# end consul with SIGPIPE, which pipefail turns into a needless rebuild.
+have="$([[ -x "${out}" ]] && "${out}" version 2>/dev/null || true)"
+if [[ "${have%%$'\n'*}" == "Consul v${CONSUL_VERSION}" ]]; then
 	echo "consul.sh: ${out} is already v${CONSUL_VERSION}; nothing to do"
 	exit 0
 fi

@@ -16,7 +16,10 @@ ETCD_VERSION="${ETCD_VERSION:-3.6.6}"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${repo}/bin/etcd"
 
-if [[ -x "${out}" ]] && "${out}" --version 2>/dev/null | grep -q "^etcd Version: ${ETCD_VERSION}\$"; then
+# Read the whole output before matching: a pipe into grep -q can end etcd
+# with SIGPIPE, which pipefail turns into a needless rebuild.
+have="$([[ -x "${out}" ]] && "${out}" --version 2>/dev/null || true)"
+if [[ "${have}" == *"etcd Version: ${ETCD_VERSION}"$'\n'* || "${have}" == *"etcd Version: ${ETCD_VERSION}" ]]; then
 	echo "etcd.sh: ${out} is already v${ETCD_VERSION}; nothing to do"
 	exit 0
 fi

@@ -17,7 +17,10 @@ cd "${repo}"
 command -v go >/dev/null || { echo "nats-server.sh: go is not on PATH" >&2; exit 1; }
 version="$(go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)"
 
-if [[ -x "${out}" ]] && "${out}" --version 2>/dev/null | grep -q "^nats-server: ${version}\$"; then
+# Read the whole output before matching (a pipe into grep -q can end the
+# binary with SIGPIPE, which pipefail turns into a needless rebuild).
+have="$([[ -x "${out}" ]] && "${out}" --version 2>/dev/null || true)"
+if [[ "${have%%$'\n'*}" == "nats-server: ${version}" ]]; then
 	echo "nats-server.sh: ${out} is already ${version}; nothing to do"
 	exit 0
 fi

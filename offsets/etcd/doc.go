@@ -22,5 +22,5 @@
 // reads and writes fail, naming the key, until an operator repairs it.
 //
 // The store uses the caller's *clientv3.Client (Config.Client), which it
-// never closes: the same client a process's etcd coordinator uses.
+// never closes: a process keeps one client for all it does in etcd.
 package etcd

@@ -117,7 +117,7 @@ func (st *Store) Load(parent context.Context, s shard.ID) (offsets.Checkpoint, e
 	if err := st.check(parent, "load", s, nil); err != nil {
 		return offsets.Checkpoint{}, err
 	}
-	ctx, cancel := context.WithTimeout(parent, st.timeout)
+	ctx, cancel := st.withTimeout(parent)
 	defer cancel()
 	cp, _, err := st.read(ctx, "load", s)
 	return cp, err
@@ -179,10 +179,13 @@ func (st *Store) update(parent context.Context, op string, s shard.ID, apply fun
 	if err := st.check(parent, op, s, apply); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(parent, st.timeout)
+	ctx, cancel := st.withTimeout(parent)
 	defer cancel()
 	key := st.Key(s)
 	for try := 0; ; try++ {
+		if st.closed.Load() {
+			return offsets.ErrClosed
+		}
 		cp, rev, err := st.read(ctx, op, s)
 		if err != nil {
 			return err
@@ -216,8 +219,14 @@ func (st *Store) update(parent context.Context, op string, s shard.ID, apply fun
 // its caller ended adds its error and cause.
 func (st *Store) fail(ctx context.Context, op string, s shard.ID, err error, write bool) error {
 	where := fmt.Sprintf("offsets/etcd: %s shard %s", op, s)
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		err = fmt.Errorf("%w: %w", err, withCause(ctx, cerr))
+	if cerr := ctx.Err(); cerr != nil {
+		// The client returns the context's error itself: add it when it
+		// is not there, and its cause (the caller's, or the store's
+		// timeout) either way, so a handler can tell revoked from lost.
+		if !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w: %w", err, cerr)
+		}
+		err = withCause(ctx, err)
 	}
 	if write && !refusedBeforeApplying(err) {
 		return fmt.Errorf("%w: %s: the write was sent but no answer came back, so it may or may not have been applied: %w", offsets.ErrOutcomeUnknown, where, err)
@@ -234,6 +243,16 @@ func refusedBeforeApplying(err error) bool {
 		}
 	}
 	return false
+}
+
+// errStoreTimeout is the cause of a call's end when Config.RequestTimeout
+// passed before the caller's context ended.
+var errStoreTimeout = errors.New("offsets/etcd: the store's request timeout passed")
+
+// withTimeout bounds a call by the store's request timeout, whose end has
+// cause errStoreTimeout; the caller's own end keeps its cause.
+func (st *Store) withTimeout(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(parent, st.timeout, fmt.Errorf("%w (%v)", errStoreTimeout, st.timeout))
 }
 
 // withCause adds ctx's cause to err when it says more.

@@ -1,8 +1,7 @@
-// Package etcdtest starts real etcd servers for tests and for
-// cmd/shardbench: a single member (Start) and a cluster of members on
-// loopback (StartCluster) whose Raft leader can be found, killed and
-// started again, as the etcd engine's conformance, chaos and benchmark runs
-// need.
+// Package etcdtest starts real etcd servers for tests (offsets/etcd's
+// today; the etcd engine's conformance, chaos and benchmark runs next): a
+// single member (Start) and a cluster of members on loopback
+// (StartCluster) whose Raft leader can be found, killed and started again.
 //
 // The binary is <module root>/bin/etcd (built by scripts/etcd.sh from the
 // Go module proxy, go.etcd.io/etcd/server/v3 at the version the script

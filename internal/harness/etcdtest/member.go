@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,8 +45,17 @@ type Member struct {
 	bin     string
 	cluster string // --initial-cluster
 	token   string // --initial-cluster-token
-	proc    *shardproc.Proc
 	http    *http.Client
+
+	mu   sync.Mutex // guards proc: a fault harness kills and restarts from its own goroutines
+	proc *shardproc.Proc
+}
+
+// process is the member's current process (nil before its first start).
+func (m *Member) process() *shardproc.Proc {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.proc
 }
 
 // LogPath is the member's log file.
@@ -69,20 +79,26 @@ func (m *Member) start(fresh bool) error {
 	if err != nil {
 		return err
 	}
+	m.mu.Lock()
 	m.proc = p
+	m.mu.Unlock()
 	return nil
 }
 
 // Running reports whether the member's process is up.
-func (m *Member) Running() bool { return m.proc != nil && m.proc.Running() }
+func (m *Member) Running() bool {
+	p := m.process()
+	return p != nil && p.Running()
+}
 
 // Kill kills the member's process (SIGKILL) and waits for it to exit.
 func (m *Member) Kill() {
-	if m.proc == nil {
+	p := m.process()
+	if p == nil {
 		return
 	}
-	m.proc.Signal(syscall.SIGKILL)
-	m.proc.Wait(10 * time.Second)
+	p.Signal(syscall.SIGKILL)
+	p.Wait(10 * time.Second)
 }
 
 // Restart starts a killed or stopped member again with its data, at its
@@ -99,10 +115,11 @@ func (m *Member) Restart() error {
 
 // stop stops the member (SIGTERM, then SIGKILL).
 func (m *Member) stop() error {
-	if m.proc == nil {
+	p := m.process()
+	if p == nil {
 		return nil
 	}
-	return m.proc.Stop(10 * time.Second)
+	return p.Stop(10 * time.Second)
 }
 
 // Healthy asks the member's /health: nil when it is a member of a cluster
@@ -224,7 +241,7 @@ func waitHealthy(within time.Duration, ms ...*Member) error {
 		var last error
 		for _, m := range ms {
 			select {
-			case <-m.proc.Done():
+			case <-m.process().Done():
 				return &exitedError{member: m.Name}
 			default:
 			}
