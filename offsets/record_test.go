@@ -51,3 +51,24 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestValidKeyShard: an ID that would not survive as part of a key is
+// refused naming it and what is wrong; a long but bounded one is not.
+func TestValidKeyShard(t *testing.T) {
+	for _, tc := range []struct {
+		id   shard.ID
+		says string
+	}{
+		{"a\xff", `shard "a\xff" is not valid UTF-8`},
+		{"a\x00b", `shard "a\x00b" contains a NUL byte`},
+		{shard.ID(strings.Repeat("x", MaxKeyShardLen+1)), "is 1025 bytes, more than 1024"},
+	} {
+		err := ValidKeyShard(tc.id)
+		if !errors.Is(err, shard.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("ValidKeyShard(%.20q): %v, want ErrInvalidArgument saying %q", tc.id, err, tc.says)
+		}
+	}
+	if err := ValidKeyShard(shard.ID(strings.Repeat("x", MaxKeyShardLen))); err != nil {
+		t.Errorf("an ID of exactly %d bytes: %v", MaxKeyShardLen, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/internal/backoff"
 	"github.com/shardlease/shardlease/worker"
 )
 
@@ -26,23 +27,11 @@ type restoringStream struct {
 func (s restoringStream) Process(ctx context.Context, c *worker.Claim) error {
 	if c.Warm == nil || !c.Warm.CaughtUp {
 		s.log.Info("restoring state", zap.String("shard", string(c.Shard)), zap.Duration("restore", s.restore))
-		if !s.wait(ctx, s.restore) {
+		if !backoff.Sleep(ctx.Done(), s.restore) {
 			return nil
 		}
 	}
 	return s.stream.Process(ctx, c)
-}
-
-// wait waits d and reports true, or false when ctx ends first.
-func (s restoringStream) wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // statefulStream is restoringStream with a standby side (the default with
@@ -55,7 +44,7 @@ type statefulStream struct {
 // Standby rebuilds the state, then follows the owner's commits, reporting
 // itself caught up to each: it reads the checkpoint, never writes.
 func (s statefulStream) Standby(ctx context.Context, sc *worker.StandbyClaim) error {
-	if !s.wait(ctx, s.restore) {
+	if !backoff.Sleep(ctx.Done(), s.restore) {
 		return nil
 	}
 	for {
@@ -63,7 +52,7 @@ func (s statefulStream) Standby(ctx context.Context, sc *worker.StandbyClaim) er
 		if err == nil {
 			sc.Report(cp.Offset, true)
 		}
-		if !s.wait(ctx, s.commitEvery) {
+		if !backoff.Sleep(ctx.Done(), s.commitEvery) {
 			return nil
 		}
 	}

@@ -49,13 +49,8 @@ func decode(s shard.ID, v []byte) (offsets.Checkpoint, error) {
 		Token:  shard.Token(binary.BigEndian.Uint64(v[9:])),
 		Floor:  shard.Token(binary.BigEndian.Uint64(v[17:])),
 	}
-	switch {
-	case cp.Offset < 0:
-		return corrupt("negative offset %d", cp.Offset)
-	case cp.Token > cp.Floor:
-		return corrupt("token %d above floor %d", cp.Token, cp.Floor)
-	case cp.Floor == 0:
-		return corrupt("floor 0")
+	if p := offsets.StoredProblem(cp); p != "" {
+		return corrupt("%s", p)
 	}
 	return cp, nil
 }

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/consul/api"
 
@@ -24,7 +23,7 @@ const DefaultRequestTimeout = consulkv.DefaultRequestTimeout
 
 // MaxShardLen bounds a shard ID in bytes: it becomes part of a KV key, and
 // an ID that long is a bug, not a shard.
-const MaxShardLen = 1024
+const MaxShardLen = offsets.MaxKeyShardLen
 
 // Connection says how to reach the Consul agent: address, scheme,
 // datacenter, token, TLS and a transport wrapper. A shard/consul.Config's
@@ -199,22 +198,7 @@ func (st *Store) check(ctx context.Context, op string, s shard.ID, apply func(of
 	if err := offsets.ValidShard(s); err != nil {
 		return err
 	}
-	return validShard(s)
-}
-
-// validShard refuses IDs that would not survive as a key unchanged:
-// invalid UTF-8 (the JSON of a transaction would replace it, so two IDs
-// could share a key), NUL, absurd lengths.
-func validShard(s shard.ID) error {
-	switch {
-	case !utf8.ValidString(string(s)):
-		return fmt.Errorf("offsets/consul: shard %q is not valid UTF-8: %w", s, shard.ErrInvalidArgument)
-	case strings.IndexByte(string(s), 0) >= 0:
-		return fmt.Errorf("offsets/consul: shard %q contains a NUL byte: %w", s, shard.ErrInvalidArgument)
-	case len(s) > MaxShardLen:
-		return fmt.Errorf("offsets/consul: shard %.40q… is %d bytes, more than %d: %w", s, len(s), MaxShardLen, shard.ErrInvalidArgument)
-	}
-	return nil
+	return offsets.ValidKeyShard(s)
 }
 
 // update is the atomic step: apply the rule to the checkpoint as of a

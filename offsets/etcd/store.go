@@ -21,7 +21,7 @@ import (
 const DefaultRequestTimeout = 10 * time.Second
 
 // MaxShardLen bounds a shard ID in bytes: it becomes part of a key.
-const MaxShardLen = 1024
+const MaxShardLen = offsets.MaxKeyShardLen
 
 // Config says which etcd and which fleet.
 type Config struct {
@@ -143,15 +143,7 @@ func (st *Store) check(ctx context.Context, op string, s shard.ID, apply func(of
 	if err := offsets.ValidShard(s); err != nil {
 		return err
 	}
-	switch {
-	case !utf8.ValidString(string(s)):
-		return fmt.Errorf("offsets/etcd: shard %q is not valid UTF-8: %w", s, shard.ErrInvalidArgument)
-	case strings.IndexByte(string(s), 0) >= 0:
-		return fmt.Errorf("offsets/etcd: shard %q contains a NUL byte: %w", s, shard.ErrInvalidArgument)
-	case len(s) > MaxShardLen:
-		return fmt.Errorf("offsets/etcd: shard %.40q… is %d bytes, more than %d: %w", s, len(s), MaxShardLen, shard.ErrInvalidArgument)
-	}
-	return nil
+	return offsets.ValidKeyShard(s)
 }
 
 // read fetches s's key: its checkpoint and ModRevision (0: the key does

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/backoff"
 	"github.com/shardlease/shardlease/worker"
 )
 
@@ -52,13 +53,4 @@ func (h *restoring) Standby(ctx context.Context, sc *worker.StandbyClaim) error 
 }
 
 // wait waits d and reports true, or false when ctx ends first.
-func wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func wait(ctx context.Context, d time.Duration) bool { return backoff.Sleep(ctx.Done(), d) }
