@@ -271,25 +271,8 @@ func TestRunOnConsulSharesTheShards(t *testing.T) {
 // children that ignore SIGTERM would hold shardd for the whole drain
 // timeout, so a second SIGINT kills them at once; nothing is left behind.
 func TestRunBinarySecondSignalKillsTheChildrenAtOnce(t *testing.T) {
-	bin := sharddBinary(t)
-	out := &runOutput{}
-	cmd := exec.Command(bin, "run", "--shards", "3", "--drain-timeout", "60s", "--log-level", "warn", "--",
+	cmd, out, exited, groups := startRunBinary(t, 3, "--shards", "3", "--drain-timeout", "60s", "--log-level", "warn", "--",
 		"sh", "-c", `trap '' TERM; echo pgid=$$; while :; do sleep 0.1; done`)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	pgid := regexp.MustCompile(`^\[\S+\] pgid=(\d+)$`)
-	waitUntil(t, 15*time.Second, "three children start", func() bool { return len(out.matches(pgid)) == 3 })
-	groups := map[int]bool{}
-	for _, m := range out.matches(pgid) {
-		p, _ := strconv.Atoi(m[1])
-		groups[p] = true
-	}
 
 	// Ctrl-C on a terminal signals the foreground process group: shardd's.
 	// The children are in their own groups and do not see it.
@@ -325,24 +308,7 @@ func TestRunBinarySecondSignalKillsTheChildrenAtOnce(t *testing.T) {
 // A hangup (the terminal went away) stops the children in order, as SIGTERM
 // does, instead of killing shardd and leaving their own children behind.
 func TestRunBinaryHangupStopsTheChildren(t *testing.T) {
-	bin := sharddBinary(t)
-	out := &runOutput{}
-	cmd := exec.Command(bin, "run", "--shards", "2", "--log-level", "warn", "--", "sh", "-c", `echo pgid=$$; sleep 30`)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	pgid := regexp.MustCompile(`^\[\S+\] pgid=(\d+)$`)
-	waitUntil(t, 15*time.Second, "two children start", func() bool { return len(out.matches(pgid)) == 2 })
-	groups := map[int]bool{}
-	for _, m := range out.matches(pgid) {
-		p, _ := strconv.Atoi(m[1])
-		groups[p] = true
-	}
+	cmd, out, exited, groups := startRunBinary(t, 2, "--shards", "2", "--log-level", "warn", "--", "sh", "-c", `echo pgid=$$; sleep 30`)
 	_ = cmd.Process.Signal(syscall.SIGHUP)
 	select {
 	case err := <-exited:
@@ -362,25 +328,8 @@ func TestRunBinaryHangupStopsTheChildren(t *testing.T) {
 // a second SIGINT cuts it short, and shardd stops at once, children and
 // all.
 func TestRunBinarySecondSignalEndsTheDrainBeforeStop(t *testing.T) {
-	bin := sharddBinary(t)
-	out := &runOutput{}
-	cmd := exec.Command(bin, "run", "--shards", "2", "--drain-before-stop", "1h", "--log-level", "warn", "--",
+	cmd, out, exited, groups := startRunBinary(t, 2, "--shards", "2", "--drain-before-stop", "1h", "--log-level", "warn", "--",
 		"sh", "-c", `echo pgid=$$; while :; do sleep 0.1; done`)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	pgid := regexp.MustCompile(`^\[\S+\] pgid=(\d+)$`)
-	waitUntil(t, 15*time.Second, "two children start", func() bool { return len(out.matches(pgid)) == 2 })
-	groups := map[int]bool{}
-	for _, m := range out.matches(pgid) {
-		p, _ := strconv.Atoi(m[1])
-		groups[p] = true
-	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
 	select {
 	case err := <-exited:
@@ -403,4 +352,30 @@ func TestRunBinarySecondSignalEndsTheDrainBeforeStop(t *testing.T) {
 	if !strings.Contains(out.String(), "the drain before the stop cut short") {
 		t.Errorf("shardd did not say why it stopped at once:\n%s", out.String())
 	}
+}
+
+// startRunBinary starts the real `shardd run` with args in a process group
+// of its own (killed on cleanup), waits until children children have said
+// their process group (each prints "pgid=N"), and returns the command, its
+// output, a channel of its exit, and the children's groups.
+func startRunBinary(t *testing.T, children int, args ...string) (*exec.Cmd, *runOutput, <-chan error, map[int]bool) {
+	t.Helper()
+	out := &runOutput{}
+	cmd := exec.Command(sharddBinary(t), append([]string{"run"}, args...)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	pgid := regexp.MustCompile(`^\[\S+\] pgid=(\d+)$`)
+	waitUntil(t, 15*time.Second, fmt.Sprintf("%d children start", children), func() bool { return len(out.matches(pgid)) == children })
+	groups := map[int]bool{}
+	for _, m := range out.matches(pgid) {
+		p, _ := strconv.Atoi(m[1])
+		groups[p] = true
+	}
+	return cmd, out, exited, groups
 }
