@@ -49,10 +49,6 @@ type loop struct {
 	// stopCandidate ends this worker's candidacy for the assignor (and its
 	// term as assignor) and waits for it: shutdown calls it, then resigns.
 	stopCandidate func()
-	// drainingFirst is set while a stop drains first (Config.
-	// DrainBeforeStop): the state is draining, and the loop still follows
-	// the assignment, handing off what the assignor moves.
-	drainingFirst bool
 	// stopGuard ends the watch on this worker's member key (guardMember)
 	// and waits for it, so that a stopping worker's mark (announceLeave)
 	// is the last write of the key: the guard, seeing the key unlocked by
@@ -222,7 +218,10 @@ func readable(k shard.AssignmentKey) bool { return k.Exists && k.Problem == "" }
 // written. A key never written yet (a fresh worker) is the same: nothing
 // runs, nothing starts.
 func (lp *loop) reconcile() {
-	if lp.assignment == nil || lp.state != StateActive && !lp.drainingFirst {
+	// Draining is a stop's drain before the stop (Config.DrainBeforeStop):
+	// the loop still follows the assignment, handing off what the assignor
+	// moves. (shutdown's draining reconciles nothing: the loop has ended.)
+	if lp.assignment == nil || lp.state != StateActive && lp.state != StateDraining {
 		return
 	}
 	if !readable(*lp.assignment) {

@@ -250,7 +250,6 @@ func (lp *loop) drainBeforeStop(ctx context.Context, d time.Duration) bool {
 		time.Sleep(wait)
 	}
 	lp.w.draining.Store(true) // this worker's own mark, not an operator's
-	lp.drainingFirst = true
 	lp.state = StateDraining
 	lp.w.log.Info("stopping: draining first, so that the shards move one budget at a time (warm where their new owners run standbys)",
 		zap.Int("shards", len(lp.runners)), zap.Duration("at_most", d))

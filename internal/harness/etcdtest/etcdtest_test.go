@@ -3,6 +3,8 @@ package etcdtest
 import (
 	"encoding/base64"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -126,9 +128,19 @@ func TestLaunchRetriesATakenPort(t *testing.T) {
 	}
 }
 
-// TestMissingBinaryNamesTheScript: without the binary the error says how
-// to build it.
-func TestMissingBinaryNamesTheScript(t *testing.T) {
+// TestMissingBinaryIsNamed: a $SHARDLEASE_ETCD naming no binary is an
+// error naming it, and a module without bin/etcd one saying how to build
+// it; neither is a skip.
+func TestMissingBinaryIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	t.Setenv(EnvBinary, "")
+	if _, err := FindBinary(); err == nil || !strings.Contains(err.Error(), "bash scripts/etcd.sh") || !strings.Contains(err.Error(), filepath.Join(dir, "bin", "etcd")) {
+		t.Errorf("no bin/etcd: %v, want an error naming it and scripts/etcd.sh", err)
+	}
 	t.Setenv(EnvBinary, "/nonexistent/etcd")
 	_, err := Launch(1)
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/etcd") {
