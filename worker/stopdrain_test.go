@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/faults"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -151,4 +152,71 @@ func TestDrainBeforeStopCutShort(t *testing.T) {
 			t.Fatalf("a stop whose draining mark was refused took %v; want it at once, as without the drain", took)
 		}
 	})
+}
+
+// TestDrainBeforeStopEndsWithTheLease: a worker whose session is destroyed
+// (by an operator, or expiring while it is cut off) during its drain
+// before the stop steps down and Run returns at once, not at the drain's
+// limit; its shards go to the others after the lock-delay, and no shard
+// runs on two workers at once.
+func TestDrainBeforeStopEndsWithTheLease(t *testing.T) {
+	for _, how := range []string{"destroyed", "cut off"} {
+		synctest.Test(t, func(t *testing.T) {
+			f := newFleet(t, 8)
+			f.start("a", nil)
+			settle(time.Second)
+			cfg := f.config("b", f.events.waiting("b"))
+			cfg.DrainBeforeStop = time.Hour
+			b := f.startWith(cfg)
+			settle(60 * time.Second)
+			if counts(f.owners())["b"] == 0 {
+				t.Fatal("b holds nothing to drain")
+			}
+			// Frozen: the drain moves nothing and would wait its hour.
+			if err := f.coord.Fleet().SetFreeze(t.Context(), &shard.Mark{By: "test", Reason: "nothing moves"}); err != nil {
+				t.Fatal(err)
+			}
+			stopped := make(chan error, 1)
+			go func() { stopped <- f.stop("b") }()
+			settle(5 * time.Second)
+			if st := b.w.Status(); st.State != worker.StateDraining {
+				t.Fatalf("5 s into the drain: state %s, want draining", st.State)
+			}
+			switch how {
+			case "destroyed":
+				m, ok := f.snapshot().Member("b")
+				if !ok {
+					t.Fatal("b is not a member")
+				}
+				if err := f.coord.Sessions().Destroy(t.Context(), m.Session); err != nil {
+					t.Fatal(err)
+				}
+			case "cut off":
+				b.faults.Set(faults.Fail)
+			}
+			settle(testPolicy.TTL + time.Second)
+			select {
+			case <-stopped:
+			default:
+				t.Fatalf("session %s: Run still running %v later, in a drain of an hour", how, testPolicy.TTL+time.Second)
+			}
+			if err := f.coord.Fleet().SetFreeze(t.Context(), nil); err != nil {
+				t.Fatal(err)
+			}
+			settle(60 * time.Second)
+			if c := counts(f.owners()); c["a"] != 8 {
+				t.Fatalf("session %s: counts %v after b stopped, want a to hold all 8", how, c)
+			}
+			running := map[shard.ID]int{}
+			for _, ev := range f.events.list() {
+				if !ev.start {
+					running[ev.shard]--
+					continue
+				}
+				if running[ev.shard]++; running[ev.shard] > 1 {
+					t.Fatalf("session %s: %s started on %s while another handler ran it", how, ev.shard, ev.worker)
+				}
+			}
+		})
+	}
 }
