@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -55,7 +56,7 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 		return err
 	}
 	if fleet == nil {
-		return fmt.Errorf("%w: assign: the fleet has no config at %q yet (Configure first)", shard.ErrInvalidArgument, c.configKey())
+		return fmt.Errorf("%w: assign: the fleet has no config at %q yet (Configure first)", shard.ErrInvalidArgument, c.keys.Config())
 	}
 	// A worker's key and the assignor's memory about it are written (or
 	// deleted) in one transaction, so they carry one modify index: the
@@ -63,19 +64,19 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 	groups := make([][]*api.TxnOp, len(workers))
 	for i, w := range workers {
 		groups[i] = []*api.TxnOp{
-			{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.assignKey(w)}},
-			{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.memoryKey(w)}},
+			{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.keys.Assign(w)}},
+			{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.keys.Memory(w)}},
 		}
 		if a := set[w]; a != nil {
 			v := *a
 			v.Epoch = epoch
-			value, err := keycodec.EncodeAssignment(fleet.cfg, v)
+			value, err := keycodec.EncodeAssignment(fleet.Config, v)
 			if err != nil {
 				return fmt.Errorf("assign: worker %q: %w", w, err)
 			}
-			seal := newSeal()
-			groups[i][0].KV.Verb, groups[i][0].KV.Value = api.KVSet, sealValue(value, seal)
-			groups[i][1].KV.Verb, groups[i][1].KV.Value = api.KVSet, sealMemory(v.Memory, seal)
+			seal := fleetkeys.NewSeal()
+			groups[i][0].KV.Verb, groups[i][0].KV.Value = api.KVSet, fleetkeys.SealValue(value, seal)
+			groups[i][1].KV.Verb, groups[i][1].KV.Value = api.KVSet, fleetkeys.SealMemory(v.Memory, seal)
 		}
 	}
 	checks := c.assignorChecks(id, epoch)
@@ -111,23 +112,23 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 // (Assign's, History.Record's): what Consul said, and who holds the key
 // now.
 func (c *Coordinator) notAssignor(ctx context.Context, id shard.SessionID, epoch shard.Token, what string) error {
-	holder, err := c.holderOf(ctx, c.assignorKey(), "it is free", func(kv *api.KVPair) string {
-		k := decodeLock(kv)
+	holder, err := c.holderOf(ctx, c.keys.Assignor(), "it is free", func(kv *api.KVPair) string {
+		k := fleetkeys.DecodeLock(pairOf(kv))
 		return fmt.Sprintf("session %q (worker %q) holds it at epoch %d", k.Session, k.Worker, k.Token)
 	})
 	if err != nil {
 		return err
 	}
 	return fmt.Errorf("%w: session %q does not hold %s at epoch %d (%s): %s",
-		shard.ErrNotAssignor, id, c.assignorKey(), epoch, what, holder)
+		shard.ErrNotAssignor, id, c.keys.Assignor(), epoch, what, holder)
 }
 
 // assignorChecks open every transaction only the assignor may make: the
 // session holds P/assignor, at exactly epoch (its modify index).
 func (c *Coordinator) assignorChecks(id shard.SessionID, epoch shard.Token) api.TxnOps {
 	return api.TxnOps{
-		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: c.assignorKey(), Session: string(id)}},
-		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.assignorKey(), Index: epoch.Index()}},
+		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: c.keys.Assignor(), Session: string(id)}},
+		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.keys.Assignor(), Index: epoch.Index()}},
 	}
 }
 
@@ -162,7 +163,7 @@ func (as assignments) Watch(ctx context.Context, worker string, after uint64) (s
 	if worker == "" {
 		return shard.AssignmentKey{}, fmt.Errorf("%w: assignment worker id is empty", shard.ErrInvalidArgument)
 	}
-	kv, index, err := c.watchKey(ctx, "watch assignment "+worker, c.assignKey(worker), after)
+	kv, index, err := c.watchKey(ctx, "watch assignment "+worker, c.keys.Assign(worker), after)
 	if err != nil {
 		return shard.AssignmentKey{}, err
 	}
@@ -181,7 +182,7 @@ func (as assignments) Watch(ctx context.Context, worker string, after uint64) (s
 	if err != nil {
 		return shard.AssignmentKey{}, err
 	}
-	key.Assignment, key.Problem = decodeAssignment(fleet, kv, memory)
+	key.Assignment, key.Problem = fleetkeys.DecodeAssignment(fleet, pairOf(kv), pairOf(memory))
 	key.Assignment.Memory = nil // the assignor's, not the worker's
 	return key, nil
 }
@@ -194,14 +195,14 @@ func (as assignments) Watch(ctx context.Context, worker string, after uint64) (s
 // few times at most.
 func (c *Coordinator) memoryOf(ctx context.Context, worker string, kv *api.KVPair) (*api.KVPair, *api.KVPair, error) {
 	for range 3 {
-		memory, _, err := c.kv.Get(ctx, c.memoryKey(worker), consulkv.Query{})
+		memory, _, err := c.kv.Get(ctx, c.keys.Memory(worker), consulkv.Query{})
 		if err != nil {
 			return nil, nil, c.fail(ctx, "watch assignment (read memory)", err)
 		}
 		if memory == nil || memory.ModifyIndex <= kv.ModifyIndex {
 			return memory, kv, nil
 		}
-		again, _, err := c.kv.Get(ctx, c.assignKey(worker), consulkv.Query{})
+		again, _, err := c.kv.Get(ctx, c.keys.Assign(worker), consulkv.Query{})
 		if err != nil {
 			return nil, nil, c.fail(ctx, "watch assignment (read again)", err)
 		}
@@ -213,51 +214,25 @@ func (c *Coordinator) memoryOf(ctx context.Context, worker string, kv *api.KVPai
 	return nil, kv, nil
 }
 
-// decodeAssignment reads an assignment key against the fleet's shard set
-// (nil: none known), with the assignor's memory written beside it, or
-// says what is wrong with it, prefixed with the key: a value that cannot
-// be read, or a pair not written by one transaction (shard.Unsealed).
-func decodeAssignment(fleet *shardSet, kv, memory *api.KVPair) (shard.Assignment, string) {
-	if fleet == nil {
-		return shard.Assignment{}, kv.Key + ": the fleet has no config to read the assignment against"
-	}
-	a, err := keycodec.DecodeAssignment(fleet.cfg, kv.Value)
-	if err != nil {
-		return shard.Assignment{}, fmt.Sprintf("%s: %v", kv.Key, err)
-	}
-	if memory == nil || memory.ModifyIndex != kv.ModifyIndex {
-		return shard.Assignment{}, fmt.Sprintf("%s: %s", kv.Key, shard.Unsealed)
-	}
-	seal, mem := unsealMemory(memory.Value)
-	if seal == 0 || seal != valueSeal(kv.Value) {
-		return shard.Assignment{}, fmt.Sprintf("%s: %s", kv.Key, shard.Unsealed)
-	}
-	a.Memory = mem
-	return a, ""
-}
-
 // shardSet returns the config Configure settled, else the stored one (read
 // once and kept, for a coordinator never configured), else nil.
-func (c *Coordinator) shardSet(ctx context.Context, op string) (*shardSet, error) {
-	if set := c.fleetShards(); set != nil {
+func (c *Coordinator) shardSet(ctx context.Context, op string) (*fleetkeys.ShardSet, error) {
+	if set := c.keys.Fleet(); set != nil {
 		return set, nil
 	}
-	c.mu.Lock()
-	stored := c.stored
-	c.mu.Unlock()
-	if stored != nil {
+	if stored := c.keys.LastStored(); stored != nil {
 		return stored, nil
 	}
-	kv, _, err := c.kv.Get(ctx, c.configKey(), consulkv.Query{})
+	kv, _, err := c.kv.Get(ctx, c.keys.Config(), consulkv.Query{})
 	if err != nil {
 		return nil, c.fail(ctx, op, err)
 	}
 	if kv == nil {
 		return nil, nil
 	}
-	cfg, err := parseConfig(kv.Value)
+	cfg, err := fleetkeys.ParseConfig(kv.Value)
 	if err != nil {
 		return nil, nil
 	}
-	return c.storedShards(cfg), nil
+	return c.keys.Stored(cfg), nil
 }

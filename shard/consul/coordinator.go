@@ -2,15 +2,15 @@ package consul
 
 import (
 	"context"
+	"fmt"
 	"net/http"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -39,25 +39,15 @@ type Coordinator struct {
 	// created (worker, check), saving a lookup per call. Sessions created
 	// elsewhere are looked up in Consul when first used.
 	sessions map[shard.SessionID]sessionInfo
-	// fleet is the config Configure settled: the one this coordinator's
-	// worker runs, whatever P/config says later (see fleetconfig.go).
-	fleet *shardSet
-	// stored caches the shard set of the last stored config read by a
-	// coordinator that was never configured.
-	stored *shardSet
+	// keys reads the fleet's keys, and keeps the config this
+	// coordinator runs (fleetkeys.Decoder).
+	keys *fleetkeys.Decoder
 	// dead tracks member keys seen without a session, for deleting them
 	// after the grace period (see watch.go).
 	dead map[string]deadMember
-	// owners are the shard values decoded by the latest listing, by key
-	// (see decode).
-	owners map[string]decodedOwner
 	// locks is the last read of P/shards by a listing (see listing.go),
 	// reused while the prefix's index is unchanged.
 	locks *lockListing
-	// seenGen is the highest fleet generation this coordinator has read
-	// (P/config, its own raises), for the restore hint it prints when
-	// P/config is deleted or rewritten under the fleet.
-	seenGen atomic.Uint32
 }
 
 var _ shard.Coordinator = (*Coordinator)(nil)
@@ -106,6 +96,7 @@ func New(cfg Config) (*Coordinator, error) {
 		kv:        consulkv.New(client),
 		transport: transport,
 		prefix:    cfg.Prefix + "/",
+		keys:      fleetkeys.NewDecoder(fleetkeys.NewLayout(cfg.Prefix), restoreCommand),
 		sessions:  make(map[shard.SessionID]sessionInfo),
 		dead:      make(map[string]deadMember),
 	}, nil
@@ -139,27 +130,6 @@ func (c *Coordinator) DeleteFleet(ctx context.Context) error {
 	return c.fail(ctx, "delete fleet", c.kv.DeleteTree(ctx, c.prefix))
 }
 
-// The fleet's keys (see the package doc).
-func (c *Coordinator) configKey() string           { return c.prefix + "config" }
-func (c *Coordinator) memberKey(id string) string  { return c.prefix + "members/" + id }
-func (c *Coordinator) shardKey(id shard.ID) string { return c.lockKey(shard.ShardLock(id)) }
-func (c *Coordinator) lockKey(l shard.Lock) string { return c.prefix + string(l) }
-func (c *Coordinator) assignorKey() string         { return c.lockKey(shard.AssignorLock) }
-
-// assignDir is the directory of worker's assignment: its key, "shards",
-// and the assignor's memory about it, "memory", written together.
-func (c *Coordinator) assignDir(worker string) string { return c.prefix + "assign/" + worker + "/" }
-func (c *Coordinator) assignKey(worker string) string { return c.assignDir(worker) + "shards" }
-func (c *Coordinator) memoryKey(worker string) string { return c.assignDir(worker) + "memory" }
-
-func (c *Coordinator) lockOfKey(key string) shard.Lock {
-	return shard.Lock(strings.TrimPrefix(key, c.prefix))
-}
-
-func (c *Coordinator) isMemberKey(key string) bool {
-	return strings.HasPrefix(key, c.prefix+"members/")
-}
-
 // opCtx bounds one call by RequestTimeout on top of the caller's ctx; its
 // cause tells that bound from the caller's end (consulkv.CallerCause).
 func (c *Coordinator) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -178,3 +148,9 @@ func ctxErr(ctx context.Context) error {
 // for member grace periods. Consul's own timers (TTLs, lock-delay) run on
 // the servers.
 func now() time.Time { return time.Now() }
+
+// restoreCommand is the Consul command that writes value to key, for the
+// hints of fleetkeys' problems.
+func restoreCommand(key string, value []byte) string {
+	return fmt.Sprintf("consul kv put %s '%s'", key, value)
+}

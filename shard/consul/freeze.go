@@ -23,7 +23,7 @@ func (f fleet) SetFreeze(ctx context.Context, mark *shard.Mark) error {
 	if mark != nil && mark.By == "" {
 		return fmt.Errorf("%w: freeze mark has an empty by (who froze the fleet)", shard.ErrInvalidArgument)
 	}
-	op := &api.KVTxnOp{Verb: api.KVDelete, Key: c.freezeKey()}
+	op := &api.KVTxnOp{Verb: api.KVDelete, Key: c.keys.Freeze()}
 	if mark != nil {
 		value, err := json.Marshal(mark)
 		if err != nil {

@@ -49,8 +49,8 @@ func FuzzDecode(f *testing.F) {
 		var pairs api.KVPairs
 		seen := map[string]bool{}
 		if config != nil {
-			pairs = append(pairs, &api.KVPair{Key: c.configKey(), Value: config, ModifyIndex: 1})
-			seen[c.configKey()] = true
+			pairs = append(pairs, &api.KVPair{Key: c.keys.Config(), Value: config, ModifyIndex: 1})
+			seen[c.keys.Config()] = true
 		}
 		for i, k := range strings.Split(keys, "\n") {
 			if abs, ok := strings.CutPrefix(k, "!"); ok {
@@ -107,7 +107,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		members := map[string]shard.MemberState{}
 		for _, m := range snap.Members {
-			kv := findKey(pairs, c.memberKey(m.ID))
+			kv := findKey(pairs, c.keys.Member(m.ID))
 			if kv == nil || m.ID == "" || string(m.Session) != kv.Session {
 				t.Fatalf("member %+v does not match a member key with its id and session", m)
 			}
@@ -115,7 +115,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		shards := map[shard.ID]shard.ShardState{}
 		for _, st := range snap.Shards {
-			kv := findKey(pairs, c.shardKey(st.Shard))
+			kv := findKey(pairs, c.keys.Shard(st.Shard))
 			if kv == nil || st.Shard == "" || string(st.Session) != kv.Session || uint64(st.Token) != kv.ModifyIndex {
 				t.Fatalf("shard %+v does not match a shard key with its session and index", st)
 			}
@@ -130,7 +130,7 @@ func FuzzDecode(f *testing.F) {
 			switch {
 			case !under:
 				accounted = problemFor[kv.Key]
-			case kv.Key == c.configKey():
+			case kv.Key == c.keys.Config():
 				accounted = snap.Config != nil || problemFor[kv.Key]
 			case strings.HasPrefix(rel, "offsets/"):
 				accounted = !problemFor[kv.Key]
@@ -140,7 +140,7 @@ func FuzzDecode(f *testing.F) {
 			case strings.HasPrefix(rel, "shards/"):
 				_, ok := shards[shard.ID(strings.TrimPrefix(rel, "shards/"))]
 				accounted = ok || problemFor[kv.Key] // a held shard with a malformed value is kept and reported
-			case kv.Key == c.assignorKey():
+			case kv.Key == c.keys.Assignor():
 				// The lock is real whatever the value: always shown.
 				k := snap.Assignor
 				accounted = k.Index == kv.ModifyIndex && string(k.Session) == kv.Session && (k.Problem != "") == problemFor[kv.Key] &&

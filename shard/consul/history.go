@@ -33,7 +33,7 @@ func (h history) Record(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
 	checks := c.assignorChecks(id, epoch)
-	ops := append(slices.Clone(checks), &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVSet, Key: c.historyKey(), Value: value}})
+	ops := append(slices.Clone(checks), &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVSet, Key: c.keys.History(), Value: value}})
 	_, txnErrs, err := c.txn(octx, "record history", ops)
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func (h history) Read(ctx context.Context) ([]byte, uint64, error) {
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	kv, _, err := c.kv.Get(octx, c.historyKey(), consulkv.Query{})
+	kv, _, err := c.kv.Get(octx, c.keys.History(), consulkv.Query{})
 	if err != nil {
 		return nil, 0, c.fail(octx, "read history", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -61,26 +62,26 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 
 	keys := make([]string, 0, len(want)+1)
 	for _, a := range want {
-		keys = append(keys, c.lockKey(a.Lock))
+		keys = append(keys, c.keys.Lock(a.Lock))
 	}
 	// The config in the same read: its generation goes into every token,
 	// and when not configured, it is the stored shard set.
-	keys = append(keys, c.configKey())
-	set := c.fleetShards()
+	keys = append(keys, c.keys.Config())
+	set := c.keys.Fleet()
 	current, err := c.readKeys(octx, "acquire (read)", keys)
 	if err != nil {
 		return nil, err
 	}
-	if kv := current[c.configKey()]; set == nil && kv != nil {
-		if cfg, err := parseConfig(kv.Value); err == nil {
-			set = c.storedShards(cfg)
+	if kv := current[c.keys.Config()]; set == nil && kv != nil {
+		if cfg, err := fleetkeys.ParseConfig(kv.Value); err == nil {
+			set = c.keys.Stored(cfg)
 		}
 	}
 	if set != nil {
 		for _, a := range want {
-			if sh, ok := a.Lock.Shard(); ok && !set.ids[sh] {
+			if sh, ok := a.Lock.Shard(); ok && !set.IDs[sh] {
 				return nil, fmt.Errorf("%w: %q is not one of the fleet's %d shards named %q",
-					shard.ErrUnknownShard, sh, set.cfg.Shards, set.cfg.Name)
+					shard.ErrUnknownShard, sh, set.Config.Shards, set.Config.Name)
 			}
 		}
 	}
@@ -89,10 +90,10 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 	alive := false // evidence that the session exists: a key it holds, or a lock it got
 	var toLock []shard.Acquisition
 	for _, a := range want {
-		kv := current[c.lockKey(a.Lock)]
+		kv := current[c.keys.Lock(a.Lock)]
 		switch {
 		case kv != nil && kv.Session == string(id):
-			tokens[a.Lock] = decodeLock(kv).Token
+			tokens[a.Lock] = fleetkeys.DecodeLock(pairOf(kv)).Token
 			alive = true
 		case kv != nil && kv.Session != "":
 			// held by another session
@@ -101,7 +102,7 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 		}
 	}
 	since := now()
-	gen, err := c.lockGeneration(generationOf(current[c.configKey()]))
+	gen, err := c.keys.LockGeneration(fleetkeys.GenerationOf(pairOf(current[c.keys.Config()])))
 	if err != nil {
 		return nil, err
 	}
@@ -123,63 +124,13 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 	return grantsInOrder(want, tokens), nil
 }
 
-// generation is the fleet's generation as one read of P/config saw it,
-// and the config key's modify index then (0: missing), which a lock's
-// transaction checks so that the generation its value records is the
-// stored one when it commits.
-type generation struct {
-	gen   uint32
-	index uint64
-}
-
-// generationOf reads the generation of a P/config pair (nil: none
-// stored). It reads the one field leniently: a config that is otherwise
-// malformed is reported by listings, and its locks still get a token.
-func generationOf(kv *api.KVPair) generation {
-	if kv == nil {
-		return generation{}
-	}
-	var v struct {
-		Generation uint32 `json:"generation"`
-	}
-	_ = json.Unmarshal(kv.Value, &v)
-	return generation{gen: v.Generation, index: kv.ModifyIndex}
-}
-
-// lockGeneration is the generation new locks are taken in: the stored
-// one, never a higher one this coordinator remembers. A coordinator
-// cannot tell a config deleted by hand, or lost with its Consul, from a
-// second coordinator beside the first, and carrying a generation over
-// would let the second take shards from the first without an operator's
-// word (docs/design.md, "Token generations"). A generation above
-// shard.MaxGeneration, written by hand, is refused before anything is
-// locked.
-func (c *Coordinator) lockGeneration(read generation) (generation, error) {
-	if read.gen > shard.MaxGeneration {
-		return read, fmt.Errorf("%w: %s holds generation %d, above the highest, %d: fix it by hand",
-			shard.ErrInvalidArgument, c.configKey(), read.gen, shard.MaxGeneration)
-	}
-	c.noteGeneration(read.gen)
-	return read, nil
-}
-
-// noteGeneration remembers gen if it is the highest seen.
-func (c *Coordinator) noteGeneration(gen uint32) {
-	for {
-		seen := c.seenGen.Load()
-		if gen <= seen || c.seenGen.CompareAndSwap(seen, gen) {
-			return
-		}
-	}
-}
-
-// check is the transaction operation that fails unless P/config is still
-// as g was read.
-func (g generation) check(key string) *api.TxnOp {
-	if g.index == 0 {
+// configCheck is the transaction operation that fails unless P/config
+// (key) is still as g was read.
+func configCheck(g fleetkeys.Generation, key string) *api.TxnOp {
+	if g.Index == 0 {
 		return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: key}}
 	}
-	return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: key, Index: g.index}}
+	return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: key, Index: g.Index}}
 }
 
 // configMoved tells a refusal of a lock transaction's first operation,
@@ -206,18 +157,18 @@ const maxGenerationReads = 5
 // transaction's first operation checks that P/config is as gen was read;
 // when it was rewritten meanwhile (the generation raised), gen is read
 // again and the transaction sent again.
-func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker string, batch []shard.Acquisition, since time.Time, gen *generation) (map[shard.Lock]shard.Token, error) {
+func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker string, batch []shard.Acquisition, since time.Time, gen *fleetkeys.Generation) (map[shard.Lock]shard.Token, error) {
 	pending := slices.Clone(batch)
 	reads := 0
 	for len(pending) > 0 {
 		ops := make(api.TxnOps, 0, 1+2*len(pending))
-		ops = append(ops, gen.check(c.configKey()))
+		ops = append(ops, configCheck(*gen, c.keys.Config()))
 		for _, a := range pending {
-			value, err := json.Marshal(shard.Owner{Worker: worker, Why: a.Why, Since: since, Gen: gen.gen})
+			value, err := json.Marshal(shard.Owner{Worker: worker, Why: a.Why, Since: since, Gen: gen.Gen})
 			if err != nil {
 				return nil, err
 			}
-			key := c.lockKey(a.Lock)
+			key := c.keys.Lock(a.Lock)
 			ops = append(ops,
 				&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Value: value, Session: string(id)}},
 				&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGet, Key: key}})
@@ -230,9 +181,9 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker 
 			got := make(map[shard.Lock]shard.Token, len(pending))
 			for _, r := range results {
 				// The get's entry (the lock's has the same index).
-				if r.KV != nil && r.KV.Session == string(id) && r.KV.Key != c.configKey() {
-					lk := c.lockOfKey(r.KV.Key)
-					t, err := shard.MakeToken(gen.gen, r.KV.ModifyIndex)
+				if r.KV != nil && r.KV.Session == string(id) && r.KV.Key != c.keys.Config() {
+					lk := c.keys.LockOf(r.KV.Key)
+					t, err := shard.MakeToken(gen.Gen, r.KV.ModifyIndex)
 					if err != nil {
 						return got, err
 					}
@@ -249,13 +200,13 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker 
 		if slices.ContainsFunc(txnErrs, configMoved) {
 			if reads++; reads > maxGenerationReads {
 				return nil, fmt.Errorf("%w: consul acquire: the fleet's config at %q changed under %d transactions in a row",
-					shard.ErrUnavailable, c.configKey(), maxGenerationReads)
+					shard.ErrUnavailable, c.keys.Config(), maxGenerationReads)
 			}
-			kv, _, err := c.kv.Get(ctx, c.configKey(), consulkv.Query{})
+			kv, _, err := c.kv.Get(ctx, c.keys.Config(), consulkv.Query{})
 			if err != nil {
 				return nil, c.fail(ctx, "acquire (read config)", err)
 			}
-			if *gen, err = c.lockGeneration(generationOf(kv)); err != nil {
+			if *gen, err = c.keys.LockGeneration(fleetkeys.GenerationOf(pairOf(kv))); err != nil {
 				return nil, err
 			}
 			continue
@@ -304,7 +255,7 @@ func (l locks) Release(ctx context.Context, id shard.SessionID, ls []shard.Lock,
 	var keys []string
 	for _, lk := range uniqueBy(ls, func(lk shard.Lock) shard.Lock { return lk }) {
 		if lk.Validate() == nil {
-			keys = append(keys, c.lockKey(lk))
+			keys = append(keys, c.keys.Lock(lk))
 		}
 	}
 	current, err := c.readKeys(octx, "release (read)", keys)
@@ -346,36 +297,16 @@ func (l locks) Watch(ctx context.Context, lock shard.Lock, after uint64) (shard.
 	if err := lock.Validate(); err != nil {
 		return shard.LockKey{}, err
 	}
-	kv, index, err := c.watchKey(ctx, "watch lock "+string(lock), c.lockKey(lock), after)
+	kv, index, err := c.watchKey(ctx, "watch lock "+string(lock), c.keys.Lock(lock), after)
 	if err != nil {
 		return shard.LockKey{}, err
 	}
 	if kv == nil {
 		return shard.LockKey{Index: index}, nil
 	}
-	key := decodeLock(kv)
+	key := fleetkeys.DecodeLock(pairOf(kv))
 	key.Index = index
 	return key, nil
-}
-
-// decodeLock reads a lock's key: its holder, token and value, or what is
-// wrong with the value (Problem, prefixed with the key).
-func decodeLock(kv *api.KVPair) shard.LockKey {
-	key := shard.LockKey{Index: kv.ModifyIndex}
-	var o shard.Owner
-	err := json.Unmarshal(kv.Value, &o)
-	if err == nil && o.Worker == "" {
-		err = fmt.Errorf("it names no worker")
-	}
-	if err != nil {
-		key.Problem = fmt.Sprintf("%s: malformed lock value (want JSON {worker, reason, since, released}): %v", kv.Key, err)
-	} else {
-		key.Owner = o
-	}
-	if kv.Session != "" {
-		key.Session, key.Token = shard.SessionID(kv.Session), o.TokenAt(kv.ModifyIndex)
-	}
-	return key
 }
 
 // unlock releases keys held by the session with the given values,
@@ -422,14 +353,14 @@ func (c *Coordinator) unlock(ctx context.Context, id shard.SessionID, keys []*ap
 func (c *Coordinator) DeleteShard(ctx context.Context, id shard.ID) (bool, error) {
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	kv, _, err := c.kv.Get(octx, c.shardKey(id), consulkv.Query{})
+	kv, _, err := c.kv.Get(octx, c.keys.Shard(id), consulkv.Query{})
 	if err != nil {
 		return false, c.fail(octx, "delete shard (read)", err)
 	}
 	if kv == nil {
 		return false, nil
 	}
-	if err := c.kv.Delete(octx, c.shardKey(id)); err != nil {
+	if err := c.kv.Delete(octx, c.keys.Shard(id)); err != nil {
 		return false, c.fail(octx, "delete shard", err)
 	}
 	return true, nil
@@ -443,7 +374,7 @@ func (c *Coordinator) DeleteFreeShard(ctx context.Context, id shard.ID) (bool, e
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
 	for {
-		kv, _, err := c.kv.Get(octx, c.shardKey(id), consulkv.Query{})
+		kv, _, err := c.kv.Get(octx, c.keys.Shard(id), consulkv.Query{})
 		if err != nil {
 			return false, c.fail(octx, "delete free shard (read)", err)
 		}
@@ -451,7 +382,7 @@ func (c *Coordinator) DeleteFreeShard(ctx context.Context, id shard.ID) (bool, e
 			return false, nil
 		}
 		if kv.Session != "" {
-			return true, fmt.Errorf("%w: %s is held by session %s", shard.ErrKeyHeld, c.shardKey(id), kv.Session)
+			return true, fmt.Errorf("%w: %s is held by session %s", shard.ErrKeyHeld, c.keys.Shard(id), kv.Session)
 		}
 		deleted, err := c.kv.DeleteCAS(octx, kv)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -41,7 +42,7 @@ func (ms members) Watch(ctx context.Context, id string, after uint64) (shard.Mem
 	if id == "" {
 		return shard.MemberKey{}, fmt.Errorf("%w: member id is empty", shard.ErrInvalidArgument)
 	}
-	kv, index, err := c.watchKey(ctx, "watch member "+id, c.memberKey(id), after)
+	kv, index, err := c.watchKey(ctx, "watch member "+id, c.keys.Member(id), after)
 	if err != nil {
 		return shard.MemberKey{}, err
 	}
@@ -50,7 +51,7 @@ func (ms members) Watch(ctx context.Context, id string, after uint64) (shard.Mem
 		return key, nil
 	}
 	key.Exists = true
-	key.Member, key.Problem = decodeMember(id, kv)
+	key.Member, key.Problem = fleetkeys.DecodeMember(id, pairOf(kv))
 	if key.Problem != "" {
 		key.Problem = kv.Key + ": " + key.Problem
 	}

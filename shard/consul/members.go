@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -44,35 +45,35 @@ func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, e
 	// The stored config may be deleted between a failed CAS and the read
 	// (by an operator): try again, a few times.
 	for range 3 {
-		ok, err := c.kv.CAS(octx, &api.KVPair{Key: c.configKey(), Value: value, ModifyIndex: 0})
+		ok, err := c.kv.CAS(octx, &api.KVPair{Key: c.keys.Config(), Value: value, ModifyIndex: 0})
 		if err != nil {
 			return shard.Config{}, c.fail(octx, "configure", err)
 		}
 		if ok {
-			c.setFleet(cfg)
+			c.keys.SetFleet(cfg)
 			return cfg, nil
 		}
-		kv, _, err := c.kv.Get(octx, c.configKey(), consulkv.Query{})
+		kv, _, err := c.kv.Get(octx, c.keys.Config(), consulkv.Query{})
 		if err != nil {
 			return shard.Config{}, c.fail(octx, "configure (read)", err)
 		}
 		if kv == nil {
 			continue
 		}
-		stored, err := parseConfig(kv.Value)
+		stored, err := fleetkeys.ParseConfig(kv.Value)
 		if err != nil {
 			return shard.Config{}, fmt.Errorf("%w: the fleet's stored config at %q is not a valid config (%v); fix it or delete the key (`consul kv delete %s`)",
-				shard.ErrConfigMismatch, c.configKey(), err, c.configKey())
+				shard.ErrConfigMismatch, c.keys.Config(), err, c.keys.Config())
 		}
 		if err := shard.ConfigMismatch(stored, cfg); err != nil {
 			return stored, err
 		}
-		c.noteGeneration(stored.Generation)
-		c.setFleet(stored)
+		c.keys.NoteGeneration(stored.Generation)
+		c.keys.SetFleet(stored)
 		return stored, nil
 	}
 	return shard.Config{}, fmt.Errorf("%w: consul configure at %s: %q keeps disappearing between write and read",
-		shard.ErrUnavailable, c.cfg.Address, c.configKey())
+		shard.ErrUnavailable, c.cfg.Address, c.keys.Config())
 }
 
 // Join acquires P/members/<m.ID> with the session, its value the JSON of m
@@ -100,7 +101,7 @@ func (ms members) Join(ctx context.Context, id shard.SessionID, m shard.Member) 
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	key := c.memberKey(m.ID)
+	key := c.keys.Member(m.ID)
 	_, txnErrs, err := c.txn(octx, "join", api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Value: value, Session: string(id)}},
 	})

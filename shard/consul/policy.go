@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -32,7 +33,7 @@ func (f fleet) SetPolicy(ctx context.Context, p shard.BalancePolicy, ifNone bool
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
 	if !ifNone {
-		_, txnErrs, err := c.txn(octx, "set policy", api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVSet, Key: c.policyKey(), Value: value}}})
+		_, txnErrs, err := c.txn(octx, "set policy", api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVSet, Key: c.keys.Policy(), Value: value}}})
 		if err != nil {
 			return shard.BalancePolicy{}, err
 		}
@@ -44,28 +45,28 @@ func (f fleet) SetPolicy(ctx context.Context, p shard.BalancePolicy, ifNone bool
 	// The stored policy may be deleted between a failed CAS and the read
 	// (by an operator): try again, a few times.
 	for range 3 {
-		ok, err := c.kv.CAS(octx, &api.KVPair{Key: c.policyKey(), Value: value, ModifyIndex: 0})
+		ok, err := c.kv.CAS(octx, &api.KVPair{Key: c.keys.Policy(), Value: value, ModifyIndex: 0})
 		if err != nil {
 			return shard.BalancePolicy{}, c.fail(octx, "propose policy", err)
 		}
 		if ok {
 			return p.Clone(), nil
 		}
-		kv, _, err := c.kv.Get(octx, c.policyKey(), consulkv.Query{})
+		kv, _, err := c.kv.Get(octx, c.keys.Policy(), consulkv.Query{})
 		if err != nil {
 			return shard.BalancePolicy{}, c.fail(octx, "propose policy (read)", err)
 		}
 		if kv == nil {
 			continue
 		}
-		stored, problem := decodePolicy(kv)
+		stored, problem := fleetkeys.DecodePolicy(pairOf(kv))
 		if problem != "" {
 			return shard.BalancePolicy{}, fmt.Errorf("%w: %s; set a valid one with `shardctl balance`", shard.ErrInvalidArgument, problem)
 		}
 		return *stored, nil
 	}
 	return shard.BalancePolicy{}, fmt.Errorf("%w: consul propose policy at %s: %q keeps disappearing between write and read",
-		shard.ErrUnavailable, c.cfg.Address, c.policyKey())
+		shard.ErrUnavailable, c.cfg.Address, c.keys.Policy())
 }
 
 // decodePolicy reads P/policy. A value that is not a valid policy is

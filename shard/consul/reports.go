@@ -32,13 +32,13 @@ func (c *Coordinator) reportOf(key string) (kind, worker string, ok bool) {
 	return "", "", false
 }
 
-func (c *Coordinator) isReportKey(key string) bool { _, _, ok := c.reportOf(key); return ok }
+func (c *Coordinator) isReportKey(key string) bool { _, _, ok := c.keys.ReportOf(key); return ok }
 
 // reportKeys are worker's report keys.
 func (c *Coordinator) reportKeys(worker string) []string {
 	keys := make([]string, len(reportKinds))
 	for i, kind := range reportKinds {
-		keys[i] = c.reportKey(kind, worker)
+		keys[i] = c.keys.Report(kind, worker)
 	}
 	return keys
 }
@@ -64,14 +64,14 @@ func (ms members) ReportStandby(ctx context.Context, id shard.SessionID, worker 
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	set := ms.c.fleetShards()
+	set := ms.c.keys.Fleet()
 	if set == nil && worker != "" {
 		return fmt.Errorf("%w: report standby of worker %q: the fleet is not configured yet (Fleet.Configure first)", shard.ErrInvalidArgument, worker)
 	}
 	var value []byte
 	if len(states) > 0 && worker != "" {
 		var err error
-		if value, err = keycodec.EncodeStandby(set.cfg, worker, states); err != nil {
+		if value, err = keycodec.EncodeStandby(set.Config, worker, states); err != nil {
 			return err
 		}
 	}
@@ -101,24 +101,24 @@ func (c *Coordinator) report(ctx context.Context, id shard.SessionID, worker, ki
 	if worker == "" {
 		return fmt.Errorf("%w: report %s: worker id is empty", shard.ErrInvalidArgument, kind)
 	}
-	if set := c.fleetShards(); set != nil {
+	if set := c.keys.Fleet(); set != nil {
 		for sh := range shards {
-			if !set.ids[sh] {
+			if !set.IDs[sh] {
 				return fmt.Errorf("%w: %s of worker %q: %q is not one of the fleet's %d shards named %q",
-					shard.ErrUnknownShard, kind, worker, sh, set.cfg.Shards, set.cfg.Name)
+					shard.ErrUnknownShard, kind, worker, sh, set.Config.Shards, set.Config.Name)
 			}
 		}
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	key := c.reportKey(kind, worker)
+	key := c.keys.Report(kind, worker)
 	op := "report " + kind
 	write := &api.KVTxnOp{Verb: api.KVLock, Key: key, Value: value, Session: string(id)}
 	if value == nil { // nothing to report: no key
 		write = &api.KVTxnOp{Verb: api.KVDelete, Key: key}
 	}
 	_, txnErrs, err := c.txn(octx, op, api.TxnOps{
-		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: c.memberKey(worker), Session: string(id)}},
+		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: c.keys.Member(worker), Session: string(id)}},
 		{KV: write},
 	})
 	if err != nil || len(txnErrs) == 0 {
@@ -150,14 +150,14 @@ func (c *Coordinator) notMember(ctx context.Context, id shard.SessionID, worker,
 	if err := c.requireSession(ctx, id); err != nil {
 		return err
 	}
-	holder, err := c.holderOf(ctx, c.memberKey(worker), "it is dead (held by no session)", func(kv *api.KVPair) string {
+	holder, err := c.holderOf(ctx, c.keys.Member(worker), "it is dead (held by no session)", func(kv *api.KVPair) string {
 		return fmt.Sprintf("session %q holds it", kv.Session)
 	})
 	if err != nil {
 		return err
 	}
 	return fmt.Errorf("%w: session %q does not hold member key %q (%s): its %s are not written",
-		shard.ErrNotMember, id, c.memberKey(worker), holder, kind)
+		shard.ErrNotMember, id, c.keys.Member(worker), holder, kind)
 }
 
 // holderOf reads key to name its holder in an error message: "it is
@@ -176,40 +176,4 @@ func (c *Coordinator) holderOf(ctx context.Context, key, free string, held func(
 		return free, nil
 	}
 	return held(kv), nil
-}
-
-// fillReports sets each member's Load and Standby from its report keys
-// in reports (by kind, then worker), each while the member's live session
-// holds that key; a member without one has none. A report key that
-// cannot be read is a problem; one of a worker without a member key is an
-// orphan the collector deletes.
-func (c *Coordinator) fillReports(snap *shard.Snapshot, set *shardSet, reports map[string]map[string]*api.KVPair) {
-	for i := range snap.Members {
-		m := &snap.Members[i]
-		live := func(kind string) *api.KVPair {
-			kv := reports[kind][m.ID]
-			if kv == nil || kv.Session == "" || shard.SessionID(kv.Session) != m.Session {
-				return nil
-			}
-			return kv
-		}
-		if kv := live("loads"); kv != nil {
-			load, err := keycodec.DecodeLoad(kv.Value)
-			if err != nil {
-				snap.Problems = append(snap.Problems, fmt.Sprintf("%s: %v; the member's loads are ignored", kv.Key, err))
-			}
-			m.Load = load
-		}
-		if kv := live("standby"); kv != nil {
-			if set == nil {
-				snap.Problems = append(snap.Problems, fmt.Sprintf("%s: cannot be read without the fleet's config; the member's standbys count as not ready", kv.Key))
-				continue
-			}
-			states, err := keycodec.DecodeStandby(set.cfg, kv.Value)
-			if err != nil {
-				snap.Problems = append(snap.Problems, fmt.Sprintf("%s: %v; the member's standbys count as not ready", kv.Key, err))
-			}
-			m.Standby = states
-		}
-	}
 }

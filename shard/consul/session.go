@@ -233,7 +233,7 @@ func (ss sessions) Destroy(ctx context.Context, id shard.SessionID) error {
 	for _, p := range pairs {
 		if p.Session == string(id) {
 			held = append(held, p)
-			reports = append(reports, c.reportKeys(strings.TrimPrefix(p.Key, c.prefix+"members/"))...)
+			reports = append(reports, c.keys.Reports(strings.TrimPrefix(p.Key, c.prefix+"members/"))...)
 		}
 	}
 	current, err := c.readKeys(octx, "destroy session (read report keys)", reports)

@@ -1,18 +1,15 @@
 package consul
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -91,7 +88,7 @@ func (f fleet) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) 
 			snap.Problems = append(snap.Problems, fmt.Sprintf("%s: some keys were hidden by ACLs: the token needs key_prefix %q read (and write to take part)",
 				c.prefix, c.prefix))
 		}
-		if c.configPair(pairs) == nil {
+		if c.keys.ConfigPair(pairsOf(pairs)) == nil {
 			// A list hiding everything looks like an empty fleet (1.14 sets
 			// no filtered header on its 404). A fleet is configured before
 			// anything else, so a missing config is rare and worth one read
@@ -141,158 +138,26 @@ func (c *Coordinator) watchKey(ctx context.Context, op, key string, after uint64
 	return kv, meta.LastIndex, nil
 }
 
-// decode turns the prefix's keys into a snapshot. It never fails: what it
-// cannot read becomes a problem.
+// decode turns the prefix's keys into a snapshot (fleetkeys.Decoder).
 func (c *Coordinator) decode(pairs api.KVPairs, index uint64) shard.Snapshot {
-	snap := shard.Snapshot{Index: index, Members: []shard.MemberState{}, Shards: []shard.ShardState{}, Assignments: map[string]shard.Assignment{}}
-	problem := func(key, format string, args ...any) {
-		snap.Problems = append(snap.Problems, fmt.Sprintf("%s: %s", key, fmt.Sprintf(format, args...)))
-	}
-
-	// The config first: it says which shard keys are the fleet's.
-	fleet := c.fleetShards()
-	stored := c.configPair(pairs)
-	set, bad := c.listingShards(fleet, stored)
-	if bad != "" {
-		problem(c.configKey(), "%s", bad)
-	}
-	if set != nil {
-		cfg := set.cfg
-		if bad == "" { // the stored config is the one the fleet runs: its generation is the fleet's
-			cfg.Generation = generationOf(stored).gen
-			if cfg.Generation <= shard.MaxGeneration {
-				c.noteGeneration(cfg.Generation)
-			}
-		}
-		snap.Config = &cfg
-	}
-	var outside []shard.ID                         // held shard keys outside the stored config
-	reports := map[string]map[string]*api.KVPair{} // report keys, by kind and worker
-	// assignment keys and the assignor's memories, by worker: read as pairs
-	// once every key is seen
-	assigned, memories := map[string]*api.KVPair{}, map[string]*api.KVPair{}
-	// Shard values decoded by an earlier listing are reused while their
-	// key's ModifyIndex is unchanged (a value is only ever rewritten with
-	// its index): most of a large fleet's listing repeats unchanged.
-	c.mu.Lock()
-	prev := c.owners
-	c.mu.Unlock()
-	owners := make(map[string]decodedOwner, len(prev))
-	defer func() {
-		c.mu.Lock()
-		c.owners = owners
-		c.mu.Unlock()
-	}()
-
-	for _, kv := range pairs {
-		rel := strings.TrimPrefix(kv.Key, c.prefix)
-		switch {
-		case kv.Key == c.configKey():
-		case kv.Key == c.assignorKey():
-			snap.Assignor = decodeLock(kv)
-			if snap.Assignor.Problem != "" {
-				snap.Problems = append(snap.Problems, snap.Assignor.Problem)
-			}
-		case kv.Key == c.freezeKey():
-			var bad string
-			if snap.Freeze, bad = decodeFreeze(kv); bad != "" {
-				snap.Problems = append(snap.Problems, bad)
-			}
-		case kv.Key == c.policyKey():
-			var bad string
-			if snap.Policy, bad = decodePolicy(kv); bad != "" {
-				snap.Problems = append(snap.Problems, bad)
-			}
-		case strings.HasPrefix(rel, "assign/"):
-			worker, part, ok := strings.Cut(strings.TrimPrefix(rel, "assign/"), "/")
-			switch {
-			case worker == "" || !ok || (part != "shards" && part != "memory"):
-				problem(kv.Key, "not an assignment key (assign/<worker>/shards or assign/<worker>/memory)")
-			case part == "shards":
-				assigned[worker] = kv
-			default:
-				memories[worker] = kv
-			}
-		case strings.HasPrefix(rel, "offsets/"), rel == "history":
-		case c.isReportKey(kv.Key):
-			kind, worker, _ := c.reportOf(kv.Key)
-			if worker == "" {
-				problem(kv.Key, "%s key without a worker id", kind)
-				continue
-			}
-			if reports[kind] == nil {
-				reports[kind] = map[string]*api.KVPair{}
-			}
-			reports[kind][worker] = kv
-		case strings.HasPrefix(rel, "members/"):
-			id := strings.TrimPrefix(rel, "members/")
-			if id == "" {
-				problem(kv.Key, "member key without an id")
-				continue
-			}
-			m, bad := decodeMember(id, kv)
-			if bad != "" {
-				problem(kv.Key, "%s", bad)
-				continue
-			}
-			snap.Members = append(snap.Members, m)
-		case strings.HasPrefix(rel, "shards/"):
-			id := shard.ID(strings.TrimPrefix(rel, "shards/"))
-			if id == "" {
-				problem(kv.Key, "shard key without a shard id")
-				continue
-			}
-			if set != nil && !set.ids[id] {
-				problem(kv.Key, "not one of the fleet's shards; ignored")
-				if kv.Session != "" {
-					outside = append(outside, id)
-				}
-				continue
-			}
-			st := shard.ShardState{Shard: id, Session: shard.SessionID(kv.Session)}
-			o, ok := prev[kv.Key]
-			if !ok || o.index != kv.ModifyIndex {
-				o = decodedOwner{index: kv.ModifyIndex}
-				if err := json.Unmarshal(kv.Value, &o.owner); err != nil {
-					o.owner, o.err = shard.Owner{}, err
-				}
-			}
-			owners[kv.Key] = o
-			st.Owner, st.Token = o.owner, o.owner.TokenAt(kv.ModifyIndex)
-			if o.err != nil {
-				problem(kv.Key, "malformed shard value (want JSON shard.Owner): %v; lock holder %q kept, value ignored", o.err, kv.Session)
-			}
-			snap.Shards = append(snap.Shards, st)
-		default:
-			problem(kv.Key, "foreign key under the fleet prefix; ignored")
-		}
-	}
-	if len(outside) > 0 && fleet == nil {
-		// First, as the cause of the per-key problems.
-		snap.Problems = slices.Insert(snap.Problems, 0, c.heldOutside(set.cfg, outside))
-	}
-	for _, worker := range slices.Sorted(maps.Keys(assigned)) {
-		a, bad := decodeAssignment(set, assigned[worker], memories[worker])
-		if bad != "" {
-			snap.Problems = append(snap.Problems, bad)
-			continue
-		}
-		snap.Assignments[worker] = a
-	}
-	c.fillReports(&snap, set, reports)
-	slices.SortFunc(snap.Members, func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) })
-	slices.SortFunc(snap.Shards, func(a, b shard.ShardState) int { return cmp.Compare(a.Shard, b.Shard) })
-	return snap
+	return c.keys.Decode(pairsOf(pairs), index)
 }
 
-// decodedOwner is a shard key's value as decoded at ModifyIndex index.
-// Profiled in a 100-worker × 10,000-shard cold start on one machine,
-// decoding every value of every listing again was an eighth of the
-// workers' CPU.
-type decodedOwner struct {
-	index uint64
-	owner shard.Owner
-	err   error // the value was not a shard.Owner
+// pairsOf is pairs as the fleet's keys.
+func pairsOf(pairs api.KVPairs) []*fleetkeys.Pair {
+	out := make([]*fleetkeys.Pair, len(pairs))
+	for i, kv := range pairs {
+		out[i] = pairOf(kv)
+	}
+	return out
+}
+
+// pairOf is one key as the fleet's keys see it: nil for nil.
+func pairOf(kv *api.KVPair) *fleetkeys.Pair {
+	if kv == nil {
+		return nil
+	}
+	return &fleetkeys.Pair{Key: kv.Key, Value: kv.Value, Index: kv.ModifyIndex, Session: shard.SessionID(kv.Session)}
 }
 
 // deadMember is a member key seen without a session at ModifyIndex index,
@@ -322,14 +187,14 @@ func (c *Coordinator) collectDead(ctx context.Context, pairs api.KVPairs) {
 	c.mu.Lock()
 	seen := make(map[string]bool)
 	for _, kv := range pairs {
-		if !c.isMemberKey(kv.Key) || kv.Session != "" {
+		if !c.keys.IsMember(kv.Key) || kv.Session != "" {
 			continue
 		}
 		seen[kv.Key] = true
 		d, ok := c.dead[kv.Key]
 		if !ok || d.index != kv.ModifyIndex {
 			d = deadMember{index: kv.ModifyIndex, due: t.Add(max(c.cfg.MemberGrace, 0))}
-			if until := rejoinUntil(kv); until.After(d.due) {
+			if until := fleetkeys.RejoinUntil(kv.Value); until.After(d.due) {
 				d.due = until // the worker said it will be back: the assignor keeps its shards until then
 			}
 			c.dead[kv.Key] = d
@@ -349,7 +214,7 @@ func (c *Coordinator) collectDead(ctx context.Context, pairs api.KVPairs) {
 		octx, cancel := c.opCtx(ctx)
 		worker := strings.TrimPrefix(kv.Key, c.prefix+"members/")
 		ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: kv.Key, Index: kv.ModifyIndex}}}
-		for _, k := range c.reportKeys(worker) {
+		for _, k := range c.keys.Reports(worker) {
 			ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: k}})
 		}
 		_, _, err := c.kv.Txn(octx, ops)
@@ -374,12 +239,12 @@ func (c *Coordinator) collectDead(ctx context.Context, pairs api.KVPairs) {
 func (c *Coordinator) collectOrphanReports(ctx context.Context, pairs api.KVPairs) {
 	members := map[string]bool{}
 	for _, kv := range pairs {
-		if c.isMemberKey(kv.Key) {
+		if c.keys.IsMember(kv.Key) {
 			members[strings.TrimPrefix(kv.Key, c.prefix+"members/")] = true
 		}
 	}
 	for _, kv := range pairs {
-		_, worker, report := c.reportOf(kv.Key)
+		_, worker, report := c.keys.ReportOf(kv.Key)
 		if !report || kv.Session != "" || members[worker] {
 			continue
 		}
@@ -409,6 +274,6 @@ func (c *Coordinator) nextCollection() (time.Time, bool) {
 func (c *Coordinator) probeConfig(ctx context.Context) error {
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	_, _, err := c.kv.Get(octx, c.configKey(), consulkv.Query{})
+	_, _, err := c.kv.Get(octx, c.keys.Config(), consulkv.Query{})
 	return c.fail(octx, "watch (read config)", err)
 }

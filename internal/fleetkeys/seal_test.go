@@ -1,4 +1,4 @@
-package consul
+package fleetkeys
 
 import (
 	"bytes"
@@ -12,19 +12,19 @@ import (
 // with its seal; a memory without a seal line has none.
 func TestSealRoundTrip(t *testing.T) {
 	for _, v := range []string{`{"epoch":3,"shards":"0-1"}`, `{}`, ` {"a":1} `} {
-		sealed := sealValue([]byte(v), 42)
+		sealed := SealValue([]byte(v), 42)
 		var m map[string]any
-		if err := json.Unmarshal(sealed, &m); err != nil || valueSeal(sealed) != 42 {
-			t.Errorf("sealValue(%s) = %s: not JSON with seal 42 (%v)", v, sealed, err)
+		if err := json.Unmarshal(sealed, &m); err != nil || ValueSeal(sealed) != 42 {
+			t.Errorf("SealValue(%s) = %s: not JSON with seal 42 (%v)", v, sealed, err)
 		}
 	}
 	for _, mem := range [][]byte{nil, []byte(`{"v":1}`), {0, '\n', 255}} {
-		seal, back := unsealMemory(sealMemory(mem, 7))
+		seal, back := UnsealMemory(SealMemory(mem, 7))
 		if seal != 7 || !bytes.Equal(back, mem) {
 			t.Errorf("memory %q came back as %q with seal %d", mem, back, seal)
 		}
 	}
-	if seal, back := unsealMemory([]byte(`{"v":1}`)); seal != 0 || string(back) != `{"v":1}` {
+	if seal, back := UnsealMemory([]byte(`{"v":1}`)); seal != 0 || string(back) != `{"v":1}` {
 		t.Errorf("an unsealed memory read as seal %d, %q", seal, back)
 	}
 }

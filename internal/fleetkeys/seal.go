@@ -1,4 +1,4 @@
-package consul
+package fleetkeys
 
 import (
 	"bytes"
@@ -14,12 +14,12 @@ import (
 // each Assign also stamps both values with one fresh number, the seal: the
 // pair is sealed when both carry the same modify index and the same seal.
 
-// newSeal returns the seal of one Assign's pair.
-func newSeal() uint64 { return rand.Uint64() | 1 }
+// NewSeal returns the seal of one Assign's pair.
+func NewSeal() uint64 { return rand.Uint64() | 1 }
 
-// sealValue stamps an assignment value (a JSON object) with seal, as its
+// SealValue stamps an assignment value (a JSON object) with seal, as its
 // first field; readers of the value ignore it.
-func sealValue(value []byte, seal uint64) []byte {
+func SealValue(value []byte, seal uint64) []byte {
 	rest := bytes.TrimPrefix(bytes.TrimSpace(value), []byte("{"))
 	out := append([]byte(`{"seal":`), strconv.FormatUint(seal, 10)...)
 	if len(bytes.TrimSpace(rest)) > 1 { // more than the closing brace
@@ -28,8 +28,8 @@ func sealValue(value []byte, seal uint64) []byte {
 	return append(out, rest...)
 }
 
-// valueSeal is the seal an assignment value carries, 0 when none.
-func valueSeal(value []byte) uint64 {
+// ValueSeal is the seal an assignment value carries, 0 when none.
+func ValueSeal(value []byte) uint64 {
 	var v struct {
 		Seal uint64 `json:"seal"`
 	}
@@ -37,15 +37,15 @@ func valueSeal(value []byte) uint64 {
 	return v.Seal
 }
 
-// sealMemory stamps the assignor's memory with seal, on a line of its own
+// SealMemory stamps the assignor's memory with seal, on a line of its own
 // before it (the memory is opaque: any bytes).
-func sealMemory(memory []byte, seal uint64) []byte {
+func SealMemory(memory []byte, seal uint64) []byte {
 	return append(append(strconv.AppendUint(nil, seal, 10), '\n'), memory...)
 }
 
-// unsealMemory splits a stored memory into its seal (0 when it has none)
+// UnsealMemory splits a stored memory into its seal (0 when it has none)
 // and the assignor's bytes.
-func unsealMemory(stored []byte) (uint64, []byte) {
+func UnsealMemory(stored []byte) (uint64, []byte) {
 	line, memory, ok := bytes.Cut(stored, []byte("\n"))
 	if !ok {
 		return 0, stored
