@@ -42,9 +42,9 @@ type Coordinator struct {
 	// keys reads the fleet's keys, and keeps the config this
 	// coordinator runs (fleetkeys.Decoder).
 	keys *fleetkeys.Decoder
-	// dead tracks member keys seen without a session, for deleting them
-	// after the grace period (see watch.go).
-	dead map[string]deadMember
+	// graveyard tracks member keys seen without a session, for deleting
+	// them after the grace period (see watch.go).
+	graveyard *fleetkeys.DeadMembers
 	// locks is the last read of P/shards by a listing (see listing.go),
 	// reused while the prefix's index is unchanged.
 	locks *lockListing
@@ -98,7 +98,7 @@ func New(cfg Config) (*Coordinator, error) {
 		prefix:    cfg.Prefix + "/",
 		keys:      fleetkeys.NewDecoder(fleetkeys.NewLayout(cfg.Prefix), restoreCommand),
 		sessions:  make(map[shard.SessionID]sessionInfo),
-		dead:      make(map[string]deadMember),
+		graveyard: fleetkeys.NewDeadMembers(cfg.MemberGrace),
 	}, nil
 }
 

@@ -3,7 +3,6 @@ package consul
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -58,7 +57,7 @@ func (f fleet) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) 
 			return shard.Snapshot{}, err
 		}
 		wait := c.cfg.WatchWait
-		if due, ok := c.nextCollection(); ok {
+		if due, ok := c.graveyard.Next(); ok {
 			wait = min(wait, max(time.Until(due), minGCWait))
 		}
 		l, err := c.listFleet(ctx, after, wait)
@@ -68,7 +67,7 @@ func (f fleet) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) 
 		if after != 0 && l.index == after {
 			// The blocking query timed out: nothing changed, but a dead
 			// member's grace may have ended (the wait was bounded by it).
-			if due, ok := c.nextCollection(); ok && !now().Before(due) {
+			if due, ok := c.graveyard.Next(); ok && !now().Before(due) {
 				rest, err := c.readControl(ctx)
 				if err != nil {
 					return shard.Snapshot{}, err
@@ -160,113 +159,32 @@ func pairOf(kv *api.KVPair) *fleetkeys.Pair {
 	return &fleetkeys.Pair{Key: kv.Key, Value: kv.Value, Index: kv.ModifyIndex, Session: shard.SessionID(kv.Session)}
 }
 
-// deadMember is a member key seen without a session at ModifyIndex index,
-// and when it is due for deletion (on this coordinator's clock).
-type deadMember struct {
-	index uint64
-	due   time.Time
-}
-
-// gcRetry is how long a failed deletion of a dead member waits before the
-// next attempt, so that a refusal (ACL) does not become a busy loop.
-const gcRetry = 10 * time.Second
-
-// collectDead updates the dead-member bookkeeping from a listing and deletes
-// the keys whose grace has passed, each with a CAS on the ModifyIndex it was
-// seen dead at, in one transaction with its worker's loads key (a worker
+// collectDead deletes the dead member keys whose grace has passed
+// (fleetkeys.DeadMembers), each with a CAS on the ModifyIndex it was seen
+// dead at, in one transaction with its worker's report keys (a worker
 // that joined again in between moved the index, and the transaction is
-// rolled back whole). Grace counts from when this coordinator first saw
-// the key dead, so with several watchers the first to see it decides.
-// Loads keys held by no session whose worker has no member key (an
-// operator deleted it) are deleted at once, with a CAS too. Failures are
-// ignored: the next watch tries again.
-func (c *Coordinator) collectDead(ctx context.Context, pairs api.KVPairs) {
-	t := now()
-	var due []*api.KVPair
-	c.collectOrphanReports(ctx, pairs)
-	c.mu.Lock()
-	seen := make(map[string]bool)
-	for _, kv := range pairs {
-		if !c.keys.IsMember(kv.Key) || kv.Session != "" {
-			continue
-		}
-		seen[kv.Key] = true
-		d, ok := c.dead[kv.Key]
-		if !ok || d.index != kv.ModifyIndex {
-			d = deadMember{index: kv.ModifyIndex, due: t.Add(max(c.cfg.MemberGrace, 0))}
-			if until := fleetkeys.RejoinUntil(kv.Value); until.After(d.due) {
-				d.due = until // the worker said it will be back: the assignor keeps its shards until then
-			}
-			c.dead[kv.Key] = d
-		}
-		if !t.Before(d.due) {
-			due = append(due, &api.KVPair{Key: kv.Key, ModifyIndex: d.index})
-		}
-	}
-	for k := range c.dead {
-		if !seen[k] {
-			delete(c.dead, k)
-		}
-	}
-	c.mu.Unlock()
-
-	for _, kv := range due {
+// rolled back whole). Report keys held by no session whose worker has no
+// member key (an operator deleted it) are deleted at once, with a CAS
+// too. Failures are ignored: the next watch tries again.
+func (c *Coordinator) collectDead(ctx context.Context, kvs api.KVPairs) {
+	pairs := pairsOf(kvs)
+	for _, kv := range fleetkeys.OrphanReports(c.keys.Layout, pairs) {
 		octx, cancel := c.opCtx(ctx)
-		worker := strings.TrimPrefix(kv.Key, c.prefix+"members/")
-		ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: kv.Key, Index: kv.ModifyIndex}}}
+		_, _ = c.kv.DeleteCAS(octx, &api.KVPair{Key: kv.Key, ModifyIndex: kv.Index})
+		cancel()
+	}
+	t := now()
+	for _, kv := range c.graveyard.Due(c.keys.Layout, pairs, t) {
+		octx, cancel := c.opCtx(ctx)
+		worker, _ := c.keys.MemberOf(kv.Key)
+		ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: kv.Key, Index: kv.Index}}}
 		for _, k := range c.keys.Reports(worker) {
 			ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: k}})
 		}
 		_, _, err := c.kv.Txn(octx, ops)
 		cancel()
-		c.mu.Lock()
-		if err == nil {
-			// Deleted, or changed since (re-joined or deleted by someone
-			// else): either way the next listing tells.
-			delete(c.dead, kv.Key)
-		} else if d, ok := c.dead[kv.Key]; ok {
-			d.due = t.Add(gcRetry)
-			c.dead[kv.Key] = d
-		}
-		c.mu.Unlock()
+		c.graveyard.Tried(kv.Key, err == nil, t)
 	}
-}
-
-// collectOrphanReports deletes the report keys of pairs that no session
-// holds and whose worker has no member key in pairs, each with a CAS on
-// the ModifyIndex listed: a worker that joined since locked its report key
-// again and keeps it.
-func (c *Coordinator) collectOrphanReports(ctx context.Context, pairs api.KVPairs) {
-	members := map[string]bool{}
-	for _, kv := range pairs {
-		if c.keys.IsMember(kv.Key) {
-			members[strings.TrimPrefix(kv.Key, c.prefix+"members/")] = true
-		}
-	}
-	for _, kv := range pairs {
-		_, worker, report := c.keys.ReportOf(kv.Key)
-		if !report || kv.Session != "" || members[worker] {
-			continue
-		}
-		octx, cancel := c.opCtx(ctx)
-		_, _ = c.kv.DeleteCAS(octx, &api.KVPair{Key: kv.Key, ModifyIndex: kv.ModifyIndex})
-		cancel()
-	}
-}
-
-// nextCollection returns when the earliest pending dead-member deletion is
-// due.
-func (c *Coordinator) nextCollection() (time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var next time.Time
-	found := false
-	for _, d := range c.dead {
-		if !found || d.due.Before(next) {
-			next, found = d.due, true
-		}
-	}
-	return next, found
 }
 
 // probeConfig reads P/config to tell "not configured yet" from "may not
