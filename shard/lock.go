@@ -37,7 +37,8 @@ const AssignorLock Lock = "assignor"
 // reservedRoles are the names of the fleet's other keys and directories
 // (docs/design.md, "Keys"): a role by one of them would collide.
 var reservedRoles = map[string]bool{"config": true, "freeze": true, "policy": true, "members": true,
-	"shards": true, "assign": true, "loads": true, "offsets": true, "history": true}
+	"shards": true, "assign": true, "loads": true, "offsets": true, "history": true,
+	"standby": true, "sessions": true}
 
 // Shard returns the shard whose lock l is, and false for a role's lock.
 func (l Lock) Shard() (ID, bool) {

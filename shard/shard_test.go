@@ -132,3 +132,18 @@ func TestSnapshotLookups(t *testing.T) {
 		t.Errorf("Counts() = %v: want live members a and c with one shard each", c)
 	}
 }
+
+// TestRoleLockRefusesTheFleetsOwnNames checks that no role's lock can be
+// one of the fleet's own keys or directories, on any engine's layout.
+func TestRoleLockRefusesTheFleetsOwnNames(t *testing.T) {
+	for _, name := range []string{"config", "freeze", "policy", "members", "shards", "assign", "loads", "offsets", "history", "standby", "sessions"} {
+		if err := RoleLock(name).Validate(); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("RoleLock(%q).Validate() = %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	for _, name := range []string{"assignor", "leader", "scheduler-2"} {
+		if err := RoleLock(name).Validate(); err != nil {
+			t.Errorf("RoleLock(%q).Validate() = %v, want nil", name, err)
+		}
+	}
+}

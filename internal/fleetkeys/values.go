@@ -3,6 +3,7 @@ package fleetkeys
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/shardlease/shardlease/internal/keycodec"
@@ -158,4 +159,23 @@ func DecodeAssignment(fleet *ShardSet, kv, memory *Pair) (shard.Assignment, stri
 	}
 	a.Memory = mem
 	return a, ""
+}
+
+// CheckReport is Members.ReportLoad's and ReportStandby's check of a
+// report's worker and shards against the fleet's set (nil: not known
+// yet, the shards are not checked), before anything is written.
+func CheckReport(set *ShardSet, kind, worker string, shards iter.Seq[shard.ID]) error {
+	if worker == "" {
+		return fmt.Errorf("%w: report %s: worker id is empty", shard.ErrInvalidArgument, kind)
+	}
+	if set == nil {
+		return nil
+	}
+	for sh := range shards {
+		if !set.IDs[sh] {
+			return fmt.Errorf("%w: %s of worker %q: %q is not one of the fleet's %d shards named %q",
+				shard.ErrUnknownShard, kind, worker, sh, set.Config.Shards, set.Config.Name)
+		}
+	}
+	return nil
 }

@@ -52,7 +52,7 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 		_, isShard := a.Lock.Shard()
 		shardLocks = shardLocks || isShard
 	}
-	want = uniqueBy(want, func(a shard.Acquisition) shard.Lock { return a.Lock })
+	want = fleetkeys.UniqueBy(want, func(a shard.Acquisition) shard.Lock { return a.Lock })
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
 	info, err := c.lookup(octx, id)
@@ -113,7 +113,7 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 			alive = true
 		}
 		if err != nil {
-			return grantsInOrder(want, tokens), err
+			return fleetkeys.GrantsInOrder(want, tokens), err
 		}
 	}
 	if !alive {
@@ -121,7 +121,7 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 			return nil, err
 		}
 	}
-	return grantsInOrder(want, tokens), nil
+	return fleetkeys.GrantsInOrder(want, tokens), nil
 }
 
 // configCheck is the transaction operation that fails unless P/config
@@ -253,7 +253,7 @@ func (l locks) Release(ctx context.Context, id shard.SessionID, ls []shard.Lock,
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
 	var keys []string
-	for _, lk := range uniqueBy(ls, func(lk shard.Lock) shard.Lock { return lk }) {
+	for _, lk := range fleetkeys.UniqueBy(ls, func(lk shard.Lock) shard.Lock { return lk }) {
 		if lk.Validate() == nil {
 			keys = append(keys, c.keys.Lock(lk))
 		}
@@ -393,28 +393,4 @@ func (c *Coordinator) DeleteFreeShard(ctx context.Context, id shard.ID) (bool, e
 		}
 		// The key changed since the read: read it again and decide anew.
 	}
-}
-
-func grantsInOrder(want []shard.Acquisition, tokens map[shard.Lock]shard.Token) []shard.Grant {
-	grants := make([]shard.Grant, 0, len(tokens))
-	for _, a := range want {
-		if t, ok := tokens[a.Lock]; ok {
-			grants = append(grants, shard.Grant{Lock: a.Lock, Token: t})
-		}
-	}
-	return grants
-}
-
-// uniqueBy returns xs without the elements whose key was seen before, in
-// order. It does not modify xs.
-func uniqueBy[T any, K comparable](xs []T, key func(T) K) []T {
-	seen := make(map[K]bool, len(xs))
-	out := make([]T, 0, len(xs))
-	for _, x := range xs {
-		if k := key(x); !seen[k] {
-			seen[k] = true
-			out = append(out, x)
-		}
-	}
-	return out
 }

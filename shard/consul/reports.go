@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -98,16 +99,8 @@ func (ms members) ReportStandby(ctx context.Context, id shard.SessionID, worker 
 // session of the same worker ID whose member key was taken over) wraps
 // shard.ErrMemberExists.
 func (c *Coordinator) report(ctx context.Context, id shard.SessionID, worker, kind string, value []byte, shards iter.Seq[shard.ID]) error {
-	if worker == "" {
-		return fmt.Errorf("%w: report %s: worker id is empty", shard.ErrInvalidArgument, kind)
-	}
-	if set := c.keys.Fleet(); set != nil {
-		for sh := range shards {
-			if !set.IDs[sh] {
-				return fmt.Errorf("%w: %s of worker %q: %q is not one of the fleet's %d shards named %q",
-					shard.ErrUnknownShard, kind, worker, sh, set.Config.Shards, set.Config.Name)
-			}
-		}
+	if err := fleetkeys.CheckReport(c.keys.Fleet(), kind, worker, shards); err != nil {
+		return err
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -56,7 +57,7 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 	if err != nil {
 		return nil, err
 	}
-	want = uniqueBy(want, func(a shard.Acquisition) shard.Lock { return a.Lock })
+	want = fleetkeys.UniqueBy(want, func(a shard.Acquisition) shard.Lock { return a.Lock })
 	for _, a := range want {
 		if err := c.checkLockLocked(a.Lock); err != nil {
 			return nil, err
@@ -122,7 +123,7 @@ func (l locks) Release(ctx context.Context, id shard.SessionID, ls []shard.Lock,
 		return err
 	}
 	var held []*lockKey
-	for _, lk := range uniqueBy(ls, func(lk shard.Lock) shard.Lock { return lk }) {
+	for _, lk := range fleetkeys.UniqueBy(ls, func(lk shard.Lock) shard.Lock { return lk }) {
 		if k := c.locks[lk]; k != nil && k.session == id {
 			held = append(held, k)
 		}
@@ -221,18 +222,4 @@ func (c *Coordinator) deleteLockLocked(lock shard.Lock) bool {
 	c.lockGone[lock] = c.commitLocked()
 	delete(c.locks, lock)
 	return true
-}
-
-// uniqueBy returns xs without the elements whose key was seen before, in
-// order. It does not modify xs.
-func uniqueBy[T any, K comparable](xs []T, key func(T) K) []T {
-	seen := make(map[K]bool, len(xs))
-	out := make([]T, 0, len(xs))
-	for _, x := range xs {
-		if k := key(x); !seen[k] {
-			seen[k] = true
-			out = append(out, x)
-		}
-	}
-	return out
 }
