@@ -17,8 +17,8 @@ import (
 // Packages are the public packages whose API is listed, as directories
 // relative to the module root.
 var Packages = []string{
-	"admin", "assignor", "election", "offsets", "offsets/bolt", "offsets/consul", "offsets/memory",
-	"offsets/postgres", "rebalance", "shard", "shard/consul", "shard/memory", "worker", "worker/exec",
+	"admin", "assignor", "election", "offsets", "offsets/bolt", "offsets/consul", "offsets/etcd", "offsets/memory",
+	"offsets/postgres", "rebalance", "shard", "shard/consul", "shard/etcd", "shard/memory", "worker", "worker/exec",
 }
 
 // List returns the exported declarations of the package in dir (test files

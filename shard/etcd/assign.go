@@ -1,0 +1,200 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardlease/shardlease/internal/fleetkeys"
+	"github.com/shardlease/shardlease/internal/keycodec"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// maxTxnBytes bounds the values of one transaction, under etcd's default
+// request limit of 1.5 MiB (--max-request-bytes).
+const maxTxnBytes = 1 << 20
+
+// Assign writes the assignment keys of set, MaxTxnAssignments workers (and
+// at most maxTxnBytes of values) per transaction, each transaction
+// comparing that the assignor's key is still at epoch's revision, as the
+// session wrote it, and that the session's key exists: a deposed or
+// paused assignor's writes are refused by etcd itself. A worker's key and
+// the assignor's memory beside it are written (or deleted) together,
+// sealed (fleetkeys.SealValue).
+func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
+	c := as.c
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	workers := slices.Sorted(maps.Keys(set))
+	if len(workers) == 0 {
+		return nil
+	}
+	if workers[0] == "" {
+		return fmt.Errorf("%w: assign: worker id is empty", shard.ErrInvalidArgument)
+	}
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	fleet, err := c.shardSet(octx, "assign (read config)")
+	if err != nil {
+		return err
+	}
+	if fleet == nil {
+		return fmt.Errorf("%w: assign: the fleet has no config at %q yet (Configure first)", shard.ErrInvalidArgument, c.keys.Config())
+	}
+	groups := make([][]clientv3.Op, len(workers))
+	for i, w := range workers {
+		groups[i] = []clientv3.Op{clientv3.OpDelete(c.keys.Assign(w)), clientv3.OpDelete(c.keys.Memory(w))}
+		if a := set[w]; a != nil {
+			v := *a
+			v.Epoch = epoch
+			value, err := keycodec.EncodeAssignment(fleet.Config, v)
+			if err != nil {
+				return fmt.Errorf("assign: worker %q: %w", w, err)
+			}
+			seal := fleetkeys.NewSeal()
+			groups[i] = []clientv3.Op{
+				clientv3.OpPut(c.keys.Assign(w), string(fleetkeys.SealValue(value, seal))),
+				clientv3.OpPut(c.keys.Memory(w), string(fleetkeys.SealMemory(v.Memory, seal))),
+			}
+		}
+	}
+	checks, err := c.assignorChecks(octx, id, epoch)
+	if err != nil {
+		return err
+	}
+	written := 0
+	for _, batch := range batches(groups) {
+		resp, err := c.cli.Txn(octx).If(checks...).Then(slices.Concat(batch...)...).Commit()
+		if err != nil {
+			return fmt.Errorf("%w (%d of %d assignment keys were written by earlier transactions)", c.fail(octx, "assign", err), written, len(workers))
+		}
+		if !resp.Succeeded {
+			err := c.notAssignor(octx, id, epoch)
+			return fmt.Errorf("%w; %d of %d assignment keys were written by earlier transactions", err, written, len(workers))
+		}
+		written += len(batch)
+	}
+	return nil
+}
+
+// batches splits groups (each one worker's operations, kept together)
+// into transactions of at most MaxTxnAssignments workers and about
+// maxTxnBytes of values.
+func batches(groups [][]clientv3.Op) [][][]clientv3.Op {
+	var (
+		out   [][][]clientv3.Op
+		cur   [][]clientv3.Op
+		bytes int
+	)
+	for _, g := range groups {
+		size := 0
+		for _, op := range g {
+			size += len(op.KeyBytes()) + len(op.ValueBytes())
+		}
+		if len(cur) == MaxTxnAssignments || len(cur) > 0 && bytes+size > maxTxnBytes {
+			out, cur, bytes = append(out, cur), nil, 0
+		}
+		cur, bytes = append(cur, g), bytes+size
+	}
+	return append(out, cur)
+}
+
+// assignorChecks reads the assignor's key and returns the compares that
+// hold while the session still holds it at epoch: the key's revision, and
+// the session's key. A session that does not hold it at epoch now wraps
+// shard.ErrNotAssignor.
+func (c *Coordinator) assignorChecks(ctx context.Context, id shard.SessionID, epoch shard.Token) ([]clientv3.Cmp, error) {
+	key := c.keys.Assignor()
+	kvs, _, err := c.readKeys(ctx, "read the assignor", []string{key, c.sessionKey(id)})
+	if err != nil {
+		return nil, err
+	}
+	kv, own := kvs[key], kvs[c.sessionKey(id)]
+	if kv == nil || own == nil || uint64(kv.ModRevision) != epoch.Index() {
+		return nil, c.notAssignor(ctx, id, epoch)
+	}
+	if e, ok := unwrap(kv.Value); !ok || e.Session != id {
+		return nil, c.notAssignor(ctx, id, epoch)
+	}
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision),
+		sessionExists(own),
+	}, nil
+}
+
+// notAssignor is the error for a session that does not hold the
+// assignor's key at epoch, naming who does.
+func (c *Coordinator) notAssignor(ctx context.Context, id shard.SessionID, epoch shard.Token) error {
+	key := c.keys.Assignor()
+	keys, _, err := c.readHeld(ctx, "read the assignor", []string{key})
+	if err != nil {
+		return err
+	}
+	holder := "it is free"
+	if p := keys[key].pair; p == nil {
+		holder = "it is missing"
+	} else if k := fleetkeys.DecodeLock(p); k.Held() {
+		holder = fmt.Sprintf("session %q (worker %q) holds it at epoch %d", k.Session, k.Worker, k.Token)
+	}
+	return fmt.Errorf("%w: session %q does not hold %s at epoch %d: %s", shard.ErrNotAssignor, id, key, epoch, holder)
+}
+
+// Watch returns worker's assignment key once it changed past after
+// (follow), read with the assignor's memory beside it at one revision to
+// tell a sealed pair from a hand edit. Only the key is watched, so that
+// writes of other keys never wake its worker.
+func (as assignments) Watch(ctx context.Context, worker string, after uint64) (shard.AssignmentKey, error) {
+	c := as.c
+	if err := ctxErr(ctx); err != nil {
+		return shard.AssignmentKey{}, err
+	}
+	if worker == "" {
+		return shard.AssignmentKey{}, fmt.Errorf("%w: assignment worker id is empty", shard.ErrInvalidArgument)
+	}
+	key := c.keys.Assign(worker)
+	var got shard.AssignmentKey
+	index, err := c.follow(ctx, "watch assignment "+worker, after, func(ctx context.Context) ([]string, uint64, int64, error) {
+		kvs, rev, err := c.readKeys(ctx, "watch assignment "+worker, []string{key, c.keys.Memory(worker)})
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		got = shard.AssignmentKey{}
+		kv := kvs[key]
+		if kv == nil {
+			return []string{key}, uint64(rev), rev, nil
+		}
+		fleet, err := c.shardSet(ctx, "watch assignment (read config)")
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		got.Exists = true
+		got.Assignment, got.Problem = fleetkeys.DecodeAssignment(fleet, c.pairOf(kv, nil), c.pairOf(kvs[c.keys.Memory(worker)], nil))
+		got.Assignment.Memory = nil // the assignor's, not the worker's
+		return []string{key}, uint64(kv.ModRevision), rev, nil
+	})
+	if err != nil {
+		return shard.AssignmentKey{}, err
+	}
+	got.Index = index
+	return got, nil
+}
+
+// shardSet returns the config Configure settled, else the stored one
+// (read once and kept, for a coordinator never configured), else nil.
+func (c *Coordinator) shardSet(ctx context.Context, op string) (*fleetkeys.ShardSet, error) {
+	if set := c.keys.Fleet(); set != nil {
+		return set, nil
+	}
+	if stored := c.keys.LastStored(); stored != nil {
+		return stored, nil
+	}
+	kvs, _, err := c.readKeys(ctx, op, []string{c.keys.Config()})
+	if err != nil {
+		return nil, err
+	}
+	return c.keys.Shards(c.pairOf(kvs[c.keys.Config()], nil)), nil
+}

@@ -1,0 +1,261 @@
+package etcd
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardlease/shardlease/internal/backoff"
+	"github.com/shardlease/shardlease/internal/fleetkeys"
+	"github.com/shardlease/shardlease/shard"
+)
+
+// mirror is the fleet's keys as one watch of the prefix keeps them: read
+// whole once, then changed by the watch's events alone (etcd sends the
+// changes, not the prefix again), read whole again when etcd compacted
+// the history the watch needed or the watch failed. Keys under
+// P/offsets/ and P/history are dropped as they arrive: Fleet.Watch shows
+// neither.
+//
+// Its index, rev, is the revision of the last change to what a snapshot
+// shows. A new session's key is not one (no key names it yet), and a
+// session's end is one only while a key names it: so, as on Consul,
+// calls that write nothing a snapshot shows wake no watcher.
+type mirror struct {
+	c    *Coordinator
+	done chan struct{} // closed when run returns (the coordinator closed)
+
+	mu      sync.Mutex
+	entries map[string]entry
+	// named counts, for each session, the keys whose envelope names it.
+	named map[shard.SessionID]int
+	// deaths is the revision at which each ended session's key was
+	// deleted, or, for one found ended by a read, that read's revision:
+	// a lock it held was freed there.
+	deaths   map[shard.SessionID]int64
+	rev      int64 // last revision that changed the view; 0: never read
+	progress int64 // every change up to this revision is applied
+	err      error // the last read's failure, nil once read
+	changed  chan struct{}
+}
+
+// entry is one key and, for a key a session may hold, its envelope.
+type entry struct {
+	kv  *mvccpb.KeyValue
+	env envelope
+	ok  bool // env was read
+}
+
+// startMirror returns the coordinator's mirror, starting it on first use.
+func (c *Coordinator) startMirror() *mirror {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mirror == nil {
+		c.mirror = &mirror{c: c, done: make(chan struct{}), changed: make(chan struct{})}
+		go c.mirror.run()
+	}
+	return c.mirror
+}
+
+// run reads the prefix and follows it until the coordinator closes.
+func (m *mirror) run() {
+	defer close(m.done)
+	ctx := m.c.ctx
+	retry := backoff.Backoff{Base: 100 * time.Millisecond, Max: 5 * time.Second, J: backoff.NewJitter(uint64(time.Now().UnixNano()))}
+	for ctx.Err() == nil {
+		rev, err := m.load(ctx)
+		if err != nil {
+			m.fail(err)
+			backoff.Sleep(ctx.Done(), retry.Next())
+			continue
+		}
+		retry.Reset()
+		m.follow(ctx, rev)
+	}
+}
+
+// load reads the fleet's keys whole, in one transaction of two ranges that
+// leave P/offsets/ out, and replaces the mirror with them.
+func (m *mirror) load(ctx context.Context) (int64, error) {
+	c := m.c
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	dir := c.keys.Dir()
+	offsets := dir + "offsets/"
+	resp, err := c.cli.Txn(octx).Then(
+		clientv3.OpGet(dir, clientv3.WithRange(offsets)),
+		clientv3.OpGet(clientv3.GetPrefixRangeEnd(offsets), clientv3.WithRange(clientv3.GetPrefixRangeEnd(dir))),
+	).Commit()
+	if err != nil {
+		return 0, c.fail(octx, "watch (read the fleet)", err)
+	}
+	rev := resp.Header.Revision
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.entries = make(map[string]entry)
+	m.named = make(map[shard.SessionID]int)
+	m.deaths = make(map[shard.SessionID]int64)
+	for _, r := range resp.Responses {
+		for _, kv := range r.GetResponseRange().Kvs {
+			m.put(kv)
+		}
+	}
+	for s := range m.named {
+		if _, ok := m.entries[c.sessionKey(s)]; !ok {
+			m.deaths[s] = rev
+		}
+	}
+	// A reload wakes every watcher, to read what it found; one at a lower
+	// revision (etcd rebuilt or restored) makes shard.NextIndex restart
+	// them from 0.
+	m.rev = rev
+	m.progress, m.err = rev, nil
+	m.notify()
+	return rev, nil
+}
+
+// follow applies the watch's events from rev+1 until the watch ends.
+func (m *mirror) follow(ctx context.Context, rev int64) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for resp := range m.c.cli.Watch(wctx, m.c.keys.Dir(), clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithProgressNotify()) {
+		if resp.CompactRevision != 0 || resp.Canceled || resp.Err() != nil {
+			return // read whole again
+		}
+		m.apply(resp.Events, resp.Header.Revision)
+	}
+}
+
+// apply changes the mirror by events, all applied up to revision.
+func (m *mirror) apply(events []*clientv3.Event, revision int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := false
+	for _, ev := range events {
+		relevant := false
+		key := string(ev.Kv.Key)
+		rel := strings.TrimPrefix(key, m.c.keys.Dir())
+		if strings.HasPrefix(rel, "offsets/") || rel == "history" {
+			continue
+		}
+		session, isSession := strings.CutPrefix(rel, "sessions/")
+		if ev.Type == mvccpb.PUT {
+			m.put(ev.Kv)
+			relevant = !isSession
+		} else {
+			m.remove(key)
+			relevant = true
+			if isSession {
+				s := shard.SessionID(session)
+				if relevant = m.named[s] > 0; relevant {
+					m.deaths[s] = ev.Kv.ModRevision
+				}
+			}
+		}
+		if relevant {
+			m.rev, changed = max(m.rev, ev.Kv.ModRevision), true
+		}
+	}
+	m.progress = max(m.progress, revision)
+	if changed {
+		m.notify()
+	}
+}
+
+// put stores kv, counting the session its envelope names. Callers hold mu.
+func (m *mirror) put(kv *mvccpb.KeyValue) {
+	key := string(kv.Key)
+	m.remove(key)
+	e := entry{kv: kv}
+	if isHeldKind(strings.TrimPrefix(key, m.c.keys.Dir())) {
+		e.env, e.ok = unwrap(kv.Value)
+		if e.ok && e.env.Session != "" {
+			m.named[e.env.Session]++
+		}
+	}
+	m.entries[key] = e
+}
+
+// remove drops key. Callers hold mu.
+func (m *mirror) remove(key string) {
+	old, ok := m.entries[key]
+	if !ok {
+		return
+	}
+	delete(m.entries, key)
+	if s := old.env.Session; old.ok && s != "" {
+		if m.named[s]--; m.named[s] <= 0 {
+			delete(m.named, s)
+			delete(m.deaths, s)
+		}
+	}
+}
+
+// fail records a failed read; watchers waiting for the first read get it.
+func (m *mirror) fail(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.err = err
+	m.notify()
+}
+
+// notify wakes the watchers. Callers hold mu.
+func (m *mirror) notify() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// state is what a watcher waits on: the mirror's index and progress, the
+// last failure, and a channel closed at the next change.
+func (m *mirror) state() (rev, progress int64, err error, changed <-chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.rev, m.progress, m.err, m.changed
+}
+
+// pairs is the mirror as the fleet's keys, sorted by key, at its index:
+// each held key with its holder while the holder's key exists, and a lock
+// whose holder ended at the revision of that end (as on Consul, where the
+// end rewrites the key), so its token is above its holder's.
+func (m *mirror) pairs() ([]*fleetkeys.Pair, uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	dir := m.c.keys.Dir()
+	pairs := make([]*fleetkeys.Pair, 0, len(m.entries))
+	for key, e := range m.entries {
+		rel := strings.TrimPrefix(key, dir)
+		if strings.HasPrefix(rel, "sessions/") {
+			continue
+		}
+		p := &fleetkeys.Pair{Key: key, Value: e.kv.Value, Index: uint64(e.kv.ModRevision)}
+		if isHeldKind(rel) {
+			switch {
+			case !e.ok:
+				p.Session = unreadableHolder
+			case e.env.Session == "":
+				p.Value = e.env.Value
+			default:
+				p.Value = e.env.Value
+				if _, live := m.entries[m.c.sessionKey(e.env.Session)]; live {
+					p.Session = e.env.Session
+				} else if death := m.deaths[e.env.Session]; isLockKey(rel) && death > e.kv.ModRevision {
+					p.Index = uint64(death)
+				}
+			}
+		}
+		pairs = append(pairs, p)
+	}
+	slices.SortFunc(pairs, func(a, b *fleetkeys.Pair) int { return strings.Compare(a.Key, b.Key) })
+	return pairs, uint64(m.rev)
+}
+
+// isLockKey reports whether rel (below P/) is a lock's key: a shard's or a
+// role's.
+func isLockKey(rel string) bool {
+	return isHeldKind(rel) && !strings.HasPrefix(rel, "members/") && !strings.HasPrefix(rel, "loads/") && !strings.HasPrefix(rel, "standby/")
+}
