@@ -23,9 +23,10 @@
 // {"session", "lock_delay_ms", "value"}, and a key is held while the
 // session it names has its key. Every write a holder makes is a
 // transaction that compares the session's key (still the one created)
-// and the written key's revision as read. A key whose envelope cannot be
+// and the written key's revision as read. A lock whose envelope cannot be
 // read (written by hand) is held by nobody known: no session can take it
-// until an operator deletes it.
+// until an operator deletes it. A member or report key in that state is
+// dead, and its worker's next Join writes it again.
 //
 // # Tokens
 //

@@ -31,11 +31,26 @@ type envelope struct {
 	Value json.RawMessage `json:"value"`
 }
 
-// unreadableHolder is the holder shown for a key a session may hold whose
-// stored form cannot be read (written by hand): the lock is taken by
-// nobody until an operator deletes the key, as a lock held by an unknown
-// session would be.
+// unreadableHolder is the holder shown for a lock whose stored form cannot
+// be read (written by hand): it is taken by nobody until an operator
+// deletes the key, as a lock held by an unknown session would be. A
+// member or report key in that state is held by nobody (dead): it gives
+// no ownership, and its worker writes it again when it joins.
 const unreadableHolder shard.SessionID = "(unreadable)"
+
+// unreadableAs is the holder of an unreadable held key rel (below P/).
+func unreadableAs(rel string) shard.SessionID {
+	if isLockKey(rel) {
+		return unreadableHolder
+	}
+	return ""
+}
+
+// isLockKey reports whether rel (below P/) is a lock's key: a shard's or a
+// role's.
+func isLockKey(rel string) bool {
+	return strings.HasPrefix(rel, "shards/") || !strings.Contains(rel, "/") && shard.Lock(rel).Validate() == nil
+}
 
 // wrap is the stored form of value held by session (empty: free).
 func wrap(session shard.SessionID, lockDelay time.Duration, value []byte) string {
@@ -71,18 +86,19 @@ func isHeldKind(rel string) bool {
 // and its holder while live says so (live: whether a session's key
 // exists), a plain key's value as is; nil for nil. A held key whose
 // envelope cannot be read keeps its stored bytes as the value (a
-// problem, for fleetkeys) and unreadableHolder as its holder.
+// problem, for fleetkeys) and unreadableAs's holder.
 func (c *Coordinator) pairOf(kv *mvccpb.KeyValue, live func(shard.SessionID) bool) *fleetkeys.Pair {
 	if kv == nil {
 		return nil
 	}
 	p := &fleetkeys.Pair{Key: string(kv.Key), Value: kv.Value, Index: uint64(kv.ModRevision)}
-	if !isHeldKind(strings.TrimPrefix(p.Key, c.keys.Dir())) {
+	rel := strings.TrimPrefix(p.Key, c.keys.Dir())
+	if !isHeldKind(rel) {
 		return p
 	}
 	e, ok := unwrap(kv.Value)
 	if !ok {
-		p.Session = unreadableHolder
+		p.Session = unreadableAs(rel)
 		return p
 	}
 	p.Value = e.Value

@@ -1,6 +1,7 @@
 package etcd_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"testing"
@@ -47,4 +48,9 @@ func freshPrefix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return "shardlease-test/" + hex.EncodeToString(b)
+}
+
+// contextWithDeadline is t's context ending at deadline.
+func contextWithDeadline(t *testing.T, deadline time.Time) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(t.Context(), deadline)
 }

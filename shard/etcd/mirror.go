@@ -222,11 +222,13 @@ func (m *mirror) state() (rev, progress int64, err error, changed <-chan struct{
 // each held key with its holder while the holder's key exists, and a lock
 // whose holder ended at the revision of that end (as on Consul, where the
 // end rewrites the key), so its token is above its holder's.
-func (m *mirror) pairs() ([]*fleetkeys.Pair, uint64) {
+//
+// unreadable lists the held keys whose envelope cannot be read.
+func (m *mirror) pairs() (pairs []*fleetkeys.Pair, index uint64, unreadable []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	dir := m.c.keys.Dir()
-	pairs := make([]*fleetkeys.Pair, 0, len(m.entries))
+	pairs = make([]*fleetkeys.Pair, 0, len(m.entries))
 	for key, e := range m.entries {
 		rel := strings.TrimPrefix(key, dir)
 		if strings.HasPrefix(rel, "sessions/") {
@@ -236,7 +238,8 @@ func (m *mirror) pairs() ([]*fleetkeys.Pair, uint64) {
 		if isHeldKind(rel) {
 			switch {
 			case !e.ok:
-				p.Session = unreadableHolder
+				p.Session = unreadableAs(rel)
+				unreadable = append(unreadable, key)
 			case e.env.Session == "":
 				p.Value = e.env.Value
 			default:
@@ -251,11 +254,6 @@ func (m *mirror) pairs() ([]*fleetkeys.Pair, uint64) {
 		pairs = append(pairs, p)
 	}
 	slices.SortFunc(pairs, func(a, b *fleetkeys.Pair) int { return strings.Compare(a.Key, b.Key) })
-	return pairs, uint64(m.rev)
-}
-
-// isLockKey reports whether rel (below P/) is a lock's key: a shard's or a
-// role's.
-func isLockKey(rel string) bool {
-	return isHeldKind(rel) && !strings.HasPrefix(rel, "members/") && !strings.HasPrefix(rel, "loads/") && !strings.HasPrefix(rel, "standby/")
+	slices.Sort(unreadable)
+	return pairs, uint64(m.rev), unreadable
 }

@@ -116,8 +116,11 @@ func (c *Coordinator) ping(ctx context.Context) error {
 // snapshot decodes the mirror and collects the dead member keys and
 // orphaned report keys it shows.
 func (c *Coordinator) snapshot(ctx context.Context, m *mirror) shard.Snapshot {
-	pairs, index := m.pairs()
+	pairs, index, unreadable := m.pairs()
 	snap := c.keys.Decode(pairs, index)
+	for _, key := range unreadable {
+		snap.Problems = append(snap.Problems, fmt.Sprintf("%s: not a key shardlease wrote (want JSON {\"session\", \"lock_delay_ms\", \"value\"}): a lock in this state is held by nobody known and taken by no session until it is deleted (etcdctl del %s); a member or report key counts as dead", key, key))
+	}
 	c.collect(ctx, pairs)
 	return snap
 }
