@@ -219,3 +219,35 @@ func TestBadConfigAndSession(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteFreeShard deletes only a free lock key: never one a live
+// session holds, one in its lock-delay, or one whose holder is unknown.
+func TestDeleteFreeShard(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	c := newCoordinator(t, cluster)
+	const delay = 2 * time.Second
+	a := session(t, c, "w-a", time.Hour, delay)
+	grants(t, c, a, "s-000")
+	if existed, err := c.DeleteFreeShard(t.Context(), "s-000"); !existed || !errors.Is(err, shard.ErrKeyHeld) {
+		t.Fatalf("DeleteFreeShard of a held key = %v, %v; want ErrKeyHeld", existed, err)
+	}
+	if err := c.Sessions().Destroy(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	if existed, err := c.DeleteFreeShard(t.Context(), "s-000"); !existed || !errors.Is(err, shard.ErrKeyHeld) || !strings.Contains(err.Error(), "lock-delay") {
+		t.Fatalf("DeleteFreeShard inside the lock-delay = %v, %v; want ErrKeyHeld naming the lock-delay", existed, err)
+	}
+	time.Sleep(delay)
+	if existed, err := c.DeleteFreeShard(t.Context(), "s-000"); !existed || err != nil {
+		t.Fatalf("DeleteFreeShard after the lock-delay = %v, %v; want deleted", existed, err)
+	}
+	if existed, err := c.DeleteFreeShard(t.Context(), "s-000"); existed || err != nil {
+		t.Fatalf("DeleteFreeShard of a missing key = %v, %v; want false, nil", existed, err)
+	}
+	if _, err := client(t, cluster).Put(t.Context(), c.Prefix()+"/shards/s-001", "garbage"); err != nil {
+		t.Fatal(err)
+	}
+	if existed, err := c.DeleteFreeShard(t.Context(), "s-001"); !existed || !errors.Is(err, shard.ErrKeyHeld) {
+		t.Fatalf("DeleteFreeShard of an unreadable key = %v, %v; want ErrKeyHeld", existed, err)
+	}
+}
