@@ -12,32 +12,42 @@ import (
 	"github.com/shardlease/shardlease/internal/fleetview"
 	"github.com/shardlease/shardlease/offsets"
 	offconsul "github.com/shardlease/shardlease/offsets/consul"
+	offetcd "github.com/shardlease/shardlease/offsets/etcd"
 	"github.com/shardlease/shardlease/offsets/postgres"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/shard/etcd"
 )
 
 // connFlags are the connection flags every fleet command takes.
 type connFlags struct {
 	consul  consul.Config
-	offsets string // where the fleet's offsets are: "" (not shown) or "consul"
+	etcd    etcd.Connection // on etcd when it names endpoints (--etcd)
+	envEtcd error           // etcdctl's environment could not be read
+	offsets string          // where the fleet's offsets are: "" (not shown), "consul", "etcd" or a postgres:// URL
 }
 
 // offsetsConsul reads the fleet's checkpoints from Consul KV (P/offsets/,
-// package offsets/consul).
-const offsetsConsul = "consul"
+// package offsets/consul); offsetsEtcd from etcd (the same keys, package
+// offsets/etcd).
+const (
+	offsetsConsul = "consul"
+	offsetsEtcd   = "etcd"
+)
 
 // register binds -prefix and the consul package's connection flags, with
 // the environment's values as defaults.
 func (a *app) connFlags(fs *flag.FlagSet) *connFlags {
 	c := &connFlags{consul: consul.DefaultConfig()}
 	c.consul.RegisterConnectionFlags(fs) // shardctl opens no session: no -consul-liveness
+	c.etcd, c.envEtcd = etcd.ConnectionFromEnv(a.getenv)
+	c.etcd.RegisterFlags(fs)
 	fs.StringVar(&c.consul.Prefix, "prefix", a.getenv("SHARDLEASE_PREFIX"),
-		"the fleet's Consul KV prefix, e.g. shardlease/orders (env SHARDLEASE_PREFIX)")
-	fs.Func("offsets", `show each shard's committed offset and fencing floor from the fleet's offset store: "consul" (Consul KV under the prefix, as shardd worker --offsets consul writes them) or a postgres:// URL (its shardlease_offsets table)`,
+		"the fleet's key prefix, e.g. shardlease/orders (env SHARDLEASE_PREFIX)")
+	fs.Func("offsets", `show each shard's committed offset and fencing floor from the fleet's offset store: "consul" (Consul KV under the prefix, as shardd worker --offsets consul writes them), "etcd" (the same in etcd, with --etcd) or a postgres:// URL (its shardlease_offsets table)`,
 		func(v string) error {
-			if v != offsetsConsul && !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
-				return fmt.Errorf("want %q or a postgres:// URL (memory and bolt stores are private to their workers)", offsetsConsul)
+			if v != offsetsConsul && v != offsetsEtcd && !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
+				return fmt.Errorf("want %q, %q or a postgres:// URL (memory and bolt stores are private to their workers)", offsetsConsul, offsetsEtcd)
 			}
 			c.offsets = v
 			return nil
@@ -65,10 +75,49 @@ type fleetConn struct {
 // reads must not write (the workers' own watches collect them).
 const neverCollect = 100 * 365 * 24 * time.Hour
 
-func (a *app) connectConsul(c connFlags) (*fleetConn, error) {
+// connectCoordinator connects to the fleet's coordinator: etcd with
+// --etcd, Consul otherwise.
+func (a *app) connectCoordinator(c connFlags) (*fleetConn, error) {
 	if c.consul.Prefix == "" {
-		return nil, usagef("-prefix is required: the fleet's KV prefix, e.g. -prefix shardlease/orders (or set SHARDLEASE_PREFIX)")
+		return nil, usagef("-prefix is required: the fleet's key prefix, e.g. -prefix shardlease/orders (or set SHARDLEASE_PREFIX)")
 	}
+	if len(c.etcd.Endpoints) > 0 {
+		return a.connectEtcd(c)
+	}
+	if c.offsets == offsetsEtcd {
+		return nil, usagef("-offsets etcd reads the offsets from etcd: give --etcd ENDPOINTS (the fleet's coordinator)")
+	}
+	return a.connectConsul(c)
+}
+
+// connectEtcd connects to a fleet on etcd.
+func (a *app) connectEtcd(c connFlags) (*fleetConn, error) {
+	if c.envEtcd != nil {
+		return nil, usageError{oneLine(c.envEtcd)}
+	}
+	if c.offsets == offsetsConsul {
+		return nil, usagef("-offsets consul reads the offsets from Consul, but the fleet runs on etcd (--etcd): use -offsets etcd")
+	}
+	cli, err := c.etcd.Dial(nil)
+	if err != nil {
+		if errors.Is(err, shard.ErrInvalidArgument) {
+			return nil, usageError{oneLine(err)}
+		}
+		return nil, err
+	}
+	coord, err := etcd.New(etcd.Config{Client: cli, Prefix: c.consul.Prefix, MemberGrace: neverCollect})
+	if err != nil {
+		cli.Close()
+		return nil, usageError{oneLine(err)}
+	}
+	fc := &fleetConn{coord: coord, keys: coord, name: c.consul.Prefix, addr: "etcd at " + strings.Join(c.etcd.Endpoints, ","),
+		close: func() { coord.Close(); cli.Close() }}
+	return a.withOffsets(fc, c, func() (offsets.Store, error) {
+		return offetcd.New(offetcd.Config{Client: cli, Prefix: c.consul.Prefix})
+	})
+}
+
+func (a *app) connectConsul(c connFlags) (*fleetConn, error) {
 	cfg := c.consul
 	cfg.MemberGrace = neverCollect
 	coord, err := consul.New(cfg)
@@ -79,11 +128,19 @@ func (a *app) connectConsul(c connFlags) (*fleetConn, error) {
 		return nil, err
 	}
 	fc := &fleetConn{coord: coord, keys: coord, name: cfg.Prefix, addr: "Consul at " + cfg.Address, close: coord.Close}
+	return a.withOffsets(fc, c, func() (offsets.Store, error) {
+		return offconsul.New(offconsul.Config{Connection: coord.Connection(), Prefix: cfg.Prefix})
+	})
+}
+
+// withOffsets opens the -offsets store of fc: the coordinator's own
+// (openOwn) or PostgreSQL. A failure closes fc.
+func (a *app) withOffsets(fc *fleetConn, c connFlags, openOwn func() (offsets.Store, error)) (*fleetConn, error) {
 	switch {
-	case c.offsets == offsetsConsul:
-		st, err := offconsul.New(offconsul.Config{Connection: coord.Connection(), Prefix: cfg.Prefix})
+	case c.offsets == offsetsConsul || c.offsets == offsetsEtcd:
+		st, err := openOwn()
 		if err != nil {
-			coord.Close()
+			fc.close()
 			return nil, usageError{oneLine(err)}
 		}
 		fc.offsets = st
@@ -92,7 +149,7 @@ func (a *app) connectConsul(c connFlags) (*fleetConn, error) {
 		defer cancel()
 		st, err := postgres.Open(ctx, postgres.Config{DSN: c.offsets})
 		if err != nil {
-			coord.Close()
+			fc.close()
 			return nil, fmt.Errorf("-offsets %s: %w", postgres.RedactDSN(c.offsets), err)
 		}
 		fc.offsets = st
@@ -161,6 +218,9 @@ func (fc *fleetConn) explain(err error, op string) error {
 	case errors.As(err, &noFleet):
 		return fmt.Errorf("the fleet at prefix %q on %s has members or shards but no valid %s/config key: %s",
 			fc.name, fc.addr, fc.name, strings.Join(noFleet.Problems, "; "))
+	case errors.Is(err, shard.ErrPermissionDenied) && strings.HasPrefix(fc.addr, "etcd"):
+		return fmt.Errorf("permission denied by %s: the user (--etcd-user or ETCDCTL_USER) cannot %s the fleet %q; this command needs %s on the key range %q",
+			fc.addr, op, fc.name, map[string]string{"read": "read", "write": "readwrite"}[op], fc.name+"/")
 	case errors.Is(err, shard.ErrPermissionDenied):
 		need := fmt.Sprintf("key_prefix %q read", fc.name+"/")
 		if op == "write" {
@@ -169,8 +229,11 @@ func (fc *fleetConn) explain(err error, op string) error {
 		return fmt.Errorf("permission denied by %s: the ACL token (CONSUL_HTTP_TOKEN or -consul-token) cannot %s the fleet %q; this command needs %s",
 			fc.addr, op, fc.name, need)
 	case errors.Is(err, shard.ErrUnavailable):
-		return fmt.Errorf("cannot reach %s (%s); check -consul or CONSUL_HTTP_ADDR and that the agent is running",
-			fc.addr, rootCause(err))
+		check := "-consul or CONSUL_HTTP_ADDR and that the agent is running"
+		if strings.HasPrefix(fc.addr, "etcd") {
+			check = "--etcd and that a majority of the members are running"
+		}
+		return fmt.Errorf("cannot reach %s (%s); check %s", fc.addr, rootCause(err), check)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("interrupted: %w", err)
 	}

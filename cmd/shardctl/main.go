@@ -97,7 +97,7 @@ var commands = []command{
 
 func (a *app) run(ctx context.Context, args []string) int {
 	if a.connect == nil {
-		a.connect = a.connectConsul
+		a.connect = a.connectCoordinator
 	}
 	if len(args) == 0 {
 		a.usage(a.stderr)

@@ -57,7 +57,7 @@ func TestLoadFlagsRefused(t *testing.T) {
 		wf, _, ok := parseWorkerFlags(append(base[:len(base):len(base)], c.flags...), &errb)
 		var err error
 		if ok {
-			err = wf.check(true, nil, nil)
+			err = wf.check(nil, nil)
 		}
 		got := errb.String()
 		if err != nil {

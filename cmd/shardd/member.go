@@ -16,6 +16,7 @@ import (
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/shard/etcd"
 	"github.com/shardlease/shardlease/shard/memory"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -24,9 +25,8 @@ import (
 // what `shardd worker` and `shardd run` start, the one way, through
 // runMember. They differ only in the fields below the flags.
 type member struct {
-	name     string // the command, for messages: "shardd worker"
-	flags    memberFlags
-	onConsul bool // on Consul; otherwise the embedded coordinator
+	name  string      // the command, for messages: "shardd worker"
+	flags memberFlags // flags.engine: the coordinator it runs on
 	// localOffsets: the store is process-local on purpose
 	// (worker.Config.LocalOffsets).
 	localOffsets bool
@@ -63,7 +63,8 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 	var coord shard.Coordinator
 	var requests consul.RequestCounter
 	where := []zap.Field{zap.String("coordinator", "embedded (this process is the whole fleet)")}
-	if m.onConsul {
+	switch f.engine {
+	case onConsul:
 		ccfg := f.consul
 		ccfg.WrapTransport = requests.Wrap
 		c, err := consul.New(ccfg)
@@ -74,7 +75,16 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 		defer c.Close()
 		coord = c
 		where = []zap.Field{zap.String("consul", ccfg.Address), zap.String("liveness", string(ccfg.Liveness))}
-	} else {
+	case onEtcd:
+		c, closeEtcd, err := openEtcd(f, log)
+		if err != nil {
+			log.Error("bad etcd settings", zap.Error(err))
+			return exitBadInvoke
+		}
+		defer closeEtcd()
+		coord = c
+		where = []zap.Field{zap.Strings("etcd", f.etcd.Endpoints)}
+	default:
 		coord = memory.New()
 	}
 
@@ -171,7 +181,7 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 		wlog.Error("cannot run", zap.Error(err))
 		return exitFailed
 	}
-	if m.onConsul {
+	if f.engine == onConsul {
 		wlog.Info("stopped", zap.Int64("consul_requests", requests.Total()))
 	} else {
 		wlog.Info("stopped")
@@ -212,4 +222,19 @@ func takeSignals(ctx context.Context, log *zap.Logger, second ...func()) (contex
 		close(done)
 		cancel()
 	}
+}
+
+// openEtcd dials the member's etcd and opens the coordinator on it; the
+// client logs its own errors only. close closes both.
+func openEtcd(f memberFlags, log *zap.Logger) (*etcd.Coordinator, func(), error) {
+	cli, err := f.etcd.Dial(log.Named("etcd").WithOptions(zap.IncreaseLevel(zap.ErrorLevel)))
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := etcd.New(etcd.Config{Client: cli, Prefix: f.consul.Prefix})
+	if err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	return c, func() { c.Close(); cli.Close() }, nil
 }

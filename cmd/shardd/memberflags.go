@@ -5,18 +5,37 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/shard/etcd"
 	"github.com/shardlease/shardlease/worker"
 )
+
+// engine is the coordinator a member runs on.
+type engine int
+
+const (
+	embedded engine = iota // shard/memory: this process is the whole fleet
+	onConsul               // shard/consul
+	onEtcd                 // shard/etcd, with --etcd
+)
+
+func (e engine) String() string {
+	return [...]string{"the embedded coordinator", "Consul", "etcd"}[e]
+}
 
 // memberFlags are the flags shared by the commands that run one member of a
 // fleet (`shardd worker`, `shardd run`): where the fleet is, who this
 // member is, its lease, and how it is observed.
 type memberFlags struct {
+	engine    engine
 	consul    consul.Config
+	etcd      etcd.Connection
+	envEtcd   error    // etcdctl's environment could not be read
+	consulSet []string // the --consul… flags given, which etcd has no use for
 	fleet     shard.Config
 	id        string
 	weight    int // --weight, `shardd worker` only; 0: the default, 1
@@ -39,6 +58,8 @@ type memberFlags struct {
 func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp string) {
 	f.consul, f.policy = consul.DefaultConfig(), shard.DefaultPolicy
 	f.consul.RegisterFlags(fs)
+	f.etcd, f.envEtcd = etcd.ConnectionFromEnv(os.Getenv)
+	f.etcd.RegisterFlags(fs)
 	host, _ := os.Hostname()
 	fs.StringVar(&f.consul.Prefix, "prefix", "", prefixHelp)
 	fs.IntVar(&f.fleet.Shards, "shards", 0, "number of shards in the fleet (required; must match the fleet's stored config)")
@@ -85,10 +106,13 @@ func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp s
 func (f *memberFlags) resolvePolicy(fs *flag.FlagSet) {
 	parsed := f.policy
 	f.policy = shard.DefaultPolicy
-	if f.consul.Liveness == consul.LivenessTTL {
+	if f.engine == onConsul && f.consul.Liveness == consul.LivenessTTL {
 		f.policy = shard.SessionTTLPolicy
 	}
 	fs.Visit(func(fl *flag.Flag) {
+		if strings.HasPrefix(fl.Name, "consul") {
+			f.consulSet = append(f.consulSet, "--"+fl.Name)
+		}
 		switch fl.Name {
 		case "ttl":
 			f.policy.TTL = parsed.TTL
@@ -123,7 +147,7 @@ func (f memberFlags) settings() worker.Config {
 // policy asks of Consul and libs (the command's own, e.g. the handler's
 // config), which would otherwise name a bad policy or fleet twice. The
 // command maps none of them to flags: each names its value.
-func (f memberFlags) check(onConsul bool, required, own []error, libs ...func() error) error {
+func (f memberFlags) check(required, own []error, libs ...func() error) error {
 	missing := required
 	if f.fleet.Shards == 0 {
 		missing = append(missing, errors.New("--shards is required: the number of shards in the fleet"))
@@ -136,16 +160,34 @@ func (f memberFlags) check(onConsul bool, required, own []error, libs ...func() 
 	}
 	settings := f.settings().ValidateSettings()
 	problems := append(append(own, f.load.problems(f.fleet)...), f.envLabel, settings)
-	if onConsul {
+	switch f.engine {
+	case onConsul:
 		problems = append(problems, f.consul.Validate())
+	case onEtcd:
+		problems = append(problems, f.envEtcd, f.etcd.Validate(), prefixProblem(f.consul.Prefix))
+		if len(f.consulSet) > 0 {
+			problems = append(problems, fmt.Errorf("%s: Consul's, but this member runs on etcd (--etcd); drop them", strings.Join(f.consulSet, ", ")))
+		}
 	}
 	if settings == nil {
-		if onConsul {
+		switch f.engine {
+		case onConsul:
 			libs = append(libs, func() error { return f.consul.ValidateSession(f.policy.SessionSpec(f.id)) })
+		case onEtcd:
+			libs = append(libs, func() error { return etcd.ValidateSession(f.policy.SessionSpec(f.id)) })
 		}
 		for _, lib := range libs {
 			problems = append(problems, lib())
 		}
 	}
 	return errors.Join(problems...)
+}
+
+// prefixProblem is what is wrong with a fleet prefix that the coordinator
+// does not check itself, or nil.
+func prefixProblem(prefix string) error {
+	if strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") {
+		return fmt.Errorf("--prefix %q must not start or end with '/'", prefix)
+	}
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -94,9 +93,15 @@ settings also come from the environment as for the consul CLI.
 			f.onConsul = true
 		}
 	})
+	switch {
+	case len(f.etcd.Endpoints) > 0:
+		f.engine = onEtcd
+	case f.onConsul:
+		f.engine = onConsul
+	}
 	f.resolvePolicy(fs)
 	f.argv = fs.Args()
-	if !f.onConsul && f.consul.Prefix == "" {
+	if f.engine == embedded && f.consul.Prefix == "" {
 		f.consul.Prefix = defaultRunPrefix
 	}
 	if err := f.validate(); err != nil {
@@ -113,15 +118,19 @@ func (f runFlags) validate() error {
 	if len(f.argv) == 0 {
 		required = append(required, errors.New("no command: put the program to run after --, e.g. shardd run --shards 8 -- sh -c 'echo $SHARDLEASE_SHARD'"))
 	}
-	if f.onConsul && f.consul.Prefix == "" {
-		required = append(required, errors.New("--prefix is required with --consul: the fleet's KV prefix, e.g. shardlease/orders"))
+	if f.engine != embedded && f.consul.Prefix == "" {
+		required = append(required, fmt.Errorf("--prefix is required with --%s: the fleet's key prefix, e.g. shardlease/orders", map[engine]string{onConsul: "consul", onEtcd: "etcd"}[f.engine]))
 	}
-	// On Consul the prefix is checked with the rest of its settings; the
-	// embedded coordinator only passes it on to the children.
-	if !f.onConsul && (strings.HasPrefix(f.consul.Prefix, "/") || strings.HasSuffix(f.consul.Prefix, "/")) {
-		own = append(own, fmt.Errorf("--prefix %q must not start or end with '/'", f.consul.Prefix))
+	if f.onConsul && f.engine == onEtcd {
+		own = append(own, errors.New("--consul and --etcd: a fleet runs on one coordinator; give one"))
 	}
-	return f.check(f.onConsul, required, own, f.supervisor(nil, nil).Validate)
+	// On Consul the prefix is checked with the rest of its settings (on
+	// etcd, by check); the embedded coordinator only passes it on to the
+	// children.
+	if f.engine == embedded {
+		own = append(own, prefixProblem(f.consul.Prefix))
+	}
+	return f.check(required, own, f.supervisor(nil, nil).Validate)
 }
 
 // supervisor is the exec.Config of the handler: one child per owned
@@ -135,7 +144,7 @@ func (f runFlags) supervisor(stdout, stderr io.Writer) exec.Config {
 // own state and the worker only fences claims in it.
 func (f runFlags) member(stdout, stderr io.Writer) member {
 	return member{
-		name: "shardd run", flags: f.memberFlags, onConsul: f.onConsul, localOffsets: true, // the children keep their own
+		name: "shardd run", flags: f.memberFlags, localOffsets: true, // the children keep their own
 		newLog: logging.Console,
 		openStore: func(context.Context, *zap.Logger) (offsets.Store, func(), error) {
 			st := offmem.New()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/internal/harness/consultest"
+	"github.com/shardlease/shardlease/internal/harness/etcdtest"
 	"github.com/shardlease/shardlease/internal/harness/shardproc"
 )
 
@@ -213,14 +214,26 @@ func TestRunBadCommandLines(t *testing.T) {
 // its half; when one stops, the other takes its shards over.
 func TestRunOnConsulSharesTheShards(t *testing.T) {
 	agent := consultest.StartDev(t)
+	runSharesTheShards(t, "--consul", agent.HTTPAddr, "--consul-token", "")
+}
+
+// The same on etcd.
+func TestRunOnEtcdSharesTheShards(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	runSharesTheShards(t, "--etcd", strings.Join(cluster.Endpoints(), ","))
+}
+
+// runSharesTheShards runs two `shardd run` members on the coordinator
+// where names, one after the other, and stops them.
+func runSharesTheShards(t *testing.T, where ...string) {
 	prefix := fmt.Sprintf("shardlease-test/run-%d", time.Now().UnixNano())
 	// The trap before the "up": a child stopped right after it said up must
 	// say down, or it would count as running for good.
 	script := `trap 'echo down $SHARDLEASE_SHARD; exit 0' TERM; echo up $SHARDLEASE_SHARD; while :; do sleep 0.1; done`
 	args := func(id string) []string {
-		return []string{"--consul", agent.HTTPAddr, "--consul-token", "", "--prefix", prefix, "--shards", "4", "--id", id,
+		return append(slices.Clone(where), "--prefix", prefix, "--shards", "4", "--id", id,
 			"--ttl", "3s", "--renew", "500ms", "--pause-budget", "1s", "--drain-timeout", "2s", "--log-level", "warn",
-			"--", "sh", "-c", script}
+			"--", "sh", "-c", script)
 	}
 	up := regexp.MustCompile(`^\[(\S+)\] up (\S+)$`)
 	down := regexp.MustCompile(`^\[(\S+)\] down (\S+)$`)

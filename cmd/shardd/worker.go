@@ -18,6 +18,7 @@ import (
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/offsets/bolt"
 	offconsul "github.com/shardlease/shardlease/offsets/consul"
+	offetcd "github.com/shardlease/shardlease/offsets/etcd"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/offsets/postgres"
 	"github.com/shardlease/shardlease/worker"
@@ -39,7 +40,8 @@ type workerFlags struct {
 
 // Offset store kinds of --offsets, besides a postgres:// URL.
 const (
-	offsetsConsul = "consul" // P/offsets/ in the fleet's Consul: shared, the default
+	offsetsConsul = "consul" // P/offsets/ in the fleet's Consul: shared, the default on Consul
+	offsetsEtcd   = "etcd"   // P/offsets/ in the fleet's etcd: shared, the default with --etcd
 	offsetsMemory = "memory" // this process only
 	offsetsBolt   = "bolt"   // a file this process only opens
 )
@@ -66,7 +68,7 @@ func parseWorkerFlags(args []string, stderr io.Writer) (workerFlags, int, bool) 
 		"how long a revoked shard waits for its handler before it is released")
 	fs.IntVar(&f.weight, "weight", 1, "relative share of shards")
 	fs.StringVar(&f.address, "address", "", "address shown to operators (default: the bound --http address)")
-	fs.StringVar(&f.offsets, "offsets", offsetsConsul, `offset store: "consul" (under the fleet's prefix, P/offsets/), a postgres:// URL (table shardlease_offsets; for large fleets), or, with --allow-local-offsets, "memory" or "bolt" (a file in --data), which this process alone sees`)
+	fs.StringVar(&f.offsets, "offsets", "", `offset store: "consul" (under the fleet's prefix, P/offsets/; the default on Consul), "etcd" (the same in etcd; the default with --etcd), a postgres:// URL (table shardlease_offsets; for large fleets), or, with --allow-local-offsets, "memory" or "bolt" (a file in --data), which this process alone sees`)
 	fs.BoolVar(&f.localOK, "allow-local-offsets", false, `accept --offsets memory or bolt: offsets only this process sees, so a shard's next owner in another process starts from offset 0 (benchmarks, demos)`)
 	fs.StringVar(&f.history, "history", "", "append a JSON line for every call and return of the offset store, and for every start, commit attempt and end of a shard handler, to this file (for the chaos suite's checkers)")
 	fs.StringVar(&f.dataDir, "data", "", "directory of the bolt offsets file (one worker process per directory)")
@@ -77,14 +79,16 @@ func parseWorkerFlags(args []string, stderr io.Writer) (workerFlags, int, bool) 
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: shardd worker --prefix P --shards N [--id ID] [flags]
 
-Runs one worker of a fleet on Consul. Each owned shard consumes a synthetic
+Runs one worker of a fleet on Consul, or on etcd with --etcd. Each owned shard consumes a synthetic
 stream and commits its offset with the claim's fencing token. SIGTERM or
 SIGINT drains: handlers commit and return, every shard is released and the
 session destroyed, so other workers take over at once.
 
 Consul connection settings come from the environment as for the consul CLI
 (CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN, CONSUL_CACERT, CONSUL_CLIENT_CERT,
-CONSUL_CLIENT_KEY, CONSUL_HTTP_SSL, …); a flag overrides its variable.
+CONSUL_CLIENT_KEY, CONSUL_HTTP_SSL, …); etcd's, as for etcdctl (ETCDCTL_CACERT,
+ETCDCTL_CERT, ETCDCTL_KEY, ETCDCTL_USER, …; not ETCDCTL_ENDPOINTS: only
+--etcd moves a worker to etcd). A flag overrides its variable.
 Logs are JSON on stderr.
 
 `)
@@ -92,6 +96,13 @@ Logs are JSON on stderr.
 	}
 	if ok, code := parse(fs, args, stderr); !ok {
 		return f, code, false
+	}
+	f.engine = onConsul
+	if len(f.etcd.Endpoints) > 0 {
+		f.engine = onEtcd
+	}
+	if f.offsets == "" {
+		f.offsets = map[engine]string{onConsul: offsetsConsul, onEtcd: offsetsEtcd}[f.engine]
 	}
 	f.resolvePolicy(fs)
 	if err := f.validate(); err != nil {
@@ -110,7 +121,11 @@ func (f workerFlags) validate() error {
 		required = append(required, errors.New("--prefix is required: the fleet's KV prefix, e.g. shardlease/orders"))
 	}
 	switch f.offsets {
-	case offsetsConsul:
+	case offsetsConsul, offsetsEtcd:
+		if on := map[string]engine{offsetsConsul: onConsul, offsetsEtcd: onEtcd}[f.offsets]; on != f.engine {
+			add("--offsets %s keeps offsets in %s, but this worker runs on %s: use --offsets %s (the default) or a postgres:// URL", f.offsets, on, f.engine,
+				map[engine]string{onConsul: offsetsConsul, onEtcd: offsetsEtcd}[f.engine])
+		}
 	case offsetsMemory, offsetsBolt:
 		if f.offsets == offsetsBolt && f.dataDir == "" {
 			add("--offsets bolt needs --data DIR")
@@ -121,7 +136,7 @@ func (f workerFlags) validate() error {
 		}
 	default:
 		if !isPostgresDSN(f.offsets) {
-			add("--offsets %q: want %q, a postgres:// URL, or %q or %q with --allow-local-offsets", f.offsets, offsetsConsul, offsetsMemory, offsetsBolt)
+			add("--offsets %q: want %q, %q, a postgres:// URL, or %q or %q with --allow-local-offsets", f.offsets, offsetsConsul, offsetsEtcd, offsetsMemory, offsetsBolt)
 		}
 	}
 	if f.rate < 1 {
@@ -136,14 +151,14 @@ func (f workerFlags) validate() error {
 	if !f.standby && f.restore == 0 {
 		add("--standby=false applies to a stream with state: pass --restore D too, or drop --standby=false (a stateless stream has no standbys)")
 	}
-	return f.check(true, required, own)
+	return f.check(required, own)
 }
 
 // member is the fleet member `shardd worker` runs: its handler consumes a
 // synthetic stream per shard.
 func (f workerFlags) member() member {
 	return member{
-		name: "shardd worker", flags: f.memberFlags, onConsul: true, address: f.address, localOffsets: f.localOK,
+		name: "shardd worker", flags: f.memberFlags, address: f.address, localOffsets: f.localOK,
 		newLog:    logging.JSON,
 		openStore: f.openStore,
 		newHandler: func(store offsets.Store, log *zap.Logger) (worker.Handler, error) {
@@ -190,6 +205,17 @@ func (f workerFlags) openOffsets(ctx context.Context) (offsets.Store, error) {
 			return nil, fmt.Errorf("--offsets consul: %w", err)
 		}
 		return st, nil
+	case f.offsets == offsetsEtcd:
+		cli, err := f.etcd.Dial(nil)
+		if err != nil {
+			return nil, fmt.Errorf("--offsets etcd: %w", err)
+		}
+		st, err := offetcd.New(offetcd.Config{Client: cli, Prefix: f.consul.Prefix})
+		if err != nil {
+			cli.Close()
+			return nil, fmt.Errorf("--offsets etcd: %w", err)
+		}
+		return withClient{st, cli}, nil
 	case f.offsets == offsetsMemory:
 		return offmem.New(), nil
 	case isPostgresDSN(f.offsets):
@@ -214,4 +240,16 @@ func (f workerFlags) openOffsets(ctx context.Context) (offsets.Store, error) {
 		return nil, fmt.Errorf("--data %q: %w", f.dataDir, err)
 	}
 	return st, nil
+}
+
+// withClient is an offsets/etcd store that closes its own client.
+type withClient struct {
+	*offetcd.Store
+	cli io.Closer
+}
+
+func (s withClient) Close() error {
+	err := s.Store.Close()
+	s.cli.Close()
+	return err
 }

@@ -13,6 +13,7 @@ import (
 // contacting Consul.
 func TestWorkerBadCommandLines(t *testing.T) {
 	base := []string{"worker", "--consul", "127.0.0.1:1", "--prefix", "p", "--shards", "8", "--id", "w1"}
+	onEtcd := []string{"worker", "--etcd", "127.0.0.1:1", "--prefix", "p", "--shards", "8", "--id", "w1"}
 	for _, tc := range []struct {
 		args  []string
 		wants []string
@@ -33,13 +34,19 @@ func TestWorkerBadCommandLines(t *testing.T) {
 		{append(base, "--drain-timeout", "-1s", "--weight", "-2"), []string{"drain timeout -1s", "weight -2 must not be negative"}},
 		{append(base, "--ttl", "1s", "--rate", "0"), []string{"exceeds ttl 1s", "--rate 0"}},
 		{[]string{"worker", "--prefix", "p", "--rate", "0"}, []string{"--shards is required", "--rate 0"}},
-		{append(base, "--offsets", "mysql://db"), []string{`--offsets "mysql://db": want "consul", a postgres:// URL, or "memory" or "bolt" with --allow-local-offsets`}},
+		{append(base, "--offsets", "mysql://db"), []string{`--offsets "mysql://db": want "consul", "etcd", a postgres:// URL, or "memory" or "bolt" with --allow-local-offsets`}},
 		{append(base, "--offsets", "bolt", "--allow-local-offsets"), []string{"--offsets bolt needs --data"}},
 		{append(base, "--offsets", "memory"), []string{"--offsets memory keeps offsets in this process only", "--allow-local-offsets"}},
 		{append(base, "--offsets", "bolt", "--data", "/tmp"), []string{"--offsets bolt keeps offsets in this process only"}},
 		{append(base, "--rate", "0", "--commit-every", "0s"), []string{"--rate 0", "--commit-every 0s"}},
 		{append(base, "--log-level", "loud"), []string{`--log-level "loud"`}},
 		{append(base, "extra"), []string{`unexpected argument "extra"`}},
+		{append(base, "--offsets", "etcd"), []string{"--offsets etcd keeps offsets in etcd, but this worker runs on Consul: use --offsets consul (the default)"}},
+		{append(onEtcd, "--offsets", "consul"), []string{"--offsets consul keeps offsets in Consul, but this worker runs on etcd: use --offsets etcd (the default)"}},
+		{append(onEtcd, "--consul-liveness", "ttl", "--consul-token", "t"), []string{"--consul-liveness, --consul-token: Consul's, but this member runs on etcd (--etcd); drop them"}},
+		{append(onEtcd, "--lock-delay", "2m", "--prefix", "/p/"), []string{"lock-delay 2m0s exceeds the maximum 1m0s", `--prefix "/p/" must not start or end with '/'`}},
+		{append(onEtcd, "--etcd-cert", "/nope.pem"), []string{`client certificate "/nope.pem" and key "" go together`}},
+		{[]string{"worker", "--etcd", ",", "--prefix", "p", "--shards", "8"}, []string{`invalid value "," for flag -etcd: want at least one endpoint`}},
 	} {
 		var out, errb bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
