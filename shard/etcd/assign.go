@@ -113,8 +113,11 @@ func (c *Coordinator) assignorChecks(ctx context.Context, id shard.SessionID, ep
 	if err != nil {
 		return nil, err
 	}
+	if _, _, err := c.session(ctx, id, kvs); err != nil {
+		return nil, fmt.Errorf("%w: %w", shard.ErrNotAssignor, err) // a session that is gone holds nothing
+	}
 	kv, own := kvs[key], kvs[c.sessionKey(id)]
-	if kv == nil || own == nil || uint64(kv.ModRevision) != epoch.Index() {
+	if kv == nil || uint64(kv.ModRevision) != epoch.Index() {
 		return nil, c.notAssignor(ctx, id, epoch)
 	}
 	if e, ok := unwrap(kv.Value); !ok || e.Session != id {
@@ -126,16 +129,16 @@ func (c *Coordinator) assignorChecks(ctx context.Context, id shard.SessionID, ep
 	}, nil
 }
 
-// notAssignor is the error for a session that does not hold the
-// assignor's key at epoch, naming who does.
+// notAssignor is the error, wrapping shard.ErrNotAssignor, for a session
+// that does not hold the assignor's key at epoch, naming who does when it
+// can be read.
 func (c *Coordinator) notAssignor(ctx context.Context, id shard.SessionID, epoch shard.Token) error {
 	key := c.keys.Assignor()
 	keys, _, err := c.readHeld(ctx, "read the assignor", []string{key})
-	if err != nil {
-		return err
-	}
 	holder := "it is free"
-	if p := keys[key].pair; p == nil {
+	if err != nil {
+		holder = fmt.Sprintf("its holder could not be read: %v", err)
+	} else if p := keys[key].pair; p == nil {
 		holder = "it is missing"
 	} else if k := fleetkeys.DecodeLock(p); k.Held() {
 		holder = fmt.Sprintf("session %q (worker %q) holds it at epoch %d", k.Session, k.Worker, k.Token)

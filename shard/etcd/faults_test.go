@@ -1,7 +1,9 @@
 package etcd_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -250,4 +252,94 @@ func TestDeleteFreeShard(t *testing.T) {
 	if existed, err := c.DeleteFreeShard(t.Context(), "s-001"); !existed || !errors.Is(err, shard.ErrKeyHeld) {
 		t.Fatalf("DeleteFreeShard of an unreadable key = %v, %v; want ErrKeyHeld", existed, err)
 	}
+}
+
+// TestWatchSeesAHolderEndAfterItsIndex: a lock's watch from an index
+// taken while its holder lived wakes when the holder's session ends, even
+// when the end came before the call (a candidate for a role that read the
+// holder alive, then waits on the key).
+func TestWatchSeesAHolderEndAfterItsIndex(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	c := newCoordinator(t, cluster)
+	a := session(t, c, "w-a", time.Hour, 0)
+	if _, ok, err := shard.TryLock(t.Context(), c.Locks(), a, shard.AssignorLock); err != nil || !ok {
+		t.Fatalf("TryLock = %v, %v", ok, err)
+	}
+	k, err := c.Locks().Watch(t.Context(), shard.AssignorLock, 0)
+	if err != nil || !k.Held() {
+		t.Fatalf("Watch(0) = %+v, %v", k, err)
+	}
+	if err := c.Sessions().Destroy(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	got, err := c.Locks().Watch(ctx, shard.AssignorLock, k.Index)
+	if err != nil || got.Held() || got.Index == k.Index {
+		t.Fatalf("Watch(%d) after the holder ended = %+v, %v; want free at a new index, at once", k.Index, got, err)
+	}
+}
+
+// TestIdleWatchAfterCompactionWaits: once etcd compacted the revisions an
+// idle key's index points into, its watch waits for a change (here
+// WatchWait) instead of returning the same index again and again.
+func TestIdleWatchAfterCompactionWaits(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	const wait = time.Second
+	c := newCoordinator(t, cluster, func(cfg *etcd.Config) { cfg.WatchWait = wait })
+	a := session(t, c, "w-a", time.Hour, 0)
+	if err := c.Members().Join(t.Context(), a, shard.Member{ID: "w-a"}); err != nil {
+		t.Fatal(err)
+	}
+	k, err := c.Members().Watch(t.Context(), "w-a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := client(t, cluster)
+	var rev int64
+	for i := range 3 { // revisions past the key's, to compact away
+		resp, err := cli.Put(t.Context(), c.Prefix()+"-other", fmt.Sprint(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = resp.Header.Revision
+	}
+	if _, err := cli.Compact(t.Context(), rev); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got, err := c.Members().Watch(t.Context(), "w-a", k.Index)
+	if d := time.Since(start); err != nil || got.Index != k.Index || d < wait {
+		t.Fatalf("Watch(%d) of an idle key after compaction = %+v, %v after %v; want the same index after the watch's wait of %v", k.Index, got, err, d, wait)
+	}
+}
+
+// TestFleetWatchCatchesUpBesideKeyWatches: a snapshot as new as the call
+// needs etcd to say the mirror's watch has caught up, which etcd says
+// only for a stream whose every watch has: key watches waiting from a
+// future revision (a missing key, a quiet fleet) must not stand in its
+// way, nor writes to other prefixes.
+func TestFleetWatchCatchesUpBesideKeyWatches(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	c := newCoordinator(t, cluster, func(cfg *etcd.Config) { cfg.RequestTimeout = 3 * time.Second })
+	if _, err := c.Fleet().Watch(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client(t, cluster).Put(t.Context(), "elsewhere", "x"); err != nil {
+		t.Fatal(err)
+	}
+	k, err := c.Members().Watch(t.Context(), "nobody", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	waiting := make(chan error, 1)
+	go func() { _, err := c.Members().Watch(ctx, "nobody", k.Index); waiting <- err }() // from a revision to come
+	time.Sleep(200 * time.Millisecond)                                                  // the key watch is in place
+	if _, err := c.Fleet().Watch(t.Context(), 0); err != nil {
+		t.Fatalf("Watch(0) beside a waiting key watch, after a write elsewhere: %v", err)
+	}
+	cancel()
+	<-waiting
 }

@@ -17,10 +17,15 @@ import (
 // revision below after (an etcd rebuilt or restored: shard.NextIndex
 // restarts from 0), follow returns at once. Otherwise it waits, with an
 // etcd watch of those keys from after+1, for a change past after, then
-// reads again and returns the new index; a change compacted away counts
-// as one. When WatchWait passes with no change it returns after itself
-// (nothing changed), the state read.
+// reads again and returns the new index. When etcd has compacted the
+// history the watch needs, it reads again: a state whose index moved is
+// returned, one whose did not is waited on from that read's revision (so
+// an idle key's watch does not spin once its index is compacted away).
+// When WatchWait passes with no change it returns after itself (nothing
+// changed), the state read.
 func (c *Coordinator) follow(ctx context.Context, op string, after uint64, read func(context.Context) (keys []string, index uint64, rev int64, err error)) (uint64, error) {
+	from := int64(after) + 1
+	var woke, compacted bool
 	for {
 		if err := ctxErr(ctx); err != nil {
 			return 0, err
@@ -28,57 +33,77 @@ func (c *Coordinator) follow(ctx context.Context, op string, after uint64, read 
 		octx, cancel := c.opCtx(ctx)
 		keys, index, rev, err := read(octx)
 		cancel()
-		if err != nil {
+		switch {
+		case err != nil:
 			return 0, err
-		}
-		if after == 0 || uint64(rev) < after {
+		case after == 0 || uint64(rev) < after || woke || compacted && index != after:
 			return index, nil
+		case compacted:
+			from, compacted = rev+1, false
 		}
-		changed, err := c.waitChange(ctx, op, keys, int64(after)+1)
-		if err != nil {
+		got, err := c.waitChange(ctx, op, keys, from)
+		switch {
+		case err != nil:
 			return 0, err
-		}
-		if !changed {
+		case got == waitedOut:
 			return after, nil
+		case got == changed:
+			woke = true
+		default:
+			compacted = true
 		}
-		after = 0 // read again, and return what it reads
 	}
 }
 
+// A watch's outcome.
+type waited int
+
+const (
+	waitedOut   waited = iota // WatchWait passed, nothing changed
+	changed                   // an event on a watched key
+	historyGone               // etcd compacted the revisions asked for
+)
+
 // waitChange waits for an event on any of keys at revision from or later,
-// up to WatchWait (then false), or until ctx ends. A watch that etcd
-// cancels (the revision compacted) counts as a change: the caller reads
-// again.
-func (c *Coordinator) waitChange(ctx context.Context, op string, keys []string, from int64) (bool, error) {
-	wctx, cancel := context.WithTimeout(ctx, c.cfg.WatchWait)
+// up to WatchWait, or until ctx ends. The watches require a leader: a
+// member cut off from the others ends them instead of staying silent.
+func (c *Coordinator) waitChange(ctx context.Context, op string, keys []string, from int64) (waited, error) {
+	wctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), c.cfg.WatchWait)
 	defer cancel()
-	woke := make(chan error, len(keys))
+	type outcome struct {
+		got waited
+		err error
+	}
+	woke := make(chan outcome, len(keys))
 	for _, k := range keys {
 		ch := c.cli.Watch(wctx, k, clientv3.WithRev(from))
 		go func() {
 			for resp := range ch {
 				switch {
-				case resp.CompactRevision != 0 || len(resp.Events) > 0:
-					woke <- nil
+				case resp.CompactRevision != 0:
+					woke <- outcome{got: historyGone}
+					return
+				case len(resp.Events) > 0:
+					woke <- outcome{got: changed}
 					return
 				case resp.Err() != nil:
-					woke <- resp.Err()
+					woke <- outcome{err: resp.Err()}
 					return
 				}
 			}
 		}()
 	}
 	select {
-	case err := <-woke:
-		if err != nil {
-			return false, c.fail(wctx, op, fmt.Errorf("watch: %w", err))
+	case o := <-woke:
+		if o.err != nil {
+			return 0, c.fail(ctx, op, fmt.Errorf("watch: %w", o.err))
 		}
-		return true, nil
+		return o.got, nil
 	case <-wctx.Done():
 		if err := ctxErr(ctx); err != nil {
-			return false, err
+			return 0, err
 		}
-		return false, nil
+		return waitedOut, nil
 	}
 }
 

@@ -241,13 +241,14 @@ func (c *Coordinator) unlockBatch(ctx context.Context, id shard.SessionID, batch
 		if err != nil {
 			return err
 		}
-		if _, _, err := c.session(ctx, id, kvs); err != nil {
+		own, _, err := c.session(ctx, id, kvs)
+		if err != nil {
 			return err
 		}
-		var (
-			cmps []clientv3.Cmp
-			puts []clientv3.Op
-		)
+		// The session's key is compared too: a session that ended since
+		// the read releases nothing (its locks keep their lock-delay).
+		cmps := []clientv3.Cmp{sessionExists(own)}
+		var puts []clientv3.Op
 		for _, lk := range batch {
 			key := c.keys.Lock(lk)
 			kv := kvs[key]
@@ -304,20 +305,11 @@ func (l locks) Watch(ctx context.Context, lock shard.Lock, after uint64) (shard.
 			return []string{key}, h.index(rev), rev, nil
 		}
 		got = fleetkeys.DecodeLock(h.pair)
-		return c.withHolder([]string{key}, h.pair), h.index(rev), rev, nil
+		return c.watched(key, h), h.index(rev), rev, nil
 	})
 	if err != nil {
 		return shard.LockKey{}, err
 	}
 	got.Index = index
 	return got, nil
-}
-
-// withHolder is keys and, while p is held by a live session, that
-// session's key: a watch of p wakes when either changes.
-func (c *Coordinator) withHolder(keys []string, p *fleetkeys.Pair) []string {
-	if p.Session != "" && p.Session != unreadableHolder {
-		keys = append(keys, c.sessionKey(p.Session))
-	}
-	return keys
 }

@@ -94,7 +94,7 @@ func (ms members) Watch(ctx context.Context, id string, after uint64) (shard.Mem
 		}
 		got.Exists = true
 		got.Member, got.Problem = fleetkeys.DecodeMember(id, h.pair)
-		return c.withHolder([]string{key}, h.pair), h.index(rev), rev, nil
+		return c.watched(key, h), h.index(rev), rev, nil
 	})
 	if err != nil {
 		return shard.MemberKey{}, err

@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/shardlease/shardlease/internal/backoff"
 	"github.com/shardlease/shardlease/internal/fleetkeys"
@@ -29,6 +31,11 @@ import (
 type mirror struct {
 	c    *Coordinator
 	done chan struct{} // closed when run returns (the coordinator closed)
+	// stream tags the mirror's watch with gRPC metadata of its own, so
+	// that it has a stream of its own: etcd answers a progress request
+	// only when every watch of the stream has caught up, and the key
+	// watches of follow start at future revisions all the time.
+	stream metadata.MD
 
 	mu      sync.Mutex
 	entries map[string]entry
@@ -42,6 +49,9 @@ type mirror struct {
 	progress int64 // every change up to this revision is applied
 	err      error // the last read's failure, nil once read
 	changed  chan struct{}
+	// stop ends the current watch, so that run reads the prefix whole
+	// again (etcd went back: restored from a snapshot).
+	stop context.CancelFunc
 }
 
 // entry is one key and, for a key a session may hold, its envelope.
@@ -56,7 +66,8 @@ func (c *Coordinator) startMirror() *mirror {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mirror == nil {
-		c.mirror = &mirror{c: c, done: make(chan struct{}), changed: make(chan struct{})}
+		c.mirror = &mirror{c: c, done: make(chan struct{}), changed: make(chan struct{}),
+			stream: metadata.Pairs("shardlease-mirror", fmt.Sprintf("%p", c))}
 		go c.mirror.run()
 	}
 	return c.mirror
@@ -74,8 +85,13 @@ func (m *mirror) run() {
 			backoff.Sleep(ctx.Done(), retry.Next())
 			continue
 		}
-		retry.Reset()
+		started := time.Now()
 		m.follow(ctx, rev)
+		if time.Since(started) > time.Second { // a watch that fails at once keeps backing off
+			retry.Reset()
+		} else {
+			backoff.Sleep(ctx.Done(), retry.Next())
+		}
 	}
 }
 
@@ -102,7 +118,9 @@ func (m *mirror) load(ctx context.Context) (int64, error) {
 	m.deaths = make(map[shard.SessionID]int64)
 	for _, r := range resp.Responses {
 		for _, kv := range r.GetResponseRange().Kvs {
-			m.put(kv)
+			if !m.dropped(string(kv.Key)) {
+				m.put(kv)
+			}
 		}
 	}
 	for s := range m.named {
@@ -119,16 +137,58 @@ func (m *mirror) load(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
+// watchCtx is ctx on the mirror's own stream, requiring a leader: a member
+// cut off from the others ends the watch (and the mirror reads again)
+// instead of staying silent.
+func (m *mirror) watchCtx(ctx context.Context) context.Context {
+	return clientv3.WithRequireLeader(metadata.NewOutgoingContext(ctx, m.stream))
+}
+
 // follow applies the watch's events from rev+1 until the watch ends.
 func (m *mirror) follow(ctx context.Context, rev int64) {
-	wctx, cancel := context.WithCancel(ctx)
+	wctx, cancel := context.WithCancel(m.watchCtx(ctx))
 	defer cancel()
+	m.mu.Lock()
+	m.stop = cancel
+	m.mu.Unlock()
 	for resp := range m.c.cli.Watch(wctx, m.c.keys.Dir(), clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithProgressNotify()) {
 		if resp.CompactRevision != 0 || resp.Canceled || resp.Err() != nil {
 			return // read whole again
 		}
-		m.apply(resp.Events, resp.Header.Revision)
+		// A response's header may be ahead of its events (a watch
+		// catching up gets them a thousand revisions at a time): only a
+		// progress notice says every change up to its revision was sent.
+		progress := resp.Header.Revision
+		if n := len(resp.Events); n > 0 {
+			progress = resp.Events[n-1].Kv.ModRevision
+		}
+		m.apply(resp.Events, progress)
 	}
+}
+
+// went reports that etcd answered at revision rev: below what the mirror
+// applied, etcd went back (restored from a snapshot), and the mirror
+// reads the prefix whole again.
+func (m *mirror) went(rev int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rev < m.progress && m.stop != nil {
+		m.stop()
+		m.progress = 0 // until read again
+	}
+}
+
+// requestProgress asks etcd for a progress notice on the mirror's stream,
+// bounded by ctx.
+func (m *mirror) requestProgress(ctx context.Context) {
+	_ = m.c.cli.RequestProgress(m.watchCtx(ctx))
+}
+
+// dropped reports whether key is one the mirror leaves out: P/offsets/
+// (the offsets store's) and P/history (read by History.Read alone).
+func (m *mirror) dropped(key string) bool {
+	rel := strings.TrimPrefix(key, m.c.keys.Dir())
+	return strings.HasPrefix(rel, "offsets/") || rel == "history"
 }
 
 // apply changes the mirror by events, all applied up to revision.
@@ -139,10 +199,10 @@ func (m *mirror) apply(events []*clientv3.Event, revision int64) {
 	for _, ev := range events {
 		relevant := false
 		key := string(ev.Kv.Key)
-		rel := strings.TrimPrefix(key, m.c.keys.Dir())
-		if strings.HasPrefix(rel, "offsets/") || rel == "history" {
+		if m.dropped(key) {
 			continue
 		}
+		rel := strings.TrimPrefix(key, m.c.keys.Dir())
 		session, isSession := strings.CutPrefix(rel, "sessions/")
 		if ev.Type == mvccpb.PUT {
 			m.put(ev.Kv)

@@ -52,7 +52,9 @@ func (c *Coordinator) liveSessions(ctx context.Context, op string, sessions []sh
 	}
 	live := make(map[shard.SessionID]bool, len(sessions))
 	for _, s := range sessions {
-		live[s] = got[c.sessionKey(s)] != nil
+		if live[s] = got[c.sessionKey(s)] != nil; live[s] {
+			c.forgetDead(s)
+		}
 	}
 	return live, nil
 }
@@ -71,8 +73,20 @@ func holders(kvs map[string]*mvccpb.KeyValue) []shard.SessionID {
 // held is a key a session may hold, as a watch reads it.
 type held struct {
 	pair   *fleetkeys.Pair  // the key as the fleet's keys see it
+	named  shard.SessionID  // the session its envelope names, live or not
 	holder *mvccpb.KeyValue // the key of the live session holding it
 	ended  bool             // it names a session whose key is gone
+}
+
+// watched is the keys a watch of h's key waits on: the key, and the key
+// of the session it names, whose end (a delete) changes what the key
+// means. An ended session's key is watched too: its delete may come after
+// the caller's index, which a read cannot tell.
+func (c *Coordinator) watched(key string, h held) []string {
+	if h.named == "" {
+		return []string{key}
+	}
+	return []string{key, c.sessionKey(h.named)}
 }
 
 // index is the key's blocking index in a read at revision rev (keyIndex).
@@ -109,7 +123,7 @@ func (c *Coordinator) readHeld(ctx context.Context, op string, keys []string) (m
 		}
 		var h held
 		h.pair = c.pairOf(kv, func(s shard.SessionID) bool {
-			h.holder = sessions[c.sessionKey(s)]
+			h.named, h.holder = s, sessions[c.sessionKey(s)]
 			h.ended = h.holder == nil
 			return !h.ended
 		})

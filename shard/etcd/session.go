@@ -172,6 +172,15 @@ func sessionGone(id shard.SessionID, why string) error {
 // found: late, never early.
 const deadKept = time.Hour
 
+// forgetDead drops what this coordinator knew of session id's end: its
+// key was found again (an etcd restored from a snapshot brings back
+// leases and their keys), and a later end must count its lock-delay anew.
+func (c *Coordinator) forgetDead(id shard.SessionID) {
+	c.mu.Lock()
+	delete(c.dead, id)
+	c.mu.Unlock()
+}
+
 // noteDead records that session id has ended, now unless known earlier.
 func (c *Coordinator) noteDead(id shard.SessionID) time.Time {
 	c.mu.Lock()
@@ -207,7 +216,11 @@ func (c *Coordinator) deadSince(ctx context.Context, id shard.SessionID) (time.T
 		if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return time.Time{}, c.fail(ctx, "look up a session", err)
 		}
-		if err == nil && ttl.TTL > 0 {
+		// -1: gone. Any other answer is a live lease, even 0 (etcd rounds
+		// what is left down to whole seconds): it is ended here, so that
+		// its holder's next renewal is refused before anyone counts a
+		// lock-delay.
+		if err == nil && ttl.TTL != -1 {
 			if _, err := c.cli.Revoke(ctx, lease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 				return time.Time{}, c.fail(ctx, "end a session whose key was deleted", err)
 			}

@@ -68,7 +68,7 @@ func (f fleet) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) 
 			c.snapshot(ctx, m) // collects; the view has not changed
 			continue
 		}
-		if err := c.ping(ctx); err != nil {
+		if err := c.ping(ctx, m); err != nil {
 			return shard.Snapshot{}, err
 		}
 	}
@@ -85,6 +85,7 @@ func (c *Coordinator) catchUp(ctx context.Context, m *mirror) error {
 		return c.fail(octx, "watch (read the revision)", err)
 	}
 	target := resp.Header.Revision
+	m.went(target)
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
 	for {
@@ -100,17 +101,22 @@ func (c *Coordinator) catchUp(ctx context.Context, m *mirror) error {
 			return c.fail(octx, "watch (catch up)", err)
 		case <-changed:
 		case <-tick.C:
-			_ = c.cli.RequestProgress(c.ctx) // the mirror's stream: its context is the coordinator's
+			m.requestProgress(octx)
 		}
 	}
 }
 
-// ping checks that etcd answers.
-func (c *Coordinator) ping(ctx context.Context) error {
+// ping checks that etcd answers, and has not gone back below what the
+// mirror applied.
+func (c *Coordinator) ping(ctx context.Context, m *mirror) error {
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
-	_, err := c.cli.Get(octx, c.keys.Config(), clientv3.WithCountOnly())
-	return c.fail(octx, "watch (check etcd)", err)
+	resp, err := c.cli.Get(octx, c.keys.Config(), clientv3.WithCountOnly())
+	if err != nil {
+		return c.fail(octx, "watch (check etcd)", err)
+	}
+	m.went(resp.Header.Revision)
+	return nil
 }
 
 // snapshot decodes the mirror and collects the dead member keys and
