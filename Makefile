@@ -85,12 +85,21 @@ zoneprop:
 # shard, or no new assignor after an assignor fault (docs/reliability.md).
 # About 40 min at 100 faults of each kind (35 before the two assignor kinds, so
 # an estimate); make test runs 3 of each (about 70 s); 2 of each took 63 s.
+# Then the same fleet on a three-member etcd (shardd worker --etcd, each worker
+# behind a TCP proxy) through etcd's kinds: SIGSTOP, kill -9, a partition from
+# etcd, the lease revoked by a third party (also while cut off), the assignor
+# killed and stopped, the etcd leader killed; ENGINES=consul or ENGINES=etcd
+# runs one.
+empty :=
+space := $(empty) $(empty)
 FAULTS ?= 100
 WIPES ?= 10
 RESTORES ?= 3
 SNAPSHOT_AGE ?= 2m
-chaos: consul postgres
-	$(GO) test ./internal/harness/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -chaos.faults=$(FAULTS) \
+ENGINES ?= consul etcd
+chaos: consul etcd postgres
+	$(GO) test ./internal/harness/chaos -run '$(subst $(space),|,$(patsubst consul,TestChaos$$,$(patsubst etcd,TestChaosEtcd$$,$(ENGINES))))' \
+		-count=1 -timeout 0 -v -chaos.faults=$(FAULTS) \
 		-chaos.wipes=$(WIPES) -chaos.restores=$(RESTORES) -chaos.snapshot-age=$(SNAPSHOT_AGE)
 
 # make flakecheck [N=10] [BESIDE='make chaos FAULTS=20']: the whole make test N

@@ -57,13 +57,9 @@ var errMoved = errors.New("chaos: the assignor moved")
 // watchAssignor starts following P/assignor through a running server until
 // ctx ends; done is closed when the watch has stopped.
 func (f *Fleet) watchAssignor(ctx context.Context) (*assignorWatch, <-chan struct{}, error) {
-	servers := f.cfg.Cluster.Running()
-	if len(servers) == 0 {
-		return nil, nil, errors.New("chaos: no Consul server running to watch P/assignor through")
-	}
-	o, err := procfleet.NewObserver(consul.Config{Address: servers[0].HTTPAddr, Scheme: "http", Token: servers[0].Token, Prefix: f.cfg.Prefix})
+	o, err := f.observer()
 	if err != nil {
-		return nil, nil, fmt.Errorf("chaos: a client for %s: %w", servers[0].Name, err)
+		return nil, nil, err
 	}
 	a := &assignorWatch{o: o}
 	done := make(chan struct{})
@@ -189,4 +185,25 @@ func (f Fault) ElectedAfter() (time.Duration, bool) {
 		return 0, false
 	}
 	return f.Elected.At(f.Start).Sub(f.Start), true
+}
+
+// observer is a third party's observer of the fleet: through a running
+// Consul server, or every etcd member.
+func (f *Fleet) observer() (*procfleet.Observer, error) {
+	if f.cfg.Etcd != nil {
+		c, err := f.etcdCoordinator()
+		if err != nil {
+			return nil, fmt.Errorf("chaos: a client of etcd: %w", err)
+		}
+		return procfleet.NewObserverOn(c, f.cfg.Prefix), nil
+	}
+	servers := f.cfg.Cluster.Running()
+	if len(servers) == 0 {
+		return nil, errors.New("chaos: no Consul server running to watch P/assignor through")
+	}
+	o, err := procfleet.NewObserver(consul.Config{Address: servers[0].HTTPAddr, Scheme: "http", Token: servers[0].Token, Prefix: f.cfg.Prefix})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: a client for %s: %w", servers[0].Name, err)
+	}
+	return o, nil
 }

@@ -14,7 +14,9 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/shardlease/shardlease/admin"
 	"github.com/shardlease/shardlease/internal/harness/consultest"
+	"github.com/shardlease/shardlease/internal/harness/etcdtest"
 	"github.com/shardlease/shardlease/internal/harness/pgtest"
 	"github.com/shardlease/shardlease/internal/harness/shardproc"
 	"github.com/shardlease/shardlease/internal/offsetlog"
@@ -67,6 +69,54 @@ const leasePauseBudget = time.Second
 // and that another assignor was elected after every assignor fault. It
 // prints the summary table.
 func TestChaos(t *testing.T) {
+	cl := consultest.StartCluster(t, 3)
+	cl.StartClients(t, *agentsFlag)
+	runChaos(t, engine{
+		on: func(cfg *Config) { cfg.Cluster = cl },
+		operator: func(f *Fleet) (admin.Operator, func(), error) {
+			op, c, err := f.operator(cl)
+			if err != nil {
+				return op, nil, err
+			}
+			return op, c.Close, nil
+		},
+		leaderKills: func(ctx context.Context) []Fault { return RunLeaderKills(ctx, t, cl, *faultsFlag, 2*time.Second) },
+		losses: func(ctx context.Context, fleet *Fleet) []Fault {
+			lossTiming := Timing{TTL: ttl, LockDelay: lockDelay, Settle: ttl}
+			wiped, now := RunCoordinatorLosses(ctx, t, fleet, cl, CoordWiped, *wipesFlag, 0, lossTiming)
+			restored, _ := RunCoordinatorLosses(ctx, t, fleet, now, CoordRestored, *restoresFlag, *snapshotAgeFlag, lossTiming)
+			return append(wiped, restored...)
+		},
+	})
+}
+
+// TestChaosEtcd runs the same fleet on a three-member etcd cluster (shardd
+// worker --etcd), each worker talking to one member through its own TCP
+// proxy, with the faults etcd has: SIGSTOP, kill -9, a partition from
+// etcd, its lease revoked by a third party (with and without a
+// partition), the same on the assignor, and the etcd leader killed; and
+// the same checks. Coordinator losses are Consul's (-chaos.wipes and
+// -chaos.restores do not apply).
+func TestChaosEtcd(t *testing.T) {
+	cl := etcdtest.StartCluster(t, 3)
+	runChaos(t, engine{
+		on:          func(cfg *Config) { cfg.Etcd = cl },
+		operator:    func(f *Fleet) (admin.Operator, func(), error) { return f.etcdOperator() },
+		leaderKills: func(ctx context.Context) []Fault { return RunEtcdLeaderKills(ctx, t, cl, *faultsFlag, 2*time.Second) },
+	})
+}
+
+// engine is what a chaos run needs of the coordinator it runs on.
+type engine struct {
+	on          func(*Config)                                // puts the coordinator into the fleet's config
+	operator    func(*Fleet) (admin.Operator, func(), error) // an operator of the fleet, and its close
+	leaderKills func(ctx context.Context) []Fault            // kills the coordinator's leader -chaos.faults times
+	losses      func(ctx context.Context, f *Fleet) []Fault  // loses the coordinator's history (nil: none)
+}
+
+// runChaos starts the fleet on e, injects every fault, drains the fleet
+// and checks the histories.
+func runChaos(t *testing.T, e engine) {
 	dir := *dirFlag
 	if dir == "" {
 		dir = t.TempDir()
@@ -81,12 +131,11 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := consultest.StartCluster(t, 3)
-	cl.StartClients(t, *agentsFlag)
 	pg := pgtest.Start(t)
 	dsn := pg.NewDatabase(t)
 	cfg := Config{Shardd: bin, Dir: dir, Prefix: fmt.Sprintf("chaos/%d", seed), DSN: dsn,
-		Cluster: cl, Workers: *workersFlag, Shards: *shardsFlag, Rate: rate, Lease: lease, Restore: *restoreFlag}
+		Workers: *workersFlag, Shards: *shardsFlag, Rate: rate, Lease: lease, Restore: *restoreFlag}
+	e.on(&cfg)
 	if *restoreFlag > 0 {
 		cfg.Standbys = *standbysFlag
 	}
@@ -101,9 +150,9 @@ func TestChaos(t *testing.T) {
 		}
 	})
 	waitAllFenced(t, fleet, *shardsFlag, 90*time.Second)
-	storeStandbys(t, fleet, cl)
-	t.Logf("seed %d: %d workers on %d client agents own %d shards; injecting %d faults of each kind, %d at once, hitting at most %d workers; logs in %s",
-		seed, *workersFlag, *agentsFlag, *shardsFlag, *faultsFlag, *lanesFlag, *downFlag, dir)
+	storeStandbys(t, fleet, e)
+	t.Logf("seed %d: %d workers own %d shards; injecting %d faults of each kind, %d at once, hitting at most %d workers; logs in %s",
+		seed, *workersFlag, *shardsFlag, *faultsFlag, *lanesFlag, *downFlag, dir)
 
 	began := time.Now()
 	// Two phases: the worker and agent faults, then the leader kills. An
@@ -116,18 +165,17 @@ func TestChaos(t *testing.T) {
 		Timing{TTL: ttl, LockDelay: lockDelay, Settle: ttl})
 	t.Logf("%d worker and agent faults injected in %v", len(faults), time.Since(began).Round(time.Second))
 	kills := time.Now()
-	faults = append(faults, RunLeaderKills(ctx, t, cl, *faultsFlag, 2*time.Second)...)
+	faults = append(faults, e.leaderKills(ctx)...)
 	t.Logf("%d leader kills in %v", *faultsFlag, time.Since(kills).Round(time.Second))
-	wipes := time.Now()
-	lossTiming := Timing{TTL: ttl, LockDelay: lockDelay, Settle: ttl}
-	wiped, now := RunCoordinatorLosses(ctx, t, fleet, cl, CoordWiped, *wipesFlag, 0, lossTiming)
-	restored, _ := RunCoordinatorLosses(ctx, t, fleet, now, CoordRestored, *restoresFlag, *snapshotAgeFlag, lossTiming)
-	wiped = append(wiped, restored...)
-	faults = append(faults, wiped...)
-	for _, f := range wiped {
-		t.Logf("%s at %s: %s%s", f.Kind, f.Start.Format(time.TimeOnly), f.Detail, f.Err)
+	if e.losses != nil {
+		wipes := time.Now()
+		lost := e.losses(ctx, fleet)
+		faults = append(faults, lost...)
+		for _, f := range lost {
+			t.Logf("%s at %s: %s%s", f.Kind, f.Start.Format(time.TimeOnly), f.Detail, f.Err)
+		}
+		t.Logf("%d coordinator losses in %v", len(lost), time.Since(wipes).Round(time.Second))
 	}
-	t.Logf("%d coordinator losses in %v", len(wiped), time.Since(wipes).Round(time.Second))
 
 	// Let the fleet settle, then drain it: the final commits of a
 	// graceful hand-off are in the history too.
@@ -189,15 +237,17 @@ func TestChaos(t *testing.T) {
 	if lin != porcupine.Ok {
 		t.Errorf("porcupine: the history is %s", lin)
 	}
+	asked := map[Kind]int{LeaderKill: *faultsFlag}
+	for _, k := range fleet.kinds() {
+		asked[k] = *faultsFlag
+	}
+	if e.losses != nil {
+		asked[CoordWiped], asked[CoordRestored] = *wipesFlag, *restoresFlag
+	}
 	for _, r := range sum.Kinds {
-		want := *faultsFlag
-		switch r.Kind {
-		case None:
+		want, ok := asked[r.Kind]
+		if !ok {
 			continue
-		case CoordWiped:
-			want = *wipesFlag
-		case CoordRestored:
-			want = *restoresFlag
 		}
 		if r.Faults-r.Failed < want {
 			t.Errorf("%s: %d of %d faults injected (%d failed)", r.Kind, r.Faults-r.Failed, want, r.Failed)
@@ -226,13 +276,13 @@ func TestChaos(t *testing.T) {
 }
 
 // storeStandbys stores the fleet's standbys for failover per shard.
-func storeStandbys(t *testing.T, f *Fleet, cl *consultest.Cluster) {
+func storeStandbys(t *testing.T, f *Fleet, e engine) {
 	t.Helper()
-	op, c, err := f.operator(cl)
+	op, closeOp, err := e.operator(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer closeOp()
 	if err := f.StoreStandbys(t.Context(), op); err != nil {
 		t.Fatal(err)
 	}

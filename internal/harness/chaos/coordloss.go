@@ -88,7 +88,7 @@ func RunCoordinatorLosses(ctx context.Context, t testing.TB, f *Fleet, cl *consu
 			}
 		}
 		for i, w := range f.Workers {
-			w.Proxy.Retarget(next.Clients[i%len(next.Clients)].HTTPAddr)
+			w.Proxy.(*Proxy).Retarget(next.Clients[i%len(next.Clients)].HTTPAddr)
 		}
 		for _, a := range append(append([]*consultest.Agent{}, cl.Clients...), cl.Agents...) {
 			a.Kill(t)

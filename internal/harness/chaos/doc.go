@@ -21,6 +21,12 @@
 // then SIGCONT (the workers keep running); `consul leave`, then a restart.
 // And the Raft leader killed, then restarted.
 //
+// TestChaosEtcd runs the same fleet on a three-member etcd cluster
+// (shardd worker --etcd), each worker behind its own TCPProxy to one
+// member, through the faults etcd has: SIGSTOP, kill -9, a partition from
+// etcd, its lease revoked by a third party (EtcdWorkerKinds), the same on
+// the assignor, and the etcd leader killed; with the same checks.
+//
 // The checks on the store calls (History.Check): no commit accepted whose
 // token is below a token already accepted for the shard before the commit
 // started (a stale commit); accepted offsets never go back; no load misses

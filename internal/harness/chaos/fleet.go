@@ -1,11 +1,14 @@
 package chaos
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/shardlease/shardlease/internal/harness/consultest"
+	"github.com/shardlease/shardlease/internal/harness/etcdtest"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
 )
 
@@ -23,6 +26,10 @@ type Config struct {
 	// application talks to its host's agent; the harness's own calls
 	// (destroying a session) go to a server.
 	Cluster *consultest.Cluster
+	// Etcd, instead of Cluster, runs the fleet on etcd (shardd worker
+	// --etcd): worker i talks to member Etcd.Members[i mod n] through its
+	// own TCPProxy, and its zone is that member's name.
+	Etcd *etcdtest.Cluster
 	// Workers and Shards size the fleet.
 	Workers, Shards int
 	// Rate is the synthetic stream's records per second per shard.
@@ -56,7 +63,7 @@ type Agent struct {
 type Worker struct {
 	ID      string
 	Agent   *Agent
-	Proxy   *Proxy
+	Proxy   relay
 	History string
 	p       *procfleet.Worker
 }
@@ -68,12 +75,11 @@ type Life = procfleet.Life
 // Start starts the fleet's proxies and workers. On error, what was started
 // is stopped.
 func Start(cfg Config) (*Fleet, error) {
-	if cfg.Workers < 1 || cfg.Shards < 1 || cfg.Cluster == nil || len(cfg.Cluster.Clients) == 0 {
-		clients := 0
-		if cfg.Cluster != nil {
-			clients = len(cfg.Cluster.Clients)
-		}
-		return nil, fmt.Errorf("chaos: config with %d workers, %d shards, %d client agents", cfg.Workers, cfg.Shards, clients)
+	switch {
+	case cfg.Workers < 1 || cfg.Shards < 1:
+		return nil, fmt.Errorf("chaos: config with %d workers, %d shards", cfg.Workers, cfg.Shards)
+	case cfg.Etcd == nil && (cfg.Cluster == nil || len(cfg.Cluster.Clients) == 0):
+		return nil, errors.New("chaos: config with neither a Consul cluster with client agents nor an etcd cluster")
 	}
 	args := append([]string{"worker", "--prefix", cfg.Prefix, "--shards", fmt.Sprint(cfg.Shards), "--rate", fmt.Sprint(cfg.Rate),
 		"--offsets", cfg.DSN, "--log-level", "info"}, cfg.Lease...)
@@ -85,23 +91,38 @@ func Start(cfg Config) (*Fleet, error) {
 		return nil, err
 	}
 	f := &Fleet{cfg: cfg, procs: procs}
-	for _, a := range cfg.Cluster.Clients {
-		f.Agents = append(f.Agents, &Agent{Agent: a})
+	if cfg.Etcd == nil {
+		for _, a := range cfg.Cluster.Clients {
+			f.Agents = append(f.Agents, &Agent{Agent: a})
+		}
 	}
 	for i := range cfg.Workers {
-		id := fmt.Sprintf("w%02d", i+1)
-		a := f.Agents[i%len(f.Agents)]
-		px, err := NewProxy(a.HTTPAddr)
-		if err != nil {
-			_ = f.Stop()
-			return nil, err
+		w := &Worker{ID: fmt.Sprintf("w%02d", i+1)}
+		var where []string
+		if cfg.Etcd != nil {
+			// Each worker talks to one member through its own proxy; its
+			// zone is the member's.
+			m := cfg.Etcd.Members[i%len(cfg.Etcd.Members)]
+			px, err := NewTCPProxy(strings.TrimPrefix(m.ClientURL, "http://"))
+			if err != nil {
+				_ = f.Stop()
+				return nil, err
+			}
+			w.Proxy, where = px, []string{"--etcd", px.Addr(), "--zone", m.Name}
+		} else {
+			// Each worker talks to its agent through its own proxy, and its
+			// zone is its agent's (ZoneKill kills a zone).
+			a := f.Agents[i%len(f.Agents)]
+			px, err := NewProxy(a.HTTPAddr)
+			if err != nil {
+				_ = f.Stop()
+				return nil, err
+			}
+			w.Agent, w.Proxy, where = a, px, []string{"--consul", px.Addr(), "--zone", a.Name}
+			a.Workers = append(a.Workers, w)
 		}
-		w := &Worker{ID: id, Agent: a, Proxy: px}
 		f.Workers = append(f.Workers, w)
-		a.Workers = append(a.Workers, w)
-		// Each worker talks to its agent through its own proxy, and its
-		// zone is its agent's (ZoneKill kills a zone).
-		if w.p, err = procs.Add(id, "--consul", px.Addr(), "--zone", a.Name); err != nil {
+		if w.p, err = procs.Add(w.ID, where...); err != nil {
 			_ = f.Stop()
 			return nil, err
 		}
@@ -147,7 +168,9 @@ func (f *Fleet) Stop() error {
 	f.Heal()
 	err := f.procs.Stop(20 * time.Second)
 	for _, w := range f.Workers {
-		_ = w.Proxy.Close()
+		if w.Proxy != nil {
+			_ = w.Proxy.Close()
+		}
 	}
 	return err
 }

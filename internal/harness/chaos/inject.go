@@ -172,12 +172,15 @@ func killZone(ctx context.Context, ws []*Worker, down time.Duration) (string, er
 	return fmt.Sprintf("%d workers killed, back after %v", len(ws), down.Round(time.Millisecond)), nil
 }
 
-// sessionsOf are a worker's sessions as found on one running server.
+// sessionsOf are a worker's sessions as a third party found them, and how
+// to end them.
 type sessionsOf struct {
-	worker, server string
-	c              *api.Client
-	ids            []string
+	worker string
+	end    func(ctx context.Context) (int, error)
 }
+
+// destroy ends the sessions found, and reports how many.
+func (s sessionsOf) destroy(ctx context.Context) (int, error) { return s.end(ctx) }
 
 // findSessionWait is how long findSessions waits for a worker that is
 // between sessions (stepped down and rejoining, restarting after a fault)
@@ -187,6 +190,9 @@ const findSessionWait = 20 * time.Second
 // findSessions finds every session named after worker, through a running
 // server, as an operator (or any third party) would.
 func (f *Fleet) findSessions(ctx context.Context, worker string) (sessionsOf, error) {
+	if f.cfg.Etcd != nil {
+		return f.findLeases(ctx, worker)
+	}
 	servers := f.cfg.Cluster.Running()
 	if len(servers) == 0 {
 		return sessionsOf{}, errors.New("chaos: no Consul server running to destroy a session through")
@@ -196,34 +202,31 @@ func (f *Fleet) findSessions(ctx context.Context, worker string) (sessionsOf, er
 	if err != nil {
 		return sessionsOf{}, fmt.Errorf("chaos: client for %s: %w", srv.Name, err)
 	}
-	s := sessionsOf{worker: worker, server: srv.Name, c: c}
+	var ids []string
 	deadline := time.Now().Add(findSessionWait)
 	for {
 		list, _, err := c.Session().List((&api.QueryOptions{}).WithContext(ctx))
 		if err != nil {
-			return s, fmt.Errorf("chaos: listing sessions on %s: %w", srv.Name, err)
+			return sessionsOf{}, fmt.Errorf("chaos: listing sessions on %s: %w", srv.Name, err)
 		}
 		for _, e := range list {
 			if e.Name == worker {
-				s.ids = append(s.ids, e.ID)
+				ids = append(ids, e.ID)
 			}
 		}
-		if len(s.ids) > 0 {
-			return s, nil
+		if len(ids) > 0 {
+			return sessionsOf{worker: worker, end: func(ctx context.Context) (int, error) {
+				for n, id := range ids {
+					if _, err := c.Session().Destroy(id, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+						return n, fmt.Errorf("chaos: destroying session %s of %s on %s: %w", id, worker, srv.Name, err)
+					}
+				}
+				return len(ids), nil
+			}}, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return s, fmt.Errorf("chaos: no session named %s on %s within %v", worker, srv.Name, findSessionWait)
+			return sessionsOf{}, fmt.Errorf("chaos: no session named %s on %s within %v", worker, srv.Name, findSessionWait)
 		}
 		sleepCtx(ctx, 100*time.Millisecond)
 	}
-}
-
-// destroy destroys the sessions found, and reports how many.
-func (s sessionsOf) destroy(ctx context.Context) (int, error) {
-	for n, id := range s.ids {
-		if _, err := s.c.Session().Destroy(id, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-			return n, fmt.Errorf("chaos: destroying session %s of %s on %s: %w", id, s.worker, s.server, err)
-		}
-	}
-	return len(s.ids), nil
 }

@@ -112,7 +112,7 @@ func (f *Fleet) RunFaults(ctx context.Context, perKind int, lim Limits, seed uin
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	var plan []Kind
 	for range perKind {
-		plan = slices.Concat(plan, WorkerKinds, AssignorKinds, AgentKinds)
+		plan = append(plan, f.kinds()...)
 	}
 	rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
 	lim.Lanes = max(1, lim.Lanes)

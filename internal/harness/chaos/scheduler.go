@@ -167,7 +167,7 @@ func (s *scheduler) anyBusy(ws []*Worker) bool {
 func (s *scheduler) workerFor() *Worker {
 	var best *Worker
 	for _, w := range s.f.Workers {
-		if s.busy[w] || s.agents[w.Agent] || s.reserved == w.Agent {
+		if s.busy[w] || s.agents[w.Agent] || s.reserved != nil && s.reserved == w.Agent {
 			continue
 		}
 		if best == nil || s.healed[w].Before(s.healed[best]) {
@@ -197,7 +197,7 @@ func (s *scheduler) assignorFor() (*Worker, string) {
 	switch {
 	case s.busy[w]:
 		return nil, "the assignor " + id + " is under another fault"
-	case s.agents[w.Agent] || s.reserved == w.Agent:
+	case s.agents[w.Agent] || s.reserved != nil && s.reserved == w.Agent:
 		return nil, "the assignor " + id + "'s agent is under or waiting for an agent fault"
 	case s.down+1 > s.lim.MaxDown:
 		return nil, fmt.Sprintf("%d workers down already", s.down)

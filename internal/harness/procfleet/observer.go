@@ -18,8 +18,16 @@ var ErrNoAssignor = errors.New("no worker holds the assignor lock")
 // a coordinator of its own that never joins: who owns what, and who holds
 // P/assignor. Safe for concurrent use.
 type Observer struct {
-	c      *consul.Coordinator
+	c      Observed
 	prefix string
+}
+
+// Observed is the coordinator an Observer reads through: shard/consul's
+// or shard/etcd's, whose Close also releases what it opened.
+type Observed interface {
+	shard.Coordinator
+	DeleteFleet(ctx context.Context) error
+	Close()
 }
 
 // NewObserver makes an observer of the fleet at cfg's address and prefix.
@@ -30,6 +38,10 @@ func NewObserver(cfg consul.Config) (*Observer, error) {
 	}
 	return &Observer{c: c, prefix: cfg.Prefix}, nil
 }
+
+// NewObserverOn makes an observer of the fleet at prefix through c, which
+// it closes on Close.
+func NewObserverOn(c Observed, prefix string) *Observer { return &Observer{c: c, prefix: prefix} }
 
 // Snapshot reads the prefix, with after > 0 a blocking query that returns
 // once it changed past index after.
