@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
 	"github.com/shardlease/shardlease/internal/fleetkeys"
-	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -42,12 +39,9 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	workers := slices.Sorted(maps.Keys(set))
-	if len(workers) == 0 {
-		return nil
-	}
-	if workers[0] == "" {
-		return fmt.Errorf("%w: assign: worker id is empty", shard.ErrInvalidArgument)
+	workers, err := fleetkeys.AssignWorkers(set)
+	if err != nil || len(workers) == 0 {
+		return err
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
@@ -55,28 +49,22 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 	if err != nil {
 		return err
 	}
-	if fleet == nil {
-		return fmt.Errorf("%w: assign: the fleet has no config at %q yet (Configure first)", shard.ErrInvalidArgument, c.keys.Config())
+	sealed, err := fleetkeys.SealAssignments(fleet, c.keys.Config(), epoch, set)
+	if err != nil {
+		return err
 	}
 	// A worker's key and the assignor's memory about it are written (or
 	// deleted) in one transaction, so they carry one modify index: the
 	// seal that tells the assignor's word from a hand edit (shard.Unsealed).
-	groups := make([][]*api.TxnOp, len(workers))
-	for i, w := range workers {
+	groups := make([][]*api.TxnOp, len(sealed))
+	for i, a := range sealed {
 		groups[i] = []*api.TxnOp{
-			{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.keys.Assign(w)}},
-			{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.keys.Memory(w)}},
+			{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.keys.Assign(a.Worker)}},
+			{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.keys.Memory(a.Worker)}},
 		}
-		if a := set[w]; a != nil {
-			v := *a
-			v.Epoch = epoch
-			value, err := keycodec.EncodeAssignment(fleet.Config, v)
-			if err != nil {
-				return fmt.Errorf("assign: worker %q: %w", w, err)
-			}
-			seal := fleetkeys.NewSeal()
-			groups[i][0].KV.Verb, groups[i][0].KV.Value = api.KVSet, fleetkeys.SealValue(value, seal)
-			groups[i][1].KV.Verb, groups[i][1].KV.Value = api.KVSet, fleetkeys.SealMemory(v.Memory, seal)
+		if a.Value != nil {
+			groups[i][0].KV.Verb, groups[i][0].KV.Value = api.KVSet, a.Value
+			groups[i][1].KV.Verb, groups[i][1].KV.Value = api.KVSet, a.Memory
 		}
 	}
 	checks := c.assignorChecks(id, epoch)

@@ -42,14 +42,3 @@ func (f fleet) SetFreeze(ctx context.Context, mark *shard.Mark) error {
 	}
 	return nil
 }
-
-// decodeFreeze reads P/freeze. A value that is not a shard.Mark still
-// freezes the fleet (someone meant to freeze it), with a zero Mark, and
-// says why in problem.
-func decodeFreeze(kv *api.KVPair) (mark *shard.Mark, problem string) {
-	var m shard.Mark
-	if err := json.Unmarshal(kv.Value, &m); err != nil {
-		return &shard.Mark{}, fmt.Sprintf("%s: malformed freeze value (want JSON {\"by\",\"at\",\"reason\"}): %v; the fleet counts as frozen", kv.Key, err)
-	}
-	return &m, ""
-}

@@ -2,11 +2,7 @@ package consul
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
-
-	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/shard"
@@ -56,28 +52,4 @@ func (ms members) Watch(ctx context.Context, id string, after uint64) (shard.Mem
 		key.Problem = kv.Key + ": " + key.Problem
 	}
 	return key, nil
-}
-
-// decodeMember reads member id's key: the member and its lock holder, or
-// what is wrong with the value (then the member is zero).
-func decodeMember(id string, kv *api.KVPair) (shard.MemberState, string) {
-	var m shard.Member
-	if err := json.Unmarshal(kv.Value, &m); err != nil {
-		return shard.MemberState{}, fmt.Sprintf("malformed member value (want JSON shard.Member): %v", err)
-	}
-	if m.ID != id {
-		return shard.MemberState{}, fmt.Sprintf("member value names worker %q, not %q", m.ID, id)
-	}
-	m.Load, m.Standby = nil, nil // read from the worker's report keys only
-	return shard.MemberState{Member: m, Session: shard.SessionID(kv.Session)}, ""
-}
-
-// rejoinUntil is the RejoinUntil of a member key's value, zero when the
-// value cannot be read.
-func rejoinUntil(kv *api.KVPair) time.Time {
-	var m shard.Member
-	if json.Unmarshal(kv.Value, &m) != nil {
-		return time.Time{}
-	}
-	return m.RejoinUntil
 }

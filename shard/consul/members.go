@@ -28,14 +28,7 @@ func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, e
 	if err := ctxErr(ctx); err != nil {
 		return shard.Config{}, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return shard.Config{}, err
-	}
-	cfg = cfg.Normalize()
-	// A new fleet's is 0, and so is a config created again under a
-	// running fleet (see lockGeneration). Only RaiseGeneration raises it.
-	cfg.Generation = 0
-	value, err := json.Marshal(cfg)
+	cfg, value, err := fleetkeys.ConfigValue(cfg)
 	if err != nil {
 		return shard.Config{}, err
 	}

@@ -2,7 +2,6 @@ package consul
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/hashicorp/consul/api"
@@ -23,12 +22,9 @@ func (f fleet) SetPolicy(ctx context.Context, p shard.BalancePolicy, ifNone bool
 	if err := ctxErr(ctx); err != nil {
 		return shard.BalancePolicy{}, err
 	}
-	if err := p.Validate(); err != nil {
-		return shard.BalancePolicy{}, err
-	}
-	value, err := json.Marshal(p)
+	value, err := fleetkeys.PolicyValue(p)
 	if err != nil {
-		return shard.BalancePolicy{}, fmt.Errorf("shard/consul: encode balance policy %v: %w", p, err)
+		return shard.BalancePolicy{}, err
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
@@ -67,14 +63,4 @@ func (f fleet) SetPolicy(ctx context.Context, p shard.BalancePolicy, ifNone bool
 	}
 	return shard.BalancePolicy{}, fmt.Errorf("%w: consul propose policy at %s: %q keeps disappearing between write and read",
 		shard.ErrUnavailable, c.cfg.Address, c.keys.Policy())
-}
-
-// decodePolicy reads P/policy. A value that is not a valid policy is
-// ignored (the assignor follows its own config) and problem says why.
-func decodePolicy(kv *api.KVPair) (p *shard.BalancePolicy, problem string) {
-	var v shard.BalancePolicy
-	if err := json.Unmarshal(kv.Value, &v); err != nil {
-		return nil, fmt.Sprintf("%s: not a balance policy: %v; ignored: the assignor follows its own config", kv.Key, err)
-	}
-	return &v, ""
 }

@@ -3,13 +3,11 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardlease/shardlease/internal/fleetkeys"
-	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -29,12 +27,9 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	workers := slices.Sorted(maps.Keys(set))
-	if len(workers) == 0 {
-		return nil
-	}
-	if workers[0] == "" {
-		return fmt.Errorf("%w: assign: worker id is empty", shard.ErrInvalidArgument)
+	workers, err := fleetkeys.AssignWorkers(set)
+	if err != nil || len(workers) == 0 {
+		return err
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
@@ -42,24 +37,15 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 	if err != nil {
 		return err
 	}
-	if fleet == nil {
-		return fmt.Errorf("%w: assign: the fleet has no config at %q yet (Configure first)", shard.ErrInvalidArgument, c.keys.Config())
+	sealed, err := fleetkeys.SealAssignments(fleet, c.keys.Config(), epoch, set)
+	if err != nil {
+		return err
 	}
-	groups := make([][]clientv3.Op, len(workers))
-	for i, w := range workers {
-		groups[i] = []clientv3.Op{clientv3.OpDelete(c.keys.Assign(w)), clientv3.OpDelete(c.keys.Memory(w))}
-		if a := set[w]; a != nil {
-			v := *a
-			v.Epoch = epoch
-			value, err := keycodec.EncodeAssignment(fleet.Config, v)
-			if err != nil {
-				return fmt.Errorf("assign: worker %q: %w", w, err)
-			}
-			seal := fleetkeys.NewSeal()
-			groups[i] = []clientv3.Op{
-				clientv3.OpPut(c.keys.Assign(w), string(fleetkeys.SealValue(value, seal))),
-				clientv3.OpPut(c.keys.Memory(w), string(fleetkeys.SealMemory(v.Memory, seal))),
-			}
+	groups := make([][]clientv3.Op, len(sealed))
+	for i, a := range sealed {
+		groups[i] = []clientv3.Op{clientv3.OpDelete(c.keys.Assign(a.Worker)), clientv3.OpDelete(c.keys.Memory(a.Worker))}
+		if a.Value != nil {
+			groups[i] = []clientv3.Op{clientv3.OpPut(c.keys.Assign(a.Worker), string(a.Value)), clientv3.OpPut(c.keys.Memory(a.Worker), string(a.Memory))}
 		}
 	}
 	checks, err := c.assignorChecks(octx, id, epoch)

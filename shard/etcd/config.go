@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -47,13 +47,8 @@ func (c Config) Validate() error {
 	if c.Client == nil {
 		problems = append(problems, "no Client: pass the process's etcd client (clientv3.New, or Connection.Dial)")
 	}
-	switch {
-	case c.Prefix == "":
-		problems = append(problems, "no Prefix: name the fleet's key prefix, e.g. shardlease/orders")
-	case strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/"):
-		problems = append(problems, fmt.Sprintf("prefix %q must not start or end with '/'", c.Prefix))
-	case !utf8.ValidString(c.Prefix) || strings.IndexByte(c.Prefix, 0) >= 0:
-		problems = append(problems, fmt.Sprintf("prefix %q must be valid UTF-8 without NUL bytes", c.Prefix))
+	if p := fleetkeys.PrefixProblem(c.Prefix); p != "" {
+		problems = append(problems, p)
 	}
 	if c.RequestTimeout < 0 {
 		problems = append(problems, fmt.Sprintf("request timeout %v must not be negative", c.RequestTimeout))

@@ -23,12 +23,7 @@ func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, e
 	if err := ctxErr(ctx); err != nil {
 		return shard.Config{}, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return shard.Config{}, err
-	}
-	cfg = cfg.Normalize()
-	cfg.Generation = 0 // only RaiseGeneration raises it
-	value, err := json.Marshal(cfg)
+	cfg, value, err := fleetkeys.ConfigValue(cfg)
 	if err != nil {
 		return shard.Config{}, err
 	}
@@ -133,12 +128,9 @@ func (f fleet) SetPolicy(ctx context.Context, p shard.BalancePolicy, ifNone bool
 	if err := ctxErr(ctx); err != nil {
 		return shard.BalancePolicy{}, err
 	}
-	if err := p.Validate(); err != nil {
-		return shard.BalancePolicy{}, err
-	}
-	value, err := json.Marshal(p)
+	value, err := fleetkeys.PolicyValue(p)
 	if err != nil {
-		return shard.BalancePolicy{}, fmt.Errorf("shard/etcd: encode balance policy %v: %w", p, err)
+		return shard.BalancePolicy{}, err
 	}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()

@@ -9,7 +9,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardlease/shardlease/internal/fleetkeys"
-	"github.com/shardlease/shardlease/internal/keycodec"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -18,8 +17,8 @@ func (ms members) ReportLoad(ctx context.Context, id shard.SessionID, worker str
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	value, err := keycodec.EncodeLoad(worker, load)
-	if err != nil && worker != "" {
+	value, err := fleetkeys.LoadReport(worker, load)
+	if err != nil {
 		return err
 	}
 	return ms.c.report(ctx, id, worker, "loads", value, maps.Keys(load))
@@ -31,16 +30,9 @@ func (ms members) ReportStandby(ctx context.Context, id shard.SessionID, worker 
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	set := ms.c.keys.Fleet()
-	if set == nil && worker != "" {
-		return fmt.Errorf("%w: report standby of worker %q: the fleet is not configured yet (Fleet.Configure first)", shard.ErrInvalidArgument, worker)
-	}
-	var value []byte
-	if len(states) > 0 && worker != "" {
-		var err error
-		if value, err = keycodec.EncodeStandby(set.Config, worker, states); err != nil {
-			return err
-		}
+	value, err := fleetkeys.StandbyReport(ms.c.keys.Fleet(), worker, states)
+	if err != nil {
+		return err
 	}
 	return ms.c.report(ctx, id, worker, "standby", value, maps.Keys(states))
 }
