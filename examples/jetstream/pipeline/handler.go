@@ -157,6 +157,7 @@ func (h *Handler) Process(ctx context.Context, c *worker.Claim) error {
 	cons, err := h.JS.OrderedConsumer(ctx, Stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{Subject(p)},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy, OptStartSeq: uint64(from) + 1,
+		InactiveThreshold: consumerIdle,
 	})
 	if err != nil {
 		return fmt.Errorf("pipeline: consumer of %s from sequence %d: %w", Subject(p), from+1, err)

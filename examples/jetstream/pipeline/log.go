@@ -79,6 +79,18 @@ func Connect(url, name string) (*nats.Conn, jetstream.JetStream, error) {
 	return nc, js, nil
 }
 
+// Every handler start, replay and standby rebuild makes an ordered
+// consumer. nats-server refuses a stream's 1,001st consumer unless the
+// stream says otherwise, and the client library keeps an idle one five
+// minutes: a 128-partition run with standbys reached the limit within a
+// minute, and its handlers restarted cold over and over. So the stream
+// allows maxConsumers, and the server drops a consumer nobody reads
+// after consumerIdle.
+const (
+	maxConsumers = 20_000
+	consumerIdle = 2 * time.Second
+)
+
 // CreateStream creates the stream afresh (deleting one left by an earlier
 // run): file storage, every message kept, one subject per partition.
 func CreateStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
@@ -88,6 +100,7 @@ func CreateStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream
 	s, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name: Stream, Subjects: []string{SubjectPrefix + ">"},
 		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy, Discard: jetstream.DiscardOld,
+		MaxConsumers: maxConsumers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: creating stream %s: %w", Stream, err)

@@ -45,7 +45,7 @@ func (h *Handler) ProveWindows(ctx context.Context, partitions int, size int64) 
 		if published == 0 {
 			continue
 		}
-		cons, err := h.JS.OrderedConsumer(ctx, Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{Subject(p)}})
+		cons, err := h.JS.OrderedConsumer(ctx, Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{Subject(p)}, InactiveThreshold: consumerIdle})
 		if err != nil {
 			return WindowProof{}, fmt.Errorf("pipeline: window proof: reading %s: %w", Subject(p), err)
 		}

@@ -118,6 +118,7 @@ func (w *Windows) replay(ctx context.Context, h *Handler, p int, st windowState,
 	cons, err := h.JS.OrderedConsumer(ctx, Stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{Subject(p)},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy, OptStartSeq: uint64(st.applied) + 1,
+		InactiveThreshold: consumerIdle,
 	})
 	if err != nil {
 		return st, fmt.Errorf("pipeline: replaying %s from %d: %w", Subject(p), st.applied+1, err)
