@@ -11,11 +11,13 @@
 //
 //	go run ./examples/fenced-writes                     # embedded coordinator
 //	go run ./examples/fenced-writes --consul 127.0.0.1:8500
+//	go run ./examples/fenced-writes --etcd 127.0.0.1:2379
 //
-// With --consul, A and B each get their own Consul coordinator, as two
+// With --consul or --etcd, A and B each get their own coordinator, as two
 // processes would; the pause is simulated in-process by holding A's calls to
-// Consul and its prepared write. The other -consul-* flags (token, TLS) and
-// the CONSUL_HTTP_* environment variables work as for the consul CLI.
+// the coordinator and its prepared write. The other -consul-* flags (token,
+// TLS) and the CONSUL_HTTP_* environment variables work as for the consul
+// CLI; the -etcd-* flags and ETCDCTL_* variables as for etcdctl.
 package main
 
 import (
@@ -27,7 +29,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/examples/internal/engine"
 )
 
 func main() {
@@ -39,21 +41,22 @@ func main() {
 func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fenced-writes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ccfg := consul.DefaultConfig()
-	ccfg.RegisterFlags(fs)
-	fs.StringVar(&ccfg.Prefix, "prefix", "shardlease-examples/fenced-writes", "Consul KV prefix of the example's fleet (with --consul); removed at the end")
+	var choice engine.Choice
+	choice.Register(fs, "shardlease-examples/fenced-writes")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
 		return 2
 	}
+	if err := choice.Parsed(fs); err != nil {
+		fmt.Fprintln(stderr, "fenced-writes:", err)
+		return 2
+	}
 	o := embeddedOptions()
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "consul" {
-			o = consulOptions(ccfg)
-		}
-	})
+	if choice.Shared() {
+		o = sharedOptions(&choice)
+	}
 	res, err := run(ctx, o, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "fenced-writes:", err)

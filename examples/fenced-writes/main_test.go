@@ -8,10 +8,14 @@ import (
 	"testing"
 	"testing/synctest"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
+	"github.com/shardlease/shardlease/examples/internal/engine"
 	"github.com/shardlease/shardlease/internal/harness/consultest"
+	"github.com/shardlease/shardlease/internal/harness/etcdtest"
 	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/shard/etcd"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -69,14 +73,40 @@ func TestStoryOnConsul(t *testing.T) {
 	cfg := consul.DefaultConfig()
 	cfg.Address, cfg.Scheme, cfg.Token, cfg.TokenFile = agent.HTTPAddr, "http", "", ""
 	cfg.Prefix = "shardlease-examples/fenced-writes-test"
+	var choice engine.Choice
+	choice.Consul(cfg)
 	var out bytes.Buffer
-	res, err := run(t.Context(), consulOptions(cfg), &out)
+	res, err := run(t.Context(), sharedOptions(&choice), &out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkTranscript(t, res, out.String())
 	if keys, _, err := agent.Client(t).KV().Keys(cfg.Prefix+"/", "", nil); err != nil || len(keys) != 0 {
 		t.Errorf("keys left under %s: %v (%v)", cfg.Prefix, keys, err)
+	}
+}
+
+func TestStoryOnEtcd(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	const prefix = "shardlease-examples/fenced-writes-test"
+	var choice engine.Choice
+	choice.Etcd(cluster.Endpoints(), prefix)
+	var out bytes.Buffer
+	res, err := run(t.Context(), sharedOptions(&choice), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTranscript(t, res, out.String())
+	if !strings.Contains(res.coordName, "etcd at ") {
+		t.Errorf("the story ran on %s, want etcd", res.coordName)
+	}
+	cli, err := etcd.Connection{Endpoints: cluster.Endpoints()}.Dial(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if resp, err := cli.Get(t.Context(), prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
+		t.Errorf("keys left under %s: %v (%v)", prefix, resp, err)
 	}
 }
 
@@ -93,5 +123,9 @@ func TestCommandLine(t *testing.T) {
 	var errb bytes.Buffer
 	if code := cli(context.Background(), []string{"--consul-liveness", "sometimes"}, &bytes.Buffer{}, &errb); code != 2 {
 		t.Errorf("bad flag: exit %d, want 2 (stderr %s)", code, errb.String())
+	}
+	errb.Reset()
+	if code := cli(context.Background(), []string{"--consul", "127.0.0.1:1", "--etcd", "127.0.0.1:2"}, &bytes.Buffer{}, &errb); code != 2 || !strings.Contains(errb.String(), "--consul and --etcd") {
+		t.Errorf("both engines: exit %d, want 2 naming both (stderr %s)", code, errb.String())
 	}
 }

@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardlease/shardlease/examples/internal/engine"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/shard"
-	"github.com/shardlease/shardlease/shard/consul"
-	"github.com/shardlease/shardlease/shard/memory"
 	"github.com/shardlease/shardlease/worker"
 	"go.uber.org/zap"
 )
@@ -25,7 +24,7 @@ const (
 
 // options choose the coordinator and the timings.
 type options struct {
-	consul *consul.Config // nil: the embedded coordinator
+	engine *engine.Choice // nil: the embedded coordinator
 	policy shard.LeasePolicy
 }
 
@@ -35,11 +34,12 @@ func embeddedOptions() options {
 		LockDelay: time.Second}}
 }
 
-// consulOptions: Consul's fast-failover liveness (a TTL health check per
-// session) accepts a 3 s TTL; the session TTL mode would need 10 s or more.
-func consulOptions(c consul.Config) options {
-	c.Liveness = consul.LivenessCheck
-	return options{consul: &c, policy: shard.LeasePolicy{TTL: 3 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second,
+// sharedOptions: a coordinator each for A and B, on Consul or etcd, as two
+// processes would have. Consul's fast-failover liveness (a TTL health
+// check per session) accepts a 3 s TTL, and an etcd lease is whole
+// seconds.
+func sharedOptions(c *engine.Choice) options {
+	return options{engine: c, policy: shard.LeasePolicy{TTL: 3 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second,
 		LockDelay: 2 * time.Second}}
 }
 
@@ -202,30 +202,23 @@ func run(ctx context.Context, o options, out io.Writer) (res outcome, err error)
 var lock = shard.Config{Shards: 1}.IDs()[0]
 
 // coordinators returns A's and B's coordinators: one embedded coordinator
-// shared by both, or one Consul coordinator each, as two processes would
-// have. cleanup removes the example's keys from Consul.
+// shared by both, or one of Consul or etcd each, as two processes would
+// have. cleanup removes the example's keys.
 func (o options) coordinators(res *outcome) (a, b shard.Coordinator, cleanup func(), err error) {
-	if o.consul == nil {
-		c := memory.New()
-		res.coordName = "the embedded coordinator"
-		return c, c, func() {}, nil
+	choice := o.engine
+	if choice == nil {
+		choice = &engine.Choice{}
 	}
-	ca, err := consul.New(*o.consul)
+	members := choice.Members()
+	res.coordName = choice.Name()
+	if a, err = members.New(); err == nil {
+		b, err = members.New()
+	}
 	if err != nil {
+		members.Close()
 		return nil, nil, nil, err
 	}
-	cb, err := consul.New(*o.consul)
-	if err != nil {
-		ca.Close()
-		return nil, nil, nil, err
-	}
-	res.coordName = fmt.Sprintf("Consul at %s (prefix %s)", o.consul.Address, o.consul.Prefix)
-	return ca, cb, func() {
-		// Best effort: the fleet's keys go (workers already released them).
-		_ = cb.DeleteFleet(context.Background())
-		ca.Close()
-		cb.Close()
-	}, nil
+	return a, b, members.Close, nil
 }
 
 // await waits for a step or for ctx to end.

@@ -24,11 +24,12 @@
 //
 //	go run ./examples/jetstream
 //	go run ./examples/jetstream --nats nats://127.0.0.1:4222 --postgres postgres://… --consul 127.0.0.1:8500
+//	go run ./examples/jetstream --etcd 127.0.0.1:2379
 //
 // Without --nats it runs nats-server in-process (loopback, a temporary store
 // directory); without --postgres it starts a throwaway PostgreSQL from the
 // installed binaries (`bash scripts/postgres.sh` installs them); without
-// --consul the fleet runs on the embedded coordinator. Everything it
+// --consul or --etcd the fleet runs on the embedded coordinator. Everything it
 // creates is removed at the end: the stream, the run's schema, the fleet's
 // keys.
 package main
@@ -42,7 +43,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/examples/internal/engine"
 )
 
 func main() {
@@ -64,20 +65,21 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&o.window, "window", o.window, "events per aggregate window of each partition (the handlers' state)")
 	fs.DurationVar(&o.replayCost, "replay-cost", o.replayCost, "work per event replayed when a handler rebuilds its state cold")
 	fs.IntVar(&o.standbys, "standbys", o.standbys, "standbys for failover per shard (0: none, every move rebuilds)")
-	ccfg := consul.DefaultConfig()
-	ccfg.RegisterFlags(fs)
-	fs.StringVar(&ccfg.Prefix, "prefix", "shardlease-examples/jetstream", "Consul KV prefix of the example's fleet (with --consul); removed at the end")
+	var choice engine.Choice
+	choice.Register(fs, "shardlease-examples/jetstream")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
 		return 2
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "consul" {
-			o.useConsul(ccfg)
-		}
-	})
+	if err := choice.Parsed(fs); err != nil {
+		fmt.Fprintln(stderr, "jetstream:", err)
+		return 2
+	}
+	if choice.Shared() {
+		o.useShared(&choice)
+	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(stderr, "jetstream:", err)
 		return 2

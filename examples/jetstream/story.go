@@ -12,21 +12,20 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/shardlease/shardlease/examples/internal/engine"
 	"github.com/shardlease/shardlease/examples/jetstream/pipeline"
 	"github.com/shardlease/shardlease/internal/faults"
 	"github.com/shardlease/shardlease/internal/inproc"
 	"github.com/shardlease/shardlease/internal/pgserver"
 	"github.com/shardlease/shardlease/offsets/postgres"
 	"github.com/shardlease/shardlease/shard"
-	"github.com/shardlease/shardlease/shard/consul"
-	"github.com/shardlease/shardlease/shard/memory"
 	"github.com/shardlease/shardlease/worker"
 )
 
 // options set the servers, the fleet, the stream and the faults.
 type options struct {
 	natsURL, postgresDSN string
-	consul               *consul.Config // nil: the embedded coordinator
+	engine               *engine.Choice // nil: the embedded coordinator
 	partitions, workers  int
 	events               int64         // per partition
 	pace                 time.Duration // one round of events (one per partition) per pace
@@ -56,9 +55,8 @@ func defaultOptions() options {
 	}
 }
 
-func (o *options) useConsul(c consul.Config) {
-	c.Liveness = consul.LivenessCheck
-	o.consul = &c
+func (o *options) useShared(c *engine.Choice) {
+	o.engine = c
 	o.policy = shard.LeasePolicy{TTL: 3 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second, LockDelay: 2 * time.Second}
 }
 
@@ -501,47 +499,29 @@ func (s *story) waitOwned(ctx context.Context, c shard.Coordinator, dead map[str
 }
 
 // coordinators gives each member its coordinator: the one embedded
-// coordinator, or a Consul client of its own per member.
+// coordinator, or a client of its own of Consul or etcd per member.
 type coordinators struct {
 	name     string
 	observer shard.Coordinator // the story's own view of the fleet
-	embedded *memory.Coordinator
-	consul   *consul.Config
-	made     []*consul.Coordinator
+	members  *engine.Members
 }
 
 func newCoordinators(o options) (*coordinators, error) {
-	if o.consul == nil {
-		m := memory.New()
-		return &coordinators{name: "the embedded coordinator", observer: m, embedded: m}, nil
+	choice := o.engine
+	if choice == nil {
+		choice = &engine.Choice{}
 	}
-	c := &coordinators{name: fmt.Sprintf("Consul at %s (prefix %s)", o.consul.Address, o.consul.Prefix), consul: o.consul}
+	c := &coordinators{name: choice.Name(), members: choice.Members()}
 	obs, err := c.forMember()
 	if err != nil {
+		c.close()
 		return nil, err
 	}
 	c.observer = obs
 	return c, nil
 }
 
-func (c *coordinators) forMember() (shard.Coordinator, error) {
-	if c.embedded != nil {
-		return c.embedded, nil
-	}
-	cc, err := consul.New(*c.consul)
-	if err != nil {
-		return nil, err
-	}
-	c.made = append(c.made, cc)
-	return cc, nil
-}
+func (c *coordinators) forMember() (shard.Coordinator, error) { return c.members.New() }
 
-// close removes a Consul fleet's keys (best effort) and closes the clients.
-func (c *coordinators) close() {
-	if len(c.made) > 0 {
-		_ = c.made[0].DeleteFleet(context.Background())
-	}
-	for _, cc := range c.made {
-		cc.Close()
-	}
-}
+// close removes the fleet's keys (best effort) and closes the clients.
+func (c *coordinators) close() { c.members.Close() }
