@@ -36,40 +36,46 @@ type Connection struct {
 	// InsecureSkipVerify accepts any server certificate
 	// (ETCDCTL_INSECURE_SKIP_TLS_VERIFY): for tests only.
 	InsecureSkipVerify bool
-	// User and Password authenticate (ETCDCTL_USER, which may be
-	// "user:password", and ETCDCTL_PASSWORD).
+	// User and Password authenticate (ETCDCTL_USER and ETCDCTL_PASSWORD).
+	// Without a Password, User may be "user:password", as etcdctl's
+	// --user.
 	User, Password string
+
+	// envProblems are the etcdctl variables ConnectionFromEnv could not
+	// read, by variable: Validate reports them unless a flag set the
+	// value instead.
+	envProblems map[string]string
 }
 
 // ConnectionFromEnv is a Connection with etcdctl's environment variables
-// as its values, except ETCDCTL_ENDPOINTS: a fleet moves to etcd only by
-// a command line that says so (--etcd), never because an etcdctl session
-// left endpoints in the environment. A value that cannot be read is
-// returned as an error naming it.
-func ConnectionFromEnv(getenv func(string) string) (Connection, error) {
+// as its values: ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY, ETCDCTL_USER,
+// ETCDCTL_PASSWORD, ETCDCTL_DIAL_TIMEOUT and
+// ETCDCTL_INSECURE_SKIP_TLS_VERIFY; not ETCDCTL_ENDPOINTS: a fleet moves
+// to etcd only by a command line that says so (--etcd), never because an
+// etcdctl session left endpoints in the environment. A value that cannot
+// be read is reported by Validate, naming the variable, unless its flag
+// is given.
+func ConnectionFromEnv(getenv func(string) string) Connection {
 	c := Connection{
 		CACert: getenv("ETCDCTL_CACERT"), Cert: getenv("ETCDCTL_CERT"), Key: getenv("ETCDCTL_KEY"),
 		User: getenv("ETCDCTL_USER"), Password: getenv("ETCDCTL_PASSWORD"),
+		envProblems: map[string]string{},
 	}
-	var problems []string
 	if v := getenv("ETCDCTL_DIAL_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			problems = append(problems, fmt.Sprintf("ETCDCTL_DIAL_TIMEOUT=%q: want a positive duration such as 2s", v))
+			c.envProblems["ETCDCTL_DIAL_TIMEOUT"] = fmt.Sprintf("ETCDCTL_DIAL_TIMEOUT=%q: want a positive duration such as 2s (or give --etcd-dial-timeout)", v)
 		}
 		c.DialTimeout = d
 	}
 	if v := getenv("ETCDCTL_INSECURE_SKIP_TLS_VERIFY"); v != "" {
 		on, err := strconv.ParseBool(v)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("ETCDCTL_INSECURE_SKIP_TLS_VERIFY=%q: want true or false", v))
+			c.envProblems["ETCDCTL_INSECURE_SKIP_TLS_VERIFY"] = fmt.Sprintf("ETCDCTL_INSECURE_SKIP_TLS_VERIFY=%q: want true or false", v)
 		}
 		c.InsecureSkipVerify = on
 	}
-	if len(problems) > 0 {
-		return c, fmt.Errorf("%w: %s", shard.ErrInvalidArgument, strings.Join(problems, "; "))
-	}
-	return c, nil
+	return c
 }
 
 // RegisterFlags binds --etcd and its TLS and user flags, with c's values
@@ -88,12 +94,44 @@ func (c *Connection) RegisterFlags(fs *flag.FlagSet) {
 		}
 		return nil
 	})
-	fs.DurationVar(&c.DialTimeout, "etcd-dial-timeout", c.DialTimeout, "with --etcd: how long the first connection may take (env ETCDCTL_DIAL_TIMEOUT; default "+DefaultDialTimeout.String()+")")
+	fs.Func("etcd-dial-timeout", "with --etcd: how long the first connection may take (env ETCDCTL_DIAL_TIMEOUT; default "+DefaultDialTimeout.String()+")", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return errors.New("want a positive duration such as 2s")
+		}
+		c.DialTimeout = d
+		delete(c.envProblems, "ETCDCTL_DIAL_TIMEOUT")
+		return nil
+	})
 	fs.StringVar(&c.CACert, "etcd-cacert", c.CACert, "with --etcd: CA certificate file verifying the members (env ETCDCTL_CACERT)")
 	fs.StringVar(&c.Cert, "etcd-cert", c.Cert, "with --etcd: client certificate file (env ETCDCTL_CERT)")
 	fs.StringVar(&c.Key, "etcd-key", c.Key, "with --etcd: client key file (env ETCDCTL_KEY)")
 	fs.StringVar(&c.User, "etcd-user", c.User, "with --etcd: user, or user:password (env ETCDCTL_USER)")
 	fs.StringVar(&c.Password, "etcd-password", c.Password, "with --etcd: password of --etcd-user (env ETCDCTL_PASSWORD)")
+}
+
+// FlagsGiven are the names of the --etcd… flags given on fs, for a
+// command that refuses them when it does not run on etcd.
+func FlagsGiven(fs *flag.FlagSet) []string {
+	var given []string
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "etcd" || strings.HasPrefix(f.Name, "etcd-") {
+			given = append(given, "--"+f.Name)
+		}
+	})
+	return given
+}
+
+// credentials are the user and password to authenticate with: a User of
+// "user:password" is split only when no Password is given, as etcdctl
+// does.
+func (c Connection) credentials() (user, password string) {
+	if c.Password == "" {
+		if u, p, ok := strings.Cut(c.User, ":"); ok {
+			return u, p
+		}
+	}
+	return c.User, c.Password
 }
 
 // Validate reports every problem with c at once, wrapping
@@ -105,6 +143,31 @@ func (c Connection) Validate() error {
 	}
 	if c.DialTimeout < 0 {
 		problems = append(problems, fmt.Sprintf("dial timeout %v must not be negative", c.DialTimeout))
+	}
+	for _, v := range []string{"ETCDCTL_DIAL_TIMEOUT", "ETCDCTL_INSECURE_SKIP_TLS_VERIFY"} {
+		if p, ok := c.envProblems[v]; ok {
+			problems = append(problems, p)
+		}
+	}
+	if user, password := c.credentials(); user != "" && password == "" {
+		problems = append(problems, fmt.Sprintf("user %q has no password: give --etcd-password (ETCDCTL_PASSWORD) or user:password", user))
+	} else if user == "" && password != "" {
+		problems = append(problems, "a password without a user: give --etcd-user (ETCDCTL_USER)")
+	}
+	schemes := map[string]bool{}
+	for _, e := range c.Endpoints {
+		switch {
+		case strings.HasPrefix(e, "https://"):
+			schemes["https"] = true
+		case strings.HasPrefix(e, "http://"):
+			schemes["http"] = true
+			if c.CACert != "" || c.Cert != "" || c.InsecureSkipVerify {
+				problems = append(problems, fmt.Sprintf("endpoint %q is plain http:// but TLS settings were given (a CA, a client certificate or insecure-skip-verify): use https://, or drop them", e))
+			}
+		}
+	}
+	if schemes["http"] && schemes["https"] {
+		problems = append(problems, fmt.Sprintf("endpoints %s mix http:// and https://: the client would use one for all", strings.Join(c.Endpoints, ",")))
 	}
 	if (c.Cert == "") != (c.Key == "") {
 		problems = append(problems, fmt.Sprintf("client certificate %q and key %q go together: give both or neither", c.Cert, c.Key))
@@ -136,9 +199,13 @@ func (c Connection) tlsOn() bool {
 	return false
 }
 
-// Dial validates c and returns a client of etcd; it does not wait for a
-// member to answer (the first call does). log receives the client's own
-// messages (nil: none).
+// Dial validates c and returns a client of etcd. Without a user it does
+// not wait for a member to answer (the first call does); with one, the
+// client authenticates first, within the dial timeout, and an etcd that
+// cannot be reached then is an error wrapping shard.ErrUnavailable (a
+// command retries it). Keep-alive pings (2 s, answered within 6 s, as
+// etcdctl's) tell a member that went silent from a quiet one. log
+// receives the client's own messages (nil: none).
 func (c Connection) Dial(log *zap.Logger) (*clientv3.Client, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -146,14 +213,12 @@ func (c Connection) Dial(log *zap.Logger) (*clientv3.Client, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	cfg := clientv3.Config{Endpoints: c.Endpoints, DialTimeout: c.DialTimeout, Logger: log}
+	cfg := clientv3.Config{Endpoints: c.Endpoints, DialTimeout: c.DialTimeout, Logger: log,
+		DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 6 * time.Second}
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = DefaultDialTimeout
 	}
-	cfg.Username, cfg.Password = c.User, c.Password
-	if user, pass, ok := strings.Cut(c.User, ":"); ok {
-		cfg.Username, cfg.Password = user, pass
-	}
+	cfg.Username, cfg.Password = c.credentials()
 	if c.tlsOn() {
 		t := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.InsecureSkipVerify} //nolint:gosec // only when asked for
 		if c.CACert != "" {
@@ -176,7 +241,10 @@ func (c Connection) Dial(log *zap.Logger) (*clientv3.Client, error) {
 		cfg.TLS = t
 	}
 	cli, err := clientv3.New(cfg)
-	if err != nil {
+	switch {
+	case err != nil && refusedAuth(err):
+		return nil, fmt.Errorf("%w: etcd at %s refused user %q: %w", shard.ErrPermissionDenied, strings.Join(c.Endpoints, ","), cfg.Username, err)
+	case err != nil:
 		return nil, fmt.Errorf("%w: etcd at %s: %w", shard.ErrUnavailable, strings.Join(c.Endpoints, ","), err)
 	}
 	return cli, nil

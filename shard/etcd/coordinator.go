@@ -159,14 +159,25 @@ func (c *Coordinator) fail(ctx context.Context, op string, err error) error {
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, errRequestTimeout) {
 		return cause
 	}
-	if errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrGRPCPermissionDenied) ||
-		errors.Is(err, rpctypes.ErrAuthFailed) || errors.Is(err, rpctypes.ErrGRPCAuthFailed) {
-		return fmt.Errorf("%w: etcd %s: %w; the user needs read and write on the key range %q", shard.ErrPermissionDenied, op, err, c.keys.Dir())
+	if refusedAuth(err) {
+		return fmt.Errorf("%w: etcd %s: %w; give a user (--etcd-user, ETCDCTL_USER) with readwrite on the key range %q", shard.ErrPermissionDenied, op, err, c.keys.Dir())
 	}
 	if cause := context.Cause(ctx); cause != nil {
 		err = fmt.Errorf("%w: %w", err, cause)
 	}
 	return fmt.Errorf("%w: etcd %s: %w", shard.ErrUnavailable, op, err)
+}
+
+// refusedAuth reports whether etcd refused err's request for its user:
+// no permission, a wrong password, no user where authentication is on.
+func refusedAuth(err error) bool {
+	for _, e := range []error{rpctypes.ErrPermissionDenied, rpctypes.ErrGRPCPermissionDenied, rpctypes.ErrAuthFailed, rpctypes.ErrGRPCAuthFailed,
+		rpctypes.ErrUserEmpty, rpctypes.ErrGRPCUserEmpty, rpctypes.ErrInvalidAuthToken, rpctypes.ErrGRPCInvalidAuthToken} {
+		if errors.Is(err, e) || rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(e) {
+			return true
+		}
+	}
+	return false
 }
 
 // now is the coordinator's clock for the times it writes into values,

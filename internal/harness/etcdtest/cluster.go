@@ -21,7 +21,23 @@ const attempts = 3
 // Cluster is a set of etcd members that form one cluster.
 type Cluster struct {
 	Members []*Member
+	// TLS is set for a cluster started WithTLS: its clients must use
+	// these files (the members' client URLs are https:// and ask for a
+	// client certificate).
+	TLS *TLSFiles
+
+	tlsDir string // where the certificates are, removed by Close
 }
+
+// Option changes how a cluster is started.
+type Option func(*options)
+
+type options struct{ tls bool }
+
+// WithTLS starts the members with TLS on their client URLs (https://),
+// certificates signed by a CA of the cluster's own, and client
+// certificates required: Cluster.TLS names the files a client needs.
+func WithTLS() Option { return func(o *options) { o.tls = true } }
 
 // Endpoints are the members' client URLs, as a client's endpoints.
 func (c *Cluster) Endpoints() []string {
@@ -34,14 +50,14 @@ func (c *Cluster) Endpoints() []string {
 
 // Start starts a single-member cluster for the test, stopped and removed
 // on t.Cleanup.
-func Start(t tb.T) *Cluster { return StartCluster(t, 1) }
+func Start(t tb.T, opts ...Option) *Cluster { return StartCluster(t, 1, opts...) }
 
 // StartCluster starts an n-member cluster for the test (three for a real
 // quorum), stopped and removed on t.Cleanup; it returns once every member
 // is healthy.
-func StartCluster(t tb.T, n int) *Cluster {
+func StartCluster(t tb.T, n int, opts ...Option) *Cluster {
 	t.Helper()
-	c, err := Launch(n)
+	c, err := Launch(n, opts...)
 	if err != nil {
 		t.Fatalf("etcdtest: %v (integration tests require etcd and never skip)", err)
 	}
@@ -60,10 +76,14 @@ func StartCluster(t tb.T, n int) *Cluster {
 
 // Launch starts an n-member cluster outside a test (a benchmark's); the
 // caller stops it with Close. On error nothing is left behind.
-func Launch(n int) (*Cluster, error) { return launch(n, freeport.Pick) }
+func Launch(n int, opts ...Option) (*Cluster, error) { return launch(n, freeport.Pick, opts...) }
 
 // launch is Launch with the ports drawn by pick (tests rig it).
-func launch(n int, pick func(n int) ([]int, error)) (*Cluster, error) {
+func launch(n int, pick func(n int) ([]int, error), opts ...Option) (*Cluster, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if n < 1 {
 		return nil, fmt.Errorf("a cluster of %d members: want at least 1", n)
 	}
@@ -72,7 +92,7 @@ func launch(n int, pick func(n int) ([]int, error)) (*Cluster, error) {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		c, err := start(bin, n, pick)
+		c, err := start(bin, n, pick, o)
 		if err == nil {
 			return c, nil
 		}
@@ -84,7 +104,7 @@ func launch(n int, pick func(n int) ([]int, error)) (*Cluster, error) {
 
 // start makes the members' directories and processes and waits until the
 // cluster is healthy; on error it stops and removes what it started.
-func start(bin string, n int, pick func(n int) ([]int, error)) (*Cluster, error) {
+func start(bin string, n int, pick func(n int) ([]int, error), o options) (*Cluster, error) {
 	ports, err := pick(2 * n)
 	if err != nil {
 		return nil, err
@@ -98,6 +118,24 @@ func start(bin string, n int, pick func(n int) ([]int, error)) (*Cluster, error)
 	suffix := hex.EncodeToString(b)
 	token := "etcdtest-" + suffix
 	c := &Cluster{}
+	scheme, client := "http", &http.Client{Timeout: 2 * time.Second}
+	var serverCert, serverKey string
+	if o.tls {
+		dir, err := os.MkdirTemp("", "etcdtest-tls-")
+		if err != nil {
+			return nil, err
+		}
+		c.tlsDir = dir
+		files, cert, key, err := makeTLS(dir)
+		if err == nil {
+			client, err = httpsClient(files)
+		}
+		if err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("etcdtest: certificates: %w", err)
+		}
+		c.TLS, scheme, serverCert, serverKey = &files, "https", cert, key
+	}
 	var initial []string
 	for i := range n {
 		dir, err := os.MkdirTemp("", "etcdtest-")
@@ -106,8 +144,11 @@ func start(bin string, n int, pick func(n int) ([]int, error)) (*Cluster, error)
 			return nil, err
 		}
 		m := &Member{Name: fmt.Sprintf("m%d-%s", i+1, suffix), Dir: dir, bin: bin, token: token,
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]), PeerURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
-			http: &http.Client{Timeout: 2 * time.Second}}
+			ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[2*i]), PeerURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			http: client}
+		if c.TLS != nil {
+			m.tlsArgs = []string{"--cert-file", serverCert, "--key-file", serverKey, "--trusted-ca-file", c.TLS.CA, "--client-cert-auth"}
+		}
 		c.Members = append(c.Members, m)
 		initial = append(initial, m.Name+"="+m.PeerURL)
 	}
@@ -167,6 +208,11 @@ func (c *Cluster) Close() error {
 			errs = append(errs, fmt.Errorf("%s: %w", m.Name, err))
 		}
 		if err := os.RemoveAll(m.Dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.tlsDir != "" {
+		if err := os.RemoveAll(c.tlsDir); err != nil {
 			errs = append(errs, err)
 		}
 	}

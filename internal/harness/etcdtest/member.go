@@ -43,8 +43,9 @@ type Member struct {
 	Dir string
 
 	bin     string
-	cluster string // --initial-cluster
-	token   string // --initial-cluster-token
+	cluster string   // --initial-cluster
+	token   string   // --initial-cluster-token
+	tlsArgs []string // the client URLs' TLS flags, with WithTLS
 	http    *http.Client
 
 	mu   sync.Mutex // guards proc: a fault harness kills and restarts from its own goroutines
@@ -68,12 +69,13 @@ func (m *Member) start(fresh bool) error {
 	if !fresh {
 		state = "existing"
 	}
-	cmd := exec.Command(m.bin,
+	args := append([]string{
 		"--name", m.Name, "--data-dir", filepath.Join(m.Dir, "data"),
 		"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
 		"--listen-peer-urls", m.PeerURL, "--initial-advertise-peer-urls", m.PeerURL,
 		"--initial-cluster", m.cluster, "--initial-cluster-state", state, "--initial-cluster-token", m.token,
-		"--listen-metrics-urls", "", "--log-level", "info")
+		"--listen-metrics-urls", "", "--log-level", "info"}, m.tlsArgs...)
+	cmd := exec.Command(m.bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p, err := shardproc.Launch(cmd, m.LogPath())
 	if err != nil {
