@@ -23,8 +23,8 @@ import (
 type connFlags struct {
 	consul  consul.Config
 	etcd    etcd.Connection // on etcd when it names endpoints (--etcd)
-	envEtcd error           // etcdctl's environment could not be read
 	offsets string          // where the fleet's offsets are: "" (not shown), "consul", "etcd" or a postgres:// URL
+	fs      *flag.FlagSet   // the command's flags, to tell which were given
 }
 
 // offsetsConsul reads the fleet's checkpoints from Consul KV (P/offsets/,
@@ -38,9 +38,9 @@ const (
 // register binds -prefix and the consul package's connection flags, with
 // the environment's values as defaults.
 func (a *app) connFlags(fs *flag.FlagSet) *connFlags {
-	c := &connFlags{consul: consul.DefaultConfig()}
+	c := &connFlags{consul: consul.DefaultConfig(), fs: fs}
 	c.consul.RegisterConnectionFlags(fs) // shardctl opens no session: no -consul-liveness
-	c.etcd, c.envEtcd = etcd.ConnectionFromEnv(a.getenv)
+	c.etcd = etcd.ConnectionFromEnv(a.getenv)
 	c.etcd.RegisterFlags(fs)
 	fs.StringVar(&c.consul.Prefix, "prefix", a.getenv("SHARDLEASE_PREFIX"),
 		"the fleet's key prefix, e.g. shardlease/orders (env SHARDLEASE_PREFIX)")
@@ -81,8 +81,24 @@ func (a *app) connectCoordinator(c connFlags) (*fleetConn, error) {
 	if c.consul.Prefix == "" {
 		return nil, usagef("-prefix is required: the fleet's key prefix, e.g. -prefix shardlease/orders (or set SHARDLEASE_PREFIX)")
 	}
+	var consulSet []string
+	if c.fs != nil {
+		c.fs.Visit(func(f *flag.Flag) {
+			if strings.HasPrefix(f.Name, "consul") {
+				consulSet = append(consulSet, "-"+f.Name)
+			}
+		})
+	}
 	if len(c.etcd.Endpoints) > 0 {
+		if len(consulSet) > 0 {
+			return nil, usagef("%s: Consul's, but the fleet is read on etcd (--etcd): drop them", strings.Join(consulSet, ", "))
+		}
 		return a.connectEtcd(c)
+	}
+	if c.fs != nil {
+		if given := etcd.FlagsGiven(c.fs); len(given) > 0 {
+			return nil, usagef("%s: etcd's, but --etcd is not given: give --etcd ENDPOINTS too, or drop them", strings.Join(given, ", "))
+		}
 	}
 	if c.offsets == offsetsEtcd {
 		return nil, usagef("-offsets etcd reads the offsets from etcd: give --etcd ENDPOINTS (the fleet's coordinator)")
@@ -92,9 +108,6 @@ func (a *app) connectCoordinator(c connFlags) (*fleetConn, error) {
 
 // connectEtcd connects to a fleet on etcd.
 func (a *app) connectEtcd(c connFlags) (*fleetConn, error) {
-	if c.envEtcd != nil {
-		return nil, usageError{oneLine(c.envEtcd)}
-	}
 	if c.offsets == offsetsConsul {
 		return nil, usagef("-offsets consul reads the offsets from Consul, but the fleet runs on etcd (--etcd): use -offsets etcd")
 	}
@@ -103,7 +116,7 @@ func (a *app) connectEtcd(c connFlags) (*fleetConn, error) {
 		if errors.Is(err, shard.ErrInvalidArgument) {
 			return nil, usageError{oneLine(err)}
 		}
-		return nil, err
+		return nil, fmt.Errorf("cannot reach etcd at %s (%s); check --etcd and that a majority of the members are running", strings.Join(c.etcd.Endpoints, ","), rootCause(err))
 	}
 	coord, err := etcd.New(etcd.Config{Client: cli, Prefix: c.consul.Prefix, MemberGrace: neverCollect})
 	if err != nil {

@@ -115,3 +115,22 @@ func TestAgainstEtcd(t *testing.T) {
 		t.Errorf("status -offsets consul on an etcd fleet: exit %d: %s%s", code, out, errOut)
 	}
 }
+
+// TestEngineFlagsNotMixed: Consul's flags beside --etcd, and etcd's
+// without it, are refused naming them, before anything is reached.
+func TestEngineFlagsNotMixed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "-prefix", "p", "--etcd", "127.0.0.1:1", "-consul-token", "t"}, "-consul-token: Consul's, but the fleet is read on etcd (--etcd): drop them"},
+		{[]string{"status", "-prefix", "p", "--etcd-cacert", "/ca.pem"}, "--etcd-cacert: etcd's, but --etcd is not given"},
+		{[]string{"status", "-prefix", "p", "--etcd", "127.0.0.1:1", "--etcd-user", "bob"}, `user "bob" has no password`},
+	} {
+		a, out, errOut := newApp("")
+		code := a.run(t.Context(), tc.args)
+		if code != exitBadInvoke || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("shardctl %v: exit %d, stdout %q, stderr %q; want 2 naming %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+}

@@ -145,10 +145,12 @@ func (a *app) usage(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  %-10s %s\n", "version", "print the release, the commit and the protocol this build speaks")
 	fmt.Fprint(w, `
-Every command but policy and version talks to the fleet's Consul: -prefix P (or
-SHARDLEASE_PREFIX) names the fleet; the connection comes from CONSUL_HTTP_ADDR,
-CONSUL_HTTP_TOKEN, CONSUL_CACERT, ... as for the consul CLI, each overridden
-by its flag. Run 'shardctl COMMAND -h' for a command's flags.
+Every command but policy and version talks to the fleet's coordinator: -prefix
+P (or SHARDLEASE_PREFIX) names the fleet; Consul's connection comes from
+CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN, CONSUL_CACERT, ... as for the consul CLI;
+with --etcd ENDPOINTS the fleet is on etcd, its TLS and user from
+ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY, ETCDCTL_USER, ... as for etcdctl;
+each is overridden by its flag. Run 'shardctl COMMAND -h' for a command's flags.
 `)
 }
 

@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/internal/cli"
@@ -76,8 +79,12 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 		coord = c
 		where = []zap.Field{zap.String("consul", ccfg.Address), zap.String("liveness", string(ccfg.Liveness))}
 	case onEtcd:
-		c, closeEtcd, err := openEtcd(f, log)
-		if err != nil {
+		c, closeEtcd, err := openEtcd(ctx, f, log)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			log.Info("stopped before joining the fleet", zap.Error(err))
+			return exitOK
+		case err != nil:
 			log.Error("bad etcd settings", zap.Error(err))
 			return exitBadInvoke
 		}
@@ -225,16 +232,32 @@ func takeSignals(ctx context.Context, log *zap.Logger, second ...func()) (contex
 }
 
 // openEtcd dials the member's etcd and opens the coordinator on it; the
-// client logs its own errors only. close closes both.
-func openEtcd(f memberFlags, log *zap.Logger) (*etcd.Coordinator, func(), error) {
-	cli, err := f.etcd.Dial(log.Named("etcd").WithOptions(zap.IncreaseLevel(zap.ErrorLevel)))
-	if err != nil {
-		return nil, nil, err
+// client logs its own errors only. A client with a user authenticates
+// when dialled: an etcd that cannot be reached then is waited for, as the
+// worker waits for a coordinator it cannot reach, until ctx ends. close
+// closes both.
+func openEtcd(ctx context.Context, f memberFlags, log *zap.Logger) (*etcd.Coordinator, func(), error) {
+	var cli *clientv3.Client
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		var err error
+		cli, err = f.etcd.Dial(log.Named("etcd").WithOptions(zap.IncreaseLevel(zap.ErrorLevel)))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, shard.ErrUnavailable) {
+			return nil, nil, err
+		}
+		log.Warn("etcd not reachable; retrying", zap.Error(err), zap.Duration("in", wait))
+		select {
+		case <-ctx.Done():
+			return nil, nil, err
+		case <-time.After(wait):
+		}
 	}
 	c, err := etcd.New(etcd.Config{Client: cli, Prefix: f.consul.Prefix})
 	if err != nil {
-		cli.Close()
+		_ = cli.Close()
 		return nil, nil, err
 	}
-	return c, func() { c.Close(); cli.Close() }, nil
+	return c, func() { c.Close(); _ = cli.Close() }, nil
 }

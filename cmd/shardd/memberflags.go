@@ -34,8 +34,8 @@ type memberFlags struct {
 	engine    engine
 	consul    consul.Config
 	etcd      etcd.Connection
-	envEtcd   error    // etcdctl's environment could not be read
 	consulSet []string // the --consul… flags given, which etcd has no use for
+	etcdSet   []string // the --etcd… flags given, which need --etcd
 	fleet     shard.Config
 	id        string
 	weight    int // --weight, `shardd worker` only; 0: the default, 1
@@ -58,7 +58,7 @@ type memberFlags struct {
 func (f *memberFlags) register(fs *flag.FlagSet, prefixHelp, idHelp, drainHelp string) {
 	f.consul, f.policy = consul.DefaultConfig(), shard.DefaultPolicy
 	f.consul.RegisterFlags(fs)
-	f.etcd, f.envEtcd = etcd.ConnectionFromEnv(os.Getenv)
+	f.etcd = etcd.ConnectionFromEnv(os.Getenv)
 	f.etcd.RegisterFlags(fs)
 	host, _ := os.Hostname()
 	fs.StringVar(&f.consul.Prefix, "prefix", "", prefixHelp)
@@ -110,8 +110,11 @@ func (f *memberFlags) resolvePolicy(fs *flag.FlagSet) {
 		f.policy = shard.SessionTTLPolicy
 	}
 	fs.Visit(func(fl *flag.Flag) {
-		if strings.HasPrefix(fl.Name, "consul") {
+		switch {
+		case strings.HasPrefix(fl.Name, "consul"):
 			f.consulSet = append(f.consulSet, "--"+fl.Name)
+		case strings.HasPrefix(fl.Name, "etcd-"):
+			f.etcdSet = append(f.etcdSet, "--"+fl.Name)
 		}
 		switch fl.Name {
 		case "ttl":
@@ -160,11 +163,14 @@ func (f memberFlags) check(required, own []error, libs ...func() error) error {
 	}
 	settings := f.settings().ValidateSettings()
 	problems := append(append(own, f.load.problems(f.fleet)...), f.envLabel, settings)
+	if f.engine != onEtcd && len(f.etcdSet) > 0 {
+		problems = append(problems, fmt.Errorf("%s: etcd's, but this member runs on %s: give --etcd ENDPOINTS too, or drop them", strings.Join(f.etcdSet, ", "), f.engine))
+	}
 	switch f.engine {
 	case onConsul:
 		problems = append(problems, f.consul.Validate())
 	case onEtcd:
-		problems = append(problems, f.envEtcd, f.etcd.Validate(), prefixProblem(f.consul.Prefix))
+		problems = append(problems, f.etcd.Validate(), prefixProblem(f.consul.Prefix))
 		if len(f.consulSet) > 0 {
 			problems = append(problems, fmt.Errorf("%s: Consul's, but this member runs on etcd (--etcd); drop them", strings.Join(f.consulSet, ", ")))
 		}

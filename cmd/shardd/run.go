@@ -40,7 +40,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, int, bool) {
 	fs.SetOutput(stderr)
 	var f runFlags
 	f.register(fs,
-		"the fleet's KV prefix, e.g. shardlease/orders (required with --consul; default "+defaultRunPrefix+")",
+		"the fleet's key prefix, e.g. shardlease/orders (required with --consul or --etcd; default "+defaultRunPrefix+")",
 		"this supervisor's worker ID, unique among live workers",
 		"on revoke, how long a child has between SIGTERM and SIGKILL")
 	fs.Usage = func() {
@@ -63,8 +63,9 @@ with the claim in its environment:
                           is the rate of commits through the claim, 0 for
                           a child that commits to a store of its own
 
-The rest of shardd's environment is passed on, except CONSUL_HTTP_TOKEN and
-CONSUL_HTTP_TOKEN_FILE: shardd's ACL token is not the child's.
+The rest of shardd's environment is passed on, except CONSUL_HTTP_TOKEN,
+CONSUL_HTTP_TOKEN_FILE, ETCDCTL_USER, ETCDCTL_PASSWORD, ETCDCTL_CERT and
+ETCDCTL_KEY: shardd's credentials are not the child's.
 
 The child's output is prefixed with its shard. When the shard is revoked
 (rebalanced away, or shardd is stopping) the child's process group gets
@@ -74,10 +75,11 @@ at once. A child that exits while the shard is owned is restarted with
 backoff. SIGINT, SIGTERM or SIGHUP stops every child this way and releases
 every shard; a second signal kills the children at once.
 
-Without --consul the fleet lives in this process (the embedded coordinator):
-this worker owns every shard. With --consul ADDR, every shardd run with the
-same --prefix and --shards shares the shards, with rebalancing. Consul
-settings also come from the environment as for the consul CLI.
+Without --consul or --etcd the fleet lives in this process (the embedded
+coordinator): this worker owns every shard. With --consul ADDR (or --etcd
+ENDPOINTS), every shardd run with the same --prefix and --shards shares the
+shards, with rebalancing. Consul settings also come from the environment as
+for the consul CLI, etcd's as for etcdctl (not ETCDCTL_ENDPOINTS).
 
 `)
 		fs.PrintDefaults()

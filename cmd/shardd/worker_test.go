@@ -47,6 +47,9 @@ func TestWorkerBadCommandLines(t *testing.T) {
 		{append(onEtcd, "--lock-delay", "2m", "--prefix", "/p/"), []string{"lock-delay 2m0s exceeds the maximum 1m0s", `--prefix "/p/" must not start or end with '/'`}},
 		{append(onEtcd, "--etcd-cert", "/nope.pem"), []string{`client certificate "/nope.pem" and key "" go together`}},
 		{[]string{"worker", "--etcd", ",", "--prefix", "p", "--shards", "8"}, []string{`invalid value "," for flag -etcd: want at least one endpoint`}},
+		{append(base, "--etcd-user", "bob", "--etcd-cacert", "/ca.pem"), []string{"--etcd-cacert, --etcd-user: etcd's, but this member runs on Consul: give --etcd ENDPOINTS too"}},
+		{append(onEtcd, "--etcd-user", "bob"), []string{`user "bob" has no password`}},
+		{append(onEtcd, "--etcd-cacert", "/nope/ca.pem"), []string{`CA certificate "/nope/ca.pem"`}},
 	} {
 		var out, errb bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

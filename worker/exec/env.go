@@ -27,9 +27,11 @@ const (
 const envPrefix = "SHARDLEASE_"
 
 // droppedEnv are variables of the supervisor's environment a child does
-// not get: the supervisor's Consul ACL token is for its own calls, and a
-// child that needs Consul should carry a token of its own.
-var droppedEnv = []string{"CONSUL_HTTP_TOKEN", "CONSUL_HTTP_TOKEN_FILE"}
+// not get: the supervisor's Consul ACL token and etcd user, password and
+// client key are for its own calls, and a child that needs the
+// coordinator should carry credentials of its own.
+var droppedEnv = []string{"CONSUL_HTTP_TOKEN", "CONSUL_HTTP_TOKEN_FILE",
+	"ETCDCTL_USER", "ETCDCTL_PASSWORD", "ETCDCTL_CERT", "ETCDCTL_KEY"}
 
 // childEnv returns base without droppedEnv and SHARDLEASE_* variables,
 // followed by the claim's variables.

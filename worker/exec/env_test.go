@@ -17,9 +17,10 @@ func TestChildEnvKeepsTheACLTokenAndStaleClaimsOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := []string{"PATH=/bin", "CONSUL_HTTP_TOKEN=s3cret", "CONSUL_HTTP_TOKEN_FILE=/t", "SHARDLEASE_TOKEN=1",
-		"SHARDLEASE_OTHER=x", "CONSUL_HTTP_ADDR=127.0.0.1:8500", "KEEP=yes"}
+		"SHARDLEASE_OTHER=x", "CONSUL_HTTP_ADDR=127.0.0.1:8500", "KEEP=yes",
+		"ETCDCTL_USER=root:pw", "ETCDCTL_PASSWORD=pw", "ETCDCTL_CERT=/c.pem", "ETCDCTL_KEY=/k.pem", "ETCDCTL_CACERT=/ca.pem"}
 	got := s.childEnv(base, &worker.Claim{Claim: shard.Claim{Shard: "q/s-002", Token: 42}, Worker: "w1"})
-	want := []string{"PATH=/bin", "CONSUL_HTTP_ADDR=127.0.0.1:8500", "KEEP=yes",
+	want := []string{"PATH=/bin", "CONSUL_HTTP_ADDR=127.0.0.1:8500", "KEEP=yes", "ETCDCTL_CACERT=/ca.pem",
 		"SHARDLEASE_SHARD=q/s-002", "SHARDLEASE_SHARD_INDEX=2", "SHARDLEASE_SHARDS=4",
 		"SHARDLEASE_TOKEN=42", "SHARDLEASE_WORKER=w1", "SHARDLEASE_PREFIX=fleet/p", "SHARDLEASE_LOAD_FD=3"}
 	if !slices.Equal(got, want) {

@@ -28,7 +28,7 @@ type Choice struct {
 func (c *Choice) Register(fs *flag.FlagSet, defaultPrefix string) {
 	c.consul = consul.DefaultConfig()
 	c.consul.RegisterFlags(fs)
-	c.etcd, c.envEtcd = etcd.ConnectionFromEnv(os.Getenv)
+	c.etcd = etcd.ConnectionFromEnv(os.Getenv)
 	c.etcd.RegisterFlags(fs)
 	fs.StringVar(&c.prefix, "prefix", defaultPrefix, "key prefix of the example's fleet (with --consul or --etcd); removed at the end")
 }
@@ -44,11 +44,13 @@ func (c *Choice) Parsed(fs *flag.FlagSet) error {
 			c.onEtcd = true
 		}
 	})
-	switch {
+	switch etcdSet := etcd.FlagsGiven(fs); {
 	case c.onConsul && c.onEtcd:
 		return errors.New("--consul and --etcd: the fleet runs on one coordinator; give one")
 	case c.onEtcd:
-		return c.envEtcd
+		return c.etcd.Validate()
+	case len(etcdSet) > 0:
+		return fmt.Errorf("%s: etcd's, but --etcd is not given: give --etcd ENDPOINTS too, or drop them", strings.Join(etcdSet, ", "))
 	}
 	return nil
 }
