@@ -98,7 +98,9 @@ RESTORES ?= 3
 SNAPSHOT_AGE ?= 2m
 ENGINES ?= consul etcd
 chaos: consul etcd postgres
-	$(GO) test ./internal/harness/chaos -run '$(subst $(space),|,$(patsubst consul,TestChaos$$,$(patsubst etcd,TestChaosEtcd$$,$(ENGINES))))' \
+	@for e in $(ENGINES); do case $$e in consul|etcd) ;; *) echo "make chaos: ENGINES=$(ENGINES): want consul, etcd or both, space-separated" >&2; exit 2;; esac; done
+	@test -n "$(strip $(ENGINES))" || { echo "make chaos: ENGINES is empty: want consul, etcd or both" >&2; exit 2; }
+	$(GO) test ./internal/harness/chaos -run '$(subst $(space),|,$(strip $(patsubst consul,TestChaos$$,$(patsubst etcd,TestChaosEtcd$$,$(ENGINES)))))' \
 		-count=1 -timeout 0 -v -chaos.faults=$(FAULTS) \
 		-chaos.wipes=$(WIPES) -chaos.restores=$(RESTORES) -chaos.snapshot-age=$(SNAPSHOT_AGE)
 

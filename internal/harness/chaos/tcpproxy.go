@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -17,9 +16,11 @@ type relay interface {
 }
 
 // TCPProxy relays TCP connections between one worker and one etcd member.
-// ModePartition closes every connection it relays and, until the mode
-// changes, holds each new one open without relaying a byte: the worker's
-// calls get no answer, as across a cut network. The other modes relay.
+// ModePartition stops relaying: every connection stays open, and what is
+// sent either way waits, as packets do across a cut network, until the
+// mode changes; new connections are held the same way. So the worker's
+// calls get no answer and its connection goes silent rather than closed
+// (only the client's keep-alive tells). The other modes relay.
 type TCPProxy struct {
 	ln     net.Listener
 	target string
@@ -54,9 +55,6 @@ func (p *TCPProxy) Set(m Mode, _ time.Duration) {
 	switch cut := m == ModePartition; {
 	case cut && !p.cut:
 		p.cut, p.healed = true, make(chan struct{})
-		for c := range p.conns {
-			_ = c.Close()
-		}
 	case !cut && p.cut:
 		p.cut = false
 		close(p.healed)
@@ -103,19 +101,14 @@ func (p *TCPProxy) serve() {
 	}
 }
 
-// handle relays one connection, or, during a partition, holds it until
-// the partition heals and closes it then.
+// handle relays one connection, holding it while a partition lasts.
 func (p *TCPProxy) handle(c net.Conn) {
 	if !p.track(c) {
 		_ = c.Close()
 		return
 	}
 	defer p.untrack(c)
-	p.mu.Lock()
-	cut, healed := p.cut, p.healed
-	p.mu.Unlock()
-	if cut {
-		<-healed
+	if !p.waitHealed(c) {
 		return
 	}
 	up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
@@ -128,7 +121,46 @@ func (p *TCPProxy) handle(c net.Conn) {
 	}
 	defer p.untrack(up)
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
-	<-done // either side ended (or a partition closed both)
+	go func() { p.relay(up, c); done <- struct{}{} }()
+	go func() { p.relay(c, up); done <- struct{}{} }()
+	<-done // either side ended (or the proxy closed both)
+}
+
+// relay copies from src to dst, each chunk read waiting, before it is
+// written, for any partition to heal.
+func (p *TCPProxy) relay(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.waitHealed(dst) {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			_ = dst.Close()
+			return
+		}
+	}
+}
+
+// waitHealed waits while a partition lasts; false when the proxy closed
+// meanwhile (c is closed then).
+func (p *TCPProxy) waitHealed(c net.Conn) bool {
+	p.mu.Lock()
+	cut, healed, closed := p.cut, p.healed, p.closed
+	p.mu.Unlock()
+	if cut {
+		<-healed
+		p.mu.Lock()
+		closed = p.closed
+		p.mu.Unlock()
+	}
+	if closed {
+		_ = c.Close()
+	}
+	return !closed
 }

@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// TestTCPProxyPartition: a partition closes the connections relayed and
-// relays nothing on new ones until it heals; then it relays again.
+// TestTCPProxyPartition: a partition relays nothing, on the connections it
+// had and on new ones, without closing them; once it heals, what waited
+// is relayed and new connections work.
 func TestTCPProxyPartition(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,10 +64,17 @@ func TestTCPProxyPartition(t *testing.T) {
 	if err := echo(before); err == nil {
 		t.Fatal("a connection from before the partition still answers")
 	}
-	if err := echo(dial()); err == nil {
+	during := dial()
+	if err := echo(during); err == nil {
 		t.Fatal("a connection made during the partition answers")
 	}
 	p.Set(ModePass, 0)
+	for name, c := range map[string]net.Conn{"from before": before, "made during": during} {
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || line != "ping\n" {
+			t.Errorf("the connection %s the partition after it healed: %q, %v; want the echo that waited", name, line, err)
+		}
+	}
 	if err := echo(dial()); err != nil {
 		t.Fatalf("after the partition healed: %v", err)
 	}
