@@ -72,12 +72,13 @@ func (f fleet) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) 
 				if err != nil {
 					return shard.Snapshot{}, err
 				}
-				c.collectDead(ctx, rest)
+				c.collectDead(ctx, pairsOf(rest))
 			}
 			continue
 		}
 		pairs := l.pairs
-		snap := c.decode(pairs, l.index)
+		kvs := pairsOf(pairs) // once per listing: a large fleet's is large
+		snap := c.keys.Decode(kvs, l.index)
 		for _, name := range l.foreign {
 			snap.Problems = append(snap.Problems, fmt.Sprintf("%s: foreign key under the fleet prefix; ignored", name))
 		}
@@ -87,7 +88,7 @@ func (f fleet) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) 
 			snap.Problems = append(snap.Problems, fmt.Sprintf("%s: some keys were hidden by ACLs: the token needs key_prefix %q read (and write to take part)",
 				c.prefix, c.prefix))
 		}
-		if c.keys.ConfigPair(pairsOf(pairs)) == nil {
+		if c.keys.ConfigPair(kvs) == nil {
 			// A list hiding everything looks like an empty fleet (1.14 sets
 			// no filtered header on its 404). A fleet is configured before
 			// anything else, so a missing config is rare and worth one read
@@ -96,7 +97,7 @@ func (f fleet) Watch(ctx context.Context, after uint64) (shard.Snapshot, error) 
 				return shard.Snapshot{}, err
 			}
 		}
-		c.collectDead(ctx, pairs)
+		c.collectDead(ctx, kvs)
 		return snap, nil
 	}
 }
@@ -166,8 +167,7 @@ func pairOf(kv *api.KVPair) *fleetkeys.Pair {
 // rolled back whole). Report keys held by no session whose worker has no
 // member key (an operator deleted it) are deleted at once, with a CAS
 // too. Failures are ignored: the next watch tries again.
-func (c *Coordinator) collectDead(ctx context.Context, kvs api.KVPairs) {
-	pairs := pairsOf(kvs)
+func (c *Coordinator) collectDead(ctx context.Context, pairs []*fleetkeys.Pair) {
 	for _, kv := range fleetkeys.OrphanReports(c.keys.Layout, pairs) {
 		octx, cancel := c.opCtx(ctx)
 		_, _ = c.kv.DeleteCAS(octx, &api.KVPair{Key: kv.Key, ModifyIndex: kv.Index})
