@@ -12,9 +12,14 @@ import (
 )
 
 // TestConformance runs the coordinator suite against a real etcd member,
-// each case on a fresh prefix.
-func TestConformance(t *testing.T) {
-	cluster := etcdtest.Start(t)
+// each case on a fresh prefix; TestConformanceOnThreeMembers against a
+// three-member cluster, each coordinator's client on every member (reads,
+// watches and progress notices served by followers too).
+func TestConformance(t *testing.T) { conformance(t, etcdtest.Start(t)) }
+
+func TestConformanceOnThreeMembers(t *testing.T) { conformance(t, etcdtest.StartCluster(t, 3)) }
+
+func conformance(t *testing.T, cluster *etcdtest.Cluster) {
 	coordtest.Run(t,
 		func(t *testing.T) shard.Coordinator { return newCoordinator(t, cluster) },
 		coordtest.WithOperator(kvOperator{}),
