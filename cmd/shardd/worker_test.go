@@ -3,9 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardlease/shardlease/internal/harness/etcdtest"
+	offetcd "github.com/shardlease/shardlease/offsets/etcd"
+	"github.com/shardlease/shardlease/shard"
+	"github.com/shardlease/shardlease/shard/etcd"
 )
 
 // TestWorkerBadCommandLines: `shardd worker` refuses bad flags with exit
@@ -104,5 +110,64 @@ func TestWorkerStopsCleanlyWhileConsulIsDown(t *testing.T) {
 	if code != exitOK || !strings.Contains(errb.String(), "coordinator not reachable; retrying") ||
 		!strings.Contains(errb.String(), "stopped before joining the fleet") {
 		t.Fatalf("exit %d, want 0 after retrying and a clean stop; stderr:\n%s", code, errb.String())
+	}
+}
+
+// TestWorkersOnEtcd: two `shardd worker --etcd` share a fleet's shards,
+// each committing its offsets to etcd (--offsets etcd, the default with
+// --etcd) with its claim's token, and stop cleanly; a worker whose etcd
+// cannot be reached, with a user to authenticate, waits for it and stops
+// cleanly too.
+func TestWorkersOnEtcd(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	prefix := fmt.Sprintf("shardlease-test/workers-%d", time.Now().UnixNano())
+	args := func(id string) []string {
+		return []string{"worker", "--etcd", strings.Join(cluster.Endpoints(), ","), "--prefix", prefix, "--shards", "4", "--id", id,
+			"--ttl", "2s", "--renew", "400ms", "--pause-budget", "1s", "--commit-every", "200ms", "--log-level", "warn"}
+	}
+	type result struct {
+		code int
+		errb *bytes.Buffer
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan result, 2)
+	for _, id := range []string{"w1", "w2"} {
+		go func() {
+			var out, errb bytes.Buffer
+			done <- result{run(ctx, args(id), &out, &errb), &errb}
+		}()
+	}
+	cli, err := etcd.Connection{Endpoints: cluster.Endpoints()}.Dial(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	store, err := offetcd.New(offetcd.Config{Client: cli, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := shard.Config{Shards: 4}.Normalize().IDs()
+	waitUntil(t, 30*time.Second, "every shard committed in etcd with a token", func() bool {
+		for _, id := range ids {
+			cp, err := store.Load(t.Context(), id)
+			if err != nil || cp.Offset == 0 || cp.Token == 0 || cp.Token < cp.Floor {
+				return false
+			}
+		}
+		return true
+	})
+	cancel()
+	for range 2 {
+		if r := <-done; r.code != exitOK {
+			t.Errorf("a worker exited %d:\n%s", r.code, r.errb)
+		}
+	}
+
+	var out, errb bytes.Buffer
+	wctx, wcancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer wcancel()
+	code := run(wctx, []string{"worker", "--etcd", "127.0.0.1:1", "--etcd-user", "u:p", "--prefix", "p", "--shards", "8", "--id", "w1", "--etcd-dial-timeout", "200ms"}, &out, &errb)
+	if code != exitOK || !strings.Contains(errb.String(), "etcd not reachable; retrying") {
+		t.Fatalf("an unreachable etcd with a user: exit %d, want 0 after retrying; stderr:\n%s", code, errb.String())
 	}
 }
