@@ -343,3 +343,50 @@ func TestFleetWatchCatchesUpBesideKeyWatches(t *testing.T) {
 	cancel()
 	<-waiting
 }
+
+// TestEtcdRebuiltEmpty: an etcd rebuilt from nothing at the same address
+// counts its revisions from 1 again. The fleet's mirror, whose watch the
+// client resumes at the old (now future) revision, must not serve the old
+// fleet: Watch(0) shows the new one, and a watch from an old index
+// returns a lower index (shard.NextIndex restarts) instead of waiting.
+func TestEtcdRebuiltEmpty(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	c := newCoordinator(t, cluster, func(cfg *etcd.Config) { cfg.RequestTimeout = 3 * time.Second })
+	a := session(t, c, "w-a", time.Hour, 0)
+	if _, err := c.Fleet().Configure(t.Context(), shard.Config{Shards: 4}); err != nil {
+		t.Fatal(err)
+	}
+	cli := client(t, cluster)
+	for i := range 30 { // revisions the rebuilt etcd will not reach
+		if _, err := cli.Put(t.Context(), c.Prefix()+"-other", fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := shard.Config{Shards: 4}.IDs()[0]
+	grants(t, c, a, id)
+	old, err := c.Fleet().Watch(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := old.Shard(id); !ok || st.Session != a {
+		t.Fatalf("before the rebuild: %+v", st)
+	}
+	if err := cluster.Members[0].Wipe(); err != nil {
+		t.Fatal(err)
+	}
+	var now shard.Snapshot
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if now, err = c.Fleet().Watch(t.Context(), 0); err == nil && len(now.Shards) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Watch(0) after the rebuild = %d shard keys (index %d), %v; want the empty fleet", len(now.Shards), now.Index, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	got, err := c.Fleet().Watch(ctx, old.Index)
+	if err != nil || got.Index >= old.Index {
+		t.Fatalf("Watch(%d) after the rebuild = index %d, %v; want a lower index at once", old.Index, got.Index, err)
+	}
+}

@@ -115,6 +115,20 @@ func (m *Member) Restart() error {
 	return waitHealthy(readyWithin, m)
 }
 
+// Wipe kills a single-member cluster's member and starts it again empty,
+// at its old addresses, as an etcd rebuilt from nothing: its revisions
+// count from 1 again. It waits until the member is healthy.
+func (m *Member) Wipe() error {
+	m.Kill()
+	if err := os.RemoveAll(filepath.Join(m.Dir, "data")); err != nil {
+		return err
+	}
+	if err := m.start(true); err != nil {
+		return err
+	}
+	return waitHealthy(readyWithin, m)
+}
+
 // stop stops the member (SIGTERM, then SIGKILL).
 func (m *Member) stop() error {
 	p := m.process()
