@@ -65,6 +65,8 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 
 	var coord shard.Coordinator
 	var requests consul.RequestCounter
+	var etcdRequested etcd.RequestCounter
+	collector := consulRequests(&requests, f.id)
 	where := []zap.Field{zap.String("coordinator", "embedded (this process is the whole fleet)")}
 	switch f.engine {
 	case onConsul:
@@ -79,7 +81,8 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 		coord = c
 		where = []zap.Field{zap.String("consul", ccfg.Address), zap.String("liveness", string(ccfg.Liveness))}
 	case onEtcd:
-		c, closeEtcd, err := openEtcd(ctx, f, log)
+		collector = etcdRequests(&etcdRequested, f.id)
+		c, closeEtcd, err := openEtcd(ctx, f, &etcdRequested, log)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			log.Info("stopped before joining the fleet", zap.Error(err))
@@ -134,7 +137,7 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 		return exitBadInvoke
 	}
 	if ln != nil {
-		stop, err := serveWorkerHTTP(ln, reg, w, &requests, f.id, wlog)
+		stop, err := serveWorkerHTTP(ln, reg, w, collector, wlog)
 		if err != nil {
 			log.Error("cannot serve --http", zap.String("addr", f.httpAddr), zap.Error(err))
 			return exitFailed
@@ -188,9 +191,12 @@ func runMember(ctx context.Context, m member, stderr io.Writer) int {
 		wlog.Error("cannot run", zap.Error(err))
 		return exitFailed
 	}
-	if f.engine == onConsul {
+	switch f.engine {
+	case onConsul:
 		wlog.Info("stopped", zap.Int64("consul_requests", requests.Total()))
-	} else {
+	case onEtcd:
+		wlog.Info("stopped", zap.Int64("etcd_requests", etcdRequested.Total()))
+	default:
 		wlog.Info("stopped")
 	}
 	return exitOK
@@ -231,16 +237,18 @@ func takeSignals(ctx context.Context, log *zap.Logger, second ...func()) (contex
 	}
 }
 
-// openEtcd dials the member's etcd and opens the coordinator on it; the
-// client logs its own errors only. A client with a user authenticates
+// openEtcd dials the member's etcd, counting its requests in requests,
+// and opens the coordinator on it; the client logs its own errors only. A client with a user authenticates
 // when dialled: an etcd that cannot be reached then is waited for, as the
 // worker waits for a coordinator it cannot reach, until ctx ends. close
 // closes both.
-func openEtcd(ctx context.Context, f memberFlags, log *zap.Logger) (*etcd.Coordinator, func(), error) {
+func openEtcd(ctx context.Context, f memberFlags, requests *etcd.RequestCounter, log *zap.Logger) (*etcd.Coordinator, func(), error) {
+	conn := f.etcd
+	conn.Requests = requests
 	var cli *clientv3.Client
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		var err error
-		cli, err = f.etcd.Dial(log.Named("etcd").WithOptions(zap.IncreaseLevel(zap.ErrorLevel)))
+		cli, err = conn.Dial(log.Named("etcd").WithOptions(zap.IncreaseLevel(zap.ErrorLevel)))
 		if err == nil {
 			break
 		}

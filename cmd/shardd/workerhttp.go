@@ -15,18 +15,19 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/shard/etcd"
 	"github.com/shardlease/shardlease/worker"
 )
 
 // serveWorkerHTTP serves, on ln, Prometheus /metrics (the worker's metrics,
-// the Consul requests it sent, Go and process metrics), /status (the
+// the coordinator requests it sent, Go and process metrics), /status (the
 // worker's Status as JSON) and /readyz (readiness), and logs the bound address (useful with port 0).
 // stop shuts the server down.
-func serveWorkerHTTP(ln net.Listener, reg *prometheus.Registry, w *worker.Worker, requests *consul.RequestCounter, id string, log *zap.Logger) (stop func(), err error) {
+func serveWorkerHTTP(ln net.Listener, reg *prometheus.Registry, w *worker.Worker, requests requestCollector, log *zap.Logger) (stop func(), err error) {
 	for _, c := range []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newRequestCollector(requests, id),
+		requests,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -78,22 +79,31 @@ func readiness(st worker.Status) (int, string) {
 	}
 }
 
-// requestCollector exports a RequestCounter as
-// shardlease_consul_requests_total{endpoint="PUT /v1/txn",…}.
+// requestCollector exports a coordinator's request counts:
+// shardlease_consul_requests_total{endpoint="PUT /v1/txn",…} on Consul,
+// shardlease_etcd_requests_total{method="/etcdserverpb.KV/Txn",…} on etcd,
+// none on the embedded coordinator.
 type requestCollector struct {
-	rc   *consul.RequestCounter
-	desc *prometheus.Desc
+	counts func() map[string]int64
+	desc   *prometheus.Desc
 }
 
-func newRequestCollector(rc *consul.RequestCounter, id string) requestCollector {
-	return requestCollector{rc: rc, desc: prometheus.NewDesc("shardlease_consul_requests_total",
+// consulRequests exports a Consul coordinator's requests.
+func consulRequests(rc *consul.RequestCounter, id string) requestCollector {
+	return requestCollector{counts: rc.Counts, desc: prometheus.NewDesc("shardlease_consul_requests_total",
 		"HTTP requests sent to Consul, by method and endpoint.", []string{"endpoint"}, prometheus.Labels{"worker": id})}
+}
+
+// etcdRequests exports an etcd client's requests.
+func etcdRequests(rc *etcd.RequestCounter, id string) requestCollector {
+	return requestCollector{counts: rc.Counts, desc: prometheus.NewDesc("shardlease_etcd_requests_total",
+		"Requests sent to etcd (unary calls, and messages sent on streams), by gRPC method.", []string{"method"}, prometheus.Labels{"worker": id})}
 }
 
 func (c requestCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c requestCollector) Collect(ch chan<- prometheus.Metric) {
-	for ep, n := range c.rc.Counts() {
+	for ep, n := range c.counts() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), ep)
 	}
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/harness/etcdtest"
 	"github.com/shardlease/shardlease/worker"
 )
 
@@ -93,5 +95,25 @@ func TestReadyzServed(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// TestEtcdRequestsOnMetrics: a member on etcd exports the requests it
+// sent, by gRPC method, its renewals among them.
+func TestEtcdRequestsOnMetrics(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	_, errs, _ := startRun(t, "--etcd", strings.Join(cluster.Endpoints(), ","), "--prefix", fmt.Sprintf("shardlease-test/metrics-%d", time.Now().UnixNano()),
+		"--shards", "2", "--id", "w1", "--ttl", "2s", "--renew", "400ms", "--pause-budget", "1s", "--http", "127.0.0.1:0", "--", "sleep", "30")
+	addr := httpAddr(t, errs)
+	keepAlive := regexp.MustCompile(`shardlease_etcd_requests_total\{method="/etcdserverpb.Lease/LeaseKeepAlive",worker="w1"\} ([0-9]+)`)
+	waitUntil(t, 15*time.Second, "/metrics counts the renewals sent to etcd", func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatalf("GET /metrics: %v", err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		m := keepAlive.FindSubmatch(body)
+		return m != nil && string(m[1]) != "0"
 	})
 }

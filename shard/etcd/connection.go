@@ -41,6 +41,9 @@ type Connection struct {
 	// --user.
 	User, Password string
 
+	// Requests, when set, counts the requests the client sends.
+	Requests *RequestCounter
+
 	// envProblems are the etcdctl variables ConnectionFromEnv could not
 	// read, by variable: Validate reports them unless a flag set the
 	// value instead.
@@ -219,6 +222,9 @@ func (c Connection) Dial(log *zap.Logger) (*clientv3.Client, error) {
 		cfg.DialTimeout = DefaultDialTimeout
 	}
 	cfg.Username, cfg.Password = c.credentials()
+	if c.Requests != nil {
+		cfg.DialOptions = append(cfg.DialOptions, c.Requests.dialOptions()...)
+	}
 	if c.tlsOn() {
 		t := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.InsecureSkipVerify} //nolint:gosec // only when asked for
 		if c.CACert != "" {

@@ -205,3 +205,39 @@ func TestAuth(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestCounter counts what a session costs: its creation is a lease
+// grant and a put, each renewal one keep-alive message.
+func TestRequestCounter(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	var rc etcd.RequestCounter
+	cli, err := etcd.Connection{Endpoints: cluster.Endpoints(), Requests: &rc}.Dial(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	c, err := etcd.New(etcd.Config{Client: cli, Prefix: freshPrefix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	id, err := c.Sessions().Create(t.Context(), shard.SessionSpec{Worker: "w", TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := c.Sessions().Renew(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]int64{"/etcdserverpb.Lease/LeaseGrant": 1, "/etcdserverpb.KV/Put": 1, "/etcdserverpb.Lease/LeaseKeepAlive": 3}
+	got := rc.Counts()
+	for m, n := range want {
+		if got[m] != n {
+			t.Errorf("%s: %d requests, want %d (all: %v)", m, got[m], n, got)
+		}
+	}
+	if rc.Total() != 5 {
+		t.Errorf("%d requests in all, want 5: %v", rc.Total(), got)
+	}
+}
