@@ -40,6 +40,11 @@ type Coordinator struct {
 	// first knew it: a lock it held opens a lock-delay after that
 	// (session.go).
 	dead map[shard.SessionID]time.Time
+	// granted is, for each lock this coordinator took, the session and the
+	// revision it took it at (locks.go): a lock naming a session counts
+	// as that session's own only if it is in here, so that an envelope
+	// written by hand naming a session never hands it a lock.
+	granted map[string]grant
 	// mirror is the fleet's keys as the watch of the prefix keeps them,
 	// started by the first Fleet.Watch (mirror.go).
 	mirror *mirror
@@ -85,6 +90,7 @@ func New(cfg Config) (*Coordinator, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 		dead:      make(map[shard.SessionID]time.Time),
+		granted:   make(map[string]grant),
 		graveyard: fleetkeys.NewDeadMembers(cfg.MemberGrace),
 	}, nil
 }

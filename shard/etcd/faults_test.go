@@ -390,3 +390,34 @@ func TestEtcdRebuiltEmpty(t *testing.T) {
 		t.Fatalf("Watch(%d) after the rebuild = index %d, %v; want a lower index at once", old.Index, got.Index, err)
 	}
 }
+
+// TestHandWrittenEnvelopeGrantsNothing: a lock's envelope rewritten by
+// hand to name another live session, well formed, does not make that
+// session its owner: its Acquire grants nothing (the session never took
+// the lock, and its first holder may still run it), nor does the first
+// holder's.
+func TestHandWrittenEnvelopeGrantsNothing(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	c := newCoordinator(t, cluster)
+	a := session(t, c, "w-a", time.Hour, 0)
+	b := session(t, c, "w-b", time.Hour, 0)
+	grants(t, c, a, "s-000")
+	cli := client(t, cluster)
+	key := c.Prefix() + "/shards/s-000"
+	resp, err := cli.Get(t.Context(), key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("reading %s: %v", key, err)
+	}
+	forged := strings.Replace(string(resp.Kvs[0].Value), string(a), string(b), 1)
+	if forged == string(resp.Kvs[0].Value) {
+		t.Fatalf("the envelope %s does not name %s", resp.Kvs[0].Value, a)
+	}
+	if _, err := cli.Put(t.Context(), key, forged); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []shard.SessionID{b, a} {
+		if got := grants(t, c, s, "s-000"); len(got) != 0 {
+			t.Errorf("session %s granted %v on a lock a hand edit named %s in", s, got, b)
+		}
+	}
+}

@@ -137,6 +137,7 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, batch [
 			}
 			for _, a := range free {
 				tokens[a.Lock] = t
+				c.noteGrant(c.keys.Lock(a.Lock), id, resp.Header.Revision)
 			}
 			return nil
 		}
@@ -144,6 +145,30 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, batch [
 			return fmt.Errorf("%w: etcd acquire: the locks or the fleet's config changed under %d transactions in a row", shard.ErrUnavailable, maxAttempts)
 		}
 	}
+}
+
+// grant is a lock this coordinator took: the session and the revision.
+type grant struct {
+	session  shard.SessionID
+	revision int64
+}
+
+// noteGrant records that session took the lock at key at revision.
+func (c *Coordinator) noteGrant(key string, session shard.SessionID, revision int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.granted[key] = grant{session, revision}
+}
+
+// tookIt reports whether this coordinator took the lock kv for session at
+// kv's revision: only then is a lock naming the session its own. Consul
+// guarantees this itself (a plain write keeps a key's session and cannot
+// set one); on etcd a hand-written envelope could name any session.
+func (c *Coordinator) tookIt(kv *mvccpb.KeyValue, session shard.SessionID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.granted[string(kv.Key)]
+	return ok && g.session == session && g.revision == kv.ModRevision
 }
 
 // freeLocks returns the locks of batch that the session may take as kvs
@@ -162,8 +187,12 @@ func (c *Coordinator) freeLocks(ctx context.Context, id shard.SessionID, batch [
 		e, ok := unwrap(kv.Value)
 		switch {
 		case !ok:
-		case e.Session == id:
+		case e.Session == id && c.tookIt(kv, id):
 			tokens[a.Lock] = fleetkeys.DecodeLock(c.pairOf(kv, func(shard.SessionID) bool { return true })).Token
+		case e.Session == id:
+			// Named by a write this coordinator did not make (etcdctl put of
+			// a well-formed envelope): the session never acquired it, and
+			// whoever did may still run it. Held by nobody known.
 		case e.Session == "":
 			free = append(free, a)
 		default:
