@@ -2,10 +2,10 @@ package etcd
 
 import (
 	"context"
-	"maps"
-	"sync"
 
 	"google.golang.org/grpc"
+
+	"github.com/shardlease/shardlease/internal/reqcount"
 )
 
 // RequestCounter counts the requests a client sends to etcd, in total and
@@ -14,40 +14,12 @@ import (
 // created or cancelled, a lease keep-alive), which is what etcd serves.
 // Give it to Connection.Requests, one counter per worker to measure
 // requests per worker. Safe for concurrent use; the zero value is ready.
-type RequestCounter struct {
-	mu     sync.Mutex
-	total  int64
-	counts map[string]int64
-}
-
-func (rc *RequestCounter) add(method string) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if rc.counts == nil {
-		rc.counts = make(map[string]int64)
-	}
-	rc.total++
-	rc.counts[method]++
-}
-
-// Total returns the number of requests sent so far.
-func (rc *RequestCounter) Total() int64 {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return rc.total
-}
-
-// Counts returns a copy of the per-method counts.
-func (rc *RequestCounter) Counts() map[string]int64 {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return maps.Clone(rc.counts)
-}
+type RequestCounter struct{ reqcount.Counter }
 
 // dialOptions are the interceptors that count a client's requests.
 func (rc *RequestCounter) dialOptions() []grpc.DialOption {
 	unary := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		rc.add(method)
+		rc.Add(method)
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
 	stream := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
@@ -55,7 +27,7 @@ func (rc *RequestCounter) dialOptions() []grpc.DialOption {
 		if err != nil {
 			return nil, err
 		}
-		return countedStream{ClientStream: s, count: func() { rc.add(method) }}, nil
+		return countedStream{ClientStream: s, count: func() { rc.Add(method) }}, nil
 	}
 	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream)}
 }
