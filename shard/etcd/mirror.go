@@ -41,6 +41,8 @@ type mirror struct {
 	entries map[string]entry
 	// named counts, for each session, the keys whose envelope names it.
 	named map[shard.SessionID]int
+	// live are the sessions whose key the mirror holds.
+	live map[shard.SessionID]bool
 	// deaths is the revision at which each ended session's key was
 	// deleted, or, for one found ended by a read, that read's revision:
 	// a lock it held was freed there.
@@ -56,9 +58,34 @@ type mirror struct {
 
 // entry is one key and, for a key a session may hold, its envelope.
 type entry struct {
-	kv  *mvccpb.KeyValue
-	env envelope
-	ok  bool // env was read
+	kv   *mvccpb.KeyValue
+	kind keyKind
+	env  envelope
+	ok   bool // env was read (a held kind)
+}
+
+// keyKind is what a key of the fleet is, decided once when it is stored
+// (pairs reads every key on every snapshot).
+type keyKind uint8
+
+const (
+	plainKey   keyKind = iota // config, freeze, assignments, …
+	heldKey                   // a member or report key: an envelope
+	lockKey                   // a shard's or a role's lock: an envelope
+	sessionKey                // P/sessions/<id>
+)
+
+// kindOf is the kind of the fleet's key rel (below P/).
+func kindOf(rel string) keyKind {
+	switch {
+	case strings.HasPrefix(rel, "sessions/"):
+		return sessionKey
+	case isLockKey(rel):
+		return lockKey
+	case isHeldKind(rel):
+		return heldKey
+	}
+	return plainKey
 }
 
 // startMirror returns the coordinator's mirror, starting it on first use.
@@ -115,6 +142,7 @@ func (m *mirror) load(ctx context.Context) (int64, error) {
 	defer m.mu.Unlock()
 	m.entries = make(map[string]entry)
 	m.named = make(map[shard.SessionID]int)
+	m.live = make(map[shard.SessionID]bool)
 	m.deaths = make(map[shard.SessionID]int64)
 	for _, r := range resp.Responses {
 		for _, kv := range r.GetResponseRange().Kvs {
@@ -124,7 +152,7 @@ func (m *mirror) load(ctx context.Context) (int64, error) {
 		}
 	}
 	for s := range m.named {
-		if _, ok := m.entries[c.sessionKey(s)]; !ok {
+		if !m.live[s] {
 			m.deaths[s] = rev
 		}
 	}
@@ -231,8 +259,12 @@ func (m *mirror) apply(events []*clientv3.Event, revision int64) {
 func (m *mirror) put(kv *mvccpb.KeyValue) {
 	key := string(kv.Key)
 	m.remove(key)
-	e := entry{kv: kv}
-	if isHeldKind(strings.TrimPrefix(key, m.c.keys.Dir())) {
+	rel := strings.TrimPrefix(key, m.c.keys.Dir())
+	e := entry{kv: kv, kind: kindOf(rel)}
+	switch e.kind {
+	case sessionKey:
+		m.live[shard.SessionID(strings.TrimPrefix(rel, "sessions/"))] = true
+	case heldKey, lockKey:
 		e.env, e.ok = unwrap(kv.Value)
 		if e.ok && e.env.Session != "" {
 			m.named[e.env.Session]++
@@ -248,6 +280,9 @@ func (m *mirror) remove(key string) {
 		return
 	}
 	delete(m.entries, key)
+	if old.kind == sessionKey {
+		delete(m.live, shard.SessionID(strings.TrimPrefix(key, m.c.keys.Dir()+"sessions/")))
+	}
 	if s := old.env.Session; old.ok && s != "" {
 		if m.named[s]--; m.named[s] <= 0 {
 			delete(m.named, s)
@@ -287,26 +322,26 @@ func (m *mirror) state() (rev, progress int64, err error, changed <-chan struct{
 func (m *mirror) pairs() (pairs []*fleetkeys.Pair, index uint64, unreadable []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	dir := m.c.keys.Dir()
 	pairs = make([]*fleetkeys.Pair, 0, len(m.entries))
 	for key, e := range m.entries {
-		rel := strings.TrimPrefix(key, dir)
-		if strings.HasPrefix(rel, "sessions/") {
+		if e.kind == sessionKey {
 			continue
 		}
 		p := &fleetkeys.Pair{Key: key, Value: e.kv.Value, Index: uint64(e.kv.ModRevision)}
-		if isHeldKind(rel) {
+		if e.kind == heldKey || e.kind == lockKey {
 			switch {
+			case !e.ok && e.kind == lockKey:
+				p.Session = unreadableHolder
+				unreadable = append(unreadable, key)
 			case !e.ok:
-				p.Session = unreadableAs(rel)
 				unreadable = append(unreadable, key)
 			case e.env.Session == "":
 				p.Value = e.env.Value
 			default:
 				p.Value = e.env.Value
-				if _, live := m.entries[m.c.sessionKey(e.env.Session)]; live {
+				if m.live[e.env.Session] {
 					p.Session = e.env.Session
-				} else if death := m.deaths[e.env.Session]; isLockKey(rel) && death > e.kv.ModRevision {
+				} else if death := m.deaths[e.env.Session]; e.kind == lockKey && death > e.kv.ModRevision {
 					p.Index = uint64(death)
 				}
 			}
