@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
 	"github.com/shardlease/shardlease/shard/etcd"
@@ -190,10 +191,10 @@ func (f memberFlags) check(required, own []error, libs ...func() error) error {
 }
 
 // prefixProblem is what is wrong with a fleet prefix that the coordinator
-// does not check itself, or nil.
+// does not check itself (fleetkeys.PrefixProblem, as --prefix), or nil.
 func prefixProblem(prefix string) error {
-	if strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") {
-		return fmt.Errorf("--prefix %q must not start or end with '/'", prefix)
+	if p := fleetkeys.PrefixProblem(prefix); p != "" {
+		return errors.New("--" + p)
 	}
 	return nil
 }

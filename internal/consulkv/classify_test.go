@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -89,21 +88,6 @@ func TestRequestTimeoutCause(t *testing.T) {
 	stop(lost)
 	if _, ok := consulkv.TimedOut(ctx); ok || !errors.Is(consulkv.CallerCause(ctx), lost) {
 		t.Fatalf("caller ended: CallerCause = %v, want %v", consulkv.CallerCause(ctx), lost)
-	}
-}
-
-func TestValidPrefix(t *testing.T) {
-	for prefix, want := range map[string]string{
-		"shardlease/orders": "",
-		"":                  "prefix is empty",
-		"/fleet":            `prefix "/fleet" must not`,
-		"fleet/":            `prefix "fleet/" must not`,
-		"my fleet":          `prefix "my fleet" must not`,
-	} {
-		got := consulkv.ValidPrefix(prefix)
-		if (want == "") != (got == "") || (want != "" && !strings.Contains(got, want)) {
-			t.Errorf("ValidPrefix(%q) = %q, want %q", prefix, got, want)
-		}
 	}
 }
 

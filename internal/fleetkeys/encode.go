@@ -15,13 +15,14 @@ import (
 // The values every engine writes the same way, checked before anything is
 // written.
 
-// PrefixProblem is what is wrong with a fleet's key prefix, "" if nothing.
+// PrefixProblem is what is wrong with a fleet's key prefix, "" if nothing:
+// one rule for every engine, so that a fleet can move between them.
 func PrefixProblem(prefix string) string {
 	switch {
 	case prefix == "":
-		return "no Prefix: name the fleet's key prefix, e.g. shardlease/orders"
-	case strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/"):
-		return fmt.Sprintf("prefix %q must not start or end with '/'", prefix)
+		return "prefix is empty: name the fleet's key prefix, e.g. shardlease/orders"
+	case strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") || strings.ContainsAny(prefix, " \t\n"):
+		return fmt.Sprintf("prefix %q must not start or end with '/' or contain spaces", prefix)
 	case !utf8.ValidString(prefix) || strings.IndexByte(prefix, 0) >= 0:
 		return fmt.Sprintf("prefix %q must be valid UTF-8 without NUL bytes", prefix)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
 )
@@ -61,7 +62,7 @@ func (c Config) Validate() error {
 		}
 		problems = append(problems, c.Connection.Problems()...)
 	}
-	if p := consulkv.ValidPrefix(c.Prefix); p != "" {
+	if p := fleetkeys.PrefixProblem(c.Prefix); p != "" {
 		problems = append(problems, p)
 	}
 	if c.RequestTimeout < 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/shardlease/shardlease/internal/consulkv"
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -136,7 +137,7 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	var problems []string
-	if p := consulkv.ValidPrefix(c.Prefix); p != "" {
+	if p := fleetkeys.PrefixProblem(c.Prefix); p != "" {
 		problems = append(problems, p)
 	}
 	if c.Liveness != LivenessCheck && c.Liveness != LivenessTTL {
