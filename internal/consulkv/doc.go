@@ -21,7 +21,7 @@
 //     not come back); ClassifyRefusal: why one operation of a rolled-back
 //     transaction failed.
 //   - Batches: transactions of at most MaxTxnOps operations (and a byte
-//     budget); ValidPrefix: the KV prefix rule; DefaultRequestTimeout and
+//     budget); DefaultRequestTimeout and
 //     WithRequestTimeout, whose context cause tells the request timeout
 //     from the caller's own end.
 //
