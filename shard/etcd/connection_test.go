@@ -240,4 +240,28 @@ func TestRequestCounter(t *testing.T) {
 	if rc.Total() != 5 {
 		t.Errorf("%d requests in all, want 5: %v", rc.Total(), got)
 	}
+
+	// Received counts what comes back: a 10,000-byte value read once is
+	// that value, its key and the reply's header, framed.
+	value := strings.Repeat("v", 10000)
+	if _, err := cli.Put(t.Context(), "counted", value); err != nil {
+		t.Fatal(err)
+	}
+	before := rc.Received()
+	if _, err := cli.Get(t.Context(), "counted"); err != nil {
+		t.Fatal(err)
+	}
+	if n := rc.Received() - before; n < 10000 || n > 10100 {
+		t.Errorf("a Get of a 10,000-byte value received %d bytes, want 10,000 and its key, header and framing (under 10,100)", n)
+	}
+	// And a watch's events, received on a stream.
+	put, err := cli.Put(t.Context(), "watched", value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = rc.Received()
+	<-cli.Watch(t.Context(), "watched", clientv3.WithRev(put.Header.Revision))
+	if n := rc.Received() - before; n < 10000 {
+		t.Errorf("a watch event of a 10,000-byte value received %d bytes, want at least 10,000", n)
+	}
 }

@@ -90,6 +90,12 @@ func leaseSeconds(ttl time.Duration) int64 {
 	return int64(math.Ceil(ttl.Seconds()))
 }
 
+// LeaseTTL is the TTL of the lease behind a session asked for with TTL
+// ttl: ttl rounded up to whole seconds (etcd may raise it further to its
+// own minimum). A crashed worker's shards are free once this has passed
+// since its last renewal, and its lock-delay after that.
+func LeaseTTL(ttl time.Duration) time.Duration { return time.Duration(leaseSeconds(ttl)) * time.Second }
+
 // Create grants a lease of the spec's TTL and writes the session key
 // attached to it; the key is written only if the lease is still alive,
 // and a key that cannot be written revokes the lease.
