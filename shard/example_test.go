@@ -35,5 +35,5 @@ func ExampleConfig_IDs() {
 	// Output:
 	// [stream/shard-000 stream/shard-001 stream/shard-002]
 	// [invoices-000 invoices-001]
-	// shard: invalid fleet config: shard count 0 is out of range: want 1..65536
+	// shard: invalid fleet config: shard count 0 is out of range: want 1..131072
 }

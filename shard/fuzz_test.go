@@ -77,7 +77,7 @@ func FuzzConfig(f *testing.F) {
 	f.Add([]byte(`{"shards":8}`))
 	f.Add([]byte(`{"shards":0,"name":"/x"}`))
 	f.Add([]byte(`{"shards":1000,"name":"a b"}`))
-	f.Add([]byte(`{"shards":65537}`))
+	f.Add([]byte(`{"shards":131073}`))
 	f.Add([]byte(`{"shards":-1,"name":"x/"}`))
 	f.Add([]byte(`{"shards":"12"}`))
 	f.Add([]byte(`[]`))

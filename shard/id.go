@@ -15,10 +15,12 @@ type ID string
 // coordinator lost its history, once the generation was raised.
 type Token uint64
 
-// MaxShards bounds the shard count of a fleet. Consul's KV and the planner are
-// both comfortable well beyond it; the bound exists so that a typo (an extra
-// zero or two) is refused instead of creating a million lock keys.
-const MaxShards = 65536
+// MaxShards bounds the shard count of a fleet: 131,072, room for a fleet of
+// 100,000 shards. The bound exists so that a typo (an extra zero) is refused
+// instead of creating a million lock keys, and so that a worker's
+// assignment, however scattered its shards, stays inside Consul's 512 KiB
+// value limit (every other shard of 131,072 encodes in about 400 KB).
+const MaxShards = 1 << 17
 
 // Config is the fleet's shard set and settings, written once under the fleet's
 // prefix and checked by every worker that joins.

@@ -78,7 +78,7 @@ func TestConfigValidateNamesTheValue(t *testing.T) {
 		want string
 	}{
 		{Config{Shards: 0}, "shard count 0"},
-		{Config{Shards: MaxShards + 1}, "shard count 65537"},
+		{Config{Shards: MaxShards + 1}, "shard count 131073"},
 		{Config{Shards: 4, Name: "/abs"}, `"/abs"`},
 		{Config{Shards: 4, Name: "has space"}, `"has space"`},
 		{Config{Shards: 4, Protocol: -2}, "protocol -2"},

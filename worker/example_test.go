@@ -82,5 +82,5 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// worker: invalid config: worker id "w 1" must not contain '/' or spaces; shard: invalid fleet config: shard count 0 is out of range: want 1..65536; shard: invalid lease policy: 2 × renew 1s + pause 0s = 2s exceeds ttl 1s by 1s; coordinator is nil; offset store is nil; handler is nil
+	// worker: invalid config: worker id "w 1" must not contain '/' or spaces; shard: invalid fleet config: shard count 0 is out of range: want 1..131072; shard: invalid lease policy: 2 × renew 1s + pause 0s = 2s exceeds ttl 1s by 1s; coordinator is nil; offset store is nil; handler is nil
 }

@@ -316,7 +316,7 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 				problem(kv.Key, "shard key without a shard id")
 				continue
 			}
-			if set != nil && !set.IDs[id] {
+			if set != nil && !set.Has(id) {
 				problem(kv.Key, "not one of the fleet's shards; ignored")
 				if kv.Session != "" {
 					outside = append(outside, id)

@@ -30,13 +30,28 @@ func namesOf(c shard.Config) names {
 // index returns the index of id among the fleet's shards. It is the inverse
 // of id: an ID is accepted only in exactly the form IDs writes it.
 func (n names) index(id shard.ID) (int, error) {
-	digits, ok := strings.CutPrefix(string(id), n.name+"-")
-	i, err := strconv.Atoi(digits)
-	if !ok || err != nil || i < 0 || i >= n.shards || n.id(i) != id {
+	s := string(id)
+	// Every index is padded to the same width, so an ID of the fleet is
+	// its name, a dash and exactly width digits below the shard count.
+	ok := len(s) == len(n.name)+1+n.width && strings.HasPrefix(s, n.name) && s[len(n.name)] == '-'
+	i := 0
+	for _, c := range []byte(s[min(len(n.name)+1, len(s)):]) {
+		if !ok || c < '0' || c > '9' {
+			ok = false
+			break
+		}
+		i = i*10 + int(c-'0')
+	}
+	if !ok || i >= n.shards {
 		return 0, fmt.Errorf("%w: %q is not one of the %d shards %s-…", shard.ErrUnknownShard, id, n.shards, n.name)
 	}
 	return i, nil
 }
+
+// ShardIndex returns the index of id among c's shards, or an error
+// wrapping shard.ErrUnknownShard when id is not one of them exactly as
+// Config.IDs writes it.
+func ShardIndex(c shard.Config, id shard.ID) (int, error) { return namesOf(c).index(id) }
 
 // id returns the ID of shard i exactly as IDs formats it.
 func (n names) id(i int) shard.ID {

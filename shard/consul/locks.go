@@ -78,11 +78,8 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 		}
 	}
 	if set != nil {
-		for _, a := range want {
-			if sh, ok := a.Lock.Shard(); ok && !set.IDs[sh] {
-				return nil, fmt.Errorf("%w: %q is not one of the fleet's %d shards named %q",
-					shard.ErrUnknownShard, sh, set.Config.Shards, set.Config.Name)
-			}
+		if err := set.Unknown(want); err != nil {
+			return nil, err
 		}
 	}
 
