@@ -52,9 +52,12 @@ type Config struct {
 // campaigns with the worker's session and, while it holds the role, lists
 // the fleet, decides with rebalance.Step and writes the assignments.
 type Assignor struct {
-	cfg    Config
-	log    *zap.Logger
-	m      *metrics
+	cfg Config
+	log *zap.Logger
+	m   *metrics
+	// shards are the fleet's IDs while this worker leads, made when it
+	// starts to: every worker has an Assignor, and a process of many
+	// workers of a large fleet would otherwise keep them all many times.
 	shards []shard.ID
 	loads  loads
 	// unplaceable is the last set of shards the rules stranded, logged
@@ -96,7 +99,7 @@ func New(cfg Config) (*Assignor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Assignor{cfg: cfg, log: cfg.Logger, m: m, shards: cfg.Fleet.IDs(), loads: loads{weight: cfg.ShardWeight}}, nil
+	return &Assignor{cfg: cfg, log: cfg.Logger, m: m, loads: loads{weight: cfg.ShardWeight}}, nil
 }
 
 // StuckAfter is the StuckAfter the assignor judges by under lease policy

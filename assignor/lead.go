@@ -28,7 +28,9 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	a.m.leading.Set(1)
 	a.m.epoch.Set(float64(epoch))
 	a.leading.Store(uint64(epoch))
+	a.shards = a.cfg.Fleet.IDs()
 	defer func() {
+		a.shards = nil
 		a.leading.Store(0)
 		a.m.left()
 	}()
