@@ -141,7 +141,7 @@ func (lp *loop) run(ctx context.Context) error {
 		case <-shifts:
 			lp.onLoadShift(time.Now(), loadTick)
 		case e := <-lp.exits:
-			lp.onExit(e)
+			lp.onExits(append([]exit{e}, lp.pendingExits()...))
 			lp.reconcile()
 			lp.reportStandbys(live, time.Now(), standbyTick)
 		}

@@ -104,25 +104,57 @@ func (lp *loop) release(ids []shard.ID, why shard.Reason) {
 	lp.w.m.releases.WithLabelValues(why.String()).Add(float64(len(ids)))
 }
 
-func (lp *loop) onExit(e exit) {
-	r, ok := lp.runners[e.shard]
-	if !ok || r.claim.Token != e.token {
-		return
+// pendingExits takes the exits already waiting, without blocking: the
+// handlers of a worker that gave up many shards at once end together,
+// and their shards are released in one call rather than one each.
+func (lp *loop) pendingExits() []exit {
+	var out []exit
+	for {
+		select {
+		case e := <-lp.exits:
+			out = append(out, e)
+		default:
+			return out
+		}
 	}
-	delete(lp.runners, e.shard)
-	if r.drainTimer != nil {
-		r.drainTimer.Stop()
+}
+
+// onExits ends the runners of exits and releases what they held: a
+// revoked shard for why it was revoked, a shard whose fence was refused as
+// lost (and held back before it is acquired again). One Release call per
+// reason.
+func (lp *loop) onExits(exits []exit) {
+	var reasons []shard.Reason
+	release := map[shard.Reason][]shard.ID{}
+	add := func(why shard.Reason, id shard.ID) {
+		if _, ok := release[why]; !ok {
+			reasons = append(reasons, why)
+		}
+		release[why] = append(release[why], id)
 	}
-	switch {
-	case r.state == ShardRevoking:
-		lp.release([]shard.ID{e.shard}, r.revokeBy)
-	case e.err != nil:
-		lp.w.m.losses.WithLabelValues("fence_rejected").Inc()
-		lp.release([]shard.ID{e.shard}, shard.ReasonLost)
-		lp.fenceRefused(e.shard)
+	for _, e := range exits {
+		r, ok := lp.runners[e.shard]
+		if !ok || r.claim.Token != e.token {
+			continue
+		}
+		delete(lp.runners, e.shard)
+		if r.drainTimer != nil {
+			r.drainTimer.Stop()
+		}
+		switch {
+		case r.state == ShardRevoking:
+			add(r.revokeBy, e.shard)
+		case e.err != nil:
+			lp.w.m.losses.WithLabelValues("fence_rejected").Inc()
+			add(shard.ReasonLost, e.shard)
+			lp.fenceRefused(e.shard)
+		}
+		if e.err == nil {
+			delete(lp.fenced, e.shard) // it fenced: a later refusal starts the pauses afresh
+		}
 	}
-	if e.err == nil {
-		delete(lp.fenced, e.shard) // it fenced: a later refusal starts the pauses afresh
+	for _, why := range reasons {
+		lp.release(release[why], why)
 	}
 	lp.publish()
 }
@@ -130,7 +162,7 @@ func (lp *loop) onExit(e exit) {
 // endOverdue reports revoked claims whose handlers overran the drain
 // timeout. Their authority already ended then (revoke's timer): Claim.Lost
 // closed, commits are refused, a shardd run child was killed. The lock
-// stays held until the handler returns (onExit releases it then), because
+// stays held until the handler returns (onExits releases it then), because
 // releasing it under a running handler would let the next owner start
 // beside it.
 func (lp *loop) endOverdue() {
