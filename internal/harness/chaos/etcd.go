@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardlease/shardlease/admin"
 	"github.com/shardlease/shardlease/internal/harness/etcdtest"
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
 	"github.com/shardlease/shardlease/shard/etcd"
 )
 
@@ -33,27 +34,11 @@ func (f *Fleet) kinds() []Kind {
 }
 
 // etcdCoordinator is a third party's coordinator of the fleet on etcd,
-// through every member directly (never a worker's proxy); close closes
-// its client too. It never deletes dead member keys (the workers' own
-// watches do).
-type etcdCoordinator struct {
-	*etcd.Coordinator
-	cli *clientv3.Client
-}
-
-func (c etcdCoordinator) Close() { c.Coordinator.Close(); _ = c.cli.Close() }
-
-func (f *Fleet) etcdCoordinator() (etcdCoordinator, error) {
-	cli, err := etcd.Connection{Endpoints: f.cfg.Etcd.Endpoints()}.Dial(nil)
-	if err != nil {
-		return etcdCoordinator{}, err
-	}
-	c, err := etcd.New(etcd.Config{Client: cli, Prefix: f.cfg.Prefix, MemberGrace: time.Hour})
-	if err != nil {
-		_ = cli.Close()
-		return etcdCoordinator{}, err
-	}
-	return etcdCoordinator{Coordinator: c, cli: cli}, nil
+// through every member directly (never a worker's proxy), with a client
+// of its own. It never deletes dead member keys (the workers' own watches
+// do).
+func (f *Fleet) etcdCoordinator() (*procfleet.EtcdCoordinator, error) {
+	return procfleet.DialEtcd(etcd.Connection{Endpoints: f.cfg.Etcd.Endpoints()}, etcd.Config{Prefix: f.cfg.Prefix, MemberGrace: time.Hour})
 }
 
 // etcdOperator is an operator of the fleet on etcd.
