@@ -12,7 +12,7 @@ import (
 // rows, because api.Lock has nothing to compare: no assignment a worker
 // could be stuck in, no assignor to keep a restarting worker's shards, no
 // load to balance (skewed-load compares with count balance instead).
-var noBaseline = map[string]bool{"stuck-worker": true, "rolling-restart": true, "skewed-load": true, "zone-outage": true, "zone-drain": true, "warm-moves": true}
+var noBaseline = map[string]bool{"stuck-worker": true, "rolling-restart": true, "skewed-load": true, "zone-outage": true, "zone-drain": true, "warm-moves": true, "engines": true}
 
 // checkAssignorRows checks, in a --small run of every scenario, the rows
 // about the assignor itself (docs/benchmarks.md, "Results"): each is there
@@ -54,5 +54,37 @@ func checkAssignorRows(t *testing.T, rep bench.Report) {
 		if found != 1 {
 			t.Errorf("%d %s rows of %s matching %q, want 1", found, tc.system, tc.scenario, tc.metric)
 		}
+	}
+}
+
+// checkEngineRows checks, in a --small run of every scenario, that the
+// engines scenario measured each of its measures on both engines side by
+// side: every etcd row right after its Consul twin, with its ratios to it.
+// It asserts nothing about time.
+func checkEngineRows(t *testing.T, rep bench.Report) {
+	t.Helper()
+	var consul, etcd int
+	for i, r := range rep.Results {
+		if r.Scenario != "engines" {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(r.Metric, ", on Consul") || strings.Contains(r.Metric, ", on Consul,"):
+			consul++
+		case strings.HasSuffix(r.Metric, ", on etcd") || strings.Contains(r.Metric, ", on etcd,"):
+			etcd++
+			twin := strings.Replace(r.Metric, ", on etcd", ", on Consul", 1)
+			if i == 0 || rep.Results[i-1].Metric != twin {
+				t.Errorf("engines: etcd row %q does not follow its Consul twin", r.Metric)
+			}
+			if _, ok := r.Extra["ratio_to_consul_p50"]; !ok {
+				t.Errorf("engines: etcd row %q has no ratio to Consul: %v", r.Metric, r.Extra)
+			}
+		default:
+			t.Errorf("engines: row %q names no engine", r.Metric)
+		}
+	}
+	if etcd == 0 || etcd != consul {
+		t.Errorf("engines: %d rows on etcd, %d on Consul; want the same measures on both", etcd, consul)
 	}
 }

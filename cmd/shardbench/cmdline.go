@@ -36,6 +36,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("shardbench", flag.ContinueOnError)
 	spec := fs.String("scenario", "", "scenarios to run: all, or comma-separated names (see below)")
 	addr := fs.String("consul", "", "HTTP address of a Consul agent to use (default: start a dev agent from bin/consul)")
+	etcdEndpoints := fs.String("etcd", "", "comma-separated endpoints of an etcd to use for the scenarios that run on etcd (default: start one member from bin/etcd when one needs it)")
 	trials := fs.Int("trials", 5, "repetitions of each measurement; p50/p99/max are taken over them (the crash and stop rows run at least 20 unless --small)")
 	small := fs.Bool("small", false, "CI smoke sizes: a few workers and shards, short windows (its figures are not results)")
 	postgres := fs.String("postgres", "", "PostgreSQL DSN for commit-throughput's postgres rows and stream-e2e (default: start a throwaway cluster from the installed binaries)")
@@ -70,7 +71,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer agent.Stop()
-	env := &bench.Env{Consul: agent.Config, Trials: *trials, Small: *small, Log: stderr, PostgresDSN: *postgres}
+	etcd := bench.NewEtcdSource(splitList(*etcdEndpoints), stderr)
+	defer etcd.Stop()
+	env := &bench.Env{Consul: agent.Config, Trials: *trials, Small: *small, Log: stderr, PostgresDSN: *postgres, Etcd: etcd}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
 		if err != nil {
@@ -82,6 +85,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rep := bench.Report{Machine: bench.DescribeMachine(agent), Trials: *trials, Small: *small, Started: time.Now().UTC(), Commit: sourceCommit()}
 	selected.Run(ctx, env, &rep)
 	return finish(rep, outputs{json: *asJSON, markdown: *markdown, docs: *docs, check: *check}, stdout, stderr)
+}
+
+// splitList is a comma-separated flag's values, blanks dropped.
+func splitList(v string) []string {
+	var out []string
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // outputs are where a run's report goes and whether its goals decide the

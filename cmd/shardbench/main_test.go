@@ -119,6 +119,7 @@ func TestAllScenariosSmoke(t *testing.T) {
 		}
 	}
 	checkAssignorRows(t, rep)
+	checkEngineRows(t, rep)
 	// --docs wrote the run's JSON, its plot and the section rendered from
 	// that JSON, whose numbers are all the run's.
 	p := bench.DocsFor(doc)

@@ -7,6 +7,7 @@ import (
 	"github.com/shardlease/shardlease/internal/bench/committhroughput"
 	"github.com/shardlease/shardlease/internal/bench/coordinatorload"
 	"github.com/shardlease/shardlease/internal/bench/crashfailover"
+	"github.com/shardlease/shardlease/internal/bench/engines"
 	"github.com/shardlease/shardlease/internal/bench/gracefulhandoff"
 	"github.com/shardlease/shardlease/internal/bench/lockops"
 	"github.com/shardlease/shardlease/internal/bench/rollingrestart"
@@ -37,4 +38,5 @@ var scenarios = bench.Suite{
 	stuckworker.Scenario,
 	streame2e.Scenario,
 	skewedload.Scenario,
+	engines.Scenario,
 }

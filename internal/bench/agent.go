@@ -60,7 +60,7 @@ func ObtainConsul(ctx context.Context, addr string, log io.Writer) (*Agent, erro
 			return nil, err // a binary named explicitly is not built
 		}
 		fmt.Fprintf(log, "shardbench: %v\nshardbench: building it with scripts/consul.sh (several minutes on a cold cache) …\n", err)
-		if err := buildConsul(ctx, log); err != nil {
+		if err := buildServer(ctx, log, "consul", consultest.FindBinary); err != nil {
 			return nil, err
 		}
 	}
@@ -82,18 +82,20 @@ func ObtainConsul(ctx context.Context, addr string, log io.Writer) (*Agent, erro
 	return a, nil
 }
 
-// buildConsul runs scripts/consul.sh from the module root.
-func buildConsul(ctx context.Context, log io.Writer) error {
+// buildServer runs scripts/NAME.sh from the module root (consul.sh,
+// etcd.sh) and checks with find that it built the binary.
+func buildServer(ctx context.Context, log io.Writer, name string, find func() (string, error)) error {
 	root, err := consultest.ModuleRoot()
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "consul.sh"))
+	script := filepath.Join("scripts", name+".sh")
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, script))
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, log, log
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building consul with scripts/consul.sh: %w", err)
+		return fmt.Errorf("building %s with %s: %w", name, script, err)
 	}
-	_, err = consultest.FindBinary()
+	_, err = find()
 	return err
 }
 

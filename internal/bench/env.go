@@ -20,7 +20,17 @@ type Env struct {
 	// PostgresDSN is --postgres, the PostgreSQL of commit-throughput and
 	// stream-e2e: "" starts a throwaway cluster for the scenario.
 	PostgresDSN string
+	// Etcd is the run's etcd, for the scenarios that run a fleet on it
+	// (--etcd, or one started on first use).
+	Etcd *EtcdSource
 }
+
+// The engines a shardlease fleet runs on: Consul (every scenario's), and
+// etcd (the engines scenario's side-by-side rows).
+const (
+	EngineConsul = "Consul"
+	EngineEtcd   = "etcd"
+)
 
 // Logf writes one progress line.
 func (e *Env) Logf(format string, args ...any) {

@@ -11,8 +11,8 @@ import (
 	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/apilock"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
+	"github.com/shardlease/shardlease/internal/reqcount"
 	"github.com/shardlease/shardlease/shard"
-	"github.com/shardlease/shardlease/shard/consul"
 )
 
 // The baselines are internal/harness/apilock's workers: api.Lock with
@@ -90,7 +90,7 @@ func (f *Baseline) Add(ctx context.Context, id string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	f.workers.start(ctx, id, sev, func(ctx context.Context) {
+	f.workers.start(ctx, id, sev, nil, func(ctx context.Context) {
 		_ = apilock.Run(ctx, cfg, nil) // validated above
 		conns.CloseIdleConnections()
 	})
@@ -133,9 +133,8 @@ func (f *Baseline) View(ctx context.Context, after uint64) (procfleet.View, erro
 }
 
 // Requests are the request counters of the fleet's current workers.
-func (f *Baseline) Requests() []*consul.RequestCounter {
-	var out []*consul.RequestCounter
-	f.workers.each(func(t *requestTap) { out = append(out, &t.RequestCounter) })
+func (f *Baseline) Requests() []*reqcount.Counter {
+	out, _ := f.workers.counters()
 	return out
 }
 

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -41,6 +42,9 @@ const (
 	largePrefix     = 1000
 )
 
+// ErrNotReached: a fleet did not reach the state waited for in time.
+var ErrNotReached = errors.New("not reached")
+
 // WaitFor follows f's views (shard.Follow) until cond holds and returns
 // the view that satisfied it and when it was seen, or an error after
 // within.
@@ -77,8 +81,8 @@ func WaitFor(ctx context.Context, f Fleet, within time.Duration, what string, co
 		return time.Time{}, nil
 	})
 	if seen.IsZero() {
-		return last, time.Time{}, fmt.Errorf("%s: %s not reached within %v (last seen: %d shards owned, %d members, max−min %d)",
-			f.System(), what, within, len(last.Owners), len(last.Members), last.Spread())
+		return last, time.Time{}, fmt.Errorf("%s: %w: %s within %v (last seen: %d shards owned, %d members, max−min %d)",
+			f.System(), ErrNotReached, what, within, len(last.Owners), len(last.Members), last.Spread())
 	}
 	return last, seen, nil
 }

@@ -3,14 +3,26 @@ package fleet
 import (
 	"context"
 	"sync"
+
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
+	"github.com/shardlease/shardlease/internal/reqcount"
+	"github.com/shardlease/shardlease/shard/etcd"
 )
 
 // inprocWorker is one worker in this process: its transport, which a
 // crash cuts, and how to end it.
 type inprocWorker struct {
-	sev    *severable
+	sev    *severable // on Consul
+	etcd   *etcdLink  // on etcd
 	cancel context.CancelFunc
 	done   chan struct{} // closed when its run has returned
+}
+
+// etcdLink is an in-process worker's client of etcd: what it counts, and
+// its coordinator, whose client a crash closes.
+type etcdLink struct {
+	requests etcd.RequestCounter
+	coord    *procfleet.EtcdCoordinator
 }
 
 // inprocWorkers are a fleet's workers in this process (Shardlease's and
@@ -24,9 +36,9 @@ type inprocWorkers struct {
 // start runs worker id until it is crashed or stopped: run gets a context
 // that outlives ctx (the Add's) and ends with Crash, Stop or Close, and
 // sev, the worker's transport.
-func (s *inprocWorkers) start(ctx context.Context, id string, sev *severable, run func(ctx context.Context)) {
+func (s *inprocWorkers) start(ctx context.Context, id string, sev *severable, link *etcdLink, run func(ctx context.Context)) {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w := &inprocWorker{sev: sev, cancel: cancel, done: make(chan struct{})}
+	w := &inprocWorker{sev: sev, etcd: link, cancel: cancel, done: make(chan struct{})}
 	s.mu.Lock()
 	if s.workers == nil {
 		s.workers = map[string]*inprocWorker{}
@@ -47,7 +59,11 @@ func (s *inprocWorkers) crash(id string) bool {
 	if w == nil {
 		return false
 	}
-	w.sev.sever()
+	if w.sev != nil {
+		w.sev.sever()
+	} else {
+		w.etcd.coord.Close() // its lease is kept alive no more, nor revoked
+	}
 	w.cancel() // its run now fails every call and returns
 	s.reaping.Add(1)
 	go func() { defer s.reaping.Done(); <-w.done }()
@@ -77,11 +93,28 @@ func (s *inprocWorkers) close() {
 // list of its own.
 func (s *inprocWorkers) ids() []string { return members(&s.mu, s.workers) }
 
-// each calls fn with every worker's request tap, under the lock.
+// each calls fn with every Consul worker's request tap, under the lock.
 func (s *inprocWorkers) each(fn func(t *requestTap)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, w := range s.workers {
-		fn(&w.sev.requests)
+		if w.sev != nil {
+			fn(&w.sev.requests)
+		}
 	}
+}
+
+// counters returns every worker's request counter, and the bytes the
+// workers have read so far, on either engine.
+func (s *inprocWorkers) counters() (requests []*reqcount.Counter, received int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.workers {
+		if w.sev != nil {
+			requests, received = append(requests, &w.sev.requests.Counter), received+w.sev.requests.received.load()
+		} else {
+			requests, received = append(requests, &w.etcd.requests.Counter), received+w.etcd.requests.Received()
+		}
+	}
+	return requests, received
 }

@@ -53,6 +53,22 @@ type Procs struct {
 // baseline tuned to it, or the default baseline (quick or not). extra are
 // every worker's further arguments.
 func NewProcs(env *bench.Env, system, scenario string, shards int, policy shard.LeasePolicy, quick bool, extra ...string) (*Procs, error) {
+	return newProcs(env, bench.EngineConsul, system, scenario, shards, policy, quick, extra...)
+}
+
+// newProcs is NewProcs on engine: etcd runs shardlease's workers only (the
+// baselines are api.Lock, Consul's).
+func newProcs(env *bench.Env, engine, system, scenario string, shards int, policy shard.LeasePolicy, quick bool, extra ...string) (*Procs, error) {
+	var endpoints []string
+	if engine == bench.EngineEtcd {
+		if system != bench.SystemShardlease {
+			return nil, fmt.Errorf("%s runs on Consul only, not on etcd", system)
+		}
+		var err error
+		if endpoints, err = env.Etcd.Endpoints(); err != nil {
+			return nil, err
+		}
+	}
 	dir, err := os.MkdirTemp("", "shardbench-procs-")
 	if err != nil {
 		return nil, err
@@ -73,11 +89,16 @@ func NewProcs(env *bench.Env, system, scenario string, shards int, policy shard.
 	if system == bench.SystemShardlease {
 		// No commits: the workers' histories hold their fences and handler
 		// runs, and the figures are the coordination's own.
-		args = []string{"worker", "--consul", addr, "--prefix", f.prefix, "--shards", strconv.Itoa(shards),
+		coordinator := []string{"--consul", addr}
+		if endpoints != nil {
+			coordinator = []string{"--etcd", strings.Join(endpoints, ",")}
+		}
+		args = append([]string{"worker"}, coordinator...)
+		args = append(args, "--prefix", f.prefix, "--shards", strconv.Itoa(shards),
 			"--ttl", policy.TTL.String(), "--renew", policy.RenewEvery.String(), "--pause-budget", policy.PauseBudget.String(),
 			"--lock-delay", policy.EffectiveLockDelay().String(), "--rate", "1", "--commit-every", "1h", "--log-level", "warn",
-			"--offsets", "memory", "--allow-local-offsets"} // the fences are not what is measured; keep them off Consul
-		if f.slObs, err = procfleet.NewObserver(env.CoordConfig(f.prefix)); err != nil {
+			"--offsets", "memory", "--allow-local-offsets") // the fences are not what is measured; keep them off the coordinator
+		if f.slObs, err = newObserver(env, endpoints, f.prefix); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}

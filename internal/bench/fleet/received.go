@@ -7,7 +7,10 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/shardlease/shardlease/internal/harness/procfleet"
+	"github.com/shardlease/shardlease/internal/reqcount"
 	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/shard/etcd"
 )
 
 // receivedBytes counts what one worker reads from Consul: every response's
@@ -45,26 +48,42 @@ func (c *countingBody) Read(p []byte) (int, error) {
 }
 
 // Received returns the bytes the fleet's current workers have read from
-// Consul so far.
+// their coordinator so far.
 func (f *Shardlease) Received() int64 {
-	var n int64
-	f.workers.each(func(t *requestTap) { n += t.received.load() })
+	_, n := f.workers.counters()
 	return n
 }
 
+// Requests are the request counters of the fleet's current workers.
+func (f *Shardlease) Requests() []*reqcount.Counter {
+	out, _ := f.workers.counters()
+	return out
+}
+
 // ListingBytes reads the fleet's whole prefix once, as every worker of
-// protocol 1 did on every change, and returns the bytes that took.
+// protocol 1 did on every change (on etcd: the mirror's first load), and
+// returns the bytes that took.
 func (f *Shardlease) ListingBytes(ctx context.Context) (int64, error) {
-	sev := newSeverable(nil)
-	cfg := f.cfg
-	cfg.WrapTransport = sev.wrap
-	c, err := consul.New(cfg)
+	var read func() int64
+	var c procfleet.Observed
+	var err error
+	if f.etcd != nil {
+		var rc etcd.RequestCounter
+		c, err = procfleet.DialEtcd(etcd.Connection{Endpoints: f.etcd, Requests: &rc}, etcd.Config{Prefix: f.cfg.Prefix})
+		read = rc.Received
+	} else {
+		sev := newSeverable(nil)
+		cfg := f.cfg
+		cfg.WrapTransport = sev.wrap
+		c, err = consul.New(cfg)
+		read = sev.requests.received.load
+	}
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
 	if _, err := c.Fleet().Watch(ctx, 0); err != nil {
-		return 0, fmt.Errorf("listing %s: %w", cfg.Prefix, err)
+		return 0, fmt.Errorf("listing %s: %w", f.cfg.Prefix, err)
 	}
-	return sev.requests.received.load(), nil
+	return read(), nil
 }

@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/shardlease/shardlease/internal/bench"
@@ -50,10 +52,21 @@ type Shape struct {
 	// Processes: each worker is a process of its own (Procs), killed with
 	// SIGKILL; otherwise the workers share this process.
 	Processes bool
+	// Engine is what shardlease's workers run on: bench.EngineConsul (or
+	// "") or bench.EngineEtcd. The baselines run on Consul only.
+	Engine string
 	// Quick runs the default baseline with a 10 s session TTL and a 1 ms
 	// lock-delay, a crashed worker's sessions destroyed by the harness,
 	// so that a smoke run ends sooner (its figures are not results).
 	Quick bool
+}
+
+// engine is s.Engine, Consul when unset.
+func (s Shape) engine() string {
+	if s.Engine == "" {
+		return bench.EngineConsul
+	}
+	return s.Engine
 }
 
 // Fast is a fleet of size on the fast-failover policy.
@@ -90,9 +103,11 @@ const SettleWithin = 2 * time.Minute
 func New(env *bench.Env, system, scenario string, shape Shape) (Fleet, error) {
 	switch {
 	case shape.Processes:
-		return NewProcs(env, system, scenario, shape.Shards, shape.Policy, shape.Quick)
+		return newProcs(env, shape.engine(), system, scenario, shape.Shards, shape.Policy, shape.Quick)
 	case system == bench.SystemShardlease:
-		return NewShardlease(env, scenario, Options{Shards: shape.Shards, Policy: shape.Policy})
+		return NewShardlease(env, scenario, Options{Engine: shape.engine(), Shards: shape.Shards, Policy: shape.Policy})
+	case shape.engine() != bench.EngineConsul:
+		return nil, fmt.Errorf("%s runs on Consul only, not on %s", system, shape.Engine)
 	}
 	return NewBaseline(env, system, scenario, shape.Shards, shape.Policy, shape.Quick)
 }
@@ -150,14 +165,47 @@ func Start(ctx context.Context, env *bench.Env, system, scenario string, shape S
 // StartOn adds size's workers to f and waits until it is ready; on error it
 // closes f.
 func StartOn(ctx context.Context, env *bench.Env, f Fleet, size Size) (*Run, error) {
-	r := &Run{Env: env, F: f, Size: size, next: 1}
-	for range size.Workers {
-		if err := r.AddWorker(ctx); err != nil {
-			f.Close()
-			return nil, err
-		}
+	return StartWithin(ctx, env, f, size, SettleWithin)
+}
+
+// StartWithin is StartOn waiting at most within for the fleet to be
+// ready; past it the error wraps ErrNotReached.
+func StartWithin(ctx context.Context, env *bench.Env, f Fleet, size Size, within time.Duration) (*Run, error) {
+	return startWithin(ctx, env, f, size, within, 1)
+}
+
+// StartTogether is StartWithin with the workers added from parallel
+// goroutines at once: a thousand workers in one process start together as
+// a thousand processes would, rather than one after another, each dialing
+// its own client first, so that the fleet's joins come in one burst.
+func StartTogether(ctx context.Context, env *bench.Env, f Fleet, size Size, within time.Duration, parallel int) (*Run, error) {
+	return startWithin(ctx, env, f, size, within, parallel)
+}
+
+func startWithin(ctx context.Context, env *bench.Env, f Fleet, size Size, within time.Duration, parallel int) (*Run, error) {
+	r := &Run{Env: env, F: f, Size: size, next: 1 + size.Workers}
+	ids := make(chan string, size.Workers)
+	for i := range size.Workers {
+		ids <- WorkerID(i + 1)
 	}
-	if err := r.Settle(ctx); err != nil {
+	close(ids)
+	errs := make([]error, parallel)
+	var wg sync.WaitGroup
+	for p := range parallel {
+		wg.Go(func() {
+			for id := range ids {
+				if errs[p] = f.Add(ctx, id); errs[p] != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, _, err := WaitFor(ctx, f, within, "a ready fleet", Ready(f, size.Shards, size.Workers)); err != nil {
 		f.Close()
 		return nil, err
 	}

@@ -9,12 +9,16 @@ import (
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
+	"github.com/shardlease/shardlease/shard/etcd"
 	"github.com/shardlease/shardlease/worker"
 	"go.uber.org/zap"
 )
 
 // Options shape a shardlease fleet.
 type Options struct {
+	// Engine is the coordinator the workers run on: bench.EngineConsul
+	// (also "") or bench.EngineEtcd, the run's etcd.
+	Engine string
 	Shards int
 	Policy shard.LeasePolicy
 	// Coordinator, if set, wraps worker id's coordinator (stuck-worker
@@ -29,12 +33,13 @@ type Options struct {
 }
 
 // Shardlease is shardlease workers in this process, each with its own
-// Consul client (and so its own connections) and session, as separate
-// processes would have.
+// Consul or etcd client (and so its own connections) and session, as
+// separate processes would have.
 type Shardlease struct {
 	env      *bench.Env
 	o        Options
-	cfg      consul.Config
+	cfg      consul.Config // on Consul; its Prefix is the fleet's on either
+	etcd     []string      // the endpoints, on etcd
 	store    *offmem.Store
 	observer *procfleet.Observer
 
@@ -48,20 +53,56 @@ func (f *Shardlease) Starts() *procfleet.StartLog { return &f.started }
 // and its observer; Add starts its workers.
 func NewShardlease(env *bench.Env, scenario string, o Options) (*Shardlease, error) {
 	cfg := env.CoordConfig(fmt.Sprintf("shardbench/%s-sl-%s", scenario, bench.RandomHex(4)))
-	observer, err := procfleet.NewObserver(cfg)
+	f := &Shardlease{env: env, o: o, cfg: cfg, store: offmem.New()}
+	switch o.Engine {
+	case "", bench.EngineConsul:
+	case bench.EngineEtcd:
+		var err error
+		if f.etcd, err = env.Etcd.Endpoints(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("engine %q: want %s or %s", o.Engine, bench.EngineConsul, bench.EngineEtcd)
+	}
+	var err error
+	if f.observer, err = newObserver(env, f.etcd, cfg.Prefix); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// newObserver is an observer of the fleet at prefix: on the run's Consul,
+// or on etcd at endpoints when given.
+func newObserver(env *bench.Env, endpoints []string, prefix string) (*procfleet.Observer, error) {
+	if endpoints == nil {
+		return procfleet.NewObserver(env.CoordConfig(prefix))
+	}
+	c, err := procfleet.DialEtcd(etcd.Connection{Endpoints: endpoints}, etcd.Config{Prefix: prefix})
 	if err != nil {
 		return nil, err
 	}
-	return &Shardlease{env: env, o: o, cfg: cfg, store: offmem.New(), observer: observer}, nil
+	return procfleet.NewObserverOn(c, prefix), nil
+}
+
+// coordinator makes a worker's coordinator, with its own client: on
+// Consul through sev, on etcd through link.
+func (f *Shardlease) coordinator() (c procfleet.Observed, sev *severable, link *etcdLink, err error) {
+	if f.etcd != nil {
+		link = &etcdLink{}
+		link.coord, err = procfleet.DialEtcd(etcd.Connection{Endpoints: f.etcd, Requests: &link.requests}, etcd.Config{Prefix: f.cfg.Prefix})
+		return link.coord, nil, link, err
+	}
+	sev = newSeverable(nil)
+	cfg := f.cfg
+	cfg.WrapTransport = sev.wrap
+	cc, err := consul.New(cfg)
+	return cc, sev, nil, err
 }
 
 func (f *Shardlease) System() string { return bench.SystemShardlease }
 
 func (f *Shardlease) Add(ctx context.Context, id string) error {
-	sev := newSeverable(nil)
-	cfg := f.cfg
-	cfg.WrapTransport = sev.wrap
-	cc, err := consul.New(cfg)
+	cc, sev, link, err := f.coordinator()
 	if err != nil {
 		return err
 	}
@@ -87,7 +128,7 @@ func (f *Shardlease) Add(ctx context.Context, id string) error {
 		cc.Close()
 		return err
 	}
-	f.workers.start(ctx, id, sev, func(ctx context.Context) {
+	f.workers.start(ctx, id, sev, link, func(ctx context.Context) {
 		if err := w.Run(ctx); err != nil && ctx.Err() == nil {
 			f.env.Logf("shardbench: worker %s ended: %v", id, err)
 		}
@@ -96,8 +137,8 @@ func (f *Shardlease) Add(ctx context.Context, id string) error {
 	return nil
 }
 
-// Crash cuts worker id's Consul connection and ends it: to Consul it is a
-// kill -9'd process.
+// Crash cuts worker id's connection and ends it: to its coordinator it is
+// a kill -9'd process.
 func (f *Shardlease) Crash(id string) { f.workers.crash(id) }
 
 // Stop ends worker id cleanly: it drains, releases every shard and

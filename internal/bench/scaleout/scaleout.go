@@ -93,8 +93,9 @@ func measure(ctx context.Context, env *bench.Env, system string, shape fleet.Sha
 	if system != bench.SystemShardlease {
 		within = baselineWindow
 	}
-	// Only shardlease's fleet counts bytes; listing is one full read of
-	// its prefix, what every worker of protocol 1 read on every change.
+	// Only shardlease's in-process fleet counts bytes; listing is one full
+	// read of its prefix, what every worker of protocol 1 read on every
+	// change.
 	sl, _ := r.F.(*fleet.Shardlease)
 	var listing int64
 	if sl != nil {
@@ -102,51 +103,11 @@ func measure(ctx context.Context, env *bench.Env, system string, shape fleet.Sha
 			return nil, err
 		}
 	}
-	var secs, moves, spreads, mbytes []float64
-	converged := 0
-	for i := range env.Trials {
-		before, err := r.F.View(ctx, 0)
-		if err != nil {
-			return nil, err
-		}
-		id := r.NextID()
-		var read0 int64
-		if sl != nil {
-			read0 = sl.Received()
-		}
-		t0 := time.Now()
-		if err := r.AddWorker(ctx); err != nil {
-			return nil, err
-		}
-		after, t1, err := fleet.WaitFor(ctx, r.F, within, fmt.Sprintf("%d workers within one of each other", r.Workers+1), fleet.Ready(&balanced{r.F}, r.Shards, r.Workers+1))
-		switch {
-		case err == nil:
-			converged++
-			secs = append(secs, t1.Sub(t0).Seconds())
-		case system != bench.SystemShardlease && ctx.Err() == nil:
-			// Expected of a baseline: it does not balance. Take the last view.
-			secs = append(secs, within.Seconds())
-			if after, err = r.F.View(ctx, 0); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, err
-		}
-		read := ""
-		if sl != nil {
-			mbytes = append(mbytes, float64(sl.Received()-read0)/bytesPerMB)
-			read = fmt.Sprintf("; the fleet read %.2f MB", mbytes[len(mbytes)-1])
-		}
-		moves = append(moves, float64(procfleet.Moved(before, after)))
-		spreads = append(spreads, float64(after.Spread()))
-		env.Logf("shardbench: %s %s %d × %d trial %d: %s joined; %d shards moved, max−min %d after %v%s",
-			scenario, system, r.Workers, r.Shards, i+1, id, procfleet.Moved(before, after), after.Spread(), time.Since(t0).Round(time.Millisecond), read)
-		// Back to the starting size for the next trial.
-		<-r.F.Stop(id)
-		if err := r.Settle(ctx); err != nil {
-			return nil, err
-		}
+	fig, err := Joins(ctx, env, scenario, r, env.Trials, within, system == bench.SystemShardlease)
+	if err != nil {
+		return nil, err
 	}
+	secs, moves, spreads, mbytes, converged := fig.Seconds, fig.Moved, fig.Spreads, fig.MB, fig.Converged
 	lo, hi := r.Shards/(r.Workers+1), (r.Shards+r.Workers)/(r.Workers+1)
 	timeRow := bench.Measured(scenario, system, shape.Metric("time until max−min <= 1"), "s", secs)
 	moveRow := bench.Measured(scenario, system, shape.Metric("shards moved"), "shards", moves).With("ideal", float64(hi))
@@ -184,3 +145,67 @@ func measure(ctx context.Context, env *bench.Env, system string, shape fleet.Sha
 type balanced struct{ fleet.Fleet }
 
 func (balanced) System() string { return bench.SystemShardlease }
+
+// JoinFigures are the samples of a join's trials, one per trial.
+type JoinFigures struct {
+	// Seconds until max−min ≤ 1 (the window, for a trial that did not
+	// get there); Moved the shards that changed owner; Spreads max−min
+	// when measured; MB what the fleet read meanwhile (shardlease's
+	// in-process fleet only).
+	Seconds, Moved, Spreads, MB []float64
+	Converged                   int // trials that reached max−min ≤ 1
+}
+
+// Joins adds a worker to r's ready fleet trials times, each time until its
+// counts are within one of each other (at most within), then stops it and
+// waits for the fleet to settle back. With mustBalance, a trial that does
+// not balance within within is an error; else (a baseline) it counts as
+// the window.
+func Joins(ctx context.Context, env *bench.Env, scenario string, r *fleet.Run, trials int, within time.Duration, mustBalance bool) (JoinFigures, error) {
+	var fig JoinFigures
+	sl, _ := r.F.(*fleet.Shardlease)
+	for i := range trials {
+		before, err := r.F.View(ctx, 0)
+		if err != nil {
+			return fig, err
+		}
+		id := r.NextID()
+		var read0 int64
+		if sl != nil {
+			read0 = sl.Received()
+		}
+		t0 := time.Now()
+		if err := r.AddWorker(ctx); err != nil {
+			return fig, err
+		}
+		after, t1, err := fleet.WaitFor(ctx, r.F, within, fmt.Sprintf("%d workers within one of each other", r.Workers+1), fleet.Ready(&balanced{r.F}, r.Shards, r.Workers+1))
+		switch {
+		case err == nil:
+			fig.Converged++
+			fig.Seconds = append(fig.Seconds, t1.Sub(t0).Seconds())
+		case !mustBalance && ctx.Err() == nil:
+			// Expected of a baseline: it does not balance. Take the last view.
+			fig.Seconds = append(fig.Seconds, within.Seconds())
+			if after, err = r.F.View(ctx, 0); err != nil {
+				return fig, err
+			}
+		default:
+			return fig, err
+		}
+		read := ""
+		if sl != nil {
+			fig.MB = append(fig.MB, float64(sl.Received()-read0)/bytesPerMB)
+			read = fmt.Sprintf("; the fleet read %.2f MB", fig.MB[len(fig.MB)-1])
+		}
+		fig.Moved = append(fig.Moved, float64(procfleet.Moved(before, after)))
+		fig.Spreads = append(fig.Spreads, float64(after.Spread()))
+		env.Logf("shardbench: %s %s %d × %d trial %d: %s joined; %d shards moved, max−min %d after %v%s",
+			scenario, r.F.System(), r.Workers, r.Shards, i+1, id, procfleet.Moved(before, after), after.Spread(), time.Since(t0).Round(time.Millisecond), read)
+		// Back to the starting size for the next trial.
+		<-r.F.Stop(id)
+		if err := r.Settle(ctx); err != nil {
+			return fig, err
+		}
+	}
+	return fig, nil
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardlease/shardlease/internal/bench"
 	"github.com/shardlease/shardlease/internal/harness/procfleet"
+	"github.com/shardlease/shardlease/internal/reqcount"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/shard/consul"
@@ -148,9 +149,9 @@ func (f *Fleet) count(r *Result, reg prometheus.Gatherer) {
 // Window counts every HTTP request the workers send over d (see
 // requestRate).
 func (f *Fleet) Window(ctx context.Context, d time.Duration) (perWorker float64, byEndpoint map[string]float64, seconds float64, err error) {
-	counters := make([]*consul.RequestCounter, len(f.workers))
+	counters := make([]*reqcount.Counter, len(f.workers))
 	for i, bw := range f.workers {
-		counters[i] = bw.requests
+		counters[i] = &bw.requests.Counter
 	}
 	return RequestRate(ctx, counters, d)
 }
@@ -158,7 +159,7 @@ func (f *Fleet) Window(ctx context.Context, d time.Duration) (perWorker float64,
 // RequestRate counts the requests of every counter (one per worker) over d
 // and returns the rate per worker per second, in total and by endpoint, and
 // the seconds actually measured.
-func RequestRate(ctx context.Context, counters []*consul.RequestCounter, d time.Duration) (perWorker float64, byEndpoint map[string]float64, seconds float64, err error) {
+func RequestRate(ctx context.Context, counters []*reqcount.Counter, d time.Duration) (perWorker float64, byEndpoint map[string]float64, seconds float64, err error) {
 	before := make([]map[string]int64, len(counters))
 	for i, c := range counters {
 		before[i] = c.Counts()

@@ -86,6 +86,24 @@ func within(v variant) time.Duration {
 	return max(30*time.Second, 3*(v.shape.Policy.TTL+v.shape.Policy.EffectiveLockDelay()))
 }
 
+// Figures are a take-away row's samples, one per trial.
+type Figures struct {
+	// Handlers: until every shard of the victim has a new handler running.
+	Handlers []float64
+	// Owned: until every shard of the victim is owned again, as the
+	// observer saw it; Freed: until the first of them left the victim.
+	Owned, Freed []float64
+	Shards       []float64 // how many the victim owned
+}
+
+// Measure takes a worker that is not the assignor's away from a
+// shardlease fleet of shape, trials times (a crash with crash, else a
+// clean stop), and returns the figures: the engines scenario's rows.
+func Measure(ctx context.Context, env *bench.Env, scenario string, crash bool, shape fleet.Shape, trials int) (Figures, error) {
+	v := variant{system: bench.SystemShardlease, pick: notAssignor, shape: shape}
+	return measure(ctx, env, v.system, scenario, crash, v.pick, v.shape, trials, within(v))
+}
+
 // Rows runs a take-away scenario's variants: a crash (SIGKILL, or the
 // Consul connection cut) with crash, else a clean stop (SIGTERM). The rows
 // of one comparison share scenario, metric and Policy: shardlease's and the
@@ -96,18 +114,12 @@ func Rows(ctx context.Context, env *bench.Env, scenario string, crash bool, p Pa
 	for _, v := range variants(p, crash) {
 		trials := max(env.Trials, p.MinTrials)
 		fig, err := measure(ctx, env, v.system, scenario, crash, v.pick, v.shape, trials, within(v))
-		if len(fig.secs) == 0 {
+		if len(fig.Owned) == 0 {
 			return rows, fmt.Errorf("%s, %s, %s: %w", v.system, v.shape.PolicyName, v.shape.Metric(v.metric), err)
 		}
-		// The time ends when the last of the victim's shards has a new
-		// handler running, as the workers report it: when work resumes.
-		// The time the observer saw every shard owned again is beside it
-		// (kv_visible_s); it lags by one listing of the prefix.
-		row := bench.Measured(scenario, v.system, v.shape.Metric(v.metric), "s", fig.handlers).With("shards_per_trial_p50", bench.Percentile(fig.shards, 50)).
-			With("first_freed_s_p50", bench.Percentile(fig.freed, 50)).With("first_freed_s_p99", bench.Percentile(fig.freed, 99)).
-			With("kv_visible_s_p50", bench.Percentile(fig.secs, 50)).With("kv_visible_s_p99", bench.Percentile(fig.secs, 99))
+		row := fig.Row(scenario, v.system, v.shape.Metric(v.metric))
 		if err != nil {
-			row = row.WithNote(fmt.Sprintf("only %d of %d trials: %v", len(fig.secs), trials, err))
+			row = row.WithNote(fmt.Sprintf("only %d of %d trials: %v", len(fig.Owned), trials, err))
 		}
 		if v.shape.Processes {
 			row = row.WithNote("each worker an OS process (crash: SIGKILL; stop: SIGTERM); the time ends at the new handlers' start lines, by the workers' wall clocks")
@@ -128,6 +140,18 @@ func Rows(ctx context.Context, env *bench.Env, scenario string, crash bool, p Pa
 		}
 	}
 	return rows, nil
+}
+
+// Row is the figures' row: the time until the new handlers run, with
+// the rest beside it.
+func (fig Figures) Row(scenario, system, metric string) bench.Result {
+	// The time ends when the last of the victim's shards has a new
+	// handler running, as the workers report it: when work resumes. The
+	// time the observer saw every shard owned again is beside it
+	// (kv_visible_s); it lags by one listing of the prefix.
+	return bench.Measured(scenario, system, metric, "s", fig.Handlers).With("shards_per_trial_p50", bench.Percentile(fig.Shards, 50)).
+		With("first_freed_s_p50", bench.Percentile(fig.Freed, 50)).With("first_freed_s_p99", bench.Percentile(fig.Freed, 99)).
+		With("kv_visible_s_p50", bench.Percentile(fig.Owned, 50)).With("kv_visible_s_p99", bench.Percentile(fig.Owned, 99))
 }
 
 // shardleaseTakeAwayGoal states a shardlease row's goal, on the fast

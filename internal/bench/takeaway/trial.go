@@ -81,8 +81,8 @@ func keepsAll(v procfleet.View, id string, lost []string) bool {
 // measure times, over the trials, from taking one worker away (crash or
 // clean stop) until its shards are owned again, for one system; a new
 // worker replaces it between trials.
-func measure(ctx context.Context, env *bench.Env, system, scenario string, crash bool, pick victimRule, shape fleet.Shape, trials int, within time.Duration) (figures, error) {
-	var fig figures
+func measure(ctx context.Context, env *bench.Env, system, scenario string, crash bool, pick victimRule, shape fleet.Shape, trials int, within time.Duration) (Figures, error) {
+	var fig Figures
 	r, err := fleet.Start(ctx, env, system, scenario, shape)
 	if err != nil {
 		return fig, err
@@ -118,10 +118,10 @@ func measure(ctx context.Context, env *bench.Env, system, scenario string, crash
 		if err != nil {
 			return fig, fmt.Errorf("%s's %d shards: %w", id, len(lost), err)
 		}
-		fig.secs = append(fig.secs, t1.Sub(t0).Seconds())
-		fig.handlers = append(fig.handlers, started.Sub(t0).Seconds())
-		fig.freed = append(fig.freed, freed.Sub(t0).Seconds())
-		fig.shards = append(fig.shards, float64(len(lost)))
+		fig.Owned = append(fig.Owned, t1.Sub(t0).Seconds())
+		fig.Handlers = append(fig.Handlers, started.Sub(t0).Seconds())
+		fig.Freed = append(fig.Freed, freed.Sub(t0).Seconds())
+		fig.Shards = append(fig.Shards, float64(len(lost)))
 		env.Logf("shardbench: %s %s trial %d: %s's %d shards owned again after %v, their new handlers all started after %v (first freed after %v)",
 			scenario, system, i+1, id, len(lost), t1.Sub(t0).Round(time.Millisecond), started.Sub(t0).Round(time.Millisecond), freed.Sub(t0).Round(time.Millisecond))
 		if stopped != nil {
@@ -158,12 +158,4 @@ func handlersStarted(ctx context.Context, l *procfleet.StartLog, lost []string, 
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-}
-
-// figures are a take-away row's samples, one per trial.
-type figures struct {
-	handlers []float64 // until every shard of the victim has a new handler running
-	secs     []float64 // until every shard of the victim is owned again
-	freed    []float64 // until the first of them left the victim
-	shards   []float64 // how many it owned
 }
