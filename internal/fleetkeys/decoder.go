@@ -258,60 +258,18 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 		d.mu.Unlock()
 	}()
 
+	// The keys are told apart by their part after the prefix, shard keys
+	// first: a large fleet's listing is nearly all shard keys, and nothing
+	// here builds a string for a key that is not a problem.
+	assignorKey := string(shard.AssignorLock)
 	for _, kv := range pairs {
-		rel := strings.TrimPrefix(kv.Key, d.Dir())
+		rel, under := strings.CutPrefix(kv.Key, d.Dir())
+		kind, worker, isReport := reportOf(rel)
 		switch {
-		case kv.Key == d.Config():
-		case kv.Key == d.Assignor():
-			snap.Assignor = DecodeLock(kv)
-			if snap.Assignor.Problem != "" {
-				snap.Problems = append(snap.Problems, snap.Assignor.Problem)
-			}
-		case kv.Key == d.Freeze():
-			var bad string
-			if snap.Freeze, bad = DecodeFreeze(kv); bad != "" {
-				snap.Problems = append(snap.Problems, bad)
-			}
-		case kv.Key == d.Policy():
-			var bad string
-			if snap.Policy, bad = DecodePolicy(kv); bad != "" {
-				snap.Problems = append(snap.Problems, bad)
-			}
-		case strings.HasPrefix(rel, "assign/"):
-			worker, part, ok := strings.Cut(strings.TrimPrefix(rel, "assign/"), "/")
-			switch {
-			case worker == "" || !ok || (part != "shards" && part != "memory"):
-				problem(kv.Key, "not an assignment key (assign/<worker>/shards or assign/<worker>/memory)")
-			case part == "shards":
-				assigned[worker] = kv
-			default:
-				memories[worker] = kv
-			}
-		case strings.HasPrefix(rel, "offsets/"), rel == "history":
-		case d.IsReport(kv.Key):
-			kind, worker, _ := d.ReportOf(kv.Key)
-			if worker == "" {
-				problem(kv.Key, "%s key without a worker id", kind)
-				continue
-			}
-			if reports[kind] == nil {
-				reports[kind] = map[string]*Pair{}
-			}
-			reports[kind][worker] = kv
-		case strings.HasPrefix(rel, "members/"):
-			id := strings.TrimPrefix(rel, "members/")
-			if id == "" {
-				problem(kv.Key, "member key without an id")
-				continue
-			}
-			m, bad := DecodeMember(id, kv)
-			if bad != "" {
-				problem(kv.Key, "%s", bad)
-				continue
-			}
-			snap.Members = append(snap.Members, m)
+		case !under:
+			problem(kv.Key, "not under the fleet prefix; ignored")
 		case strings.HasPrefix(rel, "shards/"):
-			id := shard.ID(strings.TrimPrefix(rel, "shards/"))
+			id := shard.ID(rel[len("shards/"):])
 			if id == "" {
 				problem(kv.Key, "shard key without a shard id")
 				continue
@@ -337,6 +295,54 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 				problem(kv.Key, "malformed shard value (want JSON shard.Owner): %v; lock holder %q kept, value ignored", o.err, kv.Session)
 			}
 			snap.Shards = append(snap.Shards, st)
+		case rel == "config":
+		case rel == assignorKey:
+			snap.Assignor = DecodeLock(kv)
+			if snap.Assignor.Problem != "" {
+				snap.Problems = append(snap.Problems, snap.Assignor.Problem)
+			}
+		case rel == "freeze":
+			var bad string
+			if snap.Freeze, bad = DecodeFreeze(kv); bad != "" {
+				snap.Problems = append(snap.Problems, bad)
+			}
+		case rel == "policy":
+			var bad string
+			if snap.Policy, bad = DecodePolicy(kv); bad != "" {
+				snap.Problems = append(snap.Problems, bad)
+			}
+		case strings.HasPrefix(rel, "assign/"):
+			worker, part, ok := strings.Cut(strings.TrimPrefix(rel, "assign/"), "/")
+			switch {
+			case worker == "" || !ok || (part != "shards" && part != "memory"):
+				problem(kv.Key, "not an assignment key (assign/<worker>/shards or assign/<worker>/memory)")
+			case part == "shards":
+				assigned[worker] = kv
+			default:
+				memories[worker] = kv
+			}
+		case strings.HasPrefix(rel, "offsets/"), rel == "history":
+		case isReport:
+			if worker == "" {
+				problem(kv.Key, "%s key without a worker id", kind)
+				continue
+			}
+			if reports[kind] == nil {
+				reports[kind] = map[string]*Pair{}
+			}
+			reports[kind][worker] = kv
+		case strings.HasPrefix(rel, "members/"):
+			id := strings.TrimPrefix(rel, "members/")
+			if id == "" {
+				problem(kv.Key, "member key without an id")
+				continue
+			}
+			m, bad := DecodeMember(id, kv)
+			if bad != "" {
+				problem(kv.Key, "%s", bad)
+				continue
+			}
+			snap.Members = append(snap.Members, m)
 		default:
 			problem(kv.Key, "foreign key under the fleet prefix; ignored")
 		}

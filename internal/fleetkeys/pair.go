@@ -50,7 +50,11 @@ func (l Layout) LockOf(key string) shard.Lock { return shard.Lock(strings.TrimPr
 
 // MemberOf returns the worker whose member key is key.
 func (l Layout) MemberOf(key string) (string, bool) {
-	return strings.CutPrefix(key, l.prefix+"members/")
+	rel, ok := strings.CutPrefix(key, l.prefix)
+	if !ok {
+		return "", false
+	}
+	return strings.CutPrefix(rel, "members/")
 }
 
 // IsMember reports whether key is a member key.
@@ -67,9 +71,19 @@ func (l Layout) Report(kind, worker string) string { return l.prefix + kind + "/
 
 // ReportOf returns the kind and worker of a report key.
 func (l Layout) ReportOf(key string) (kind, worker string, ok bool) {
+	rel, ok := strings.CutPrefix(key, l.prefix)
+	if !ok {
+		return "", "", false
+	}
+	return reportOf(rel)
+}
+
+// reportOf is ReportOf of a key relative to the prefix. It allocates
+// nothing: a listing of a large fleet asks it of every key.
+func reportOf(rel string) (kind, worker string, ok bool) {
 	for _, kind := range ReportKinds {
-		if w, ok := strings.CutPrefix(key, l.prefix+kind+"/"); ok {
-			return kind, w, true
+		if w, ok := strings.CutPrefix(rel, kind); ok && strings.HasPrefix(w, "/") {
+			return kind, w[1:], true
 		}
 	}
 	return "", "", false

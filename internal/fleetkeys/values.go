@@ -16,17 +16,20 @@ import (
 // of 100,000 IDs for each.
 type ShardSet struct {
 	Config shard.Config // normalized
+	naming keycodec.Naming
 }
 
 // NewShardSet is cfg's shard set.
 func NewShardSet(cfg shard.Config) *ShardSet {
-	return &ShardSet{Config: cfg.Normalize()}
+	cfg = cfg.Normalize()
+	return &ShardSet{Config: cfg, naming: keycodec.NamingOf(cfg)}
 }
 
 // Has reports whether id is one of the fleet's shards, exactly as
-// Config.IDs writes it.
+// Config.IDs writes it. It allocates nothing: a listing asks it of every
+// shard key.
 func (s *ShardSet) Has(id shard.ID) bool {
-	_, err := keycodec.ShardIndex(s.Config, id)
+	_, err := s.naming.Index(id)
 	return err == nil
 }
 

@@ -48,10 +48,17 @@ func (n names) index(id shard.ID) (int, error) {
 	return i, nil
 }
 
-// ShardIndex returns the index of id among c's shards, or an error
+// Naming tells a fleet's shard IDs from others, as many times as asked
+// without allocating: made once per config (NamingOf).
+type Naming struct{ n names }
+
+// NamingOf is c's naming.
+func NamingOf(c shard.Config) Naming { return Naming{namesOf(c)} }
+
+// Index returns the index of id among the fleet's shards, or an error
 // wrapping shard.ErrUnknownShard when id is not one of them exactly as
 // Config.IDs writes it.
-func ShardIndex(c shard.Config, id shard.ID) (int, error) { return namesOf(c).index(id) }
+func (n Naming) Index(id shard.ID) (int, error) { return n.n.index(id) }
 
 // id returns the ID of shard i exactly as IDs formats it.
 func (n names) id(i int) shard.ID {
