@@ -17,8 +17,8 @@
 // Consul for p50 and p99 beside it. The goals at the large size are etcd's
 // (issue 32); Consul's rows there carry none and are given as they are. A
 // cold start at the large size that does not converge within
-// Params.ColdWithin counts as that bound, says so in its row, and ends that
-// engine's large rows.
+// Params.ColdWithin of its last worker's start counts as the time until it
+// gave up, says so in its row, and ends that engine's large rows.
 //
 // How it fails: an etcd that cannot be started or reached, or a fleet
 // that cannot be made, ends the scenario with an error; the rows measured

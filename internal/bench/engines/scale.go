@@ -55,7 +55,7 @@ func atScale(ctx context.Context, env *bench.Env, p Params, engine string) ([]be
 		began := time.Now()
 		r, err = fleet.StartTogether(ctx, env, f, size, p.ColdWithin, startTogether)
 		if errors.Is(err, fleet.ErrNotReached) && ctx.Err() == nil {
-			colds = append(colds, p.ColdWithin.Seconds())
+			colds = append(colds, time.Since(began).Seconds())
 			notConverged = err.Error()
 			env.Logf("shardbench: %s %d × %d cold start %d: %v; no more trials on %s", Name, size.Workers, size.Shards, trial+1, err, engine)
 			break
@@ -73,7 +73,7 @@ func atScale(ctx context.Context, env *bench.Env, p Params, engine string) ([]be
 		coldRow = coldRow.WithGoal(fmt.Sprintf("p99 <= %v", coldGoal), notConverged == "" && coldRow.P99 <= coldGoal.Seconds())
 	}
 	if notConverged != "" {
-		return []bench.Result{coldRow.WithNote(fmt.Sprintf("the last trial did not converge within %v, its figure is the bound, and the rows after it were not measured: %s", p.ColdWithin, notConverged))}, nil
+		return []bench.Result{coldRow.WithNote(fmt.Sprintf("the last trial did not converge within %v of its last worker's start, its figure is when it gave up, and the rows after it were not measured: %s", p.ColdWithin, notConverged))}, nil
 	}
 	defer r.F.Close()
 	rows := []bench.Result{coldRow}

@@ -62,7 +62,7 @@ func (s *inprocWorkers) crash(id string) bool {
 	if w.sev != nil {
 		w.sev.sever()
 	} else {
-		w.etcd.coord.Close() // its lease is kept alive no more, nor revoked
+		w.etcd.coord.Sever()
 	}
 	w.cancel() // its run now fails every call and returns
 	s.reaping.Add(1)

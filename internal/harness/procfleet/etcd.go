@@ -30,5 +30,10 @@ func DialEtcd(conn etcd.Connection, cfg etcd.Config) (*EtcdCoordinator, error) {
 	return &EtcdCoordinator{Coordinator: c, cli: cli}, nil
 }
 
+// Sever closes the client at once, before anything else: to etcd the
+// holder is a process killed with kill -9 (its lease is kept alive no
+// more, nor revoked). Close still closes the coordinator.
+func (c *EtcdCoordinator) Sever() { _ = c.cli.Close() }
+
 // Close closes the coordinator and its client.
 func (c *EtcdCoordinator) Close() { c.Coordinator.Close(); _ = c.cli.Close() }
