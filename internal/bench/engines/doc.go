@@ -18,7 +18,9 @@
 // (issue 32); Consul's rows there carry none and are given as they are. A
 // cold start at the large size that does not converge within
 // Params.ColdWithin of its last worker's start counts as the time until it
-// gave up, says so in its row, and ends that engine's large rows.
+// gave up, says so in its row, and ends that engine's large rows; one that
+// converges slower than Params.SlowCold is the last cold start, and the
+// joins and the request rate are measured on its fleet.
 //
 // How it fails: an etcd that cannot be started or reached, or a fleet
 // that cannot be made, ends the scenario with an error; the rows measured

@@ -66,6 +66,10 @@ func atScale(ctx context.Context, env *bench.Env, p Params, engine string) ([]be
 		colds = append(colds, time.Since(began).Seconds())
 		env.Logf("shardbench: %s %d × %d on %s, cold start %d: every shard owned, max−min <= 1 after %.2fs",
 			Name, size.Workers, size.Shards, engine, trial+1, colds[len(colds)-1])
+		if slow := p.SlowCold; slow > 0 && colds[len(colds)-1] > slow.Seconds() {
+			env.Logf("shardbench: %s on %s: a cold start over %v; no more cold starts, the rows after it on this fleet", Name, engine, slow)
+			break
+		}
 	}
 	coldRow := bench.Measured(Name, bench.SystemShardlease, size.Metric(metric("all workers start together: time until every shard is owned and max−min <= 1", engine)), "s", colds).
 		WithPolicy(shape.PolicyName, shape.Policy)
