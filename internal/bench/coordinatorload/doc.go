@@ -7,7 +7,7 @@
 // so its rate must not grow with the shard count. The default baseline holds
 // one api.Lock per shard per worker: a session renewed every TTL/2 and a
 // blocking query per lock, so its rate grows with the shards; the tuned one
-// (on the default policy) one session whose check it passes every 2 s, one
+// (on the default policy) one session whose check it passes every second, one
 // blocking query on the prefix and a monitor per held lock; at 4096 shards
 // it would be 12 × 4096 sessions and goroutines on this agent, so it is
 // measured at 128 and at baselineLoadShards and the rate per shard is given.
