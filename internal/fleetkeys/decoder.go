@@ -264,7 +264,6 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 	assignorKey := string(shard.AssignorLock)
 	for _, kv := range pairs {
 		rel, under := strings.CutPrefix(kv.Key, d.Dir())
-		kind, worker, isReport := reportOf(rel)
 		switch {
 		case !under:
 			problem(kv.Key, "not under the fleet prefix; ignored")
@@ -322,7 +321,8 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 				memories[worker] = kv
 			}
 		case strings.HasPrefix(rel, "offsets/"), rel == "history":
-		case isReport:
+		case isReportRel(rel): // after the shard keys: the hot path asks nothing of them
+			kind, worker, _ := reportOf(rel)
 			if worker == "" {
 				problem(kv.Key, "%s key without a worker id", kind)
 				continue

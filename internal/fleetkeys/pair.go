@@ -89,6 +89,10 @@ func reportOf(rel string) (kind, worker string, ok bool) {
 	return "", "", false
 }
 
+// isReportRel reports whether rel, a key relative to the prefix, is a
+// report key.
+func isReportRel(rel string) bool { _, _, ok := reportOf(rel); return ok }
+
 // IsReport reports whether key is a report key.
 func (l Layout) IsReport(key string) bool { _, _, ok := l.ReportOf(key); return ok }
 
