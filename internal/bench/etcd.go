@@ -33,7 +33,7 @@ func NewEtcdSource(endpoints []string, log io.Writer) *EtcdSource {
 // later call the same way.
 func (s *EtcdSource) Endpoints() ([]string, error) {
 	if s == nil {
-		return nil, fmt.Errorf("this run has no etcd")
+		return nil, fmt.Errorf("this run has no etcd: the scenario needs one, and the Env was made without Env.Etcd (shardbench sets it from --etcd ENDPOINTS, or starts one from bin/etcd)")
 	}
 	if len(s.given) > 0 {
 		return s.given, nil
