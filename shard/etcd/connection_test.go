@@ -91,16 +91,7 @@ func TestConnectionValidate(t *testing.T) {
 // TestDial reaches a real member through Connection.Dial.
 func TestDial(t *testing.T) {
 	cluster := etcdtest.Start(t)
-	cli, err := etcd.Connection{Endpoints: cluster.Endpoints()}.Dial(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	c, err := etcd.New(etcd.Config{Client: cli, Prefix: freshPrefix()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, _ := dialCoordinator(t, etcd.Connection{Endpoints: cluster.Endpoints()})
 	cfg, err := c.Fleet().Configure(t.Context(), shard.Config{Shards: 4})
 	if err != nil || cfg.Shards != 4 {
 		t.Fatalf("Configure through a dialled client = %+v, %v", cfg, err)
@@ -211,16 +202,7 @@ func TestAuth(t *testing.T) {
 func TestRequestCounter(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	var rc etcd.RequestCounter
-	cli, err := etcd.Connection{Endpoints: cluster.Endpoints(), Requests: &rc}.Dial(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	c, err := etcd.New(etcd.Config{Client: cli, Prefix: freshPrefix()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, cli := dialCoordinator(t, etcd.Connection{Endpoints: cluster.Endpoints(), Requests: &rc})
 	id, err := c.Sessions().Create(t.Context(), shard.SessionSpec{Worker: "w", TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)

@@ -44,6 +44,24 @@ func newCoordinator(tb testing.TB, c *etcdtest.Cluster, edit ...func(*etcd.Confi
 	return co
 }
 
+// dialCoordinator dials conn (as a command does, through Connection.Dial)
+// and opens a coordinator on a fresh prefix with that client; both are
+// closed on cleanup.
+func dialCoordinator(tb testing.TB, conn etcd.Connection) (*etcd.Coordinator, *clientv3.Client) {
+	tb.Helper()
+	cli, err := conn.Dial(nil)
+	if err != nil {
+		tb.Fatalf("Dial: %v", err)
+	}
+	tb.Cleanup(func() { _ = cli.Close() })
+	co, err := etcd.New(etcd.Config{Client: cli, Prefix: freshPrefix()})
+	if err != nil {
+		tb.Fatalf("etcd.New: %v", err)
+	}
+	tb.Cleanup(co.Close)
+	return co, cli
+}
+
 func freshPrefix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
