@@ -42,12 +42,12 @@ type Decoder struct {
 	// stored caches the shard set of the last stored config read by a
 	// coordinator that was never configured.
 	stored *ShardSet
-	// owners are the shard values decoded by the latest listing, by key.
-	owners map[string]decodedOwner
 	// seenGen is the highest fleet generation this coordinator has read
 	// (P/config, its own raises), for the restore hint it prints when
 	// P/config is deleted or rewritten under the fleet.
 	seenGen atomic.Uint32
+	// memos are the values decoded from the latest listing.
+	memos decodeMemos
 }
 
 // NewDecoder returns the decoder of the fleet laid out by layout; restore
@@ -56,14 +56,35 @@ func NewDecoder(layout Layout, restore func(key string, value []byte) string) *D
 	return &Decoder{Layout: layout, restore: restore}
 }
 
-// decodedOwner is a shard key's value as decoded at modify index index.
-// Profiled in a 100-worker × 10,000-shard cold start on one machine,
-// decoding every value of every listing again was an eighth of the
-// workers' CPU.
+// decodedOwner is a shard key's value as decoded: the owner, or why it
+// is not one.
 type decodedOwner struct {
-	index uint64
 	owner shard.Owner
 	err   error // the value was not a shard.Owner
+}
+
+// decodedMember is a member key's value as decoded (its Session is the
+// listing's, set on every use), or what is wrong with it.
+type decodedMember struct {
+	m   shard.MemberState
+	bad string
+}
+
+// decodedAssignment is an assignment key's value with the memory beside
+// it as decoded, or what is wrong with them.
+type decodedAssignment struct {
+	a   shard.Assignment
+	bad string
+}
+
+// decodeMemos are the values Decode decoded from the latest listing; a
+// pass is one Decode, which holds mu throughout.
+type decodeMemos struct {
+	mu          sync.Mutex
+	pass        uint64
+	owners      memo[decodedOwner]
+	members     memo[decodedMember]
+	assignments memo[decodedAssignment]
 }
 
 // SetFleet records cfg as the config this coordinator's worker runs.
@@ -245,18 +266,17 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 	// assignment keys and the assignor's memories, by worker: read as pairs
 	// once every key is seen
 	assigned, memories := map[string]*Pair{}, map[string]*Pair{}
-	// Shard values decoded by an earlier listing are reused while their
-	// key's index is unchanged (a value is only ever rewritten with its
-	// index): most of a large fleet's listing repeats unchanged.
-	d.mu.Lock()
-	prev := d.owners
-	d.mu.Unlock()
-	owners := make(map[string]decodedOwner, len(prev))
-	defer func() {
-		d.mu.Lock()
-		d.owners = owners
-		d.mu.Unlock()
-	}()
+	// Values decoded from an earlier listing are reused while their keys'
+	// indexes are unchanged (memo).
+	memos := &d.memos
+	memos.mu.Lock()
+	defer memos.mu.Unlock()
+	memos.pass++
+	pass := memos.pass
+	defer memos.owners.sweep(pass)
+	defer memos.members.sweep(pass)
+	defer memos.assignments.sweep(pass)
+	snap.Shards = make([]shard.ShardState, 0, len(pairs))
 
 	// The keys are told apart by their part after the prefix, shard keys
 	// first: a large fleet's listing is nearly all shard keys, and nothing
@@ -281,14 +301,12 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 				continue
 			}
 			st := shard.ShardState{Shard: id, Session: kv.Session}
-			o, ok := prev[kv.Key]
-			if !ok || o.index != kv.Index {
-				o = decodedOwner{index: kv.Index}
+			o := memos.owners.get(pass, kv.Key, [2]uint64{kv.Index}, nil, func() (o decodedOwner) {
 				if err := json.Unmarshal(kv.Value, &o.owner); err != nil {
 					o.owner, o.err = shard.Owner{}, err
 				}
-			}
-			owners[kv.Key] = o
+				return o
+			})
 			st.Owner, st.Token = o.owner, o.owner.TokenAt(kv.Index)
 			if o.err != nil {
 				problem(kv.Key, "malformed shard value (want JSON shard.Owner): %v; lock holder %q kept, value ignored", o.err, kv.Session)
@@ -337,11 +355,16 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 				problem(kv.Key, "member key without an id")
 				continue
 			}
-			m, bad := DecodeMember(id, kv)
-			if bad != "" {
-				problem(kv.Key, "%s", bad)
+			dm := memos.members.get(pass, kv.Key, [2]uint64{kv.Index}, nil, func() (dm decodedMember) {
+				dm.m, dm.bad = DecodeMember(id, kv)
+				return dm
+			})
+			if dm.bad != "" {
+				problem(kv.Key, "%s", dm.bad)
 				continue
 			}
+			m := dm.m
+			m.Session = kv.Session
 			snap.Members = append(snap.Members, m)
 		default:
 			problem(kv.Key, "foreign key under the fleet prefix; ignored")
@@ -352,16 +375,30 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 		snap.Problems = slices.Insert(snap.Problems, 0, d.heldOutside(set.Config, outside))
 	}
 	for _, worker := range slices.Sorted(maps.Keys(assigned)) {
-		a, bad := DecodeAssignment(set, assigned[worker], memories[worker])
-		if bad != "" {
-			snap.Problems = append(snap.Problems, bad)
+		kv, memory := assigned[worker], memories[worker]
+		at := [2]uint64{kv.Index}
+		if memory != nil {
+			at[1] = memory.Index + 1 // 0: no memory
+		}
+		da := memos.assignments.get(pass, kv.Key, at, set, func() (da decodedAssignment) {
+			da.a, da.bad = DecodeAssignment(set, kv, memory)
+			return da
+		})
+		if da.bad != "" {
+			snap.Problems = append(snap.Problems, da.bad)
 			continue
 		}
-		snap.Assignments[worker] = a
+		snap.Assignments[worker] = da.a
 	}
 	fillReports(&snap, set, reports)
-	slices.SortFunc(snap.Members, func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) })
-	slices.SortFunc(snap.Shards, func(a, b shard.ShardState) int { return cmp.Compare(a.Shard, b.Shard) })
+	byID := func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) }
+	if !slices.IsSortedFunc(snap.Members, byID) {
+		slices.SortFunc(snap.Members, byID)
+	}
+	byShard := func(a, b shard.ShardState) int { return cmp.Compare(a.Shard, b.Shard) }
+	if !slices.IsSortedFunc(snap.Shards, byShard) { // a listing sorted by key is sorted by shard
+		slices.SortFunc(snap.Shards, byShard)
+	}
 	return snap
 }
 

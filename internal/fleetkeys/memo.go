@@ -1,0 +1,53 @@
+package fleetkeys
+
+// memo keeps what a Decoder decoded from the values of the latest
+// listing, by key, while their indexes are unchanged (a value is only ever
+// rewritten with its index): most of a large fleet's listing repeats
+// unchanged, and decoding every value again on every listing was most of
+// an assignor's listing at 1,000 workers × 100,000 shards. The map is
+// kept from listing to listing and updated in place; the keys a listing
+// no longer has are dropped at its end.
+type memo[T any] struct {
+	entries map[string]*memoEntry[T]
+	seen    int // keys the current pass looked up
+}
+
+type memoEntry[T any] struct {
+	at   [2]uint64 // the indexes the value was decoded at
+	set  *ShardSet // the shard set it was read against
+	pass uint64    // the last pass that looked it up
+	v    T
+}
+
+// get returns key's value decoded at indexes at against set, decoding it
+// again only when one of them changed.
+func (m *memo[T]) get(pass uint64, key string, at [2]uint64, set *ShardSet, decode func() T) T {
+	if m.entries == nil {
+		m.entries = map[string]*memoEntry[T]{}
+	}
+	e := m.entries[key]
+	if e == nil {
+		e = &memoEntry[T]{}
+		m.entries[key] = e
+		e.at, e.set, e.v = at, set, decode()
+	} else if e.at != at || e.set != set {
+		e.at, e.set, e.v = at, set, decode()
+	}
+	if e.pass != pass {
+		e.pass = pass
+		m.seen++
+	}
+	return e.v
+}
+
+// sweep ends pass: the keys it did not look up are dropped.
+func (m *memo[T]) sweep(pass uint64) {
+	if m.seen < len(m.entries) {
+		for k, e := range m.entries {
+			if e.pass != pass {
+				delete(m.entries, k)
+			}
+		}
+	}
+	m.seen = 0
+}
