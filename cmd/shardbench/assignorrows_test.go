@@ -25,7 +25,9 @@ func checkAssignorRows(t *testing.T, rep bench.Report) {
 	}{
 		{"crash-failover", bench.SystemShardlease, "time until its shards have new handlers running$", true},
 		{"crash-failover", bench.SystemShardlease, "the assignor's worker crashed", true},
-		{"coordinator-load", bench.SystemShardlease, "per worker per second, 10 workers × 200 shards", true},
+		{"coordinator-load", bench.SystemShardlease, "Consul requests per worker per second, 10 workers × 200 shards$", false},
+		{"coordinator-load", bench.SystemShardlease, "Consul server requests per worker per second, 10 workers × 200 shards$", true},
+		{"coordinator-load", bench.SystemShardlease, "on session-TTL liveness", true},
 		{"coordinator-load", bench.SystemShardlease, "of the assignor's worker, 10 workers × 200 shards", false},
 		{"stuck-worker", bench.SystemShardlease, "unowned shard-time", true},
 		{"stuck-worker", bench.SystemShardlease, "most owner changes of one shard", true},

@@ -47,9 +47,12 @@ const (
 // The names of the policies in a row's Policy: shardlease's two (which the
 // tuned baseline is tuned to), and the default baseline's settings.
 const (
-	PolicyFast     = "shard.FastPolicy"
-	PolicyDefault  = "shard.DefaultPolicy"
-	PolicyDefaults = "api.Lock defaults"
+	PolicyFast    = "shard.FastPolicy"
+	PolicyDefault = "shard.DefaultPolicy"
+	// PolicySessionTTL is shard.SessionTTLPolicy, on Consul's session-TTL
+	// liveness.
+	PolicySessionTTL = "shard.SessionTTLPolicy"
+	PolicyDefaults   = "api.Lock defaults"
 )
 
 // Percentile returns the p-th percentile (0 < p ≤ 100) of samples by the
