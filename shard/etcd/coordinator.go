@@ -15,12 +15,14 @@ import (
 )
 
 // MaxTxnShards is how many shards one transaction locks or unlocks. etcd
-// refuses a transaction of more than 128 operations in one branch
-// (--max-txn-ops); a lock costs one compare and one put, after the
-// compares of the config and the session, and the read before it one get
-// per lock: 64 keeps both well inside, and is shard/memory's number, so
-// tokens and write counts look alike in tests and in production.
-const MaxTxnShards = 64
+// refuses a transaction of more than 128 compares, or 128 operations in
+// one branch (--max-txn-ops): a lock costs one compare and one put, after
+// the compares of the config and the session, and the read before it one
+// get per lock beside the config's and the session's. 126 fills that: a
+// worker of a fleet of 1,000 over 100,000 shards takes its share in one
+// transaction, where 64 a transaction cost it two (and its assignment
+// key a rewrite after each, as its free shards went from 100 to 36 to 0).
+const MaxTxnShards = 126
 
 // MaxTxnAssignments is how many workers' assignments one Assign
 // transaction writes: two puts (or deletes) per worker.
