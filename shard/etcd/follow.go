@@ -15,9 +15,13 @@ import (
 // closure) and returns the keys whose change changes it, the state's
 // index (see keyIndex) and the revision it read at. With after 0, or a
 // revision below after (an etcd rebuilt or restored: shard.NextIndex
-// restarts from 0), follow returns at once. Otherwise it waits, with an
-// etcd watch of those keys from after+1, for a change past after, then
-// reads again and returns the new index. When etcd has compacted the
+// restarts from 0), follow returns at once, as it does when the read
+// shows a key's revision past after. Otherwise it waits, with an etcd
+// watch of those keys, for a change past after, then reads again and
+// returns the new index. The watch starts after the read's revision when
+// the state's index is after itself (nothing changed up to the read), and
+// after after when the index is the read's own revision (a missing key,
+// or a holder that ended: a read cannot tell when that happened). When etcd has compacted the
 // history the watch needs, it reads again: a state whose index moved is
 // returned, one whose did not is waited on from that read's revision (so
 // an idle key's watch does not spin once its index is compacted away).
@@ -40,6 +44,14 @@ func (c *Coordinator) follow(ctx context.Context, op string, after uint64, read 
 			return index, nil
 		case compacted:
 			from, compacted = rev+1, false
+		case index == after:
+			// Nothing the state depends on changed up to rev: wait from
+			// rev+1. A watch from a revision etcd has passed is caught
+			// up by its sync loop, every 100 ms, before it sees new
+			// events; one from the next revision is live at once.
+			from = max(from, rev+1)
+		case index != uint64(rev):
+			return index, nil // a key changed since after, and its revision says so
 		}
 		got, err := c.waitChange(ctx, op, keys, from)
 		switch {
