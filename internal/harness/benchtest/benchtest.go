@@ -90,6 +90,9 @@ func runValues(rep bench.Report) []float64 {
 	var total float64
 	for _, s := range rep.Scenarios {
 		vs, total = append(vs, s.Seconds), total+s.Seconds
+		if at := s.Started.UTC(); !s.Started.IsZero() { // a later run of some scenarios, named with its start
+			vs = append(vs, float64(at.Year()), float64(at.Month()), float64(at.Day()), float64(at.Hour()), float64(at.Minute()))
+		}
 	}
 	vs = append(vs, total, float64(len(rep.Missed())))
 	goals := 0
