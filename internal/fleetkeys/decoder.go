@@ -301,7 +301,7 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 				continue
 			}
 			st := shard.ShardState{Shard: id, Session: kv.Session}
-			o := memos.owners.get(pass, kv.Key, [2]uint64{kv.Index}, nil, func() (o decodedOwner) {
+			o := memos.owners.get(pass, kv.Key, [2]uint64{kv.Index}, [2][]byte{kv.Value}, nil, func() (o decodedOwner) {
 				if err := json.Unmarshal(kv.Value, &o.owner); err != nil {
 					o.owner, o.err = shard.Owner{}, err
 				}
@@ -355,7 +355,7 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 				problem(kv.Key, "member key without an id")
 				continue
 			}
-			dm := memos.members.get(pass, kv.Key, [2]uint64{kv.Index}, nil, func() (dm decodedMember) {
+			dm := memos.members.get(pass, kv.Key, [2]uint64{kv.Index}, [2][]byte{kv.Value}, nil, func() (dm decodedMember) {
 				dm.m, dm.bad = DecodeMember(id, kv)
 				return dm
 			})
@@ -363,7 +363,8 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 				problem(kv.Key, "%s", dm.bad)
 				continue
 			}
-			m := dm.m
+			m := dm.m // a copy of its own: a snapshot is the caller's to change
+			m.Member = m.Member.Clone()
 			m.Session = kv.Session
 			snap.Members = append(snap.Members, m)
 		default:
@@ -376,11 +377,11 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 	}
 	for _, worker := range slices.Sorted(maps.Keys(assigned)) {
 		kv, memory := assigned[worker], memories[worker]
-		at := [2]uint64{kv.Index}
+		at, raw := [2]uint64{kv.Index}, [2][]byte{kv.Value}
 		if memory != nil {
-			at[1] = memory.Index + 1 // 0: no memory
+			at[1], raw[1] = memory.Index+1, memory.Value // 0: no memory
 		}
-		da := memos.assignments.get(pass, kv.Key, at, set, func() (da decodedAssignment) {
+		da := memos.assignments.get(pass, kv.Key, at, raw, set, func() (da decodedAssignment) {
 			da.a, da.bad = DecodeAssignment(set, kv, memory)
 			return da
 		})
@@ -388,7 +389,7 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 			snap.Problems = append(snap.Problems, da.bad)
 			continue
 		}
-		snap.Assignments[worker] = da.a
+		snap.Assignments[worker] = da.a.Clone() // a copy of its own, as above
 	}
 	fillReports(&snap, set, reports)
 	byID := func(a, b shard.MemberState) int { return cmp.Compare(a.ID, b.ID) }

@@ -1,12 +1,16 @@
 package fleetkeys
 
+import "bytes"
+
 // memo keeps what a Decoder decoded from the values of the latest
-// listing, by key, while their indexes are unchanged (a value is only ever
-// rewritten with its index): most of a large fleet's listing repeats
-// unchanged, and decoding every value again on every listing was most of
-// an assignor's listing at 1,000 workers × 100,000 shards. The map is
-// kept from listing to listing and updated in place; the keys a listing
-// no longer has are dropped at its end.
+// listing, by key, while their indexes and bytes are unchanged: most of a
+// large fleet's listing repeats unchanged, and decoding every value again
+// on every listing was most of an assignor's listing at 1,000 workers ×
+// 100,000 shards. The bytes are compared as well as the index because an
+// index can come back with another value: a coordinator restored from a
+// snapshot, or rebuilt, writes the same key again at an index it had
+// used. The map is kept from listing to listing and updated in place; the
+// keys a listing no longer has are dropped at its end.
 type memo[T any] struct {
 	entries map[string]*memoEntry[T]
 	seen    int // keys the current pass looked up
@@ -14,14 +18,15 @@ type memo[T any] struct {
 
 type memoEntry[T any] struct {
 	at   [2]uint64 // the indexes the value was decoded at
+	raw  [2][]byte // the bytes it was decoded from
 	set  *ShardSet // the shard set it was read against
 	pass uint64    // the last pass that looked it up
 	v    T
 }
 
-// get returns key's value decoded at indexes at against set, decoding it
-// again only when one of them changed.
-func (m *memo[T]) get(pass uint64, key string, at [2]uint64, set *ShardSet, decode func() T) T {
+// get returns key's value decoded from raw at indexes at against set,
+// decoding it again only when one of them changed.
+func (m *memo[T]) get(pass uint64, key string, at [2]uint64, raw [2][]byte, set *ShardSet, decode func() T) T {
 	if m.entries == nil {
 		m.entries = map[string]*memoEntry[T]{}
 	}
@@ -29,9 +34,9 @@ func (m *memo[T]) get(pass uint64, key string, at [2]uint64, set *ShardSet, deco
 	if e == nil {
 		e = &memoEntry[T]{}
 		m.entries[key] = e
-		e.at, e.set, e.v = at, set, decode()
-	} else if e.at != at || e.set != set {
-		e.at, e.set, e.v = at, set, decode()
+		e.at, e.raw, e.set, e.v = at, raw, set, decode()
+	} else if e.at != at || e.set != set || !bytes.Equal(e.raw[0], raw[0]) || !bytes.Equal(e.raw[1], raw[1]) {
+		e.at, e.raw, e.set, e.v = at, raw, set, decode()
 	}
 	if e.pass != pass {
 		e.pass = pass
