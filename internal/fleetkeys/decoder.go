@@ -267,7 +267,7 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 	// once every key is seen
 	assigned, memories := map[string]*Pair{}, map[string]*Pair{}
 	// Values decoded from an earlier listing are reused while their keys'
-	// indexes are unchanged (memo).
+	// indexes and bytes are unchanged (memo).
 	memos := &d.memos
 	memos.mu.Lock()
 	defer memos.mu.Unlock()

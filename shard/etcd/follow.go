@@ -21,12 +21,12 @@ import (
 // returns the new index. The watch starts after the read's revision when
 // the state's index is after itself (nothing changed up to the read), and
 // after after when the index is the read's own revision (a missing key,
-// or a holder that ended: a read cannot tell when that happened). When etcd has compacted the
-// history the watch needs, it reads again: a state whose index moved is
-// returned, one whose did not is waited on from that read's revision (so
-// an idle key's watch does not spin once its index is compacted away).
-// When WatchWait passes with no change it returns after itself (nothing
-// changed), the state read.
+// or a holder that ended: a read cannot tell when that happened). When
+// etcd has compacted the history the watch needs, it reads again: a state
+// whose index moved is returned, one whose did not is waited on from that
+// read's revision (so an idle key's watch does not spin once its index is
+// compacted away). When WatchWait passes with no change it returns after
+// itself (nothing changed), the state read.
 func (c *Coordinator) follow(ctx context.Context, op string, after uint64, read func(context.Context) (keys []string, index uint64, rev int64, err error)) (uint64, error) {
 	from := int64(after) + 1
 	var woke, compacted bool

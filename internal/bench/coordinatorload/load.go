@@ -64,9 +64,9 @@ const baselineLoadShards = 512
 // worker's TTL check, which its agent answers from memory (Consul sends
 // the servers nothing for a pass that leaves the check passing), and a
 // read of the session, which the servers answer; its server rate is the
-// second alone (serverRate). Session-TTL liveness renews with one
-// request, which the servers answer: the goal is its every request, per
-// renewal of shard.SessionTTLPolicy (every 2 s).
+// second alone (every request but agentLocal). Session-TTL liveness
+// renews with one request, which the servers answer: the goal is its
+// every request, per renewal of shard.SessionTTLPolicy (every 2 s).
 const (
 	loadGoal      = 1.0
 	loadTolerance = 0.05
@@ -121,8 +121,9 @@ func run(ctx context.Context, env *bench.Env, p Params) ([]bench.Result, error) 
 func slLoad(ctx context.Context, env *bench.Env, liveness consul.Liveness, workers, n int, window time.Duration) ([]bench.Result, error) {
 	cfg := env.CoordConfig("shardbench/coordinator-load")
 	cfg.Liveness = liveness
+	ttl := liveness == consul.LivenessTTL
 	policy, policyName := shard.DefaultPolicy, bench.PolicyDefault
-	if liveness == consul.LivenessTTL {
+	if ttl {
 		policy, policyName = shard.SessionTTLPolicy, bench.PolicySessionTTL
 	}
 	o := steady.Options{Consul: cfg, Workers: workers, Policy: policy, Converge: 3 * time.Minute}
@@ -157,7 +158,7 @@ func slLoad(ctx context.Context, env *bench.Env, liveness consul.Liveness, worke
 			want, what, every, 100*loadTolerance), row.P99 <= want)
 	}
 	row := loadRow(bench.SystemShardlease, n, workers, samples, last)
-	if liveness == consul.LivenessTTL {
+	if ttl {
 		row.Metric = fmt.Sprintf("Consul requests per worker per second on session-TTL liveness, %d workers × %d shards", workers, n)
 	}
 	row.Policy = policyName
@@ -166,7 +167,7 @@ func slLoad(ctx context.Context, env *bench.Env, liveness consul.Liveness, worke
 		// steady state this row is about: say so beside the figure.
 		row = row.WithNote("not converged at the end of the windows: the rate includes workers rejoining")
 	}
-	if liveness == consul.LivenessTTL {
+	if ttl {
 		return []bench.Result{goal(row, "every request reaches the servers")}, nil
 	}
 	row = row.WithNote(fmt.Sprintf("every request the workers send their agent; %s is answered by the agent alone, the servers' share is the next row", agentLocal))
