@@ -118,13 +118,13 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 		log.Error("cannot write this decision; waiting for the next listing", zap.Error(err))
 		return time.Time{}, nil
 	}
-	// The write is bounded by the coordinator's own request timeout (one
-	// for the whole write: RequestTimeout, 10 s by default, on Consul and
-	// etcd), not by the step-down time: at 1,000 workers a cold fleet's
-	// keys take 16 transactions queued behind the acquisitions, and a
-	// write cut short is listed and decided again, which costs more than
-	// it saves. The transactions compare the role, so a late one of a
-	// deposed assignor is refused.
+	// The write is bounded by the coordinator's own request timeouts (on
+	// Consul one RequestTimeout, 10 s by default, for the whole write; on
+	// etcd one per transaction, which it paces by its apply), not by the
+	// step-down time: at 1,000 workers a cold fleet's keys take 16
+	// transactions, and a write cut short is listed and decided again,
+	// which costs more than it saves. The transactions compare the role,
+	// so a late one of a deposed assignor is refused.
 	if err := a.cfg.Coordinator.Assignments().Assign(ctx, id, epoch, set); err != nil {
 		return time.Time{}, err
 	}

@@ -21,7 +21,10 @@ const maxTxnBytes = 1 << 20
 // session wrote it, and that the session's key exists: a deposed or
 // paused assignor's writes are refused by etcd itself. A worker's key and
 // the assignor's memory beside it are written (or deleted) together,
-// sealed (fleetkeys.SealValue).
+// sealed (fleetkeys.SealValue). Each transaction has its own
+// RequestTimeout, and each after the first waits for the acquisitions the
+// one before set off to be applied (awaitApplied), so that a cold start's
+// write never puts etcd's apply more than a moment behind.
 func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
 	c := as.c
 	if err := ctxErr(ctx); err != nil {
@@ -52,17 +55,31 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 	if err != nil {
 		return err
 	}
+	cancel() // each transaction below has a RequestTimeout of its own
 	written := 0
-	for _, batch := range batches(groups) {
-		resp, err := c.cli.Txn(octx).If(checks...).Then(slices.Concat(batch...)...).Commit()
-		if err != nil {
-			return fmt.Errorf("%w (%d of %d assignment keys were written by earlier transactions)", c.fail(octx, "assign", err), written, len(workers))
+	for k, batch := range batches(groups) {
+		if k > 0 {
+			c.awaitApplied(ctx, len(batch))
 		}
-		if !resp.Succeeded {
-			err := c.notAssignor(octx, id, epoch)
+		if err := c.assignBatch(ctx, id, epoch, checks, batch); err != nil {
 			return fmt.Errorf("%w; %d of %d assignment keys were written by earlier transactions", err, written, len(workers))
 		}
 		written += len(batch)
+	}
+	return nil
+}
+
+// assignBatch writes one transaction of Assign, under its own
+// RequestTimeout.
+func (c *Coordinator) assignBatch(ctx context.Context, id shard.SessionID, epoch shard.Token, checks []clientv3.Cmp, batch [][]clientv3.Op) error {
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	resp, err := c.cli.Txn(octx).If(checks...).Then(slices.Concat(batch...)...).Commit()
+	if err != nil {
+		return c.fail(octx, "assign", err)
+	}
+	if !resp.Succeeded {
+		return c.notAssignor(octx, id, epoch)
 	}
 	return nil
 }
