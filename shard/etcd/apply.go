@@ -20,6 +20,11 @@ const (
 	// transaction goes: a few acquisitions of up to MaxTxnShards locks.
 	maxApplyBacklog = 8
 	applyPoll       = 10 * time.Millisecond
+	// paceAfterLocks is the least number of free shards a transaction of
+	// Assign gives for the next to wait: fewer acquisitions than this
+	// are applied in moments, and a join's or a failover's hand-offs are
+	// not delayed.
+	paceAfterLocks = 1000
 )
 
 // awaitApplied waits, before the next transaction of a large Assign,

@@ -2,9 +2,12 @@ package etcd
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestWaitApplied: the pacing between Assign's transactions waits for
@@ -58,6 +61,43 @@ func TestWaitApplied(t *testing.T) {
 					t.Errorf("waited %v, want %v (to within one poll, %v)", got, tc.want, applyPoll)
 				}
 			})
+		})
+	}
+}
+
+// TestPacedWaitsAfterManyPlacements: Assign's transactions wait only
+// after one that gave paceAfterLocks free shards or more (a cold start's),
+// each wait expecting the workers that were given any; a join's or a
+// failover's keys, giving few or none, go back to back.
+func TestPacedWaitsAfterManyPlacements(t *testing.T) {
+	keys := func(n int) [][]clientv3.Op { return make([][]clientv3.Op, n) }
+	cases := []struct {
+		name    string
+		batches []int // keys per batch
+		frees   []int // per key, in order
+		want    []int // the takers of each wait, in order
+	}{
+		{name: "a cold start", batches: []int{3, 3, 2}, frees: []int{400, 400, 400, 600, 0, 600, 400, 400}, want: []int{3, 2}},
+		{name: "a join: hand-offs only", batches: []int{3, 2}, frees: []int{0, 0, 0, 0, 0}},
+		{name: "a failover: a shard to each", batches: []int{3, 2}, frees: []int{1, 1, 1, 1, 1}},
+		{name: "just under the bound", batches: []int{2, 1}, frees: []int{paceAfterLocks - 1, 0, 5000}},
+		{name: "one write", batches: []int{2}, frees: []int{5000, 5000}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var bs [][][]clientv3.Op
+			for _, n := range tc.batches {
+				bs = append(bs, keys(n))
+			}
+			var waits []int
+			writes := 0
+			n, err := paced(bs, tc.frees, func(takers int) { waits = append(waits, takers) }, func([][]clientv3.Op) error { writes++; return nil })
+			if err != nil || n != len(tc.frees) || writes != len(bs) {
+				t.Fatalf("paced wrote %d keys in %d writes (err %v), want %d in %d", n, writes, err, len(tc.frees), len(bs))
+			}
+			if !slices.Equal(waits, tc.want) {
+				t.Fatalf("waits for %v takers, want %v", waits, tc.want)
+			}
 		})
 	}
 }

@@ -22,9 +22,10 @@ const maxTxnBytes = 1 << 20
 // paused assignor's writes are refused by etcd itself. A worker's key and
 // the assignor's memory beside it are written (or deleted) together,
 // sealed (fleetkeys.SealValue). Each transaction has its own
-// RequestTimeout, and each after the first waits for the acquisitions the
-// one before set off to be applied (awaitApplied), so that a cold start's
-// write never puts etcd's apply more than a moment behind.
+// RequestTimeout, and one after a transaction that gave paceAfterLocks
+// free shards or more waits for their acquisitions to be applied
+// (awaitApplied), so that a cold start's write never puts etcd's apply
+// more than a moment behind.
 func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
 	c := as.c
 	if err := ctxErr(ctx); err != nil {
@@ -45,7 +46,11 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 		return err
 	}
 	groups := make([][]clientv3.Op, len(sealed))
+	frees := make([]int, len(sealed)) // the free shards each key gives, which its worker acquires
 	for i, a := range sealed {
+		if k := set[a.Worker]; k != nil {
+			frees[i] = len(k.Free)
+		}
 		groups[i] = []clientv3.Op{clientv3.OpDelete(c.keys.Assign(a.Worker)), clientv3.OpDelete(c.keys.Memory(a.Worker))}
 		if a.Value != nil {
 			groups[i] = []clientv3.Op{clientv3.OpPut(c.keys.Assign(a.Worker), string(a.Value)), clientv3.OpPut(c.keys.Memory(a.Worker), string(a.Memory))}
@@ -56,17 +61,42 @@ func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shar
 		return err
 	}
 	cancel() // each transaction below has a RequestTimeout of its own
-	written := 0
-	for k, batch := range batches(groups) {
-		if k > 0 {
-			c.awaitApplied(ctx, len(batch))
-		}
-		if err := c.assignBatch(ctx, id, epoch, checks, batch); err != nil {
-			return fmt.Errorf("%w; %d of %d assignment keys were written by earlier transactions", err, written, len(workers))
-		}
-		written += len(batch)
+	wait := func(takers int) { c.awaitApplied(ctx, takers) }
+	write := func(batch [][]clientv3.Op) error { return c.assignBatch(ctx, id, epoch, checks, batch) }
+	if written, err := paced(batches(groups), frees, wait, write); err != nil {
+		return fmt.Errorf("%w; %d of %d assignment keys were written by earlier transactions", err, written, len(workers))
 	}
 	return nil
+}
+
+// paced writes batches in order (frees: the free shards of each key, in
+// the same order), calling wait with the number of workers that acquire
+// before a batch that follows one giving paceAfterLocks free shards or
+// more. It returns how many keys were written.
+func paced(batches [][][]clientv3.Op, frees []int, wait func(takers int), write func([][]clientv3.Op) error) (int, error) {
+	written, last := 0, 0 // last: the keys of the batch before
+	for _, batch := range batches {
+		if locks, takers := given(frees[written-last : written]); locks >= paceAfterLocks {
+			wait(takers)
+		}
+		if err := write(batch); err != nil {
+			return written, err
+		}
+		written, last = written+len(batch), len(batch)
+	}
+	return written, nil
+}
+
+// given sums the free shards of some keys, and counts the keys that give
+// any: the locks their workers will acquire, in about that many
+// transactions.
+func given(frees []int) (locks, takers int) {
+	for _, n := range frees {
+		if n > 0 {
+			locks, takers = locks+n, takers+1
+		}
+	}
+	return locks, takers
 }
 
 // assignBatch writes one transaction of Assign, under its own
