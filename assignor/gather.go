@@ -38,7 +38,14 @@ type gathering struct {
 // wait reports when the assignor may place a cold fleet's shards, from the
 // state it is about to step on and the policy's limit (< 0: never
 // gather): the zero time when it may now, or the time to look again.
-func (g *gathering) wait(s rebalance.State, limit time.Duration) time.Time {
+// Before the quiet ends the gathering, fresh (when not nil) lists the live
+// members as of a read as new as the call: a listing that stopped changing
+// may only be late (a watch behind a busy coordinator), and at 1,000
+// workers one that paused for 300 ms ended the gathering with 244 members
+// while 1,000 had joined, leaving 756 to take their shares by hand-offs
+// for minutes. A member set that grew restarts the quiet; a failed read
+// does not hold the placement back.
+func (g *gathering) wait(s rebalance.State, limit time.Duration, fresh func() ([]string, error)) time.Time {
 	if g.done || limit < 0 {
 		return time.Time{}
 	}
@@ -46,11 +53,7 @@ func (g *gathering) wait(s rebalance.State, limit time.Duration) time.Time {
 		g.done = true
 		return time.Time{}
 	}
-	ids := make([]string, len(s.Members))
-	for i, m := range s.Members {
-		ids[i] = m.ID
-	}
-	slices.Sort(ids)
+	ids := memberIDs(s)
 	if g.began.IsZero() {
 		g.began, g.changed = s.Now, s.Now
 	} else if !slices.Equal(ids, g.members) {
@@ -62,10 +65,34 @@ func (g *gathering) wait(s rebalance.State, limit time.Duration) time.Time {
 		until = last
 	}
 	if !s.Now.Before(until) {
+		if beforeLimit := s.Now.Before(g.began.Add(limit)); beforeLimit && fresh != nil {
+			if ids, err := fresh(); err == nil && !slices.Equal(ids, g.members) {
+				g.changed, g.members = s.Now, ids
+				return minTime(s.Now.Add(min(gatherQuiet, limit)), g.began.Add(limit))
+			}
+		}
 		g.done = true
 		return time.Time{}
 	}
 	return until
+}
+
+// memberIDs are the IDs of s's members, sorted.
+func memberIDs(s rebalance.State) []string {
+	ids := make([]string, len(s.Members))
+	for i, m := range s.Members {
+		ids[i] = m.ID
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// minTime is the earlier of two times.
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // cold reports whether no live member holds a shard (State.Holders names

@@ -92,7 +92,7 @@ func TestKeysSayWhy(t *testing.T) {
 // TestNoGatherPlacesAtOnce: a negative ColdStartGather never waits.
 func TestNoGatherPlacesAtOnce(t *testing.T) {
 	var g gathering
-	if at := g.wait(rebalance.State{Now: time.Unix(100, 0)}, -1); !at.IsZero() {
+	if at := g.wait(rebalance.State{Now: time.Unix(100, 0)}, -1, nil); !at.IsZero() {
 		t.Errorf("without gathering a cold fleet waits until %v, want placed at once", at)
 	}
 }

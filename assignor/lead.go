@@ -17,8 +17,8 @@ import (
 // the keys that change in transactions the coordinator refuses unless the
 // session still holds the role at epoch, so a paused or deposed assignor
 // cannot write. Between turns it keeps in memory only pacing (the
-// cold-start gathering, the last load figures seen, the ownership history
-// it records into P/history); what the step must
+// cold-start gathering, how long recent writes took, the last load figures
+// seen, the ownership history it records into P/history); what the step must
 // remember is in the coordinator, beside each worker's key, so a new
 // assignor carries on from the listing alone. It returns when ctx ends or
 // the role is lost.
@@ -38,6 +38,7 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	var problems seenProblems // logged once while they stay
 	var rec recording         // the ownership history, P/history
 	gather := gathering{}
+	var lag writeLag                   // how long recent writes took, for the stuck verdict
 	var following *shard.BalancePolicy // the policy last followed, for the log
 	opts := shard.FollowOptions{MinSpacing: a.cfg.Coalesce, Jitter: a.cfg.Jitter, OnError: func(err error) bool {
 		log.Warn("listing the fleet failed; retrying", zap.Error(err))
@@ -58,7 +59,7 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 			log.Info("following the fleet's balance policy", zap.Stringer("policy", p), zap.Bool("stored", snap.Policy != nil))
 			following = &p
 		}
-		wake, err := a.step(ctx, id, epoch, snap, p, &gather, log)
+		wake, err := a.step(ctx, id, epoch, snap, p, &gather, &lag, log)
 		switch {
 		case errors.Is(err, shard.ErrNotAssignor):
 			log.Info("deposed: the coordinator refused this assignor's writes", zap.Error(err))
@@ -79,7 +80,7 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 
 // step runs one rebalance.Step on snap and writes its decision. It
 // returns when to step again if nothing changes.
-func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Token, snap shard.Snapshot, pol shard.BalancePolicy, gather *gathering, log *zap.Logger) (time.Time, error) {
+func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Token, snap shard.Snapshot, pol shard.BalancePolicy, gather *gathering, lag *writeLag, log *zap.Logger) (time.Time, error) {
 	began := time.Now()
 	state, unread := State(snap, a.cfg.Fleet, a.shards, began)
 	for _, p := range unread {
@@ -91,10 +92,21 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 		a.loads.forget() // figures seen before a switch to counts are stale by a switch back
 	}
 	state.Rules = Rules(snap, pol)
-	if until := gather.wait(state, gatherLimit(pol)); !until.IsZero() {
+	fresh := func() ([]string, error) {
+		snap, err := a.cfg.Coordinator.Fleet().Watch(ctx, 0)
+		if err != nil {
+			return nil, err
+		}
+		st, _ := State(snap, a.cfg.Fleet, a.shards, time.Now())
+		return memberIDs(st), nil
+	}
+	if until := gather.wait(state, gatherLimit(pol), fresh); !until.IsZero() {
 		return until, nil // a cold fleet whose members are still joining
 	}
-	d, err := rebalance.Step(state, StepPolicy(pol, a.cfg.Lease))
+	sp := StepPolicy(pol, a.cfg.Lease)
+	base := sp.StuckAfter
+	sp.StuckAfter = lag.stuckAfter(base, began)
+	d, err := rebalance.Step(state, sp)
 	a.m.steps.Inc()
 	a.m.stepSeconds.Observe(time.Since(began).Seconds())
 	if err != nil {
@@ -125,7 +137,9 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	// transactions, and a write cut short is listed and decided again,
 	// which costs more than it saves. The transactions compare the role,
 	// so a late one of a deposed assignor is refused.
-	if err := a.cfg.Coordinator.Assignments().Assign(ctx, id, epoch, set); err != nil {
+	err = a.cfg.Coordinator.Assignments().Assign(ctx, id, epoch, set)
+	lag.wrote(began, time.Now(), base) // a write cut short may have written keys too
+	if err != nil {
 		return time.Time{}, err
 	}
 	a.m.written.Add(float64(len(set)))

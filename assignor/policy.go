@@ -8,8 +8,14 @@ import (
 )
 
 // DefaultColdStartGather is how long a cold fleet's first placement waits
-// at most for members to stop joining when the policy says 0.
-const DefaultColdStartGather = 3 * time.Second
+// at most for members to stop joining when the policy says 0. The wait
+// ends 300 ms after the last join, so only a fleet whose members keep
+// joining waits this long; it must outlast the registration of a large
+// fleet started together: a thousand workers on one etcd registered over
+// more than 3 s, the former default, and the assignor placed every shard
+// on the first 275, leaving the other 725 to take their shares by
+// hand-offs, one member's share in flight at a time, for minutes.
+const DefaultColdStartGather = 10 * time.Second
 
 // Following is the balancing policy the assignor follows on snap: the
 // fleet's stored policy (P/policy), or fallback while none is stored or

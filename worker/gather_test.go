@@ -1,9 +1,12 @@
 package worker_test
 
 import (
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/shardlease/shardlease/worker"
 )
 
 // TestColdStartPlacesOnceMembersStopJoining: workers that start a few
@@ -41,27 +44,29 @@ func TestColdStartPlacesOnceMembersStopJoining(t *testing.T) {
 }
 
 // TestColdStartGatherIsBounded: members that keep joining do not hold the
-// first placement back for longer than ColdStartGather (3 s by default);
+// first placement back for longer than ColdStartGather (worker.DefaultColdStartGather);
 // and a fleet that holds its shards is never held back: a worker that
 // joins it later gets its share by hand-offs at once.
 func TestColdStartGatherIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFleet(t, 32)
+		const every = 200 * time.Millisecond
+		joins := int((worker.DefaultColdStartGather + 2*time.Second) / every)
+		f := newFleet(t, 2*joins)
 		began := time.Now()
 		var firstOwned time.Duration
-		for i := range 20 {
-			f.start(string(rune('a'+i)), nil)
-			time.Sleep(200 * time.Millisecond)
+		for i := range joins {
+			f.start(fmt.Sprintf("w%02d", i), nil)
+			time.Sleep(every)
 			if firstOwned == 0 && len(f.owners()) > 0 {
 				firstOwned = time.Since(began)
 			}
 		}
-		if firstOwned == 0 || firstOwned > 3500*time.Millisecond {
-			t.Fatalf("first shard owned after %v while members kept joining every 200 ms, want within ColdStartGather 3 s (+ a step)", firstOwned)
+		if firstOwned == 0 || firstOwned > worker.DefaultColdStartGather+500*time.Millisecond {
+			t.Fatalf("first shard owned after %v while members kept joining every %v, want within ColdStartGather %v (+ a step)", firstOwned, every, worker.DefaultColdStartGather)
 		}
 		settle(5 * time.Second)
-		if c := counts(f.owners()); len(c) != 20 || spread(c) > 1 {
-			t.Fatalf("after the joins: %v, want 32 shards over 20 workers within one", c)
+		if c := counts(f.owners()); len(c) != joins || spread(c) > 1 {
+			t.Fatalf("after the joins: %v, want %d shards over %d workers within one", c, 2*joins, joins)
 		}
 		f.start("late", nil)
 		settle(2 * time.Second)

@@ -33,7 +33,7 @@ func (a *app) balance(ctx context.Context, args []string) error {
 	var b balanceFlags
 	fs.IntVar(&b.moves, "moves", 0, "hand-offs in flight across the fleet at most (0: one member's share, at least 16)")
 	fs.DurationVar(&b.stuckAfter, "stuck-after", 0, "how long a worker given free shards may take none before it is judged stuck (0: the default)")
-	fs.DurationVar(&b.gather, "gather", 0, "how long a cold fleet waits for its members to stop joining before placing (0: 3s; negative: at once)")
+	fs.DurationVar(&b.gather, "gather", 0, "how long a cold fleet waits for its members to stop joining before placing (0: 10s; negative: at once)")
 	fs.StringVar(&b.by, "by", "", "what is balanced: count (shards per worker) or load (the loads handlers report)")
 	fs.Float64Var(&b.tolerance, "tolerance", 0, "with -by load: the band around the mean load per capacity, a fraction (0.1: ±10 %; 0: the default)")
 	fs.DurationVar(&b.residence, "residence", 0, "with -by load: how long a moved shard stays put before it may move for load again (0: the default)")
