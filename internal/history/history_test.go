@@ -252,3 +252,23 @@ func TestChangesTellAnUnseenTenure(t *testing.T) {
 		t.Fatalf("a plain release: %s", got)
 	}
 }
+
+// TestChangesWalkBothListings: keys deleted by hand before, between and
+// after the others, a key new in the next listing and a release are each
+// told once, in shard order, whatever order the listings come in.
+func TestChangesWalkBothListings(t *testing.T) {
+	f := newFleet()
+	for _, id := range []shard.ID{"s-0", "s-1", "s-2", "s-4", "s-5"} {
+		f.take(id, "w1", shard.ReasonInitial) // tokens 11 to 15
+	}
+	prev := f.listing()
+	delete(f.shards, "s-0")
+	delete(f.shards, "s-2")
+	delete(f.shards, "s-5")
+	f.release("s-4", shard.ReasonRebalance) // 16
+	f.take("s-3", "w2", shard.ReasonFree)   // 17
+	want := "s-0 released w1@11; s-2 released w1@13; s-3 acquired w2@17; s-4 released w1@14; s-5 released w1@15"
+	if got := kinds(Changes(&prev, f.listing(), t0)); got != want {
+		t.Fatalf("changes %s, want %s", got, want)
+	}
+}
