@@ -148,12 +148,29 @@ func (balanced) System() string { return bench.SystemShardlease }
 
 // JoinFigures are the samples of a join's trials, one per trial.
 type JoinFigures struct {
-	// Seconds until max−min ≤ 1 (the window, for a trial that did not
-	// get there); Moved the shards that changed owner; Spreads max−min
-	// when measured; MB what the fleet read meanwhile (shardlease's
-	// in-process fleet only).
+	// Seconds until the observer saw max−min ≤ 1 (the window, for a
+	// trial that did not get there); Moved the shards that changed owner;
+	// Spreads max−min when measured; MB what the fleet read meanwhile
+	// (shardlease's in-process fleet only).
 	Seconds, Moved, Spreads, MB []float64
-	Converged                   int // trials that reached max−min ≤ 1
+	// Settled is, for each trial that reached max−min ≤ 1, the seconds
+	// until the last of the moved shards had its new handler started, by
+	// the workers' own clocks (Fleet.Starts): when the fleet got there,
+	// without the observer's pause between two listings of a large
+	// prefix. Nil when a trial's moved shards were not all seen starting.
+	Settled   []float64
+	Converged int // trials that reached max−min ≤ 1
+}
+
+// movedShards are the shards whose owner differs between two views.
+func movedShards(before, after procfleet.View) []string {
+	var out []string
+	for s, w := range after.Owners {
+		if before.Owners[s] != w {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Joins adds a worker to r's ready fleet trials times, each time until its
@@ -183,6 +200,9 @@ func Joins(ctx context.Context, env *bench.Env, scenario string, r *fleet.Run, t
 		case err == nil:
 			fig.Converged++
 			fig.Seconds = append(fig.Seconds, t1.Sub(t0).Seconds())
+			if last, ok := r.F.Starts().Last(movedShards(before, after), t0); ok {
+				fig.Settled = append(fig.Settled, last.Sub(t0).Seconds())
+			}
 		case !mustBalance && ctx.Err() == nil:
 			// Expected of a baseline: it does not balance. Take the last view.
 			fig.Seconds = append(fig.Seconds, within.Seconds())
@@ -206,6 +226,9 @@ func Joins(ctx context.Context, env *bench.Env, scenario string, r *fleet.Run, t
 		if err := r.Settle(ctx); err != nil {
 			return fig, err
 		}
+	}
+	if len(fig.Settled) != trials {
+		fig.Settled = nil
 	}
 	return fig, nil
 }
