@@ -28,21 +28,26 @@ const (
 )
 
 // awaitApplied waits, before the next transaction of a large Assign,
-// until the member the client's connection reaches has applied what it
-// committed (waitApplied).
+// until etcd has applied what it committed (waitApplied).
 func (c *Coordinator) awaitApplied(ctx context.Context, expect int) {
 	// On the client's own connection: clientv3's Status dials the
-	// endpoint afresh on every call.
+	// endpoint afresh on every call. Each answer is one member's, whose
+	// backlog is its own (its commit and apply indexes); on a cluster
+	// successive answers may come from different members, which apply
+	// the same log at about the same pace.
 	maintenance := pb.NewMaintenanceClient(c.cli.ActiveConnection())
-	waitApplied(ctx, expect, func() (committed, applied uint64, ok bool) {
-		sctx, cancel := context.WithTimeout(ctx, applyWait)
-		defer cancel()
-		st, err := maintenance.Status(sctx, &pb.StatusRequest{})
+	status := func(ctx context.Context) (committed, applied uint64, err error) {
+		st, err := maintenance.Status(ctx, &pb.StatusRequest{})
 		if err != nil {
-			return 0, 0, false
+			return 0, 0, err
 		}
-		return st.RaftIndex, st.RaftAppliedIndex, true
-	})
+		return st.RaftIndex, st.RaftAppliedIndex, nil
+	}
+	read := func(ctx context.Context) error {
+		_, err := c.cli.Get(ctx, c.keys.Config())
+		return err
+	}
+	waitApplied(ctx, expect, status, read)
 }
 
 // waitApplied waits until status reports the apply caught up with the
@@ -52,29 +57,43 @@ func (c *Coordinator) awaitApplied(ctx context.Context, expect int) {
 // it has applied every entry committed before the renewal, and waits for
 // that one second at most: written at once, a cold start's thousand keys
 // set off a hundred thousand lock writes together, the apply fell seconds
-// behind, renewals failed and workers stepped down. The wait is bounded
-// (applySettle + applyWait) and a failed status read ends it: pacing is
-// never a reason for a write to fail.
-func waitApplied(ctx context.Context, expect int, status func() (committed, applied uint64, ok bool)) {
-	start, _, ok := status()
-	if !ok {
-		return
-	}
+// behind, renewals failed and workers stepped down. When status cannot be
+// read at all (etcd with auth answers it for root only), the wait is the
+// settle time and then read, a linearizable read, which etcd answers once
+// it has applied what it had committed when the read arrived. The whole
+// wait is bounded by applySettle + applyWait, and a status read that fails
+// midway ends it: pacing is never a reason for a write to fail.
+func waitApplied(ctx context.Context, expect int, status func(context.Context) (committed, applied uint64, err error), read func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(ctx, applySettle+applyWait)
+	defer cancel()
 	settle := time.Now().Add(applySettle)
-	deadline := settle.Add(applyWait)
-	for {
-		committed, applied, ok := status()
-		switch {
-		case !ok:
-			return
-		case time.Now().Before(settle) && committed < start+uint64(expect):
-		case committed <= applied+maxApplyBacklog || !time.Now().Before(deadline):
-			return
-		}
+	start, _, err := status(ctx)
+	if err != nil {
+		t := time.NewTimer(time.Until(settle))
+		defer t.Stop()
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(applyPoll):
+		case <-t.C:
+		}
+		_ = read(ctx)
+		return
+	}
+	for {
+		committed, applied, err := status(ctx)
+		switch {
+		case err != nil:
+			return
+		case time.Now().Before(settle) && committed < start+uint64(expect):
+		case committed <= applied+maxApplyBacklog:
+			return
+		}
+		t := time.NewTimer(applyPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
 		}
 	}
 }

@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -12,8 +13,10 @@ import (
 
 // TestWaitApplied: the pacing between Assign's transactions waits for
 // the workers' acquisitions to be committed (or applySettle), then for the
-// apply to catch up (or applyWait), and never longer; a status that cannot
-// be read ends it at once.
+// apply to catch up, never longer than applySettle + applyWait in all; a
+// status that fails midway ends it; one that cannot be read at all (etcd
+// with auth answers it for root only) gives the settle time and then a
+// linearizable read.
 func TestWaitApplied(t *testing.T) {
 	type point struct {
 		at                 time.Duration
@@ -22,8 +25,9 @@ func TestWaitApplied(t *testing.T) {
 	cases := []struct {
 		name   string
 		expect int
-		series []point // the status from each point's time on
+		series []point // the status from each point's time on; none: status refused
 		fail   time.Duration
+		read   time.Duration // how long the fallback read takes
 		want   time.Duration
 	}{
 		{name: "caught up once the acquisitions are in", expect: 3,
@@ -35,18 +39,19 @@ func TestWaitApplied(t *testing.T) {
 			series: []point{{0, 100, 100}, {20 * time.Millisecond, 100 + maxApplyBacklog, 100}}, want: 20 * time.Millisecond},
 		{name: "a backlog that stays: bounded", expect: 1,
 			series: []point{{0, 100, 100}, {10 * time.Millisecond, 500, 100}}, want: applySettle + applyWait},
-		{name: "status fails at once", expect: 1, fail: 0, want: 0},
 		{name: "status fails while waiting", expect: 1,
 			series: []point{{0, 100, 100}, {10 * time.Millisecond, 500, 100}}, fail: 300 * time.Millisecond, want: 300 * time.Millisecond},
+		{name: "no status: the settle time, then a read", expect: 1, read: 400 * time.Millisecond, want: applySettle + 400*time.Millisecond},
+		{name: "no status and a read that hangs: bounded", expect: 1, read: time.Hour, want: applySettle + applyWait},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				begin := time.Now()
-				status := func() (uint64, uint64, bool) {
+				status := func(context.Context) (uint64, uint64, error) {
 					now := time.Since(begin)
 					if tc.series == nil || tc.fail > 0 && now >= tc.fail {
-						return 0, 0, false
+						return 0, 0, errors.New("refused")
 					}
 					var p point
 					for _, q := range tc.series {
@@ -54,9 +59,17 @@ func TestWaitApplied(t *testing.T) {
 							p = q
 						}
 					}
-					return p.committed, p.applied, true
+					return p.committed, p.applied, nil
 				}
-				waitApplied(context.Background(), tc.expect, status)
+				read := func(ctx context.Context) error {
+					select {
+					case <-ctx.Done():
+						return ctx.Err()
+					case <-time.After(tc.read):
+						return nil
+					}
+				}
+				waitApplied(context.Background(), tc.expect, status, read)
 				if got := time.Since(begin); got < tc.want || got > tc.want+applyPoll {
 					t.Errorf("waited %v, want %v (to within one poll, %v)", got, tc.want, applyPoll)
 				}
@@ -81,6 +94,7 @@ func TestPacedWaitsAfterManyPlacements(t *testing.T) {
 		{name: "a join: hand-offs only", batches: []int{3, 2}, frees: []int{0, 0, 0, 0, 0}},
 		{name: "a failover: a shard to each", batches: []int{3, 2}, frees: []int{1, 1, 1, 1, 1}},
 		{name: "just under the bound", batches: []int{2, 1}, frees: []int{paceAfterLocks - 1, 0, 5000}},
+		{name: "at the bound", batches: []int{2, 1}, frees: []int{paceAfterLocks - 1, 1, 5000}, want: []int{2}},
 		{name: "one write", batches: []int{2}, frees: []int{5000, 5000}},
 	}
 	for _, tc := range cases {

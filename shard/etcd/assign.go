@@ -24,8 +24,8 @@ const maxTxnBytes = 1 << 20
 // sealed (fleetkeys.SealValue). Each transaction has its own
 // RequestTimeout, and one after a transaction that gave paceAfterLocks
 // free shards or more waits for their acquisitions to be applied
-// (awaitApplied), so that a cold start's write never puts etcd's apply
-// more than a moment behind.
+// (awaitApplied, bounded), so that a cold start's write keeps etcd's
+// apply close behind its commits.
 func (as assignments) Assign(ctx context.Context, id shard.SessionID, epoch shard.Token, set map[string]*shard.Assignment) error {
 	c := as.c
 	if err := ctxErr(ctx); err != nil {
