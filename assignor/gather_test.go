@@ -20,8 +20,14 @@ func TestGatherQuietIsCheckedOnAFreshRead(t *testing.T) {
 	const limit = 10 * time.Second
 	var g gathering
 	reads := 0
-	fresh := func(ids ...string) func() ([]string, error) {
-		return func() ([]string, error) { reads++; return ids, nil }
+	fresh := func(ids ...string) func(time.Time) ([]string, error) {
+		return func(deadline time.Time) ([]string, error) {
+			reads++
+			if !deadline.Equal(t0.Add(limit)) {
+				t.Errorf("fresh read's deadline %v, want the gathering's limit %v", deadline, t0.Add(limit))
+			}
+			return ids, nil
+		}
 	}
 	if until := g.wait(at(0), limit, fresh("a", "b", "c")); !until.Equal(t0.Add(gatherQuiet)) || reads != 0 {
 		t.Fatalf("first look: wait until %v after %d fresh reads, want %v and none", until, reads, t0.Add(gatherQuiet))
@@ -40,7 +46,7 @@ func TestGatherQuietIsCheckedOnAFreshRead(t *testing.T) {
 	// A failed read does not hold the placement back.
 	var h gathering
 	h.wait(at(0), limit, nil)
-	if until := h.wait(at(gatherQuiet), limit, func() ([]string, error) { return nil, errors.New("unavailable") }); !until.IsZero() {
+	if until := h.wait(at(gatherQuiet), limit, func(time.Time) ([]string, error) { return nil, errors.New("unavailable") }); !until.IsZero() {
 		t.Fatalf("a failed fresh read: wait until %v, want now", until)
 	}
 

@@ -92,7 +92,9 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 		a.loads.forget() // figures seen before a switch to counts are stale by a switch back
 	}
 	state.Rules = Rules(snap, pol)
-	fresh := func() ([]string, error) {
+	fresh := func(deadline time.Time) ([]string, error) {
+		ctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
 		snap, err := a.cfg.Coordinator.Fleet().Watch(ctx, 0)
 		if err != nil {
 			return nil, err

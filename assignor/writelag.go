@@ -29,19 +29,15 @@ func (w *writeLag) stuckAfter(base time.Duration, now time.Time) time.Duration {
 }
 
 // wrote records a write of a step decided at decided that ended at now.
+// A write's lag counts for a StuckAfter from its end (the keys it wrote
+// have had a whole StuckAfter then), at most base: a write that took
+// longer than StuckAfter itself (one cut short by the coordinator's
+// timeouts) must not put the verdict off further. A faster write inside
+// that window changes nothing: it neither shortens nor extends it.
 func (w *writeLag) wrote(decided, now time.Time, base time.Duration) {
-	lag := now.Sub(decided)
-	if !now.Before(w.until) {
-		w.lag = 0
+	lag := min(now.Sub(decided), base)
+	if now.Before(w.until) && lag < w.lag {
+		return
 	}
-	w.lag = max(w.lag, lag)
-	w.until = later(w.until, now.Add(base+w.lag))
-}
-
-// later is the later of two times.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
+	w.lag, w.until = lag, now.Add(base+lag)
 }

@@ -28,7 +28,7 @@ type BalancePolicy struct {
 	// sooner than its worker's lease allows (assignor.StuckAfter).
 	StuckAfter time.Duration
 	// ColdStartGather bounds how long a cold fleet waits for its members
-	// to stop joining before the first placement; 0: 3 s; negative: at
+	// to stop joining before the first placement; 0: 10 s; negative: at
 	// once.
 	ColdStartGather time.Duration
 	// Load, when not nil, balances the load the workers report instead of
