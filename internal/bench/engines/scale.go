@@ -75,7 +75,7 @@ func atScale(ctx context.Context, env *bench.Env, p Params, engine string) ([]be
 			return nil, err
 		}
 		seen = append(seen, time.Since(began).Seconds())
-		last, ok := r.F.Starts().Last(ids, began)
+		last, ok := r.F.Starts().WaitStarted(ctx, ids, began, time.Second)
 		if !ok {
 			r.F.Close()
 			return nil, fmt.Errorf("%s on %s, cold start %d: the observer saw every shard owned, but not every handler was seen starting", Name, engine, trial+1)
@@ -134,7 +134,8 @@ func joinRows(ctx context.Context, env *bench.Env, p Params, r *fleet.Run, engin
 	// and takes a while to decode it, which its own row shows beside.
 	seenRow := bench.Measured(Name, bench.SystemShardlease, r.Size.Metric(metric(joined+": time until the observer saw max−min <= 1", engine)), "s", fig.Seconds).
 		WithNote("the observer lists a prefix of this size at most every 250 ms, after decoding the last listing; the row before is when it got there")
-	timeRow := bench.Measured(Name, bench.SystemShardlease, r.Size.Metric(metric(joined+": time until max−min <= 1, by the workers' clocks (the last moved shard's new handler start)", engine)), "s", fig.Settled)
+	timeRow := bench.Measured(Name, bench.SystemShardlease, r.Size.Metric(metric(joined+": time until max−min <= 1, by the workers' clocks (the last moved shard's new handler start)", engine)), "s", fig.Settled).
+		WithNote("the last handler started since the join began, once every moved shard's new handler is seen started")
 	if fig.Settled == nil {
 		return nil, fmt.Errorf("%s on %s: the moved shards' new handlers were not all seen starting; the join's time cannot be told", Name, engine)
 	}

@@ -154,10 +154,11 @@ type JoinFigures struct {
 	// (shardlease's in-process fleet only).
 	Seconds, Moved, Spreads, MB []float64
 	// Settled is, for each trial that reached max−min ≤ 1, the seconds
-	// until the last of the moved shards had its new handler started, by
-	// the workers' own clocks (Fleet.Starts): when the fleet got there,
-	// without the observer's pause between two listings of a large
-	// prefix. Nil when a trial's moved shards were not all seen starting.
+	// until the last handler started since the join began (every moved
+	// shard's new one among them), by the workers' own clocks
+	// (Fleet.Starts): when the fleet got there, without the observer's
+	// pause between two listings of a large prefix. Nil when a trial moved
+	// nothing or its moved shards were not all seen starting.
 	Settled   []float64
 	Converged int // trials that reached max−min ≤ 1
 }
@@ -200,8 +201,13 @@ func Joins(ctx context.Context, env *bench.Env, scenario string, r *fleet.Run, t
 		case err == nil:
 			fig.Converged++
 			fig.Seconds = append(fig.Seconds, t1.Sub(t0).Seconds())
-			if last, ok := r.F.Starts().Last(movedShards(before, after), t0); ok {
-				fig.Settled = append(fig.Settled, last.Sub(t0).Seconds())
+			// The last start of any shard since the join began, once every
+			// moved shard's new handler is seen started: a shard moved away
+			// and back (not among the moved) still counts.
+			moved := movedShards(before, after)
+			if _, ok := r.F.Starts().WaitStarted(ctx, moved, t0, time.Second); ok && len(moved) > 0 {
+				latest, _ := r.F.Starts().LatestAfter(t0)
+				fig.Settled = append(fig.Settled, latest.Sub(t0).Seconds())
 			}
 		case !mustBalance && ctx.Err() == nil:
 			// Expected of a baseline: it does not balance. Take the last view.

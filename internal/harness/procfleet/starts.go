@@ -3,6 +3,7 @@ package procfleet
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -57,6 +58,37 @@ func (l *StartLog) Last(shards []string, t0 time.Time) (time.Time, bool) {
 		}
 	}
 	return last, true
+}
+
+// LatestAfter returns the latest start of any shard after t0, and whether
+// there is one.
+func (l *StartLog) LatestAfter(t0 time.Time) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	latest := t0
+	for _, at := range l.at {
+		if at.After(latest) {
+			latest = at
+		}
+	}
+	return latest, latest.After(t0)
+}
+
+// WaitStarted waits, up to within, until every one of shards has a
+// handler started after t0 (a claim granted is seen owned a moment before
+// its handler starts), and returns Last's answer then.
+func (l *StartLog) WaitStarted(ctx context.Context, shards []string, t0 time.Time, within time.Duration) (time.Time, bool) {
+	deadline := time.Now().Add(within)
+	for {
+		last, ok := l.Last(shards, t0)
+		if ok || !time.Now().Before(deadline) || ctx.Err() != nil {
+			return last, ok
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // NotStarted names the shards of shards with no handler started after t0:

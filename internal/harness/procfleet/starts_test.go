@@ -1,9 +1,11 @@
 package procfleet
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -47,4 +49,35 @@ func TestReadStartsFollowsAGrowingHistory(t *testing.T) {
 	if fi, _ := os.Stat(path); off != fi.Size() || len(rest) != 0 {
 		t.Errorf("offset %d of %d bytes, rest %q; want the whole file read", off, fi.Size(), rest)
 	}
+}
+
+// TestStartLogLatestAndWait: LatestAfter is the latest start of any shard
+// after t0; WaitStarted returns as soon as every named shard started after
+// t0, and gives up after its window when one never does.
+func TestStartLogLatestAndWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l StartLog
+		t0 := time.Now()
+		if _, ok := l.LatestAfter(t0); ok {
+			t.Fatal("an empty log has a latest start")
+		}
+		l.RecordAt("a", t0.Add(-time.Second)) // before t0: not counted
+		l.RecordAt("b", t0.Add(time.Second))
+		l.RecordAt("c", t0.Add(2*time.Second))
+		if at, ok := l.LatestAfter(t0); !ok || !at.Equal(t0.Add(2*time.Second)) {
+			t.Fatalf("latest after t0: %v, %v; want c's start", at, ok)
+		}
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			l.RecordAt("a", time.Now())
+		}()
+		began := time.Now()
+		if at, ok := l.WaitStarted(context.Background(), []string{"a", "b"}, t0, time.Second); !ok || !at.Equal(t0.Add(time.Second)) || time.Since(began) > 310*time.Millisecond {
+			t.Fatalf("wait for a and b: %v, %v after %v; want b's start once a started, at 300 ms", at, ok, time.Since(began))
+		}
+		began = time.Now()
+		if _, ok := l.WaitStarted(context.Background(), []string{"d"}, t0, time.Second); ok || time.Since(began) < time.Second {
+			t.Fatalf("a shard that never starts: ok %v after %v, want false after 1s", ok, time.Since(began))
+		}
+	})
 }
