@@ -50,8 +50,9 @@ func atScale(ctx context.Context, env *bench.Env, p Params, engine string) ([]be
 			r = nil
 			// Each cold start on a quiet coordinator: a session the last
 			// fleet could not destroy in time (its close sends a thousand
-			// at once) expires a TTL later, and the next fleet started
-			// meanwhile would be measured against that load.
+			// at once) expires a TTL later on etcd (Consul may take up to
+			// twice that), and the next fleet started meanwhile would be
+			// measured against that load.
 			select {
 			case <-time.After(shape.Policy.TTL + time.Second):
 			case <-ctx.Done():
