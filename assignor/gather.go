@@ -40,11 +40,11 @@ type gathering struct {
 // gather): the zero time when it may now, or the time to look again.
 // Before the quiet ends the gathering, fresh (when not nil) lists the live
 // members as of a read as new as the call, made to end by deadline (the
-// gathering's limit, so that the read never holds the placement past it): a listing that stopped changing
-// may only be late (a watch behind a busy coordinator), and at 1,000
-// workers one that paused for 300 ms ended the gathering with 244 members
-// while 1,000 had joined, leaving 756 to take their shares by hand-offs
-// for minutes. A member set that changed restarts the quiet; a failed read
+// gathering's limit, so that the read never holds the placement past
+// it): a listing that stopped changing may only be late (a watch behind a
+// busy coordinator), and at 1,000 workers one that paused for 300 ms
+// ended the gathering with 244 members while 1,000 had joined, leaving
+// 756 to take their shares by hand-offs for minutes. A member set that changed restarts the quiet; a failed read
 // does not hold the placement back.
 func (g *gathering) wait(s rebalance.State, limit time.Duration, fresh func(deadline time.Time) ([]string, error)) time.Time {
 	if g.done || limit < 0 {

@@ -79,7 +79,7 @@ func atScale(ctx context.Context, env *bench.Env, p Params, engine string) ([]be
 		last, ok := r.F.Starts().WaitStarted(ctx, ids, began, time.Second)
 		if !ok {
 			r.F.Close()
-			return nil, fmt.Errorf("%s on %s, cold start %d: the observer saw every shard owned, but not every handler was seen starting", Name, engine, trial+1)
+			return nil, fmt.Errorf("%s on %s, cold start %d: the observer saw every shard owned, but within a second no handler had started since the cold start for %s", Name, engine, trial+1, r.F.Starts().NotStarted(ids, began))
 		}
 		colds = append(colds, last.Sub(began).Seconds())
 		env.Logf("shardbench: %s %d × %d on %s, cold start %d: every shard owned, max−min <= 1 after %.2fs (the last handler's start; seen after %.2fs)",
@@ -138,7 +138,7 @@ func joinRows(ctx context.Context, env *bench.Env, p Params, r *fleet.Run, engin
 	timeRow := bench.Measured(Name, bench.SystemShardlease, r.Size.Metric(metric(joined+": time until max−min <= 1, by the workers' clocks (the last moved shard's new handler start)", engine)), "s", fig.Settled).
 		WithNote("the last handler started since the join began, once every moved shard's new handler is seen started")
 	if fig.Settled == nil {
-		return nil, fmt.Errorf("%s on %s: the moved shards' new handlers were not all seen starting; the join's time cannot be told", Name, engine)
+		return nil, fmt.Errorf("%s on %s: the join's time cannot be told: %s", Name, engine, fig.Unsettled)
 	}
 	moveRow := bench.Measured(Name, bench.SystemShardlease, r.Size.Metric(metric(joined+": shards moved", engine)), "shards", fig.Moved).With("ideal", float64(hi))
 	mbRow := bench.Measured(Name, bench.SystemShardlease, r.Size.Metric(metric(joined+": bytes all workers read from the coordinator until max−min <= 1", engine)), "MB", fig.MB).

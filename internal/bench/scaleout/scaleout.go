@@ -159,7 +159,10 @@ type JoinFigures struct {
 	// (Fleet.Starts): when the fleet got there, without the observer's
 	// pause between two listings of a large prefix. Nil when a trial moved
 	// nothing or its moved shards were not all seen starting.
-	Settled   []float64
+	Settled []float64
+	// Unsettled says why Settled is nil: the first trial that moved
+	// nothing, or whose moved shards' handlers were not seen starting.
+	Unsettled string
 	Converged int // trials that reached max−min ≤ 1
 }
 
@@ -205,7 +208,13 @@ func Joins(ctx context.Context, env *bench.Env, scenario string, r *fleet.Run, t
 			// moved shard's new handler is seen started: a shard moved away
 			// and back (not among the moved) still counts.
 			moved := movedShards(before, after)
-			if _, ok := r.F.Starts().WaitStarted(ctx, moved, t0, time.Second); ok && len(moved) > 0 {
+			_, ok := r.F.Starts().WaitStarted(ctx, moved, t0, time.Second)
+			switch {
+			case len(moved) == 0 && fig.Unsettled == "":
+				fig.Unsettled = fmt.Sprintf("trial %d moved no shard", i+1)
+			case !ok && fig.Unsettled == "":
+				fig.Unsettled = fmt.Sprintf("trial %d: within a second of balance no new handler had started for %s", i+1, r.F.Starts().NotStarted(moved, t0))
+			case ok && len(moved) > 0:
 				latest, _ := r.F.Starts().LatestAfter(t0)
 				fig.Settled = append(fig.Settled, latest.Sub(t0).Seconds())
 			}
@@ -234,6 +243,9 @@ func Joins(ctx context.Context, env *bench.Env, scenario string, r *fleet.Run, t
 		}
 	}
 	if len(fig.Settled) != trials {
+		if fig.Unsettled == "" {
+			fig.Unsettled = fmt.Sprintf("%d of %d trials balanced", len(fig.Settled), trials)
+		}
 		fig.Settled = nil
 	}
 	return fig, nil
