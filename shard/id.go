@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -39,6 +40,11 @@ type Config struct {
 	// changes it, and a worker's config does not carry it: Equal and
 	// SameFleet ignore it.
 	Generation uint32 `json:"generation,omitempty"`
+	// Layouts are the fleet's reshards, oldest first (see Layout): empty
+	// for a fleet never resharded. Shards and Name stay the fleet's first
+	// shard set; Current is the one it runs. Only Fleet.SetLayouts
+	// changes them, and a worker's config does not carry them.
+	Layouts []Layout `json:"layouts,omitempty"`
 }
 
 // DefaultName is the shard name stem used when Config.Name is empty.
@@ -68,6 +74,7 @@ func (c Config) Validate() error {
 	if c.Generation > MaxGeneration {
 		problems = append(problems, fmt.Sprintf("generation %d is above the highest, %d", c.Generation, MaxGeneration))
 	}
+	problems = append(problems, c.validateLayouts()...)
 	if c.Protocol < 0 {
 		problems = append(problems, fmt.Sprintf("protocol %d must not be negative (0 means this build's, %d)", c.Protocol, Protocol))
 	}
@@ -77,23 +84,25 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Equal reports whether two configurations describe the same shard set.
-// It does not compare Protocol: SameFleet does.
+// Equal reports whether two configurations describe the same first shard
+// set (Shards and Name). It does not compare Protocol (SameFleet does) nor
+// Layouts (a worker's config has none: see SameFleet).
 func (c Config) Equal(o Config) bool {
 	c, o = c.Normalize(), o.Normalize()
 	return c.Shards == o.Shards && c.Name == o.Name
 }
 
-// IDs returns the fleet's shard IDs in order.
+// IDs returns the shard IDs the fleet runs, sorted: its current layout's,
+// and during a reshard its parents' too (see Segments).
 func (c Config) IDs() []ID {
-	c = c.Normalize()
-	width := len(fmt.Sprint(c.Shards - 1))
-	if width < 3 {
-		width = 3
+	var ids []ID
+	for _, s := range c.Segments() {
+		for i := range s.Shards {
+			ids = append(ids, s.ID(i))
+		}
 	}
-	ids := make([]ID, c.Shards)
-	for i := range ids {
-		ids[i] = ID(fmt.Sprintf("%s-%0*d", c.Name, width, i))
+	if len(c.Layouts) > 0 {
+		slices.Sort(ids) // a later layout's name may sort before an earlier's
 	}
 	return ids
 }

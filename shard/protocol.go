@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -56,7 +57,7 @@ const StepRules = "rules"
 // which it writes into its member key (Member.Steps). A feature that
 // needs a step switches on only when every live member has it.
 func Steps() []string {
-	return []string{StepGenerations, StepHistory, StepZones, StepRules, StepStandbys}
+	return []string{StepGenerations, StepHistory, StepZones, StepRules, StepStandbys, StepReshard}
 }
 
 // AllSpeak reports whether every live member of s speaks step.
@@ -73,9 +74,17 @@ func (s Snapshot) AllSpeak(step string) bool {
 func (m Member) HasStep(step string) bool { return slices.Contains(m.Steps, step) }
 
 // SameFleet reports whether a worker that brings config c may join a fleet
-// that stored config o: the same shard set and the same protocol.
-func (c Config) SameFleet(o Config) bool {
-	return c.Equal(o) && c.Normalize().Protocol == o.Normalize().Protocol
+// that stored config o: c names o's first shard set or its current one
+// (Current), and c's protocol runs o's (a resharded fleet records
+// ProtocolResharded, which this build runs).
+// Either may be the stored one.
+func (c Config) SameFleet(o Config) bool { return ConfigMismatch(o, c) == nil || ConfigMismatch(c, o) == nil }
+
+// Same reports whether two stored configs are the same in every field
+// but Generation: the same shard sets, protocol and layouts.
+func (c Config) Same(o Config) bool {
+	c, o = c.Normalize(), o.Normalize()
+	return c.Equal(o) && c.Protocol == o.Protocol && reflect.DeepEqual(c.Layouts, o.Layouts)
 }
 
 // ConfigMismatch returns nil when a worker that brings mine may join a
@@ -86,11 +95,16 @@ func (c Config) SameFleet(o Config) bool {
 func ConfigMismatch(stored, mine Config) error {
 	stored, mine = stored.Normalize(), mine.Normalize()
 	var parts []string
-	if !stored.Equal(mine) {
-		parts = append(parts, fmt.Sprintf("the fleet has %d shards named %q, this config has %d shards named %q",
-			stored.Shards, stored.Name, mine.Shards, mine.Name))
+	shards, name := stored.Current()
+	if !stored.Equal(mine) && (mine.Shards != shards || mine.Name != name) {
+		now := ""
+		if len(stored.Layouts) > 0 {
+			now = fmt.Sprintf(" (resharded: it runs %d named %q now)", shards, name)
+		}
+		parts = append(parts, fmt.Sprintf("the fleet has %d shards named %q%s, this config has %d shards named %q",
+			stored.Shards, stored.Name, now, mine.Shards, mine.Name))
 	}
-	if stored.Protocol != mine.Protocol {
+	if !speaksStored(stored, mine.Protocol) {
 		parts = append(parts, fmt.Sprintf("the fleet runs protocol %d and this worker protocol %d: no mixed fleets — stop the whole fleet and remove its config before starting protocol %d workers on it, or use another prefix",
 			stored.Protocol, mine.Protocol, mine.Protocol))
 	}

@@ -2,50 +2,52 @@ package keycodec
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/shardlease/shardlease/shard"
 )
 
-// names is how a fleet names its shards, as shard.Config.IDs writes them:
-// Name + "-" + the index zero-padded to the width of the last index, at
-// least three digits. The format is a line of Config's documented
-// behaviour, so it is rebuilt here from Config's exported fields rather
-// than exported from shard as an index method no user needs;
-// TestSetEncodingIDs holds the two to the same IDs across every padding
-// width.
+// names is how a fleet names the shards it runs, as shard.Config.IDs
+// writes them: one segment per layout it runs (its current one, and during
+// a reshard the parents' too), each Name + "-" + the index within it
+// zero-padded to its width; the index in a set is the segment's Base plus
+// that. TestSetEncodingIDs holds the two to the same IDs across every
+// padding width.
 type names struct {
-	name   string
-	shards int
-	width  int // digits of an index, padded
+	segs []shard.Segment // in index order
 }
 
-// namesOf returns c's naming (c normalized, so the default name applies).
-func namesOf(c shard.Config) names {
-	c = c.Normalize()
-	return names{name: c.Name, shards: c.Shards, width: max(len(strconv.Itoa(c.Shards-1)), 3)}
-}
+// namesOf returns c's naming.
+func namesOf(c shard.Config) names { return names{segs: c.Segments()} }
 
 // index returns the index of id among the fleet's shards. It is the inverse
 // of id: an ID is accepted only in exactly the form IDs writes it.
 func (n names) index(id shard.ID) (int, error) {
-	s := string(id)
-	// Every index is padded to the same width, so an ID of the fleet is
-	// its name, a dash and exactly width digits below the shard count.
-	ok := len(s) == len(n.name)+1+n.width && strings.HasPrefix(s, n.name) && s[len(n.name)] == '-'
-	i := 0
-	for _, c := range []byte(s[min(len(n.name)+1, len(s)):]) {
-		if !ok || c < '0' || c > '9' {
-			ok = false
-			break
+	for _, s := range n.segs {
+		if i, ok := s.Index(id); ok {
+			return s.Base + i, nil
 		}
-		i = i*10 + int(c-'0')
 	}
-	if !ok || i >= n.shards {
-		return 0, fmt.Errorf("%w: %q is not one of the %d shards %s-…", shard.ErrUnknownShard, id, n.shards, n.name)
+	return 0, fmt.Errorf("%w: %q is not one of the fleet's shards (%s)", shard.ErrUnknownShard, id, n)
+}
+
+// String describes the shard sets, for errors: "128 shards stream/shard-…".
+func (n names) String() string {
+	var parts []string
+	for _, s := range n.segs {
+		parts = append(parts, fmt.Sprintf("%d shards %s-…", s.Shards, s.Name))
 	}
-	return i, nil
+	return strings.Join(parts, " and ")
+}
+
+// has reports whether index i is one of the fleet's shards.
+func (n names) has(i int) bool {
+	for _, s := range n.segs {
+		if s.Base <= i && i < s.Base+s.Shards {
+			return true
+		}
+	}
+	return false
 }
 
 // Naming tells a fleet's shard IDs from others, as many times as asked
@@ -60,8 +62,13 @@ func NamingOf(c shard.Config) Naming { return Naming{namesOf(c)} }
 // Config.IDs writes it.
 func (n Naming) Index(id shard.ID) (int, error) { return n.n.index(id) }
 
-// id returns the ID of shard i exactly as IDs formats it.
+// id returns the ID of shard i exactly as IDs formats it; i must be one
+// of the fleet's (has).
 func (n names) id(i int) shard.ID {
-	digits := strconv.Itoa(i)
-	return shard.ID(n.name + "-" + strings.Repeat("0", max(n.width-len(digits), 0)) + digits)
+	for _, s := range n.segs {
+		if s.Base <= i && i < s.Base+s.Shards {
+			return s.ID(i - s.Base)
+		}
+	}
+	return ""
 }

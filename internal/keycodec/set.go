@@ -76,12 +76,12 @@ func DecodeSet(c shard.Config, s string) ([]shard.ID, error) {
 		if err != nil {
 			return nil, err
 		}
-		if hi >= n.shards {
-			return nil, fmt.Errorf("%w: index %d in %q is out of range for %d shards (0..%d)",
-				shard.ErrUnknownShard, hi, item, n.shards, n.shards-1)
-		}
 		if lo < next {
 			return nil, fmt.Errorf("%w: shard set item %q overlaps or precedes the item before it", shard.ErrInvalidArgument, item)
+		}
+		if i, ok := n.covers(lo, hi); !ok {
+			return nil, fmt.Errorf("%w: index %d in %q is none of the fleet's shards (%s)",
+				shard.ErrUnknownShard, i, item, n)
 		}
 		for i := lo; i <= hi; i++ {
 			ids = append(ids, n.id(i))
@@ -118,4 +118,25 @@ func parseIndex(s, item string) (int, error) {
 		return 0, fmt.Errorf("%w: malformed shard set item %q", shard.ErrInvalidArgument, item)
 	}
 	return n, nil
+}
+
+// covers reports whether every index lo..hi is one of the fleet's, and
+// otherwise names one that is not: hi when it is not, else the first.
+func (n names) covers(lo, hi int) (int, bool) {
+	if !n.has(hi) {
+		return hi, false
+	}
+	for i := lo; i <= hi; {
+		end := -1
+		for _, s := range n.segs {
+			if s.Base <= i && i < s.Base+s.Shards {
+				end = s.Base + s.Shards
+			}
+		}
+		if end < 0 {
+			return i, false
+		}
+		i = end
+	}
+	return 0, true
 }

@@ -84,7 +84,7 @@ func TestConfigRewrittenUnderARunningFleet(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if snap.Config == nil || *snap.Config != runs {
+			if snap.Config == nil || !snap.Config.Same(runs) {
 				t.Errorf("snapshot config = %+v, want the one the fleet runs, %+v", snap.Config, runs)
 			}
 			if len(snap.Shards) != runs.Shards {

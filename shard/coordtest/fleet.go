@@ -90,16 +90,16 @@ func (s *suite) configure(t *testing.T) {
 	}
 	got, err := c.Fleet().Configure(ctx, shard.Config{Shards: 8})
 	want := shard.Config{Shards: 8, Name: shard.DefaultName, Protocol: shard.Protocol}
-	if err != nil || got != want {
+	if err != nil || !got.Same(want) {
 		t.Fatalf("first Configure = %+v, %v; want %+v", got, err, want)
 	}
 	for _, same := range []shard.Config{{Shards: 8}, {Shards: 8, Name: shard.DefaultName}, {Shards: 8, Protocol: shard.Protocol}} {
-		if got, err := c.Fleet().Configure(ctx, same); err != nil || got != want {
+		if got, err := c.Fleet().Configure(ctx, same); err != nil || !got.Same(want) {
 			t.Fatalf("Configure(%+v) again = %+v, %v; want %+v", same, got, err, want)
 		}
 	}
 	got, err = c.Fleet().Configure(ctx, shard.Config{Shards: 9, Name: "other"})
-	if !errors.Is(err, shard.ErrConfigMismatch) || got != want {
+	if !errors.Is(err, shard.ErrConfigMismatch) || !got.Same(want) {
 		t.Fatalf("Configure with a different config = %+v, %v; want the stored %+v and ErrConfigMismatch", got, err, want)
 	}
 	// The refusal is what a worker started with the wrong config prints:
@@ -112,7 +112,7 @@ func (s *suite) configure(t *testing.T) {
 	if _, err := c.Fleet().Configure(ctx, shard.Config{Shards: 0}); !errors.Is(err, shard.ErrInvalidConfig) {
 		t.Fatalf("Configure with 0 shards = %v, want ErrInvalidConfig", err)
 	}
-	if snap := snapshot(t, c); snap.Config == nil || *snap.Config != want {
+	if snap := snapshot(t, c); snap.Config == nil || !snap.Config.Same(want) {
 		t.Fatalf("snapshot config = %+v, want %+v", snap.Config, want)
 	}
 }
@@ -131,7 +131,7 @@ func (s *suite) configureProtocol(t *testing.T) {
 			}
 			idx := snapshot(t, c).Index
 			got, err := c.Fleet().Configure(t.Context(), shard.Config{Shards: 8, Protocol: tt.brought})
-			if !errors.Is(err, shard.ErrConfigMismatch) || got != stored {
+			if !errors.Is(err, shard.ErrConfigMismatch) || !got.Same(stored) {
 				t.Fatalf("Configure with protocol %d on a protocol %d fleet = %+v, %v; want %+v and ErrConfigMismatch", tt.brought, tt.stored, got, err, stored)
 			}
 			brought := shard.Config{Shards: 8, Protocol: tt.brought}.Normalize()

@@ -133,7 +133,7 @@ func TestConfigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := shard.Config{Shards: 128, Name: shard.DefaultName, Protocol: shard.Protocol}
-	if stored != want {
+	if !stored.Same(want) {
 		t.Fatalf("stored %+v, want normalized %+v", stored, want)
 	}
 	idx := snapshot(t, c).Index
@@ -164,7 +164,7 @@ func TestConfigure(t *testing.T) {
 					t.Errorf("error %q does not name %s", err, m)
 				}
 			}
-			if got != tt.want {
+			if !got.Same(tt.want) {
 				t.Errorf("returned %+v, want %+v", got, tt.want)
 			}
 			if now := snapshot(t, c).Index; now != idx {
