@@ -353,6 +353,9 @@ func (c Config) validateLayouts() []string {
 	if len(c.Layouts) > MaxLayouts {
 		return append(problems, fmt.Sprintf("%d layouts recorded, more than %d", len(c.Layouts), MaxLayouts))
 	}
+	if p := StoredProtocol(c.Layouts); c.Protocol != 0 && c.Protocol != p {
+		problems = append(problems, fmt.Sprintf("protocol %d with these layouts, which record protocol %d", c.Protocol, p))
+	}
 	names := map[string]bool{c.Normalize().Name: true}
 	for k, l := range c.Layouts {
 		at := fmt.Sprintf("layout %d", k+1)
