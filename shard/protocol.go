@@ -78,7 +78,9 @@ func (m Member) HasStep(step string) bool { return slices.Contains(m.Steps, step
 // (Current), and c's protocol runs o's (a resharded fleet records
 // ProtocolResharded, which this build runs).
 // Either may be the stored one.
-func (c Config) SameFleet(o Config) bool { return ConfigMismatch(o, c) == nil || ConfigMismatch(c, o) == nil }
+func (c Config) SameFleet(o Config) bool {
+	return ConfigMismatch(o, c) == nil || ConfigMismatch(c, o) == nil
+}
 
 // Same reports whether two stored configs are the same in every field
 // but Generation: the same shard sets, protocol and layouts.

@@ -353,7 +353,7 @@ func (c Config) validateLayouts() []string {
 	if len(c.Layouts) > MaxLayouts {
 		return append(problems, fmt.Sprintf("%d layouts recorded, more than %d", len(c.Layouts), MaxLayouts))
 	}
-	if p := StoredProtocol(c.Layouts); c.Protocol != 0 && c.Protocol != p {
+	if p := StoredProtocol(c.Layouts); len(c.Layouts) > 0 && c.Protocol != 0 && c.Protocol != p {
 		problems = append(problems, fmt.Sprintf("protocol %d with these layouts, which record protocol %d", c.Protocol, p))
 	}
 	names := map[string]bool{c.Normalize().Name: true}
@@ -449,4 +449,22 @@ func StoredProtocol(ls []Layout) int {
 func speaksStored(stored Config, mine int) bool {
 	return stored.Protocol == mine ||
 		stored.Protocol == ProtocolResharded && mine == Protocol && StoredProtocol(stored.Layouts) == ProtocolResharded
+}
+
+// Succeeds reports whether c is prev as reshards rewrote it: the same
+// first shard set, and every layout prev records still recorded with the
+// same shards, name and lineage (only whether its children are open, done
+// or cancelled may differ), perhaps followed by more. A coordinator that
+// runs prev adopts such a c when it reads it (see Fleet.SetLayouts).
+func (c Config) Succeeds(prev Config) bool {
+	if !c.Equal(prev) || len(c.Layouts) < len(prev.Layouts) || c.Normalize().Protocol != StoredProtocol(c.Layouts) {
+		return false
+	}
+	for k, p := range prev.Layouts {
+		l := c.Layouts[k]
+		if l.Shards != p.Shards || l.Name != p.Name || l.Lineage != p.Lineage || !slices.EqualFunc(l.Parents, p.Parents, slices.Equal) {
+			return false
+		}
+	}
+	return true
 }

@@ -91,9 +91,27 @@ type decodeMemos struct {
 func (d *Decoder) SetFleet(cfg shard.Config) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.fleet == nil || !d.fleet.Config.SameFleet(cfg) {
+	if d.fleet == nil || !d.fleet.Config.Same(cfg) {
 		d.fleet = NewShardSet(cfg)
 	}
+}
+
+// Adopt makes the config of stored (a P/config pair; nil: none) the one
+// this coordinator runs when it succeeds the one it runs (shard.Config.
+// Succeeds: a reshard rewrote it), and returns the set it runs afterwards
+// (nil when not configured). Anything else stored is left to the
+// listings to report.
+func (d *Decoder) Adopt(stored *Pair) *ShardSet {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fleet == nil || stored == nil {
+		return d.fleet
+	}
+	cfg, err := ParseConfig(stored.Value)
+	if err == nil && !d.fleet.Config.Same(cfg) && cfg.Succeeds(d.fleet.Config) {
+		d.fleet = NewShardSet(cfg)
+	}
+	return d.fleet
 }
 
 // Fleet returns the config Configure settled, or nil before.
@@ -108,7 +126,7 @@ func (d *Decoder) Fleet() *ShardSet {
 func (d *Decoder) Stored(cfg shard.Config) *ShardSet {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.stored == nil || !d.stored.Config.SameFleet(cfg) {
+	if d.stored == nil || !d.stored.Config.Same(cfg) {
 		d.stored = NewShardSet(cfg)
 	}
 	return d.stored
@@ -178,6 +196,8 @@ func (d *Decoder) listingShards(fleet *ShardSet, stored *Pair) (*ShardSet, strin
 		cfg, bad = ParseConfig(stored.Value)
 	}
 	switch {
+	case fleet != nil && bad == nil && stored != nil && cfg.Succeeds(fleet.Config):
+		return d.Adopt(stored), ""
 	case fleet != nil:
 		return fleet, d.drift(stored, cfg, bad, fleet.Config)
 	case stored == nil:
@@ -294,6 +314,9 @@ func (d *Decoder) Decode(pairs []*Pair, index uint64) shard.Snapshot {
 				continue
 			}
 			if set != nil && !set.Has(id) {
+				if set.Config.Retired(id) {
+					continue // a layout the fleet ran before a reshard: its keys stay, never acquired again
+				}
 				problem(kv.Key, "not one of the fleet's shards; ignored")
 				if kv.Session != "" {
 					outside = append(outside, id)

@@ -38,8 +38,8 @@ func (s *ShardSet) Has(id shard.ID) bool {
 func (s *ShardSet) Unknown(want []shard.Acquisition) error {
 	for _, a := range want {
 		if sh, ok := a.Lock.Shard(); ok && !s.Has(sh) {
-			return fmt.Errorf("%w: %q is not one of the fleet's %d shards named %q",
-				shard.ErrUnknownShard, sh, s.Config.Shards, s.Config.Name)
+			_, err := s.naming.Index(sh)
+			return err
 		}
 	}
 	return nil
@@ -65,6 +65,20 @@ func ParseConfig(value []byte) (shard.Config, error) {
 type Generation struct {
 	Gen   uint32
 	Index uint64
+	// resharded is the config read when it records layouts: which
+	// shards may be locked depends on it (shard.Config.Acquirable).
+	resharded *shard.Config
+}
+
+// Acquirable reports whether lock l may be taken under the config read:
+// a role's lock always; a shard's unless the config records a reshard
+// under which it may not (a child not yet open, a parent closed for good,
+// a shard of a layout the fleet no longer runs). A lock's transaction
+// checks the config's index, so a lock taken under a config that changed
+// meanwhile is refused and read again.
+func (g Generation) Acquirable(l shard.Lock) bool {
+	id, ok := l.Shard()
+	return !ok || g.resharded == nil || g.resharded.Acquirable(id)
 }
 
 // GenerationOf reads the generation of a P/config pair (nil: none
@@ -75,10 +89,21 @@ func GenerationOf(kv *Pair) Generation {
 		return Generation{}
 	}
 	var v struct {
-		Generation uint32 `json:"generation"`
+		Generation uint32          `json:"generation"`
+		Layouts    json.RawMessage `json:"layouts"`
 	}
 	_ = json.Unmarshal(kv.Value, &v)
-	return Generation{Gen: v.Generation, Index: kv.Index}
+	g := Generation{Gen: v.Generation, Index: kv.Index}
+	if len(v.Layouts) > 0 {
+		// A resharded config that cannot be read locks nothing: which
+		// shards are open cannot be told.
+		cfg, err := ParseConfig(kv.Value)
+		if err != nil {
+			cfg = shard.Config{Shards: 1, Name: "unreadable", Layouts: []shard.Layout{{Shards: 1, Name: "unreadable.r1", Lineage: shard.LineageMod}}}
+		}
+		g.resharded = &cfg
+	}
+	return g
 }
 
 // DecodeMember reads member id's key: the member and its lock holder, or

@@ -171,6 +171,14 @@ func (as assignments) Watch(ctx context.Context, worker string, after uint64) (s
 		return shard.AssignmentKey{}, err
 	}
 	key.Assignment, key.Problem = fleetkeys.DecodeAssignment(fleet, pairOf(kv), pairOf(memory))
+	if key.Problem != "" && fleet != nil {
+		// A reshard may have added shards the config run here lacks.
+		stored, _, err := c.kv.Get(octx, c.keys.Config(), consulkv.Query{})
+		if err != nil {
+			return shard.AssignmentKey{}, c.fail(octx, "watch assignment (read config)", err)
+		}
+		key.Assignment, key.Problem = fleetkeys.DecodeAssignment(c.keys.Adopt(pairOf(stored)), pairOf(kv), pairOf(memory))
+	}
 	key.Assignment.Memory = nil // the assignor's, not the worker's
 	return key, nil
 }

@@ -77,6 +77,9 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 			set = c.keys.Stored(cfg)
 		}
 	}
+	if set != nil && set.Unknown(want) != nil {
+		set = c.keys.Adopt(pairOf(current[c.keys.Config()])) // a reshard may have added them
+	}
 	if set != nil {
 		if err := set.Unknown(want); err != nil {
 			return nil, err
@@ -157,7 +160,13 @@ const maxGenerationReads = 5
 func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker string, batch []shard.Acquisition, since time.Time, gen *fleetkeys.Generation) (map[shard.Lock]shard.Token, error) {
 	pending := slices.Clone(batch)
 	reads := 0
-	for len(pending) > 0 {
+	for {
+		// A reshard decides which shards may be locked under the config
+		// read (gen); the transaction checks that config's index.
+		pending = slices.DeleteFunc(pending, func(a shard.Acquisition) bool { return !gen.Acquirable(a.Lock) })
+		if len(pending) == 0 {
+			return nil, nil
+		}
 		ops := make(api.TxnOps, 0, 1+2*len(pending))
 		ops = append(ops, configCheck(*gen, c.keys.Config()))
 		for _, a := range pending {
@@ -234,7 +243,6 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, worker 
 		}
 		pending = next
 	}
-	return nil, nil
 }
 
 // Release unlocks the locks among ls that the session holds,

@@ -209,6 +209,13 @@ func (as assignments) Watch(ctx context.Context, worker string, after uint64) (s
 		}
 		got.Exists = true
 		got.Assignment, got.Problem = fleetkeys.DecodeAssignment(fleet, c.pairOf(kv, nil), c.pairOf(kvs[c.keys.Memory(worker)], nil))
+		if got.Problem != "" && fleet != nil {
+			// A reshard may have added shards the config run here lacks.
+			if fleet, err = c.adoptStored(ctx, "watch assignment (read config)"); err != nil {
+				return nil, 0, 0, err
+			}
+			got.Assignment, got.Problem = fleetkeys.DecodeAssignment(fleet, c.pairOf(kv, nil), c.pairOf(kvs[c.keys.Memory(worker)], nil))
+		}
 		got.Assignment.Memory = nil // the assignor's, not the worker's
 		return []string{key}, uint64(kv.ModRevision), rev, nil
 	})
@@ -233,4 +240,15 @@ func (c *Coordinator) shardSet(ctx context.Context, op string) (*fleetkeys.Shard
 		return nil, err
 	}
 	return c.keys.Shards(c.pairOf(kvs[c.keys.Config()], nil)), nil
+}
+
+// adoptStored reads P/config and runs it from now on if a reshard
+// rewrote the config this coordinator runs (fleetkeys.Decoder.Adopt);
+// it returns the shard set it runs afterwards.
+func (c *Coordinator) adoptStored(ctx context.Context, op string) (*fleetkeys.ShardSet, error) {
+	kvs, _, err := c.readKeys(ctx, op, []string{c.keys.Config()})
+	if err != nil {
+		return nil, err
+	}
+	return c.keys.Adopt(c.pairOf(kvs[c.keys.Config()], nil)), nil
 }

@@ -45,6 +45,11 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 	if err != nil {
 		return nil, err
 	}
+	if set != nil && set.Unknown(want) != nil {
+		if set, err = c.adoptStored(octx, "acquire (read config)"); err != nil { // a reshard may have added them
+			return nil, err
+		}
+	}
 	if set != nil {
 		if err := set.Unknown(want); err != nil {
 			return nil, err
@@ -111,8 +116,14 @@ func (c *Coordinator) lockBatch(ctx context.Context, id shard.SessionID, batch [
 			return err
 		}
 		free, err := c.freeLocks(ctx, id, batch, kvs, tokens)
-		if err != nil || len(free) == 0 {
+		if err != nil {
 			return err
+		}
+		// A reshard decides which shards may be locked under the config
+		// read; the transaction compares that config's revision.
+		free = slices.DeleteFunc(free, func(a shard.Acquisition) bool { return !gen.Acquirable(a.Lock) })
+		if len(free) == 0 {
+			return nil
 		}
 		since := now()
 		cmps := []clientv3.Cmp{unchanged(c.keys.Config(), config), sessionExists(own)}

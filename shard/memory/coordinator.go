@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/fleetkeys"
 	"github.com/shardlease/shardlease/shard"
 )
 
@@ -46,7 +47,7 @@ type Coordinator struct {
 	// and the highest the stored config ever had): a config stored again
 	// starts there.
 	genFloor uint32
-	known    map[shard.ID]bool // the config's shard set; nil until configured
+	known    *fleetkeys.ShardSet // the config's shard set; nil until configured
 
 	sessions    map[shard.SessionID]*session
 	nextSession uint64
@@ -199,10 +200,7 @@ func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, e
 	c.commitLocked()
 	cfg.Generation = c.genFloor // a new fleet's is 0; only RaiseGeneration raises it
 	c.config = &cfg
-	c.known = make(map[shard.ID]bool, cfg.Shards)
-	for _, id := range cfg.IDs() {
-		c.known[id] = true
-	}
+	c.known = fleetkeys.NewShardSet(cfg)
 	return cfg, nil
 }
 

@@ -74,6 +74,8 @@ func (l locks) Acquire(ctx context.Context, id shard.SessionID, want []shard.Acq
 		case k != nil && k.session != "":
 			// held by another session
 		case c.inLockDelayLocked(a.Lock, now):
+		case !c.acquirableLocked(a.Lock):
+			// a reshard's child not yet open, or a parent closed for good
 		default:
 			toLock = append(toLock, a)
 		}
@@ -189,11 +191,17 @@ func (c *Coordinator) checkShardLocked(sh shard.ID) error {
 	if sh == "" {
 		return fmt.Errorf("%w: shard id is empty", shard.ErrInvalidArgument)
 	}
-	if c.known != nil && !c.known[sh] {
-		return fmt.Errorf("%w: %q is not one of the fleet's %d shards named %q",
-			shard.ErrUnknownShard, sh, c.config.Shards, c.config.Name)
+	if c.known != nil {
+		return c.known.Unknown([]shard.Acquisition{shard.AcquireShard(sh, shard.Why{})})
 	}
 	return nil
+}
+
+// acquirableLocked reports whether lock may be taken under the stored
+// config (shard.Config.Acquirable).
+func (c *Coordinator) acquirableLocked(lock shard.Lock) bool {
+	id, ok := lock.Shard()
+	return !ok || c.config == nil || c.config.Acquirable(id)
 }
 
 // inLockDelayLocked reports whether the lock is still closed after an
