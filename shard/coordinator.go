@@ -352,6 +352,16 @@ type Fleet interface {
 	// above the stored generation or above MaxGeneration, or a fleet with
 	// no stored config, wraps ErrInvalidArgument and writes nothing.
 	RaiseGeneration(ctx context.Context, gen uint32) (Config, error)
+	// SetLayouts rewrites the stored config's reshards (Config.Layouts)
+	// from from, the layouts the change was decided from, to to, with a
+	// check-and-set on the config (NextLayouts says what is refused), and
+	// returns the stored config afterwards. It is how a reshard starts,
+	// opens children, ends and is cancelled (admin.Reshard, the
+	// assignor); a rewrite moves the config's index, so a lock decided
+	// under the old config is refused and decided again. Stored layouts
+	// other than from wrap ErrConfigChanged; a fleet with no stored
+	// config wraps ErrInvalidArgument; nothing is written either way.
+	SetLayouts(ctx context.Context, from, to []Layout) (Config, error)
 	// Watch returns the fleet's snapshot as soon as its index is greater
 	// than after (at once when after is 0). It blocks until then or until
 	// ctx ends. Callers follow the blocking-query rules of NextIndex.

@@ -43,4 +43,8 @@ var (
 	// session holds the key (it was acquired after the caller looked).
 	// Nothing was deleted.
 	ErrKeyHeld = errors.New("shard: shard key held by a session")
+	// ErrConfigChanged: the fleet's config changed between the read a
+	// change was decided from and its write (Fleet.SetLayouts); nothing
+	// was written.
+	ErrConfigChanged = errors.New("shard: fleet config changed")
 )

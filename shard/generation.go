@@ -74,5 +74,5 @@ func CheckRaise(stored, gen uint32) error {
 // NoConfigToRaise is Fleet.RaiseGeneration's error for a fleet with no
 // stored config.
 func NoConfigToRaise() error {
-	return fmt.Errorf("%w: the fleet has no stored config to raise the generation of: start one of its workers (it writes the config) and try again", ErrInvalidArgument)
+	return fmt.Errorf("%w: the fleet has no stored config to change (raise the generation of, or reshard): start one of its workers (it writes the config) and try again", ErrInvalidArgument)
 }

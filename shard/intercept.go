@@ -26,6 +26,7 @@ const (
 	OpSetFreeze       Op = "fleet.set_freeze"
 	OpSetPolicy       Op = "fleet.set_policy"
 	OpRaiseGeneration Op = "fleet.raise_generation"
+	OpSetLayouts      Op = "fleet.set_layouts"
 	OpWatchFleet      Op = "fleet.watch"
 	OpRecordHistory   Op = "history.record"
 	OpReadHistory     Op = "history.read"
@@ -247,6 +248,15 @@ func (fl iFleet) RaiseGeneration(ctx context.Context, gen uint32) (Config, error
 	var stored Config
 	err := fl.f(ctx, &Call{Op: OpRaiseGeneration}, func(ctx context.Context) (err error) {
 		stored, err = fl.in.RaiseGeneration(ctx, gen)
+		return err
+	})
+	return stored, err
+}
+
+func (fl iFleet) SetLayouts(ctx context.Context, from, to []Layout) (Config, error) {
+	var stored Config
+	err := fl.f(ctx, &Call{Op: OpSetLayouts}, func(ctx context.Context) (err error) {
+		stored, err = fl.in.SetLayouts(ctx, from, to)
 		return err
 	})
 	return stored, err

@@ -43,13 +43,17 @@ const (
 	// (the fence showed a newer owner, or the outcome of its acquire was
 	// unknown).
 	ReasonLost
+	// ReasonClosed: released by its worker after its handler closed the
+	// shard for a reshard (worker.Claim.Close): a parent whose last
+	// effect is committed, never to be owned again.
+	ReasonClosed
 	reasonCount
 )
 
 var reasonNames = [reasonCount]string{
 	ReasonUnknown: "unknown", ReasonInitial: "initial", ReasonFree: "free", ReasonOrphaned: "orphaned",
 	ReasonStuck: "stuck", ReasonRebalance: "rebalance", ReasonDrain: "drain", ReasonLoad: "load",
-	ReasonOperator: "operator", ReasonShutdown: "shutdown", ReasonLost: "lost",
+	ReasonOperator: "operator", ReasonShutdown: "shutdown", ReasonLost: "lost", ReasonClosed: "closed",
 }
 
 // String is the reason's name: "initial", "orphaned", "load", …; the label

@@ -13,13 +13,13 @@ import (
 // reads), and a reason travels in JSON by its name.
 func TestReasonNames(t *testing.T) {
 	var got []string
-	for r := range shard.ReasonLost + 2 {
+	for r := range shard.ReasonClosed + 2 {
 		got = append(got, r.String())
-		if back, ok := shard.ParseReason(r.String()); r <= shard.ReasonLost && (!ok || back != r) {
+		if back, ok := shard.ParseReason(r.String()); r <= shard.ReasonClosed && (!ok || back != r) {
 			t.Errorf("ParseReason(%q) = %v, %v; want %v", r.String(), back, ok, r)
 		}
 	}
-	want := []string{"unknown", "initial", "free", "orphaned", "stuck", "rebalance", "drain", "load", "operator", "shutdown", "lost", "Reason(11)"}
+	want := []string{"unknown", "initial", "free", "orphaned", "stuck", "rebalance", "drain", "load", "operator", "shutdown", "lost", "closed", "Reason(12)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("reasons %v, want %v", got, want)
 	}

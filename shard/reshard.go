@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -467,4 +468,35 @@ func (c Config) Succeeds(prev Config) bool {
 		}
 	}
 	return true
+}
+
+// NextLayouts is stored with its layouts rewritten from from to to, as
+// Fleet.SetLayouts writes it (its protocol StoredProtocol(to)). It fails
+// with ErrConfigChanged when stored's layouts are not from (another
+// rewrite came first: read again and decide again), and with
+// ErrInvalidArgument when the result is not a valid config or does not
+// succeed stored (Config.Succeeds: a layout's shards, name or lineage
+// changed, or one was dropped).
+func NextLayouts(stored Config, from, to []Layout) (Config, error) {
+	if !reflect.DeepEqual(normalLayouts(stored.Layouts), normalLayouts(from)) {
+		return stored, fmt.Errorf("%w: its layouts are not the ones the change was decided from: read it again", ErrConfigChanged)
+	}
+	next := stored
+	next.Layouts = slices.Clone(to)
+	next.Protocol = StoredProtocol(to)
+	if err := next.Validate(); err != nil {
+		return stored, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	if !next.Succeeds(stored) {
+		return stored, fmt.Errorf("%w: the new layouts do not follow the stored ones: a recorded layout keeps its shards, name and lineage, and stays recorded", ErrInvalidArgument)
+	}
+	return next, nil
+}
+
+// normalLayouts is ls with nil for empty, for comparing.
+func normalLayouts(ls []Layout) []Layout {
+	if len(ls) == 0 {
+		return nil
+	}
+	return ls
 }

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) shard.Coordinator, opts ...Option
 		{"AssignmentEditedByHand", s.assignmentEdited},
 		{"ConfigureProtocol", s.configureProtocol},
 		{"Generation", s.generation},
+		{"Layouts", s.layouts},
 		{"Freeze", s.freeze},
 		{"Policy", s.policy},
 		{"MemberMarks", s.memberMarks},

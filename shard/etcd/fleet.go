@@ -57,9 +57,41 @@ func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, e
 }
 
 // RaiseGeneration rewrites P/config with Generation gen, in a transaction
-// comparing the config's revision as read; read again when it loses.
+// that compares the config read; read again when it lost to another write.
 func (f fleet) RaiseGeneration(ctx context.Context, gen uint32) (shard.Config, error) {
-	c := f.c
+	stored, err := f.c.rewriteConfig(ctx, "raise generation", func(stored shard.Config) (shard.Config, error) {
+		if err := shard.CheckRaise(stored.Generation, gen); err != nil {
+			return stored, err
+		}
+		stored.Generation = gen
+		return stored, nil
+	})
+	if err == nil {
+		f.c.keys.NoteGeneration(gen)
+	}
+	return stored, err
+}
+
+// SetLayouts rewrites P/config's layouts from from to to
+// (shard.NextLayouts), in a transaction that compares the config read,
+// and runs the config written from then on.
+func (f fleet) SetLayouts(ctx context.Context, from, to []shard.Layout) (shard.Config, error) {
+	stored, err := f.c.rewriteConfig(ctx, "set layouts", func(stored shard.Config) (shard.Config, error) {
+		return shard.NextLayouts(stored, from, to)
+	})
+	if err == nil {
+		value, _ := json.Marshal(stored) // a Config always marshals
+		f.c.keys.Adopt(&fleetkeys.Pair{Key: f.c.keys.Config(), Value: value})
+	}
+	return stored, err
+}
+
+// rewriteConfig writes P/config as change makes it from the stored one, in
+// a transaction that compares the config read, which is read again when
+// the write lost to another, a few times. A fleet with no config, or one
+// that is not valid, wraps shard.ErrInvalidArgument; change's error is
+// returned as it is, with the stored config.
+func (c *Coordinator) rewriteConfig(ctx context.Context, op string, change func(shard.Config) (shard.Config, error)) (shard.Config, error) {
 	if err := ctxErr(ctx); err != nil {
 		return shard.Config{}, err
 	}
@@ -67,7 +99,7 @@ func (f fleet) RaiseGeneration(ctx context.Context, gen uint32) (shard.Config, e
 	defer cancel()
 	key := c.keys.Config()
 	for range 3 {
-		kvs, _, err := c.readKeys(octx, "raise generation (read)", []string{key})
+		kvs, _, err := c.readKeys(octx, op+" (read)", []string{key})
 		if err != nil {
 			return shard.Config{}, err
 		}
@@ -79,24 +111,23 @@ func (f fleet) RaiseGeneration(ctx context.Context, gen uint32) (shard.Config, e
 		if err != nil {
 			return shard.Config{}, fmt.Errorf("%w: the fleet's stored config at %q is not a valid config (%v): fix it first", shard.ErrInvalidArgument, key, err)
 		}
-		if err := shard.CheckRaise(stored.Generation, gen); err != nil {
+		next, err := change(stored)
+		if err != nil {
 			return stored, err
 		}
-		stored.Generation = gen
-		value, err := json.Marshal(stored)
+		value, err := json.Marshal(next)
 		if err != nil {
 			return shard.Config{}, err
 		}
 		resp, err := c.cli.Txn(octx).If(unchanged(key, kv)).Then(clientv3.OpPut(key, string(value))).Commit()
 		if err != nil {
-			return shard.Config{}, c.fail(octx, "raise generation", err)
+			return shard.Config{}, c.fail(octx, op, err)
 		}
 		if resp.Succeeded {
-			c.keys.NoteGeneration(gen)
-			return stored, nil
+			return next, nil
 		}
 	}
-	return shard.Config{}, fmt.Errorf("%w: etcd raise generation: %q changed under three writes in a row", shard.ErrUnavailable, key)
+	return shard.Config{}, fmt.Errorf("%w: etcd %s: %q changed under three writes in a row", shard.ErrUnavailable, op, key)
 }
 
 // SetFreeze writes P/freeze, or deletes it for a nil mark.

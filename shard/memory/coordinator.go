@@ -284,6 +284,30 @@ func ctxErr(ctx context.Context) error {
 	return nil
 }
 
+// SetLayouts rewrites the stored config's layouts from from to to
+// (shard.NextLayouts), in one write; every worker of the coordinator runs
+// the new config at once.
+func (f fleet) SetLayouts(ctx context.Context, from, to []shard.Layout) (shard.Config, error) {
+	c := f.c
+	if err := ctxErr(ctx); err != nil {
+		return shard.Config{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.catchUpLocked()
+	if c.config == nil {
+		return shard.Config{}, shard.NoConfigToRaise()
+	}
+	next, err := shard.NextLayouts(*c.config, from, to)
+	if err != nil {
+		return next, err
+	}
+	c.commitLocked()
+	c.config = &next
+	c.known = fleetkeys.NewShardSet(next)
+	return next, nil
+}
+
 // RaiseGeneration rewrites the stored config with Generation gen, in one
 // write, if gen is above the stored generation.
 func (f fleet) RaiseGeneration(ctx context.Context, gen uint32) (shard.Config, error) {
