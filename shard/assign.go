@@ -41,6 +41,11 @@ type Assignment struct {
 	// both Shards and Standby is the worker's to own. An added field:
 	// release 0.1.0 skips it.
 	Standby []ID `json:"standby,omitempty"`
+	// Close are shards of Shards the worker is to close for a reshard:
+	// each is a parent, and its handler is told (worker.Claim.Closing) to
+	// run to its end and close it (Claim.Close). An added field: release
+	// 0.1.0 never runs a resharded fleet (it refuses protocol 4).
+	Close []ID `json:"close,omitempty"`
 	// Memory is what the assignor remembers about the worker, in the
 	// assignor's own format (package assignor): written with the key in
 	// the same transaction, listed in snapshots for the next assignor, and
@@ -76,6 +81,7 @@ func (a Assignment) Clone() Assignment {
 	a.Shards = slices.Clone(a.Shards)
 	a.Free = slices.Clone(a.Free)
 	a.Standby = slices.Clone(a.Standby)
+	a.Close = slices.Clone(a.Close)
 	a.Why = maps.Clone(a.Why)
 	a.Release = maps.Clone(a.Release)
 	a.Memory = slices.Clone(a.Memory)

@@ -255,17 +255,18 @@ func opened(ranges [][2]int, i int) bool {
 	return false
 }
 
-// ParentsOf returns the parents of child id of the reshard in progress,
-// in index order; nil when id is not one of its children.
+// ParentsOf returns the parents of shard id, a child of a reshard (of
+// any layout after the first, done or not), in index order: the shards of
+// the layout before its own that its keys came from. Nil for a shard of
+// the first layout, or of none.
 func (c Config) ParentsOf(id ID) []ID {
-	l, running := c.Reshard()
 	k, i, ok := c.locate(id)
-	if !running || !ok || k != c.current() {
+	if !ok || k == 0 {
 		return nil
 	}
 	p := c.segments()[c.previous(k)]
 	var out []ID
-	for _, j := range c.parents(l, p.Shards, i) {
+	for _, j := range parentsIn(c.Layouts[k-1], p.Shards, i) {
 		out = append(out, p.ID(j))
 	}
 	return out
@@ -287,9 +288,9 @@ func (c Config) ChildrenOf(id ID) []ID {
 	return out
 }
 
-// parents lists the parents' indexes of child i of layout l, whose
+// parentsIn lists the parents' indexes of child i of layout l, whose
 // previous layout has n shards.
-func (c Config) parents(l Layout, n, i int) []int {
+func parentsIn(l Layout, n, i int) []int {
 	m := l.Shards
 	var out []int
 	switch l.Lineage {
@@ -328,7 +329,7 @@ func (c Config) children(p int) []int {
 	switch l.Lineage {
 	case LineageExplicit, LineageRange:
 		for ch := range l.Shards {
-			if slices.Contains(c.parents(l, n, ch), p) {
+			if slices.Contains(parentsIn(l, n, ch), p) {
 				out = append(out, ch)
 			}
 		}

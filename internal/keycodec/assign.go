@@ -22,6 +22,7 @@ type assignmentValue struct {
 	Release []whyValue  `json:"release,omitempty"`
 	Loads   bool        `json:"loads,omitempty"`
 	Standby string      `json:"standby,omitempty"`
+	Close   string      `json:"close,omitempty"`
 }
 
 // whyValue is one Why and its shards as index ranges.
@@ -32,7 +33,7 @@ type whyValue struct {
 
 // EncodeAssignment returns the value of an assignment key for a (its
 // Memory is not part of it): JSON {"epoch", "shards", "free", "as_of",
-// "why", "release", "loads"} with the shard sets as EncodeSet writes them,
+// "why", "release", "loads", "standby", "close"} with the shard sets as EncodeSet writes them,
 // sorted index ranges ("0-99,150"), and each reason with its shards. A
 // shard outside c wraps shard.ErrUnknownShard, a shard listed twice
 // shard.ErrInvalidArgument.
@@ -57,7 +58,11 @@ func EncodeAssignment(c shard.Config, a shard.Assignment) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("standby shards: %w", err)
 	}
-	return json.Marshal(assignmentValue{Epoch: a.Epoch, Shards: set, Free: free, AsOf: a.AsOf, Why: why, Release: release, Loads: a.Loads, Standby: standby})
+	closing, err := EncodeSet(c, a.Close)
+	if err != nil {
+		return nil, fmt.Errorf("shards to close: %w", err)
+	}
+	return json.Marshal(assignmentValue{Epoch: a.Epoch, Shards: set, Free: free, AsOf: a.AsOf, Why: why, Release: release, Loads: a.Loads, Standby: standby, Close: closing})
 }
 
 // encodeWhys groups shards by their Why, each group as index ranges,
@@ -89,7 +94,7 @@ func encodeWhys(c shard.Config, whys map[shard.ID]shard.Why) ([]whyValue, error)
 func DecodeAssignment(c shard.Config, value []byte) (shard.Assignment, error) {
 	var v assignmentValue
 	if err := json.Unmarshal(value, &v); err != nil {
-		return shard.Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, shards, free, as_of, why, release, loads, standby}): %w", err)
+		return shard.Assignment{}, fmt.Errorf("malformed assignment value (want JSON {epoch, shards, free, as_of, why, release, loads, standby, close}): %w", err)
 	}
 	if v.Epoch == 0 {
 		return shard.Assignment{}, fmt.Errorf("assignment value names no epoch: no assignor wrote it")
@@ -114,7 +119,11 @@ func DecodeAssignment(c shard.Config, value []byte) (shard.Assignment, error) {
 	if err != nil {
 		return shard.Assignment{}, fmt.Errorf("assignment value's standby shards %q: %w", v.Standby, err)
 	}
-	return shard.Assignment{Epoch: v.Epoch, Shards: ids, Free: free, AsOf: v.AsOf, Why: why, Release: release, Loads: v.Loads, Standby: standby}, nil
+	closing, err := DecodeSet(c, v.Close)
+	if err != nil {
+		return shard.Assignment{}, fmt.Errorf("assignment value's shards to close %q: %w", v.Close, err)
+	}
+	return shard.Assignment{Epoch: v.Epoch, Shards: ids, Free: free, AsOf: v.AsOf, Why: why, Release: release, Loads: v.Loads, Standby: standby, Close: closing}, nil
 }
 
 // decodeWhys reads the reasons of one field (why or release) back into a

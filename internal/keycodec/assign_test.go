@@ -146,3 +146,35 @@ func TestAssignmentStandby(t *testing.T) {
 		t.Errorf("a bad standby set read as %v", err)
 	}
 }
+
+// TestAssignmentDuringAReshard: parents and children encode in the fleet's
+// index space (the children after every earlier layout), the shards to
+// close round-trip, and an assignment written before a layout was added
+// reads the same after it.
+func TestAssignmentDuringAReshard(t *testing.T) {
+	before := shard.Config{Shards: 4, Name: "p"}
+	old, err := EncodeAssignment(before, shard.Assignment{Epoch: 2, Shards: []shard.ID{"p-001", "p-003"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	during := shard.Config{Shards: 4, Name: "p", Protocol: shard.ProtocolResharded,
+		Layouts: []shard.Layout{{Shards: 8, Name: "c", Lineage: shard.LineageMod}}}
+	a := shard.Assignment{Epoch: 3, Shards: []shard.ID{"c-007", "p-001", "p-003"}, Close: []shard.ID{"p-003"}}
+	value, err := EncodeAssignment(during, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"shards":"1,3,11","close":"3"`; !strings.Contains(string(value), want) {
+		t.Fatalf("value %s does not hold %s", value, want)
+	}
+	back, err := DecodeAssignment(during, value)
+	if err != nil || !slices.Equal(back.Shards, []shard.ID{"p-001", "p-003", "c-007"}) || !slices.Equal(back.Close, []shard.ID{"p-003"}) {
+		t.Fatalf("round trip gave %+v, %v", back, err)
+	}
+	if back, err := DecodeAssignment(during, old); err != nil || !slices.Equal(back.Shards, []shard.ID{"p-001", "p-003"}) {
+		t.Fatalf("a key written before the reshard reads as %+v, %v", back, err)
+	}
+	if _, err := DecodeAssignment(before, value); !errors.Is(err, shard.ErrUnknownShard) {
+		t.Fatalf("a key naming children read against the config before the reshard = %v, want ErrUnknownShard (the reader reads the config again)", err)
+	}
+}
