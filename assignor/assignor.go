@@ -59,7 +59,9 @@ type Assignor struct {
 	// starts to: every worker has an Assignor, and a process of many
 	// workers of a large fleet would otherwise keep them all many times.
 	shards []shard.ID
-	loads  loads
+	// universe is the shard set the last step placed (universeOf).
+	universe *universe
+	loads    loads
 	// unplaceable is the last set of shards the rules stranded, logged
 	// when it changes.
 	unplaceable unplaceable

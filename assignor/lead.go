@@ -82,12 +82,17 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 // returns when to step again if nothing changes.
 func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Token, snap shard.Snapshot, pol shard.BalancePolicy, gather *gathering, lag *writeLag, log *zap.Logger) (time.Time, error) {
 	began := time.Now()
-	state, unread := State(snap, a.cfg.Fleet, a.shards, began)
+	if rp, ok := snap.Reshard(); ok && len(rp.Openable) > 0 {
+		return time.Time{}, a.openChildren(ctx, *snap.Config, rp.Openable, log) // the next listing places them
+	}
+	u := a.universeOf(snap, a.cfg.Fleet)
+	state, unread := State(snap, u.cfg, u.ids, began)
+	changed := u.filter(&state)
 	for _, p := range unread {
 		log.Warn("cannot read the assignor's memory of a worker", zap.String("problem", p))
 	}
 	if pol.Load != nil {
-		state.Loads = a.loads.of(snap, a.shards)
+		state.Loads = a.loads.of(snap, u.ids)
 	} else {
 		a.loads.forget() // figures seen before a switch to counts are stale by a switch back
 	}
@@ -99,7 +104,7 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 		if err != nil {
 			return nil, err
 		}
-		st, _ := State(snap, a.cfg.Fleet, a.shards, time.Now())
+		st, _ := State(snap, u.cfg, u.ids, time.Now())
 		return memberIDs(st), nil
 	}
 	if until := gather.wait(state, gatherLimit(pol), fresh); !until.IsZero() {
@@ -124,13 +129,19 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	a.unplaceable.report(d.Unplaceable, log)
 	a.m.preparing.Set(float64(len(d.Preparing)))
 	d = askLoads(snap, state, d, pol.Load != nil)
+	d = askClose(snap, state, d, u, changed)
 	if len(d.Assign) == 0 && len(d.Delete) == 0 {
 		return d.Wake, nil
 	}
-	set, err := Keys(snap, a.cfg.Fleet, d, pol.Load != nil)
+	set, err := Keys(snap, u.cfg, d, pol.Load != nil)
 	if err != nil {
 		log.Error("cannot write this decision; waiting for the next listing", zap.Error(err))
 		return time.Time{}, nil
+	}
+	for _, k := range set {
+		if k != nil {
+			k.Close = u.closingOf(k.Shards)
+		}
 	}
 	// The write is bounded by the coordinator's own request timeouts (on
 	// Consul one RequestTimeout, 10 s by default, for the whole write; on

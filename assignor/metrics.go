@@ -34,6 +34,8 @@ type metrics struct {
 	unplaceable  prometheus.Gauge
 	preparing    prometheus.Gauge
 	cold         prometheus.Counter
+	opened       prometheus.Counter
+	closing      prometheus.Gauge
 	resetOnLeave []prometheus.Gauge
 }
 
@@ -72,13 +74,17 @@ func newMetrics(worker string, reg prometheus.Registerer) (*metrics, error) {
 			"Warm moves waiting for their target's standby to be ready (the holder keeps the shard meanwhile), as the assignor last decided (0 on other workers)."),
 		cold: prometheus.NewCounter(prometheus.CounterOpts(opts("moves_cold_total",
 			"Warm moves the assignor made cold: their target's standby was not ready within the prepare timeout."))),
+		opened: prometheus.NewCounter(prometheus.CounterOpts(opts("reshard_children_opened_total",
+			"Children of a reshard the assignor opened: their parents were all closed."))),
+		closing: gauge("reshard_parents_open",
+			"Parents of the reshard in progress not closed yet, as the assignor last saw them (0 on other workers, and when no reshard runs)."),
 	}
-	m.resetOnLeave = []prometheus.Gauge{m.leading, m.imbalance, m.problems, m.frozen, m.cordoned, m.returning, m.inFlight, m.loadMax, m.loadMin, m.unplaceable, m.preparing}
+	m.resetOnLeave = []prometheus.Gauge{m.leading, m.imbalance, m.problems, m.frozen, m.cordoned, m.returning, m.inFlight, m.loadMax, m.loadMin, m.unplaceable, m.preparing, m.closing}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.leading, m.epoch, m.steps, m.stepSeconds, m.written, m.moves, m.imbalance, m.problems,
-		m.frozen, m.cordoned, m.returning, m.inFlight, m.loadMax, m.loadMin, m.unplaceable, m.preparing, m.cold} {
+		m.frozen, m.cordoned, m.returning, m.inFlight, m.loadMax, m.loadMin, m.unplaceable, m.preparing, m.cold, m.opened, m.closing} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(ErrMetrics, err)
 		}
@@ -96,6 +102,8 @@ func (m *metrics) left() {
 // observe sets the operators' gauges from the listing at now.
 func (m *metrics) observe(snap shard.Snapshot, now time.Time) {
 	m.problems.Set(float64(len(snap.Problems)))
+	rp, _ := snap.Reshard()
+	m.closing.Set(float64(len(rp.Open)))
 	frozen, cordoned, returning, inFlight := 0, 0, 0, 0
 	if snap.Freeze != nil {
 		frozen = 1

@@ -20,9 +20,10 @@ func Plan(snap shard.Snapshot, p shard.BalancePolicy, now time.Time) (rebalance.
 	if snap.Config == nil {
 		return rebalance.Decision{}, fmt.Errorf("%w: the fleet has no config to plan against", shard.ErrInvalidArgument)
 	}
-	cfg := *snap.Config
-	ids := cfg.IDs()
-	st, _ := State(snap, cfg, ids, now)
+	u := newUniverse(snap, *snap.Config)
+	ids := u.ids
+	st, _ := State(snap, u.cfg, ids, now)
+	u.filter(&st)
 	st.Rules = Rules(snap, p)
 	st.Frozen = false
 	if p.Load != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -39,8 +40,15 @@ type Claim struct {
 	// Warm.Applied, and it continues from there to Start and on. Set for
 	// the claim's first Process call only; nil: a cold start.
 	Warm *StandbyReport
+	// Parents, for a child of a reshard, are its parents' final
+	// checkpoints, loaded after the claim fenced them (so no parent's
+	// owner commits after): the handler continues their state from
+	// there. Nil for a shard that is no child.
+	Parents map[shard.ID]offsets.Checkpoint
 
-	w    *Worker
+	closing <-chan struct{} // Closing
+	closed  *atomic.Bool    // set by Close
+	w       *Worker
 	auth *lease.Authority
 	load *meter // nil in a Claim made by hand
 }
@@ -173,15 +181,19 @@ func (c *Claim) count(lost bool, err error) error {
 // ran, and any earlier run have returned), then run the handler until ctx ends, restarting it with backoff
 // while the claim's authority lasts. It returns a non-nil error only when
 // the fence showed the claim is already stale.
-func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shard.Claim, tu *turn, warm *standbyRunner) error {
+func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shard.Claim, tu *turn, warm *standbyRunner, closing <-chan struct{}) error {
 	defer tu.done()
 	log := w.log.With(zap.String("shard", string(claim.Shard)), zap.Uint64("token", uint64(claim.Token)))
 	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}
 	var start offsets.Checkpoint
+	var parents map[shard.ID]offsets.Checkpoint
 	for {
 		err := w.cfg.Offsets.Fence(ctx, claim.Shard, claim.Token)
 		if err == nil {
 			start, err = w.cfg.Offsets.Load(ctx, claim.Shard)
+		}
+		if err == nil {
+			parents, err = w.parents(ctx, claim)
 		}
 		if err == nil {
 			break
@@ -219,13 +231,17 @@ func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shar
 	// continue its predecessor's.
 	load := w.load.meters.open(claim.Shard, w.cfg.LoadHalfLife)
 	defer w.load.meters.close(claim.Shard, load)
-	c := &Claim{Claim: claim, Worker: w.cfg.ID, Start: start, Warm: report, w: w, auth: auth, load: load}
+	closed := new(atomic.Bool)
+	c := &Claim{Claim: claim, Worker: w.cfg.ID, Start: start, Warm: report, Parents: parents, closing: closing, closed: closed, w: w, auth: auth, load: load}
 	for {
 		if auth.Err() != nil {
 			return nil // the fence and load outlasted the authority
 		}
 		began := time.Now()
 		err := w.process(ctx, c)
+		if closed.Load() {
+			return errClosed // its end is committed: released as closed, never run again here
+		}
 		if ctx.Err() != nil || auth.Err() != nil {
 			return nil
 		}
@@ -241,7 +257,7 @@ func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shar
 		// A restarted handler resumes from what is committed now, cold: a
 		// standby's state was the first call's (Warm), and that call ran.
 		if cp, err := w.cfg.Offsets.Load(ctx, claim.Shard); err == nil {
-			c = &Claim{Claim: claim, Worker: w.cfg.ID, Start: cp, w: w, auth: auth, load: load}
+			c = &Claim{Claim: claim, Worker: w.cfg.ID, Start: cp, Parents: parents, closing: closing, closed: closed, w: w, auth: auth, load: load}
 		} else {
 			c.Warm = nil
 		}

@@ -245,6 +245,16 @@ func (lp *loop) reconcile() {
 		}
 	}
 
+	closing := make(map[shard.ID]bool, len(a.Close))
+	for _, id := range a.Close {
+		closing[id] = true
+		if r, ok := lp.runners[id]; ok && r.state == ShardOwned && !r.asked && want[id] {
+			r.asked = true
+			close(r.closing)
+			lp.w.log.Info("closing shard for a reshard: its handler runs to its end", zap.String("shard", string(id)))
+		}
+	}
+
 	for id, r := range lp.runners {
 		if r.state == ShardOwned && !want[id] {
 			why, ok := a.Release[id]
@@ -263,7 +273,7 @@ func (lp *loop) reconcile() {
 	// config), so batches are stable; a worker of a large fleet walks its
 	// share, not every shard, when its key changes.
 	for _, id := range a.Shards {
-		if _, busy := lp.runners[id]; busy {
+		if _, busy := lp.runners[id]; busy || lp.w.closed.skip(id, closing) {
 			continue
 		}
 		if b, ok := lp.fenced[id]; ok && now.Before(b.until) {

@@ -25,6 +25,10 @@ type runner struct {
 	overdue  bool         // when revoking: drainBy passed, authority ended, waiting for the handler
 	// drainTimer ends the authority at drainBy; stopped when the handler returns.
 	drainTimer *time.Timer
+	// closing is closed when the assignment asks to close the shard for
+	// a reshard (Claim.Closing); asked records that it was.
+	closing chan struct{}
+	asked   bool
 }
 
 // exit is a runner's last word.
@@ -32,6 +36,8 @@ type exit struct {
 	shard shard.ID
 	token shard.Token
 	err   error // non-nil: the fence showed the claim was already stale
+	// closed: the handler closed the shard for a reshard (Claim.Close).
+	closed bool
 }
 
 func (lp *loop) publish() { lp.w.publish(lp.state, lp.lease.Session(), lp.runners, lp.standbys) }
@@ -45,15 +51,20 @@ func (lp *loop) opCtx() (context.Context, context.CancelFunc) {
 func (lp *loop) start(c shard.Claim) {
 	auth := lease.NewAuthority(lp.lease)
 	ctx, cancel := context.WithCancelCause(auth.Context())
-	lp.runners[c.Shard] = &runner{claim: c, state: ShardOwned, since: time.Now(), cancel: cancel, auth: auth}
+	closing := make(chan struct{})
+	lp.runners[c.Shard] = &runner{claim: c, state: ShardOwned, since: time.Now(), cancel: cancel, auth: auth, closing: closing}
 	warm := lp.promote(c.Shard)
 	tu := lp.w.turns.join(c.Shard) // behind the standby just promoted, and any earlier run
 	go func() {
-		err := lp.w.runShard(ctx, auth, c, tu, warm)
+		err := lp.w.runShard(ctx, auth, c, tu, warm, closing)
+		closed := errors.Is(err, errClosed)
+		if closed {
+			err = nil
+		}
 		cancel(nil)
 		auth.End(nil)
 		select {
-		case lp.exits <- exit{shard: c.Shard, token: c.Token, err: err}:
+		case lp.exits <- exit{shard: c.Shard, token: c.Token, err: err, closed: closed}:
 		case <-lp.closed:
 		}
 	}()
@@ -142,6 +153,10 @@ func (lp *loop) onExits(exits []exit) {
 			r.drainTimer.Stop()
 		}
 		switch {
+		case e.closed && r.state != ShardLost:
+			lp.w.closed.add(e.shard)
+			add(shard.ReasonClosed, e.shard)
+			lp.w.log.Info("closed shard for a reshard", zap.String("shard", string(e.shard)), zap.Uint64("token", uint64(e.token)))
 		case r.state == ShardRevoking:
 			add(r.revokeBy, e.shard)
 		case e.err != nil:

@@ -51,6 +51,10 @@ type Worker struct {
 	// stopNow is closed by StopNow.
 	stopNow     chan struct{}
 	stopNowOnce sync.Once
+	// fleet is the fleet's stored config as last read (fleetConfig);
+	// closed the shards this worker closed for a reshard.
+	fleet  atomic.Pointer[shard.Config]
+	closed closedShards
 }
 
 // StopNow cuts short a stop's drain (Config.DrainBeforeStop): the worker
@@ -197,6 +201,7 @@ func (w *Worker) configure(ctx context.Context, startBy time.Time) error {
 	for {
 		stored, err := w.cfg.Coordinator.Fleet().Configure(ctx, w.cfg.Fleet)
 		if err == nil {
+			w.fleet.Store(&stored)
 			err = w.proposePolicy(ctx)
 		}
 		switch {

@@ -1,0 +1,97 @@
+package shard
+
+import "slices"
+
+// ReshardProgress is a reshard in progress as one snapshot shows it.
+type ReshardProgress struct {
+	// Layout is the reshard's (Config.Reshard).
+	Layout Layout
+	// Parents still open (to be closed by their owners), and those
+	// closed: released as closed (ReasonClosed) and not held since, or
+	// with a child already open.
+	Open, Closed []ID
+	// Children opened (they may be acquired), those whose parents are
+	// all closed but which are not opened yet (the assignor's next
+	// write), and those waiting for a parent.
+	Opened, Openable, Waiting []ID
+}
+
+// Reshard returns the progress of the reshard in progress in s, and false
+// when s's config runs none. Parents and children are in ID order.
+func (s Snapshot) Reshard() (ReshardProgress, bool) {
+	if s.Config == nil {
+		return ReshardProgress{}, false
+	}
+	cfg := *s.Config
+	l, ok := cfg.Reshard()
+	if !ok {
+		return ReshardProgress{}, false
+	}
+	segs := cfg.Segments()
+	parents, children := segs[0], segs[1]
+	p := ReshardProgress{Layout: l}
+	closed := map[ID]bool{}
+	for i := range parents.Shards {
+		id := parents.ID(i)
+		st, _ := s.Shard(id)
+		if !cfg.Acquirable(id) || !st.Held() && st.Token != 0 && st.Owner.Released == ReasonClosed {
+			closed[id] = true
+			p.Closed = append(p.Closed, id)
+		} else {
+			p.Open = append(p.Open, id)
+		}
+	}
+	for i := range children.Shards {
+		id := children.ID(i)
+		switch {
+		case cfg.Acquirable(id):
+			p.Opened = append(p.Opened, id)
+		case !slices.ContainsFunc(cfg.ParentsOf(id), func(parent ID) bool { return !closed[parent] }):
+			p.Openable = append(p.Openable, id)
+		default:
+			p.Waiting = append(p.Waiting, id)
+		}
+	}
+	return p, true
+}
+
+// Opening is l with the children ids opened, and done once every child
+// is: the layout the assignor writes (Fleet.SetLayouts) when it saw their
+// parents closed. ids must be children of l as cfg records it.
+func (cfg Config) Opening(ids []ID) []Layout {
+	n := len(cfg.Layouts)
+	out := slices.Clone(cfg.Layouts)
+	if n == 0 || !cfg.Resharding() {
+		return out
+	}
+	l := out[n-1]
+	seg := cfg.Segments()[1]
+	open := make([]bool, l.Shards)
+	for _, r := range l.Opened {
+		for i := r[0]; i <= r[1]; i++ {
+			open[i] = true
+		}
+	}
+	for _, id := range ids {
+		if i, ok := seg.Index(id); ok {
+			open[i] = true
+		}
+	}
+	l.Opened = nil
+	for i := 0; i < len(open); i++ {
+		if !open[i] {
+			continue
+		}
+		j := i
+		for j+1 < len(open) && open[j+1] {
+			j++
+		}
+		l.Opened = append(l.Opened, [2]int{i, j})
+		i = j
+	}
+	if len(l.Opened) == 1 && l.Opened[0] == [2]int{0, l.Shards - 1} {
+		l.Opened, l.Done = nil, true
+	}
+	out[n-1] = l
+	return out
+}
