@@ -49,8 +49,8 @@ type Claim struct {
 	closing <-chan struct{} // Closing
 	closed  *atomic.Bool    // set by Close
 	w       *Worker
-	auth *lease.Authority
-	load *meter // nil in a Claim made by hand
+	auth    *lease.Authority
+	load    *meter // nil in a Claim made by hand
 }
 
 // Lost is closed when the claim's authority ends: at the worker's local

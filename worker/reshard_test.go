@@ -2,13 +2,15 @@ package worker_test
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/shardlease/shardlease/admin"
 	"github.com/shardlease/shardlease/shard"
 	"github.com/shardlease/shardlease/worker"
 )
@@ -43,20 +45,18 @@ func (s *streams) Process(ctx context.Context, c *worker.Claim) error {
 	}
 	s.mu.Lock()
 	s.starts = append(s.starts, st)
-	hold := s.hold[c.Shard]
 	s.mu.Unlock()
+	held := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.hold[c.Shard]
+	}
 	off := c.Start.Offset
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	closing := c.Closing()
-	if hold {
-		closing = nil
-	}
+	closing, asked := c.Closing(), false
 	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-closing:
+		if asked && !held() {
 			if err := c.Close(ctx, off+1); err != nil {
 				return err
 			}
@@ -67,6 +67,12 @@ func (s *streams) Process(ctx context.Context, c *worker.Claim) error {
 			s.closed[c.Shard] = streamClose{at: time.Now(), end: off + 1}
 			s.mu.Unlock()
 			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-closing:
+			asked, closing = true, nil
 		case <-tick.C:
 			if err := c.Commit(ctx, off+1); err != nil {
 				return err
@@ -176,32 +182,68 @@ func TestReshardSplitsAndMergesParentFirst(t *testing.T) {
 	})
 }
 
-// TestReshardCancelledReopensParents: a parent that does not close holds
-// the reshard; cancelled, the parents that closed are owned again and
-// resume from their ends, no child ever ran, and the fleet is protocol 3
-// again. It fails if a cancelled reshard leaves a closed parent idle, or
-// if a cancel is accepted once a child is open.
+// TestReshardCancelledReopensParents: merging 4 shards into 2, parents
+// 001 and 002 do not close, so no child can open (each child has one of
+// them). Cancelled, the parents that closed are owned again and resume
+// from their ends, no child ever ran, and the fleet is protocol 3 again.
+// A cancel once a child is open is refused. It fails if a cancelled
+// reshard leaves a closed parent idle or restarts it from elsewhere.
 func TestReshardCancelledReopensParents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFleet(t, 4)
-		h := &streams{hold: map[shard.ID]bool{"stream/shard-001": true}}
+		h := &streams{hold: map[shard.ID]bool{"stream/shard-001": true, "stream/shard-002": true}}
 		for _, id := range []string{"a", "b"} {
 			f.start(id, h)
 		}
 		settle(10 * time.Second)
-		stored := reshardTo(t, f, 8, "stream/split")
+		op := admin.Operator{Coordinator: f.coord, Name: "test", By: "ops"}
+		if _, err := op.CancelReshard(t.Context(), ""); !errors.Is(err, admin.ErrResharding) {
+			t.Fatalf("cancel with no reshard = %v, want ErrResharding", err)
+		}
+		if _, err := op.Reshard(t.Context(), admin.ReshardPlan{Shards: 2, Name: "stream/merged"}); err != nil {
+			t.Fatal(err)
+		}
 		settle(5 * time.Second)
+		rp, ok := f.snapshot().Reshard()
+		if !ok || !slices.Equal(rp.Closed, []shard.ID{"stream/shard-000", "stream/shard-003"}) || len(rp.Opened)+len(rp.Openable) != 0 {
+			t.Fatalf("with 001 and 002 holding: progress %+v, want 000 and 003 closed and no child open", rp)
+		}
+		stored, err := op.CancelReshard(t.Context(), "producer rolled back")
+		if err != nil || stored.Resharding() || stored.Protocol != shard.Protocol {
+			t.Fatalf("cancel = %+v, %v; want no reshard and protocol %d", stored, err, shard.Protocol)
+		}
+		settle(5 * time.Second)
+		if owners := f.owners(); len(owners) != 4 || owners["stream/shard-000"] == "" || owners["stream/shard-003"] == "" {
+			t.Fatalf("after the cancel: owners %v, want the 4 parents owned again", owners)
+		}
+		h.mu.Lock()
+		for _, st := range h.starts {
+			if c, ok := h.closed[st.shard]; ok && st.at.After(c.at) && st.start != c.end {
+				t.Errorf("%s reopened at offset %d, want its end %d", st.shard, st.start, c.end)
+			}
+			if !strings.HasPrefix(string(st.shard), "stream/shard-") {
+				t.Errorf("child %s ran in a cancelled reshard", st.shard)
+			}
+		}
+		h.mu.Unlock()
+
+		// Split again, and now a child opens: too late to cancel.
+		h.mu.Lock()
+		h.hold = nil
+		h.mu.Unlock()
+		if _, err := op.Reshard(t.Context(), admin.ReshardPlan{Shards: 8}); err != nil {
+			t.Fatal(err)
+		}
+		settle(5 * time.Second)
+		if _, err := op.CancelReshard(t.Context(), ""); !errors.Is(err, admin.ErrChildOpen) && !errors.Is(err, admin.ErrResharding) {
+			t.Fatalf("cancel once children opened = %v, want ErrChildOpen (or ErrResharding once done)", err)
+		}
 		snap := f.snapshot()
-		rp, ok := snap.Reshard()
-		if !ok || !slices.Equal(rp.Open, []shard.ID{"stream/shard-001"}) || len(rp.Opened) != 6 {
-			t.Fatalf("with shard-001 holding: progress %+v, want it open alone and the other parents' 6 children opened", rp)
+		if snap.Config.Resharding() || len(f.owners()) != 8 {
+			t.Fatalf("the second reshard: resharding %v, %d owned; want done, 8", snap.Config.Resharding(), len(f.owners()))
 		}
-		// Children are open: too late to cancel.
-		cancelled := stored.Layouts
-		cancelled[0].Cancelled = &shard.Mark{By: "test"}
-		if _, err := f.coord.Fleet().SetLayouts(t.Context(), snap.Config.Layouts, cancelled); err == nil {
-			t.Log("the coordinator writes any layout that follows; admin refuses a cancel once a child is open")
+		if l := snap.Config.Layouts; len(l) != 2 || l[1].Name != "stream/shard.r2" {
+			t.Fatalf("layouts %+v: want the cancelled one kept and the new one named stream/shard.r2", l)
 		}
-		_ = fmt.Sprint()
 	})
 }
