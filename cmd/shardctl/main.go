@@ -88,6 +88,7 @@ var commands = []command{
 	{"unfreeze", "lift the freeze: rebalancing resumes within the move budget", (*app).unfreeze},
 	{"release", "force a shard free now (asks first); fencing keeps the old owner's late writes out", (*app).release},
 	{"delete-shard", "delete a shard key a hand edit left (free, or outside the fleet's config); never a held one", (*app).deleteShard},
+	{"reshard", "change the shard count while the fleet runs: old shards close at their end, new ones start after their parents (or show its progress, or cancel it)", (*app).reshard},
 	{"recover", "after the coordinator lost its history (rebuilt, restored): raise the fleet's generation above the store's floors (asks first)", (*app).recoverFleet},
 	{"balance", "show or change the fleet's balance policy, followed live by the assignor (moves in flight, counts or load, band)", (*app).balance},
 	{"rules", "list, add or remove placement rules: pin shards to, prefer or avoid workers by labels and zone", (*app).rules},

@@ -77,9 +77,13 @@ func writeStatus(w io.Writer, f fleetview.Fleet, now time.Time, shards bool) {
 	if len(ids) > 0 {
 		span = fmt.Sprintf(" (%s … %s)", ids[0].ID, ids[len(ids)-1].ID)
 	}
-	fmt.Fprintf(w, "fleet %s · %d shards%s · index %d\n", f.Name, cfg.Shards, span, f.Index)
+	n, _ := cfg.Current()
+	fmt.Fprintf(w, "fleet %s · %d shards%s · index %d\n", f.Name, n, span, f.Index)
 	fmt.Fprintln(w, headline(f))
 	fmt.Fprintln(w, "assignor: "+assignorLine(f.Assignor, now))
+	if f.Reshard != nil {
+		printReshard(w, shard.Snapshot{Config: cfg}, *f.Reshard, now)
+	}
 	if f.Freeze != nil {
 		fmt.Fprintf(w, "FROZEN %s: no rebalancing moves start, only failover ('shardctl unfreeze' lifts it)\n", markText(f.Freeze, now))
 	}

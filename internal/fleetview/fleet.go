@@ -54,6 +54,9 @@ type Fleet struct {
 	// carries any (a fleet that balances shard counts).
 	Load    *Load    `json:"load,omitempty"`
 	Workers []Worker `json:"workers"`
+	// Reshard is the reshard in progress: parents closing and closed,
+	// children open and waiting; nil when none runs.
+	Reshard *shard.ReshardProgress `json:"reshard,omitempty"`
 	// Versions counts the live workers by the release and protocol they
 	// run, sorted by release: more than one is a mixed fleet (a roll in
 	// progress, or one that stopped halfway).
@@ -259,6 +262,9 @@ func Build(in Input) Fleet {
 		Assignor: assignorView(s.Assignor), Freeze: s.Freeze}
 	if f.Events == nil {
 		f.Events = LatestAcquired(s, 20)
+	}
+	if rp, ok := s.Reshard(); ok {
+		f.Reshard = &rp
 	}
 
 	bySession := map[shard.SessionID]int{} // live session → index in f.Workers
