@@ -116,4 +116,3 @@ func sample(ids []shard.ID) string {
 	}
 	return out + ")"
 }
-
