@@ -24,6 +24,10 @@ import (
 // process paused across its deadline learns of the loss there, on its
 // first check after waking.
 //
+// Told its shard closes for a reshard (Claim.Closing), it commits what it
+// processed as the shard's end (Claim.Close), logs "handler closed" and
+// returns.
+//
 // It logs "handler started" and "handler stopped" with the shard and token
 // at info level: the interval in which this process acted as the shard's
 // owner, which the fleet tests check for overlaps across processes. With
@@ -51,7 +55,8 @@ func (s stream) Process(ctx context.Context, c *worker.Claim) error {
 		return err // unrecorded, it must not run; the worker restarts it
 	}
 	defer run.End()
-	log.Info("handler started", zap.Int64("offset", c.Start.Offset), zap.Bool("warm", c.Warm != nil && c.Warm.CaughtUp))
+	log.Info("handler started", zap.Int64("offset", c.Start.Offset), zap.Bool("warm", c.Warm != nil && c.Warm.CaughtUp),
+		zap.Int("parents", len(c.Parents)))
 	offset, last := c.Start.Offset, time.Now()
 	advance := func() {
 		now := time.Now()
@@ -75,6 +80,23 @@ func (s stream) Process(ctx context.Context, c *worker.Claim) error {
 	defer tick.Stop()
 	for {
 		select {
+		case <-c.Closing():
+			// Resharded away: a synthetic stream has no marker to reach, so
+			// its end is what it processed now, committed as it closes.
+			advance()
+			at := time.Now()
+			err := c.Err()
+			if err == nil {
+				err = run.Effect(at, offset)
+			}
+			if err == nil {
+				err = c.Close(ctx, offset)
+			}
+			log.Info("handler closed", zap.Int64("offset", offset), zap.NamedError("error", err))
+			if err != nil {
+				<-ctx.Done() // not closed: the claim ended; the next owner closes it
+			}
+			return nil
 		case <-ctx.Done():
 			cause := context.Cause(ctx)
 			if errors.Is(cause, worker.ErrRevoked) {

@@ -5,10 +5,12 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/shardlease/shardlease/admin"
 	"github.com/shardlease/shardlease/internal/offsetlog"
 	offmem "github.com/shardlease/shardlease/offsets/memory"
 	"github.com/shardlease/shardlease/shard"
@@ -84,4 +86,49 @@ func TestStreamRecordsItsRuns(t *testing.T) {
 	if commits < 8 || effects != commits {
 		t.Errorf("%d commits and %d effects, want the same number, at least 8 (a few per shard and a final one each)", commits, effects)
 	}
+}
+
+// TestStreamClosesForAReshard: told its shard closes, the synthetic stream
+// commits what it processed as the shard's end and returns, so a fleet of
+// `shardd worker`s finishes a reshard by itself: two shards split into
+// four, every child owned, every parent closed with a committed end.
+func TestStreamClosesForAReshard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		coord, store := memory.New(), offmem.New()
+		defer store.Close()
+		w, err := worker.New(worker.Config{
+			ID: "w1", Fleet: shard.Config{Shards: 2}, Coordinator: coord, Offsets: store,
+			Handler: stream{rate: 1000, commitEvery: 100 * time.Millisecond, log: zap.NewNop()},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- w.Run(ctx) }()
+		time.Sleep(5 * time.Second)
+		op := admin.Operator{Coordinator: coord, Name: "test", By: "test"}
+		if _, err := op.Reshard(ctx, admin.ReshardPlan{Shards: 4}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		snap, err := coord.Fleet().Watch(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Config.Resharding() || len(snap.Owners()) != 4 {
+			t.Fatalf("5 s after the reshard began: resharding %v, owners %v; want done and the 4 children owned", snap.Config.Resharding(), snap.Owners())
+		}
+		for _, p := range []shard.ID{"stream/shard-000", "stream/shard-001"} {
+			st, _ := snap.Shard(p)
+			cp, err := store.Load(ctx, p)
+			if err != nil || st.Owner.Released != shard.ReasonClosed || cp.Offset <= 0 {
+				t.Errorf("parent %s: released %v, checkpoint %+v (%v); want closed with a committed end", p, st.Owner.Released, cp, err)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
