@@ -62,6 +62,12 @@ type Stats struct {
 	Ended atomic.Int64
 	// Failed counts other failed transactions (retried by a new handler).
 	Failed atomic.Int64
+	// Closed counts partitions closed at their marker for a reshard
+	// (Claim.CloseWith committed); ChildStarts the starts of a child's
+	// handler, and ShortParents those among them that found a parent's
+	// final checkpoint (Claim.Parents) short of its marker: a child that
+	// starts before its parents' ends.
+	Closed, ChildStarts, ShortParents atomic.Int64
 
 	mu      sync.Mutex
 	refused map[shard.ID]int64 // Stale + Ended, by shard
@@ -110,7 +116,9 @@ type Handler struct {
 	// Unfenced applies each batch in a plain transaction, with the offset
 	// upserted without its token: the same work minus the fence, for
 	// shardbench to measure what the fence costs. Never in production: a
-	// paused owner's batch would commit over a newer owner's.
+	// paused owner's batch would commit over a newer owner's. An unfenced
+	// handler never closes its partition (it has no fenced commit to close
+	// with): it does not reshard.
 	Unfenced bool
 	// Batch is the most events applied in one transaction (DefaultBatch);
 	// Linger how long a batch waits for one more event (DefaultLinger).
@@ -133,7 +141,9 @@ type message struct {
 }
 
 // Process consumes the claimed partition from the committed offset + 1 and
-// applies it batch by batch until the claim ends.
+// applies it batch by batch until the claim ends, or, once the partition's
+// marker is applied, until it is told to close the partition (a reshard:
+// Claim.Closing), which it does at the marker.
 func (h *Handler) Process(ctx context.Context, c *worker.Claim) error {
 	p, ok := h.Partition[c.Shard]
 	if !ok {
@@ -144,6 +154,20 @@ func (h *Handler) Process(ctx context.Context, c *worker.Claim) error {
 	from, err := h.position(ctx, c.Shard)
 	if err != nil {
 		return err
+	}
+	if len(c.Parents) > 0 {
+		if err := h.checkParents(ctx, c); err != nil {
+			return err
+		}
+	}
+	// Applied up to its marker already (by an owner that was then killed,
+	// or whose close did not reach the fleet): nothing more will come.
+	ended, err := h.atMarker(ctx, p, from)
+	if err != nil {
+		return err
+	}
+	if ended {
+		return h.closeAt(ctx, c, from)
 	}
 	var state windowState
 	if h.Windows != nil {
@@ -191,6 +215,9 @@ func (h *Handler) Process(ctx context.Context, c *worker.Claim) error {
 			return err
 		}
 		state = next
+		if last := msgs[len(msgs)-1]; last.Marker && !h.Unfenced {
+			return h.closeAt(ctx, c, int64(last.seq))
+		}
 	}
 }
 
@@ -243,6 +270,9 @@ func (h *Handler) collect(ctx context.Context, it jetstream.MessagesContext, max
 			return nil, err
 		}
 		out = append(out, message{Event: ev, seq: md.Sequence.Stream})
+		if ev.Marker {
+			break // the partition's end: a batch ends with it
+		}
 	}
 	return out, nil
 }
@@ -254,11 +284,18 @@ func (h *Handler) apply(ctx context.Context, c *worker.Claim, msgs []message, cl
 	defer cancel()
 	last := int64(msgs[len(msgs)-1].seq)
 	rows := make([][]any, len(msgs))
+	keyed := false
 	for i, m := range msgs {
-		rows[i] = []any{m.Partition, m.N, int64(m.seq), int64(c.Token), c.Worker, time.Unix(0, m.PublishedNs)}
+		rows[i] = []any{m.Partition, m.N, int64(m.seq), int64(c.Token), c.Worker, time.Unix(0, m.PublishedNs), m.Key, m.KeySeq}
+		keyed = keyed || m.Key != 0
 	}
 	write := func(tx pgx.Tx) error {
-		if _, err := tx.CopyFrom(ctx, h.Tables.effects(), []string{"partition", "n", "stream_seq", "token", "worker", "published_at"}, pgx.CopyFromRows(rows)); err != nil {
+		if keyed { // first: the snapshot of a statement before any effect
+			if _, err := tx.Exec(ctx, `INSERT INTO `+h.Tables.txs().Sanitize()+` (xid, snap) VALUES (pg_current_xact_id(), pg_current_snapshot())`); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.CopyFrom(ctx, h.Tables.effects(), []string{"partition", "n", "stream_seq", "token", "worker", "published_at", "key_id", "key_seq"}, pgx.CopyFromRows(rows)); err != nil {
 			return err
 		}
 		for _, w := range closed {

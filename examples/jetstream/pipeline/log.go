@@ -23,11 +23,19 @@ func Subject(p int) string { return fmt.Sprintf("%s%03d", SubjectPrefix, p) }
 
 // Event is one message of a partition: the N-th (from 1) the producer
 // published to it, and when, so the handler can tell the latency from
-// publish to committed effect.
+// publish to committed effect. A keyed event (Keyed's) is also the
+// KeySeq-th event of its key, an order id (0: none), wherever the key's
+// partition was when it was published. A marker is the last message of a
+// partition the producer left at a switch of layouts: its end, which its
+// owner applies like an event (its N follows the partition's last event)
+// before it closes the partition.
 type Event struct {
 	Partition   int   `json:"p"`
 	N           int64 `json:"n"`
 	PublishedNs int64 `json:"t"`
+	Key         int64 `json:"k,omitempty"`
+	KeySeq      int64 `json:"ks,omitempty"`
+	Marker      bool  `json:"m,omitempty"`
 }
 
 // Embedded is a nats-server with JetStream running in this process, on a
@@ -109,7 +117,7 @@ func CreateStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream
 }
 
 func encode(e Event) []byte {
-	b, _ := json.Marshal(e) // three integers: cannot fail
+	b, _ := json.Marshal(e) // integers and a bool: cannot fail
 	return b
 }
 

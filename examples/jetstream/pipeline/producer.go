@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// window is how many rounds of publishes Produce keeps in flight.
+// window is how many rounds of publishes a producer keeps in flight.
 const window = 8
 
 // Produce publishes events 1…perPartition to every partition, in rounds
@@ -28,48 +28,91 @@ func ProduceFrom(ctx context.Context, js jetstream.JetStream, partitions int, fi
 		return fmt.Errorf("pipeline: produce events %d…%d to each of %d partitions: want at least one partition, events from 1", first, last, partitions)
 	}
 	began := time.Now()
-	inFlight := make([][]jetstream.PubAckFuture, 0, window)
-	wait := func(round int64, acks []jetstream.PubAckFuture) error {
-		for p, f := range acks {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				return fmt.Errorf("pipeline: event %d of partition %d was not stored: %w", round, p, err)
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			}
-		}
-		if after != nil {
-			after(round)
-		}
-		return nil
-	}
+	f := flight{after: after}
 	for n := first; n <= last; n++ {
-		if len(inFlight) == window {
-			if err := wait(n-window, inFlight[0]); err != nil {
-				return err
-			}
-			inFlight = inFlight[1:]
-		}
 		acks := make([]jetstream.PubAckFuture, partitions)
 		for p := range partitions {
-			f, err := js.PublishAsync(Subject(p), encode(Event{Partition: p, N: n, PublishedNs: time.Now().UnixNano()}),
-				jetstream.WithExpectStream(Stream))
+			a, err := publish(js, Event{Partition: p, N: n, PublishedNs: time.Now().UnixNano()})
 			if err != nil {
-				return fmt.Errorf("pipeline: publishing event %d of partition %d: %w", n, p, err)
+				return err
 			}
-			acks[p] = f
+			acks[p] = a
 		}
-		inFlight = append(inFlight, acks)
-		if pace > 0 {
-			if !Sleep(ctx, time.Until(began.Add(time.Duration(n-first+1)*pace))) {
-				return context.Cause(ctx)
-			}
+		if err := f.add(ctx, n, acks); err != nil {
+			return err
+		}
+		if pace > 0 && !Sleep(ctx, time.Until(began.Add(time.Duration(n-first+1)*pace))) {
+			return context.Cause(ctx)
 		}
 	}
-	for i, acks := range inFlight {
-		if err := wait(last-int64(len(inFlight)-1-i), acks); err != nil {
+	return f.drain(ctx)
+}
+
+// publish sends e to its partition's subject, naming the stream.
+func publish(js jetstream.JetStream, e Event) (jetstream.PubAckFuture, error) {
+	a, err := js.PublishAsync(Subject(e.Partition), encode(e), jetstream.WithExpectStream(Stream))
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: publishing event %d of partition %d: %w", e.N, e.Partition, err)
+	}
+	return a, nil
+}
+
+// flight is the rounds published but not yet acknowledged, oldest first:
+// at most window of them.
+type flight struct {
+	rounds []pending
+	after  func(round int64) // called as each round is acknowledged
+}
+
+type pending struct {
+	round int64
+	acks  []jetstream.PubAckFuture
+}
+
+// add puts round's publishes in flight, first waiting for the oldest
+// round when window are.
+func (f *flight) add(ctx context.Context, round int64, acks []jetstream.PubAckFuture) error {
+	if len(f.rounds) == window {
+		if err := f.ack(ctx); err != nil {
 			return err
+		}
+	}
+	f.rounds = append(f.rounds, pending{round: round, acks: acks})
+	return nil
+}
+
+// drain waits for every round in flight.
+func (f *flight) drain(ctx context.Context) error {
+	for len(f.rounds) > 0 {
+		if err := f.ack(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ack waits for the oldest round in flight.
+func (f *flight) ack(ctx context.Context) error {
+	r := f.rounds[0]
+	if err := acked(ctx, r.round, r.acks); err != nil {
+		return err
+	}
+	f.rounds = f.rounds[1:]
+	if f.after != nil {
+		f.after(r.round)
+	}
+	return nil
+}
+
+// acked waits until every publish of round is stored.
+func acked(ctx context.Context, round int64, acks []jetstream.PubAckFuture) error {
+	for _, a := range acks {
+		select {
+		case <-a.Ok():
+		case err := <-a.Err():
+			return fmt.Errorf("pipeline: round %d's message to %s was not stored: %w", round, a.Msg().Subject, err)
+		case <-ctx.Done():
+			return context.Cause(ctx)
 		}
 	}
 	return nil

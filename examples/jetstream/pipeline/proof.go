@@ -18,9 +18,12 @@ type Partition struct {
 	Partition int
 	Shard     shard.ID
 	// Published is the number of events on the partition's subject in the
-	// stream; LastSeq the stream sequence of its last one.
+	// stream (its marker included); LastSeq the stream sequence of its
+	// last one. Marker says that one is a marker: the producer left the
+	// partition at a switch of layouts.
 	Published int64
 	LastSeq   uint64
+	Marker    bool
 	// Applied is the number of distinct events with an effect row;
 	// Effects the number of effect rows.
 	Applied, Effects int64
@@ -46,11 +49,12 @@ func (r Partition) OK() bool {
 	return r.Duplicates == 0 && r.Gaps == 0 && r.Foreign == 0 && !r.Behind()
 }
 
-// Proof is the whole run's.
+// Proof is the whole run's. Markers counts the partitions that end with
+// a marker.
 type Proof struct {
 	Partitions                                   []Partition
 	Published, Applied, Duplicates, Gaps, Behind int64
-	Foreign, Refused                             int64
+	Foreign, Refused, Markers                    int64
 }
 
 // SetRefused fills the proof's refused counts from the handlers' stats.
@@ -106,6 +110,11 @@ func (h *Handler) Prove(ctx context.Context, shards []shard.ID) (Proof, error) {
 				return Proof{}, fmt.Errorf("pipeline: proof: last message of %s: %w", Subject(p), err)
 			}
 			r.LastSeq = last.Sequence
+			ev, err := decode(last.Data)
+			if err != nil {
+				return Proof{}, fmt.Errorf("pipeline: proof: last message of %s: %w", Subject(p), err)
+			}
+			r.Marker = ev.Marker
 		}
 		a := found[p]
 		r.Effects, r.Applied = a.rows, a.distinct
@@ -129,6 +138,9 @@ func (h *Handler) Prove(ctx context.Context, shards []shard.ID) (Proof, error) {
 		out.Foreign += r.Foreign
 		if r.Behind() {
 			out.Behind++
+		}
+		if r.Marker {
+			out.Markers++
 		}
 	}
 	var strays []int
@@ -154,6 +166,9 @@ func (p Proof) Print(w io.Writer, all bool) error {
 			continue
 		}
 		mark := "yes"
+		if r.Marker {
+			mark = "yes, its marker"
+		}
 		if r.Behind() {
 			mark = fmt.Sprintf("NO (%d ≠ %d)", r.Offset, r.LastSeq)
 		}

@@ -16,7 +16,9 @@ import (
 )
 
 // Windows is a handler's state: per partition, tumbling windows of Size
-// events (by N), each aggregated as its count and the sum of Value(N).
+// events (by N, markers aside), each aggregated as its count and the sum
+// of Value(N). A partition closed at its marker leaves its last window
+// open for good; a new partition of a reshard starts its own windows.
 // A window's row is written when its last event is applied, in the same
 // fenced transaction as the events' effects and the offset, so a window
 // is written exactly once when its events are. The open window's partial
@@ -53,13 +55,17 @@ type windowState struct {
 type windowRow struct{ window, count, sum, lastSeq int64 }
 
 // fold applies msgs, in order, to st and returns the state after them and
-// the windows they closed.
+// the windows they closed. A marker is in no window: it only moves
+// applied.
 func (w *Windows) fold(st windowState, msgs []message) (windowState, []windowRow) {
 	var closed []windowRow
 	for _, m := range msgs {
+		st.applied = int64(m.seq)
+		if m.Marker {
+			continue
+		}
 		st.count++
 		st.sum += Value(m.N)
-		st.applied = int64(m.seq)
 		if m.N%w.Size == 0 {
 			closed = append(closed, windowRow{window: (m.N - 1) / w.Size, count: st.count, sum: st.sum, lastSeq: st.applied})
 			st.open, st.count, st.sum = m.N/w.Size, 0, 0
