@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -22,130 +21,6 @@ import (
 	"github.com/shardlease/shardlease/worker"
 )
 
-// options set the servers, the fleet, the stream and the faults.
-type options struct {
-	natsURL, postgresDSN string
-	engine               *engine.Choice // nil: the embedded coordinator
-	partitions, workers  int
-	events               int64         // per partition
-	pace                 time.Duration // one round of events (one per partition) per pace
-	policy               shard.LeasePolicy
-	// The faults, as fractions of the production: the two kills, the
-	// pause, the join.
-	killAt   [2]float64
-	pauseAt  float64
-	joinAt   float64
-	settle   time.Duration // the most the consumers may take to catch up after the last event
-	allLines bool          // print every partition's line (else the problems and the total)
-	// The handlers' state: windows of window events per partition, whose
-	// open window a cold start rebuilds at replayCost an event; standbys
-	// for failover per shard in the fleet's policy.
-	window     int64
-	replayCost time.Duration
-	standbys   int
-}
-
-func defaultOptions() options {
-	return options{
-		partitions: 128, workers: 12, events: 150, pace: 100 * time.Millisecond,
-		policy: shard.LeasePolicy{TTL: 2 * time.Second, RenewEvery: 400 * time.Millisecond, PauseBudget: time.Second,
-			LockDelay: time.Second},
-		killAt: [2]float64{0.1, 0.3}, pauseAt: 0.5, joinAt: 0.8, settle: time.Minute, allLines: true,
-		window: 25, replayCost: 80 * time.Millisecond, standbys: 1,
-	}
-}
-
-func (o *options) useShared(c *engine.Choice) {
-	o.engine = c
-	o.policy = shard.LeasePolicy{TTL: 3 * time.Second, RenewEvery: 500 * time.Millisecond, PauseBudget: time.Second, LockDelay: 2 * time.Second}
-}
-
-func (o options) validate() error {
-	var problems []error
-	if o.partitions < 1 || o.partitions > 1000 {
-		problems = append(problems, fmt.Errorf("--partitions %d: want 1 to 1000 (subjects orders.000 to orders.999)", o.partitions))
-	}
-	if o.workers < 3 {
-		problems = append(problems, fmt.Errorf("--workers %d: want at least 3, since two die and one must pause", o.workers))
-	}
-	if o.events < 10 {
-		problems = append(problems, fmt.Errorf("--events %d: want at least 10 per partition, so the faults fall while events flow", o.events))
-	}
-	if o.pace <= 0 {
-		problems = append(problems, fmt.Errorf("--pace %v: want a positive duration", o.pace))
-	}
-	if o.window < 1 || o.window > o.events {
-		problems = append(problems, fmt.Errorf("--window %d: want 1 to --events (%d) events per window", o.window, o.events))
-	}
-	if o.replayCost < 0 || o.replayCost > time.Second {
-		problems = append(problems, fmt.Errorf("--replay-cost %v: want 0 to 1s per event", o.replayCost))
-	}
-	if o.standbys < 0 || o.standbys > shard.MaxStandbys {
-		problems = append(problems, fmt.Errorf("--standbys %d: want 0 to %d per shard", o.standbys, shard.MaxStandbys))
-	}
-	return errors.Join(problems...)
-}
-
-// pauseFor is how long the paused worker stays stopped: past its lease
-// and the lock-delay, so its shards move while it is away.
-func (o options) pauseFor() time.Duration { return 2*o.policy.TTL + o.policy.EffectiveLockDelay() }
-
-// maxHold is postgres.Config.MaxHold: the step-down deadline, as the
-// offsets/postgres docs say, but not below the store's minimum.
-func (o options) maxHold() time.Duration {
-	return max(o.policy.StepDownAfter(), postgres.MinMaxHold)
-}
-
-// result is what the run ends with.
-type result struct {
-	proof          pipeline.Proof
-	kills, pauses  int
-	joins          int
-	stale, ended   int64
-	batches        int64
-	failedTx       int64
-	ownedByTheDead int
-	windows        pipeline.WindowProof
-	// Cold and warm handler starts: state rebuilt from the stream, or
-	// taken from a standby; standbys asked for per shard.
-	cold, warm int64
-	standbys   int
-}
-
-// check is the run's verdict.
-func (r result) check() error {
-	var problems []error
-	if r.proof.Duplicates != 0 {
-		problems = append(problems, fmt.Errorf("%d events applied more than once", r.proof.Duplicates))
-	}
-	if r.proof.Gaps != 0 {
-		problems = append(problems, fmt.Errorf("%d events never applied", r.proof.Gaps))
-	}
-	if r.proof.Foreign != 0 {
-		problems = append(problems, fmt.Errorf("%d effects of events the stream does not have", r.proof.Foreign))
-	}
-	if r.proof.Behind != 0 {
-		problems = append(problems, fmt.Errorf("%d partitions whose committed offset is not their last event's sequence", r.proof.Behind))
-	}
-	if r.kills < 2 || r.pauses < 1 || r.joins < 1 {
-		problems = append(problems, fmt.Errorf("the faults did not all happen: %d kills, %d pauses, %d joins", r.kills, r.pauses, r.joins))
-	}
-	if r.stale < 1 {
-		problems = append(problems, errors.New("no transaction of a superseded owner was refused by the fence: the fence was never tested"))
-	}
-	if r.ownedByTheDead != 0 {
-		problems = append(problems, fmt.Errorf("%d shards still owned by dead workers at the end", r.ownedByTheDead))
-	}
-	if !r.windows.OK() {
-		problems = append(problems, fmt.Errorf("windows: %d written twice, %d missing, %d not equal to a recomputation from the stream",
-			r.windows.Duplicates, r.windows.Missing, r.windows.Wrong))
-	}
-	if r.standbys > 0 && r.warm == 0 {
-		problems = append(problems, fmt.Errorf("%d standbys per shard, but no handler started warm: the standbys were never used", r.standbys))
-	}
-	return errors.Join(problems...)
-}
-
 // proc is what the story keeps beside each member: its offsets store,
 // its handlers' state, and how many times it resumed from a pause.
 type proc struct {
@@ -163,8 +38,14 @@ type story struct {
 	stats  pipeline.Stats
 	tables pipeline.Tables
 	js     jetstream.JetStream
-	ids    []shard.ID
-	part   map[shard.ID]int
+	// The stream's layouts before and after the switch, the fleet's
+	// shards of each (parents, children), every shard's partition, and
+	// ids: the parents, then the children (ids[p] consumes partition p).
+	from, to          pipeline.Layout
+	parents, children shard.Segment
+	ids               []shard.ID
+	part              map[shard.ID]int
+	rounds            atomic.Int64 // rounds the producer has had acknowledged
 
 	// pauseArmed names the member whose next transaction pauses it.
 	pauseArmed atomic.Pointer[inproc.Member[*proc]]
@@ -184,10 +65,15 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	var res result
 	s := &story{o: o, out: out, paused: make(chan *inproc.Member[*proc], 1)}
 	fleetCfg := shard.Config{Shards: o.partitions}
-	s.ids = fleetCfg.IDs()
-	s.part = make(map[shard.ID]int, len(s.ids))
-	for i, id := range s.ids {
-		s.part[id] = i
+	s.from, s.to = pipeline.Layout{First: 0, Count: o.partitions}, pipeline.Layout{First: o.partitions, Count: o.to()}
+	name := fleetCfg.Normalize().Name
+	s.parents, s.children = shard.Segment{Name: name, Shards: o.partitions}, shard.Segment{Layout: 1, Name: name + ".r1", Shards: o.to(), Base: o.partitions}
+	s.part = map[shard.ID]int{}
+	for _, seg := range []shard.Segment{s.parents, s.children} {
+		for i := range seg.Shards {
+			s.ids = append(s.ids, seg.ID(i))
+			s.part[seg.ID(i)] = seg.Base + i
+		}
 	}
 
 	srv, err := startServers(o)
@@ -226,8 +112,10 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	}
 	defer coords.close()
 
-	s.say("stream %s: %d partitions (%s … %s), %d events each, one to every partition per %v; offsets in %s",
-		pipeline.Stream, o.partitions, pipeline.Subject(0), pipeline.Subject(o.partitions-1), o.events, o.pace, s.tables.Offsets())
+	keys := pipeline.ChooseKeys(o.keysPer, s.from, s.to)
+	s.say("stream %s: %d partitions (%s … %s) until the switch, then %d (%s … %s); %d keys (order ids), each event numbered in its key's own sequence; %d rounds at least, one event to every partition per %v; offsets in %s",
+		pipeline.Stream, s.from.Count, pipeline.Subject(s.from.First), pipeline.Subject(s.from.Last()), s.to.Count, pipeline.Subject(s.to.First), pipeline.Subject(s.to.Last()),
+		len(keys), o.events, o.pace, s.tables.Offsets())
 	s.say("fleet: %d workers on %s, lease TTL %v; PostgreSQL ends a vanished owner's transaction after %v (MaxHold)",
 		o.workers, coords.name, o.policy.TTL, o.maxHold())
 	defer s.stopFleet()
@@ -236,32 +124,48 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 			return res, err
 		}
 	}
-	if err := s.waitOwned(ctx, coords.observer, nil); err != nil {
+	if err := s.waitSettled(ctx, coords.observer, nil); err != nil {
 		return res, err
 	}
-	s.say("all %d shards owned", len(s.ids))
+	s.say("all %d shards owned", o.partitions)
 	if err := s.storeStandbys(ctx, coords.observer); err != nil {
 		return res, err
 	}
 
-	produced := make(chan error, 1)
-	var rounds atomic.Int64
-	go func() {
-		produced <- pipeline.Produce(ctx, js, o.partitions, o.events, o.pace, func(n int64) { rounds.Store(n) })
-	}()
-	at := func(f float64) int64 { return max(1, int64(f*float64(o.events))) }
-	waitRound := func(n int64) error {
-		for rounds.Load() < n {
-			if !pipeline.Sleep(ctx, 10*time.Millisecond) {
-				return context.Cause(ctx)
-			}
-		}
-		return nil
+	switchNow, switched := make(chan struct{}), make(chan int64, 1)
+	producer := &pipeline.Keyed{JS: js, Keys: keys, From: s.from, To: s.to, Pace: o.pace,
+		Rounds: o.events, Tail: o.events - o.at(o.switchAt), Switch: switchNow,
+		After: func(n int64) { s.rounds.Store(n) }, Switched: func(n int64) { switched <- n }}
+	type production struct {
+		published int64
+		err       error
 	}
+	produced := make(chan production, 1)
+	go func() {
+		n, err := producer.Run(ctx)
+		produced <- production{n, err}
+	}()
 	dead := map[string]bool{}
+	if err := s.faults(ctx, coords, srv.dsn, fleetCfg, dead, switchNow, switched, &res); err != nil {
+		return res, err
+	}
+	p := <-produced
+	if p.err != nil {
+		return res, fmt.Errorf("producing: %w", p.err)
+	}
+	res.published = p.published
+	s.say("all %d events and markers published (%d rounds); waiting for every partition's offset to reach its last message", p.published, s.rounds.Load())
+	return res, s.prove(ctx, pool, coords, dead, &res)
+}
+
+// faults are the story's faults, each at its round: two kills, the
+// switch and the reshard with a kill during it, a pause, a join.
+func (s *story) faults(ctx context.Context, coords *coordinators, dsn string, fleetCfg shard.Config, dead map[string]bool,
+	switchNow chan<- struct{}, switched <-chan int64, res *result) error {
+	o := s.o
 	for k, f := range o.killAt {
-		if err := waitRound(at(f)); err != nil {
-			return res, err
+		if err := s.waitRound(ctx, o.at(f)); err != nil {
+			return err
 		}
 		running := s.fleet.Running()
 		victim := running[(1+3*k)%len(running)]
@@ -269,15 +173,24 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 		victim.Crash()
 		dead[victim.ID] = true
 		res.kills++
-		s.say("*** round %d: %s is killed holding %d shards; they move when its session expires", rounds.Load(), victim.ID, owned)
-		if err := s.waitOwned(ctx, coords.observer, dead); err != nil {
-			return res, err
+		s.say("*** round %d: %s is killed holding %d shards; they move when its session expires", s.rounds.Load(), victim.ID, owned)
+		if err := s.waitSettled(ctx, coords.observer, dead); err != nil {
+			return err
 		}
 		s.say("    %s's shards have new owners", victim.ID)
 	}
 
-	if err := waitRound(at(o.pauseAt)); err != nil {
-		return res, err
+	if err := s.waitRound(ctx, o.at(o.switchAt)); err != nil {
+		return err
+	}
+	var err error
+	if res.reshard, err = s.reshard(ctx, coords, dead, switchNow, switched); err != nil {
+		return err
+	}
+	res.kills++ // the one during the reshard
+
+	if err := s.waitRound(ctx, o.at(o.pauseAt)); err != nil {
+		return err
 	}
 	running := s.fleet.Running()
 	target := running[len(running)/2]
@@ -286,37 +199,50 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	select {
 	case m = <-s.paused:
 	case <-time.After(30 * time.Second):
-		return res, fmt.Errorf("no transaction of %s began within 30 s of arming its pause (is the producer done? --events %d)", target.ID, o.events)
+		return fmt.Errorf("no transaction of %s began within 30 s of arming its pause (is the producer done? --events %d)", target.ID, o.events)
 	case <-ctx.Done():
-		return res, context.Cause(ctx)
+		return context.Cause(ctx)
 	}
 	res.pauses++
 	s.say("*** round %d: %s stops dead for %v with a transaction open (its fence taken, its effects not yet written), holding %d shards",
-		rounds.Load(), m.ID, o.pauseFor(), s.owned(ctx, coords.observer, m.ID))
+		s.rounds.Load(), m.ID, o.pauseFor(), s.owned(ctx, coords.observer, m.ID))
 	if !pipeline.Sleep(ctx, o.pauseFor()) {
-		return res, context.Cause(ctx)
+		return context.Cause(ctx)
 	}
 	m.Ext.resumed.Add(1)
 	m.Unhold("pause")
 	s.say("    %s resumes: its open transaction and its prepared batches reach PostgreSQL late", m.ID)
 
-	if err := waitRound(at(o.joinAt)); err != nil {
-		return res, err
+	if err := s.waitRound(ctx, o.at(o.joinAt)); err != nil {
+		return err
 	}
 	id := fmt.Sprintf("w%02d", o.workers+1)
-	if err := s.start(ctx, id, coords, srv.dsn, fleetCfg); err != nil {
-		return res, err
+	if err := s.start(ctx, id, coords, dsn, fleetCfg); err != nil {
+		return err
 	}
 	res.joins++
-	s.say("*** round %d: %s joins", rounds.Load(), id)
+	s.say("*** round %d: %s joins", s.rounds.Load(), id)
+	return nil
+}
 
-	if err := <-produced; err != nil {
-		return res, fmt.Errorf("producing: %w", err)
+// waitRound waits until the producer has had n rounds acknowledged.
+func (s *story) waitRound(ctx context.Context, n int64) error {
+	for s.rounds.Load() < n {
+		if !pipeline.Sleep(ctx, 10*time.Millisecond) {
+			return context.Cause(ctx)
+		}
 	}
-	s.say("all %d events published; waiting for every partition's offset to reach its last event", int64(o.partitions)*o.events)
+	return nil
+}
+
+// prove waits for every partition's offset to reach its last message,
+// stops the fleet, reads the stream and PostgreSQL back, and prints the
+// proof.
+func (s *story) prove(ctx context.Context, pool *pgxpool.Pool, coords *coordinators, dead map[string]bool, res *result) error {
+	o := s.o
 	reader, err := postgres.Open(ctx, postgres.Config{Pool: pool, Table: s.tables.Offsets()})
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer reader.Close()
 	h := s.handler(nil)
@@ -326,7 +252,7 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	for {
 		p, err := h.Prove(settleCtx, s.ids)
 		if err != nil && (settleCtx.Err() == nil || ctx.Err() != nil) {
-			return res, err
+			return err
 		}
 		if err == nil && p.Behind == 0 {
 			break
@@ -338,7 +264,7 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	}
 	snap, err := coords.observer.Fleet().Watch(ctx, 0)
 	if err != nil {
-		return res, err
+		return err
 	}
 	for _, owner := range snap.Owners() {
 		if dead[owner] {
@@ -349,13 +275,17 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	// can write after it.
 	s.stopFleet()
 	if res.proof, err = h.Prove(ctx, s.ids); err != nil {
-		return res, err
+		return err
 	}
 	res.stale, res.ended = s.stats.Stale.Load(), s.stats.Ended.Load()
 	res.batches, res.failedTx = s.stats.Batches.Load(), s.stats.Failed.Load()
+	res.closed, res.childStarts, res.shortParents = s.stats.Closed.Load(), s.stats.ChildStarts.Load(), s.stats.ShortParents.Load()
 	res.proof.SetRefused(s.stats.Refused())
-	if res.windows, err = h.ProveWindows(ctx, o.partitions, o.window); err != nil {
-		return res, err
+	if res.windows, err = h.ProveWindows(ctx, len(s.ids), o.window); err != nil {
+		return err
+	}
+	if res.keys, err = h.ProveKeys(ctx, len(s.ids)); err != nil {
+		return err
 	}
 	res.standbys = o.standbys
 	for _, m := range s.fleet.All() {
@@ -364,22 +294,28 @@ func run(ctx context.Context, o options, out io.Writer) (result, error) {
 	}
 
 	s.say("")
-	if err := res.proof.Print(out, o.allLines); err != nil {
-		return res, err
+	if err := res.proof.Print(s.out, o.allLines); err != nil {
+		return err
 	}
 	verdict := "exactly once, as promised"
 	if err := res.check(); err != nil {
 		verdict = "NOT AS PROMISED: " + err.Error()
 	}
-	s.say("\n%d kills, %d pause, %d join; %d batches committed; transactions of superseded owners: %d refused by the fence, %d ended by PostgreSQL while paused; %d other failures retried",
+	s.say("\n%d kills (one during the reshard), %d pause, %d join; %d batches committed; transactions of superseded owners: %d refused by the fence, %d ended by PostgreSQL while paused; %d other failures retried",
 		res.kills, res.pauses, res.joins, res.batches, res.stale, res.ended, res.failedTx)
 	if err := s.stats.FirstFailure(); err != nil {
 		s.say("the first other failure: %v", err)
 	}
 	s.say("windows of %d events: %d expected from the stream, %d written, %d twice, %d missing, %d not equal to the recomputation; handlers started cold (state rebuilt) %d times, warm (a standby's state) %d times",
 		o.window, res.windows.Expected, res.windows.Written, res.windows.Duplicates, res.windows.Missing, res.windows.Wrong, res.cold, res.warm)
-	s.say("%d events published, %d applied, %d duplicates, %d gaps: %s", res.proof.Published, res.proof.Applied, res.proof.Duplicates, res.proof.Gaps, verdict)
-	return res, nil
+	s.say("reshard %d → %d: %d of %d old partitions end with their marker, closed there (%d closes committed); %d starts of the %d children, %d given a parent short of its marker",
+		res.reshard.from, res.reshard.to, res.proof.Markers, s.from.Count, res.closed, res.childStarts, s.to.Count, res.shortParents)
+	k := res.keys
+	s.say("per key, across the switch: %d keys, %d keyed events, %d applied, %d duplicates, %d gaps; %d pairs of a key's consecutive events, %d out of order; %d keys crossed the switch, %d of them out of order",
+		k.Keys, k.Events, k.Applied, k.Duplicates, k.Gaps, k.Pairs, k.OutOfOrder, k.CrossedKeys, k.CrossedOutOfOrder)
+	s.say("%d events published, %d applied, %d duplicates, %d gaps; each key's order across the switch: %d of %d pairs out of order: %s",
+		res.proof.Published, res.proof.Applied, res.proof.Duplicates, res.proof.Gaps, k.OutOfOrder, k.Pairs, verdict)
+	return nil
 }
 
 // start makes and starts worker id with its own offsets store (its own
@@ -473,18 +409,20 @@ func (s *story) owned(ctx context.Context, c shard.Coordinator, id string) int {
 	return snap.Counts()[id]
 }
 
-// waitOwned waits until every shard is owned by a worker not in dead. It
-// follows the fleet (shard.Follow: a blocking query per change) rather
-// than polling it, and gives up on the first failed read.
-func (s *story) waitOwned(ctx context.Context, c shard.Coordinator, dead map[string]bool) error {
-	owned := false
+// waitSettled waits until the fleet runs no reshard and every shard it
+// runs is owned by a worker not in dead. It follows the fleet
+// (shard.Follow: a blocking query per change) rather than polling it, and
+// gives up on the first failed read.
+func (s *story) waitSettled(ctx context.Context, c shard.Coordinator, dead map[string]bool) error {
+	return s.follow(ctx, c, func(snap shard.Snapshot) bool { return settled(snap, dead) })
+}
+
+// follow follows the fleet until done says so of a snapshot; it gives up
+// on the first failed read.
+func (s *story) follow(ctx context.Context, c shard.Coordinator, done func(shard.Snapshot) bool) error {
+	ok := false
 	err := shard.Follow(ctx, c.Fleet().Watch, shard.FollowOptions{OnError: func(error) bool { return false }}, func(snap shard.Snapshot) (time.Time, error) {
-		owners := snap.Owners()
-		owned = len(owners) == len(s.ids)
-		for _, w := range owners {
-			owned = owned && !dead[w]
-		}
-		if owned {
+		if ok = done(snap); ok {
 			return time.Time{}, shard.ErrStopFollowing
 		}
 		return time.Time{}, nil
@@ -492,10 +430,25 @@ func (s *story) waitOwned(ctx context.Context, c shard.Coordinator, dead map[str
 	switch {
 	case err != nil:
 		return err
-	case !owned:
+	case !ok:
 		return context.Cause(ctx)
 	}
 	return nil
+}
+
+// settled reports whether snap's fleet runs no reshard and every shard
+// it runs is owned by a worker not in dead.
+func settled(snap shard.Snapshot, dead map[string]bool) bool {
+	if snap.Config == nil || snap.Config.Resharding() {
+		return false
+	}
+	owners := snap.Owners()
+	for _, id := range snap.Config.IDs() {
+		if w, ok := owners[id]; !ok || dead[w] {
+			return false
+		}
+	}
+	return true
 }
 
 // coordinators gives each member its coordinator: the one embedded
