@@ -85,7 +85,7 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	if rp, ok := snap.Reshard(); ok && len(rp.Openable) > 0 {
 		return time.Time{}, a.openChildren(ctx, *snap.Config, rp.Openable, log) // the next listing places them
 	}
-	u := a.universeOf(snap, a.cfg.Fleet)
+	u := a.universeOf(snap, a.cfg.Fleet, waveOf(pol, snap))
 	state, unread := State(snap, u.cfg, u.ids, began)
 	changed := u.filter(&state)
 	for _, p := range unread {
@@ -169,6 +169,25 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 			zap.String("shard", string(mv.Shard)), zap.String("from", mv.From), zap.String("to", mv.To), zap.Duration("prepare_timeout", prepareTimeout(pol)))
 	}
 	return d.Wake, nil
+}
+
+// waveOf is how many parents of a reshard close at once: the fleet's move
+// budget (MaxMovesInFlight, or its default for the fleet's size).
+func waveOf(p shard.BalancePolicy, snap shard.Snapshot) int {
+	if p.MaxMovesInFlight > 0 {
+		return p.MaxMovesInFlight
+	}
+	live := 0
+	for _, m := range snap.Members {
+		if m.Live() {
+			live++
+		}
+	}
+	n := 0
+	if snap.Config != nil {
+		n, _ = snap.Config.Current()
+	}
+	return rebalance.DefaultMaxMovesInFlight(n, max(live, 1))
 }
 
 // prepareTimeout is p's prepare timeout, its default filled in.

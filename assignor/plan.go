@@ -20,7 +20,7 @@ func Plan(snap shard.Snapshot, p shard.BalancePolicy, now time.Time) (rebalance.
 	if snap.Config == nil {
 		return rebalance.Decision{}, fmt.Errorf("%w: the fleet has no config to plan against", shard.ErrInvalidArgument)
 	}
-	u := newUniverse(snap, *snap.Config)
+	u := newUniverse(snap, *snap.Config, waveOf(p, snap))
 	ids := u.ids
 	st, _ := State(snap, u.cfg, ids, now)
 	u.filter(&st)

@@ -30,24 +30,24 @@ type universe struct {
 // universeOf returns the shard set a step on snap places; fallback is the
 // config when snap has none. It is kept between steps while the config
 // and the reshard's progress stay the same.
-func (a *Assignor) universeOf(snap shard.Snapshot, fallback shard.Config) *universe {
+func (a *Assignor) universeOf(snap shard.Snapshot, fallback shard.Config, wave int) *universe {
 	cfg := fallback
 	if snap.Config != nil {
 		cfg = *snap.Config
 	}
-	rp, _ := snap.Reshard()
-	if u := a.universe; u != nil && u.from.Same(cfg) && slices.Equal(u.open, rp.Open) {
+	if u := a.universe; u != nil && u.from.Same(cfg) && !cfg.Resharding() {
 		return u
 	}
-	a.universe = newUniverse(snap, cfg)
+	a.universe = newUniverse(snap, cfg, wave)
 	return a.universe
 }
 
 // newUniverse is the shard set a step on snap places under cfg (snap's
-// own, or the assignor's when snap has none).
-func newUniverse(snap shard.Snapshot, cfg shard.Config) *universe {
+// own, or the assignor's when snap has none), with at most wave parents
+// closing at once (at least one).
+func newUniverse(snap shard.Snapshot, cfg shard.Config, wave int) *universe {
 	rp, resharding := snap.Reshard()
-	u := &universe{cfg: cfg, from: &cfg, open: rp.Open}
+	u := &universe{cfg: cfg, from: &cfg}
 	if len(cfg.Layouts) == 0 {
 		u.ids = cfg.IDs()
 		return u
@@ -58,7 +58,7 @@ func newUniverse(snap shard.Snapshot, cfg shard.Config) *universe {
 			out[id] = true
 		}
 		u.closing = map[shard.ID]bool{}
-		for _, id := range rp.Open {
+		for _, id := range closingWave(cfg, rp.Open, wave) {
 			u.closing[id] = true
 		}
 	}
@@ -70,6 +70,39 @@ func newUniverse(snap shard.Snapshot, cfg shard.Config) *universe {
 		}
 	}
 	return u
+}
+
+// closingWave is the open parents to close now: the first wave of them
+// (at least one) in an order that closes the parents of one child
+// together (by their first child's index, then their own), so that a
+// merge's children open wave by wave too. The rest of the fleet keeps
+// running meanwhile: a reshard pauses at most a move budget of key ranges
+// at a time.
+func closingWave(cfg shard.Config, open []shard.ID, wave int) []shard.ID {
+	wave = max(wave, 1)
+	if len(open) <= wave {
+		return open
+	}
+	segs := cfg.Segments()
+	type key struct{ child, parent int }
+	keys := make(map[shard.ID]key, len(open))
+	for _, id := range open {
+		p, _ := segs[0].Index(id)
+		first := -1
+		if cs := cfg.ChildrenOf(id); len(cs) > 0 {
+			first, _ = segs[1].Index(cs[0])
+		}
+		keys[id] = key{first, p}
+	}
+	ordered := slices.Clone(open)
+	slices.SortFunc(ordered, func(a, b shard.ID) int {
+		ka, kb := keys[a], keys[b]
+		if ka.child != kb.child {
+			return ka.child - kb.child
+		}
+		return ka.parent - kb.parent
+	})
+	return ordered[:wave]
 }
 
 // filter drops from st's keys and memories the shards outside u (a

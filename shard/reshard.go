@@ -324,18 +324,23 @@ func (c Config) children(p int) []int {
 	if !running {
 		return nil
 	}
-	n := c.segments()[c.previous(c.current())].Shards
+	n, m := c.segments()[c.previous(c.current())].Shards, l.Shards
 	var out []int
 	switch l.Lineage {
-	case LineageExplicit, LineageRange:
-		for ch := range l.Shards {
-			if slices.Contains(parentsIn(l, n, ch), p) {
+	case LineageExplicit:
+		for ch := range m {
+			if slices.Contains(l.Parents[ch], p) {
 				out = append(out, ch)
 			}
 		}
+	case LineageRange:
+		// Children overlapping [p/n, (p+1)/n): from ⌊p·m/n⌋ to ⌈(p+1)·m/n⌉−1.
+		for ch := p * m / n; ch < m && ch*n < (p+1)*m; ch++ {
+			out = append(out, ch)
+		}
 	default:
-		g := gcd(n, l.Shards)
-		for ch := p % g; ch < l.Shards; ch += g {
+		g := gcd(n, m)
+		for ch := p % g; ch < m; ch += g {
 			out = append(out, ch)
 		}
 	}

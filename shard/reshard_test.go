@@ -133,3 +133,28 @@ func TestValidateLayouts(t *testing.T) {
 		t.Errorf("a resharded config recording protocol 3 (release 0.1.0 would run it) = %v", err)
 	}
 }
+
+// TestLineagesAgree: for every lineage and many counts, a child lists a
+// parent exactly when that parent lists the child.
+func TestLineagesAgree(t *testing.T) {
+	for _, lin := range []Lineage{LineageMod, LineageRange} {
+		for n := 1; n <= 12; n++ {
+			for m := 1; m <= 12; m++ {
+				c := Config{Shards: n, Name: "p", Protocol: ProtocolResharded, Layouts: []Layout{{Shards: m, Name: "c", Lineage: lin}}}
+				ps, cs := c.segments()[0], c.segments()[1]
+				for p := range n {
+					for ch := range m {
+						a := slices.Contains(c.ParentsOf(cs.ID(ch)), ps.ID(p))
+						b := slices.Contains(c.ChildrenOf(ps.ID(p)), cs.ID(ch))
+						if a != b {
+							t.Fatalf("%s %d→%d: child %d lists parent %d: %v; parent lists child: %v", lin, n, m, ch, p, a, b)
+						}
+					}
+					if len(c.ChildrenOf(ps.ID(p))) == 0 {
+						t.Fatalf("%s %d→%d: parent %d has no child", lin, n, m, p)
+					}
+				}
+			}
+		}
+	}
+}

@@ -20,10 +20,13 @@ import (
 // (its end) with Close and returns. It records every start and close, and
 // what a child's claim said of its parents.
 type streams struct {
-	mu     sync.Mutex
-	starts []streamStart
-	closed map[shard.ID]streamClose
-	hold   map[shard.ID]bool // parents that ignore Closing (a reshard to cancel)
+	mu      sync.Mutex
+	starts  []streamStart
+	closed  map[shard.ID]streamClose
+	hold    map[shard.ID]bool // parents that ignore Closing (a reshard to cancel)
+	delay   time.Duration     // how long a parent takes to reach its end once asked
+	asked   map[shard.ID]time.Time
+	reached map[shard.ID]bool
 }
 
 type streamStart struct {
@@ -40,6 +43,12 @@ type streamClose struct {
 
 func (s *streams) Process(ctx context.Context, c *worker.Claim) error {
 	st := streamStart{shard: c.Shard, at: time.Now(), start: c.Start.Offset, parents: map[shard.ID]int64{}}
+	s.mu.Lock()
+	if s.reached == nil {
+		s.reached = map[shard.ID]bool{}
+	}
+	delete(s.reached, c.Shard) // a new owner is asked afresh
+	s.mu.Unlock()
 	for p, cp := range c.Parents {
 		st.parents[p] = cp.Offset
 	}
@@ -54,9 +63,9 @@ func (s *streams) Process(ctx context.Context, c *worker.Claim) error {
 	off := c.Start.Offset
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	closing, asked := c.Closing(), false
+	closing := c.Closing()
 	for {
-		if asked && !held() {
+		if s.reachedEnd(c.Shard) && !held() {
 			if err := c.Close(ctx, off+1); err != nil {
 				return err
 			}
@@ -72,7 +81,16 @@ func (s *streams) Process(ctx context.Context, c *worker.Claim) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-closing:
-			asked, closing = true, nil
+			closing = nil
+			s.mu.Lock()
+			if s.asked == nil {
+				s.asked = map[shard.ID]time.Time{}
+			}
+			s.asked[c.Shard] = time.Now()
+			delay := s.delay
+			s.mu.Unlock()
+			go func() { time.Sleep(delay); s.mu.Lock(); s.reached[c.Shard] = true; s.mu.Unlock() }()
+		case <-tick.C:
 		case <-tick.C:
 			if err := c.Commit(ctx, off+1); err != nil {
 				return err
@@ -80,6 +98,14 @@ func (s *streams) Process(ctx context.Context, c *worker.Claim) error {
 			off++
 		}
 	}
+}
+
+// reachedEnd reports whether shard id's stream reached its end since it
+// was asked to close.
+func (s *streams) reachedEnd(id shard.ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reached[id]
 }
 
 // checkLineage fails unless every child started after all its parents
@@ -245,5 +271,63 @@ func TestReshardCancelledReopensParents(t *testing.T) {
 		if l := snap.Config.Layouts; len(l) != 2 || l[1].Name != "stream/shard.r2" {
 			t.Fatalf("layouts %+v: want the cancelled one kept and the new one named stream/shard.r2", l)
 		}
+	})
+}
+
+// TestReshardClosesParentsInWaves: with a move budget of 4, a reshard of
+// 16 shards into 32 asks at most 4 parents at a time to close; the others
+// run on untouched (never restarted) until their turn. It fails if every
+// parent is asked at once.
+func TestReshardClosesParentsInWaves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 16)
+		h := &streams{delay: time.Second}
+		for _, id := range []string{"a", "b", "c"} {
+			f.start(id, h)
+		}
+		settle(10 * time.Second)
+		if _, err := f.coord.Fleet().SetPolicy(t.Context(), shard.BalancePolicy{MaxMovesInFlight: 4}, false); err != nil {
+			t.Fatal(err)
+		}
+		reshardTo(t, f, 32, "stream/split")
+		settle(30 * time.Second)
+		snap := f.snapshot()
+		if snap.Config.Resharding() || len(f.owners()) != 32 {
+			t.Fatalf("30 s after the reshard began: resharding %v, %d owned; want done, 32", snap.Config.Resharding(), len(f.owners()))
+		}
+		h.mu.Lock()
+		type edge struct {
+			at   time.Time
+			open int
+		}
+		var edges []edge
+		for id, at := range h.asked {
+			edges = append(edges, edge{at, +1}, edge{h.closed[id].at, -1})
+		}
+		slices.SortFunc(edges, func(a, b edge) int {
+			if c := a.at.Compare(b.at); c != 0 {
+				return c
+			}
+			return a.open - b.open // a close before an ask at the same instant
+		})
+		most, now := 0, 0
+		for _, e := range edges {
+			now += e.open
+			most = max(most, now)
+		}
+		if len(h.asked) != 16 || most > 4 || most < 2 {
+			t.Fatalf("%d parents asked to close, at most %d at once; want all 16, at most 4 at once (and more than one)", len(h.asked), most)
+		}
+		starts := map[shard.ID]int{}
+		for _, st := range h.starts {
+			starts[st.shard]++
+		}
+		for id := range h.asked {
+			if starts[id] != 1 {
+				t.Errorf("parent %s started %d times, want once: a parent waiting its turn runs on", id, starts[id])
+			}
+		}
+		h.mu.Unlock()
+		h.checkLineage(t, *snap.Config, idsOf(32, "stream/split"))
 	})
 }

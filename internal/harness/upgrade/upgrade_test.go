@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -170,6 +171,11 @@ func TestRollForwardAndBack(t *testing.T) {
 		if _, err := op.SetStandbys(t.Context(), 1, 0); !errors.Is(err, admin.ErrStepMissing) {
 			t.Fatalf("standbys %s: %v, want a refusal naming the workers of release %s", when, err, version)
 		}
+		// The reshard step likewise: release 0.1.0 would run the old
+		// shards again, so no reshard starts while one is live.
+		if _, err := op.Reshard(t.Context(), admin.ReshardPlan{Shards: 2 * shards}); !errors.Is(err, admin.ErrStepMissing) {
+			t.Fatalf("a reshard %s: %v, want a refusal naming the workers of release %s", when, err, version)
+		}
 	}
 	roll := func(bin, to string, after func(i int)) {
 		for i, w := range procs.Workers() {
@@ -266,6 +272,46 @@ func TestRollForwardAndBack(t *testing.T) {
 	if longest > maxGap {
 		t.Errorf("%s had no running handler for %v, want at most %v", where, longest.Round(time.Millisecond), maxGap)
 	}
+	refusesResharded(t, oldBin, agent.HTTPAddr)
+}
+
+// refusesResharded: a worker of the previous release refuses, naming the
+// protocol, a fleet that a reshard made protocol 4, whether it brings the
+// fleet's first shard set (which it would otherwise run again beside the
+// children) or the current one; a worker of this tree joins it.
+func refusesResharded(t *testing.T, oldBin, addr string) {
+	prefix := fmt.Sprintf("upgrade/resharded/%d", time.Now().UnixNano())
+	c, err := consul.New(consul.Config{Address: addr, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := shard.Config{Shards: 8}
+	if _, err := c.Fleet().Configure(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Fleet().SetLayouts(t.Context(), nil, []shard.Layout{{Shards: 16, Name: "stream/shard.r1", Lineage: shard.LineageMod, Started: shard.Mark{By: "test"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, brings := range [][]string{{"--shards", "8"}, {"--shards", "16", "--shard-name", "stream/shard.r1"}} {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		args := append([]string{"worker", "--consul", addr, "--prefix", prefix, "--id", "old"}, brings...)
+		out, err := osexec.CommandContext(ctx, oldBin, args...).CombinedOutput()
+		timedOut := ctx.Err()
+		cancel()
+		if err == nil || timedOut != nil || !strings.Contains(string(out), "protocol 4") {
+			t.Errorf("release 0.1.0 bringing %v to a resharded fleet: %v (context %v), want it to refuse naming protocol 4; its output:\n%s", brings, err, timedOut, tail2(out, 10))
+		}
+	}
+	if _, err := c.Fleet().Configure(t.Context(), first); err != nil {
+		t.Errorf("this tree bringing the fleet's first shard set to it after the reshard: %v", err)
+	}
+}
+
+// tail2 is the last n lines of out.
+func tail2(out []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // waitReady waits until every shard is owned by one of the fleet's live
