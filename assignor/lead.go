@@ -88,6 +88,10 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	u := a.universeOf(snap, a.cfg.Fleet, waveOf(pol, snap))
 	state, unread := State(snap, u.cfg, u.ids, began)
 	changed := u.filter(&state)
+	// While a reshard runs, nothing but its children's placement moves:
+	// a parent waiting its turn, or a child started, is never handed off
+	// (a freeze's rule; drains and rebalancing wait for the end).
+	state.Frozen = state.Frozen || u.cfg.Resharding()
 	for _, p := range unread {
 		log.Warn("cannot read the assignor's memory of a worker", zap.String("problem", p))
 	}

@@ -8,8 +8,10 @@ type ReshardProgress struct {
 	Layout Layout
 	// Parents still open (to be closed by their owners), and those
 	// closed: released as closed (ReasonClosed) and not held since, or
-	// with a child already open.
-	Open, Closed []ID
+	// with a child already open. Closing are the open parents the
+	// assignor asks their holders to close now (Assignment.Close): the
+	// current wave.
+	Open, Closed, Closing []ID
 	// Children opened (they may be acquired), those whose parents are
 	// all closed but which are not opened yet (the assignor's next
 	// write), and those waiting for a parent.
@@ -39,6 +41,17 @@ func (s Snapshot) Reshard() (ReshardProgress, bool) {
 			p.Closed = append(p.Closed, id)
 		} else {
 			p.Open = append(p.Open, id)
+		}
+	}
+	asked := map[ID]bool{}
+	for _, a := range s.Assignments {
+		for _, id := range a.Close {
+			asked[id] = true
+		}
+	}
+	for _, id := range p.Open {
+		if asked[id] {
+			p.Closing = append(p.Closing, id)
 		}
 	}
 	for i := range children.Shards {

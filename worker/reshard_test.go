@@ -276,8 +276,10 @@ func TestReshardCancelledReopensParents(t *testing.T) {
 
 // TestReshardClosesParentsInWaves: with a move budget of 4, a reshard of
 // 16 shards into 32 asks at most 4 parents at a time to close; the others
-// run on untouched (never restarted) until their turn. It fails if every
-// parent is asked at once.
+// run on untouched (never restarted) until their turn, and no child is
+// handed off before the reshard is done, though a worker joins meanwhile.
+// It fails if every parent is asked at once, or if the step balances by
+// hand-offs during the reshard.
 func TestReshardClosesParentsInWaves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFleet(t, 16)
@@ -290,10 +292,11 @@ func TestReshardClosesParentsInWaves(t *testing.T) {
 			t.Fatal(err)
 		}
 		reshardTo(t, f, 32, "stream/split")
+		f.start("d", h) // a join during the reshard: nothing is handed off to it until the end
 		settle(30 * time.Second)
 		snap := f.snapshot()
-		if snap.Config.Resharding() || len(f.owners()) != 32 {
-			t.Fatalf("30 s after the reshard began: resharding %v, %d owned; want done, 32", snap.Config.Resharding(), len(f.owners()))
+		if snap.Config.Resharding() || len(f.owners()) != 32 || counts(f.owners())["d"] == 0 {
+			t.Fatalf("30 s after the reshard began: resharding %v, owners %v; want done, 32 owned, d among the owners", snap.Config.Resharding(), counts(f.owners()))
 		}
 		h.mu.Lock()
 		type edge struct {
@@ -318,13 +321,34 @@ func TestReshardClosesParentsInWaves(t *testing.T) {
 		if len(h.asked) != 16 || most > 4 || most < 2 {
 			t.Fatalf("%d parents asked to close, at most %d at once; want all 16, at most 4 at once (and more than one)", len(h.asked), most)
 		}
+		// Counted until the last child first started, when the reshard was
+		// done: after it the fleet balances again, onto d too.
+		firsts := map[shard.ID]time.Time{}
+		for _, st := range h.starts {
+			if _, ok := firsts[st.shard]; !ok {
+				firsts[st.shard] = st.at
+			}
+		}
+		var done time.Time
+		for _, id := range idsOf(32, "stream/split") {
+			if firsts[id].After(done) {
+				done = firsts[id]
+			}
+		}
 		starts := map[shard.ID]int{}
 		for _, st := range h.starts {
-			starts[st.shard]++
+			if !st.at.After(done) {
+				starts[st.shard]++
+			}
 		}
 		for id := range h.asked {
 			if starts[id] != 1 {
 				t.Errorf("parent %s started %d times, want once: a parent waiting its turn runs on", id, starts[id])
+			}
+		}
+		for _, id := range idsOf(32, "stream/split") {
+			if starts[id] != 1 {
+				t.Errorf("child %s started %d times, want once: nothing is handed off while a reshard runs", id, starts[id])
 			}
 		}
 		h.mu.Unlock()

@@ -98,7 +98,7 @@ func printReshard(w io.Writer, s shard.Snapshot, rp shard.ReshardProgress, now t
 	}
 	l := rp.Layout
 	fmt.Fprintf(w, "RESHARDING to %d shards named %s-… (lineage %s), started %s\n", l.Shards, l.Name, l.Lineage, markText(&l.Started, now))
-	fmt.Fprintf(w, "  parents: %d closed, %d closing%s\n", len(rp.Closed), len(rp.Open), sample(rp.Open))
+	fmt.Fprintf(w, "  parents: %d closed, %d closing now%s, %d waiting their turn\n", len(rp.Closed), len(rp.Closing), sample(rp.Closing), len(rp.Open)-len(rp.Closing))
 	fmt.Fprintf(w, "  children: %d open, %d waiting for a parent%s\n", len(rp.Opened)+len(rp.Openable), len(rp.Waiting), sample(rp.Waiting))
 }
 

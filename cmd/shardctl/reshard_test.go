@@ -39,7 +39,7 @@ func TestReshardCommand(t *testing.T) {
 		settle(5 * time.Second)
 		code, out, errOut = f.run(ctx, "", "reshard", "-prefix", "orders")
 		check("progress", 0, out, errOut, code, "RESHARDING to 8 shards named stream/shard.r1-… (lineage mod), started by carol",
-			"traffic doubled", "parents: 0 closed, 4 closing (stream/shard-000, stream/shard-001, stream/shard-002, …)", "children: 0 open, 8 waiting")
+			"traffic doubled", "parents: 0 closed, 4 closing now (stream/shard-000, stream/shard-001, stream/shard-002, …), 0 waiting their turn", "children: 0 open, 8 waiting")
 		_, out, _ = f.run(ctx, "", "status", "-prefix", "orders", "-no-shards")
 		check("status", 0, out, "", 0, "fleet orders · 8 shards", "RESHARDING to 8")
 		code, out, errOut = f.run(ctx, "", "reshard", "-prefix", "orders", "-to", "16", "--by", "dave")
