@@ -10,6 +10,7 @@ import (
 	"github.com/shardlease/shardlease/internal/bench/engines"
 	"github.com/shardlease/shardlease/internal/bench/gracefulhandoff"
 	"github.com/shardlease/shardlease/internal/bench/lockops"
+	"github.com/shardlease/shardlease/internal/bench/reshard"
 	"github.com/shardlease/shardlease/internal/bench/rollingrestart"
 	"github.com/shardlease/shardlease/internal/bench/scaleout"
 	"github.com/shardlease/shardlease/internal/bench/skewedload"
@@ -30,6 +31,7 @@ var scenarios = bench.Suite{
 	zones.OutageScenario,
 	zones.DrainScenario,
 	warmmoves.Scenario,
+	reshard.Scenario,
 	coordinatorload.Scenario,
 	coldstart.Scenario,
 	lockops.Scenario,

@@ -30,6 +30,10 @@ type Options struct {
 	// (skewed-load reports its shard's load), until ctx ends; nil: it only
 	// waits for the end.
 	Hold func(ctx context.Context, c *worker.Claim)
+	// Handler, if set, replaces the handler (Hold is then unused): reshard
+	// records every run and closes its shards when asked. It must record
+	// its starts itself if the scenario reads Starts.
+	Handler worker.Handler
 }
 
 // Shardlease is shardlease workers in this process, each with its own
@@ -110,19 +114,22 @@ func (f *Shardlease) Add(ctx context.Context, id string) error {
 	if f.o.Coordinator != nil {
 		coord = f.o.Coordinator(id, coord)
 	}
+	// The handler notes its start, holds its shard and does nothing
+	// else: the figures are the coordination's own.
+	var h worker.Handler = worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
+		f.started.Record(string(c.Shard))
+		if f.o.Hold != nil {
+			f.o.Hold(ctx, c)
+		}
+		<-ctx.Done()
+		return nil
+	})
+	if f.o.Handler != nil {
+		h = f.o.Handler
+	}
 	w, err := worker.New(worker.Config{
 		ID: id, Fleet: shard.Config{Shards: f.o.Shards}, Coordinator: coord, Offsets: f.store, LocalOffsets: true, Logger: zap.NewNop(), // one process; the figures say what happened
-		Policy: f.o.Policy, LoadBalance: f.o.LoadBalance,
-		// The handler notes its start, holds its shard and does nothing
-		// else: the figures are the coordination's own.
-		Handler: worker.HandlerFunc(func(ctx context.Context, c *worker.Claim) error {
-			f.started.Record(string(c.Shard))
-			if f.o.Hold != nil {
-				f.o.Hold(ctx, c)
-			}
-			<-ctx.Done()
-			return nil
-		}),
+		Policy: f.o.Policy, LoadBalance: f.o.LoadBalance, Handler: h,
 	})
 	if err != nil {
 		cc.Close()

@@ -105,5 +105,9 @@ func (o *Observer) AssignorWorker(ctx context.Context, must bool) (string, error
 // given agent does not keep every run's keys.
 func (o *Observer) DeleteFleet(ctx context.Context) error { return o.c.DeleteFleet(ctx) }
 
+// Coordinator is the observer's coordinator, for an operator's action on
+// the fleet (a reshard, a freeze) from the harness.
+func (o *Observer) Coordinator() shard.Coordinator { return o.c }
+
 // Close releases the observer's connections.
 func (o *Observer) Close() { o.c.Close() }
