@@ -160,7 +160,7 @@ func TestMeterLevelShift(t *testing.T) {
 func TestReportLoadRejectsBadInput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := prometheus.NewRegistry()
-		met, err := newMetrics("w", "", "", reg)
+		met, err := newMetrics("w", "", "", nil, reg)
 		if err != nil {
 			t.Fatal(err)
 		}

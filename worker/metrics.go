@@ -33,11 +33,11 @@ type metrics struct {
 // worker shows (Config.Version), the protocol it speaks and its protocol
 // steps (comma-separated), so that a dashboard sees a mixed fleet in one
 // query.
-func buildInfo(worker, version string) prometheus.Gauge {
+func buildInfo(worker, version string, steps []string) prometheus.Gauge {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "shardlease", Name: "build_info",
 		Help: "1, labelled with the worker's release (its Config.Version), the protocol it speaks and its protocol steps.",
 		ConstLabels: prometheus.Labels{"worker": worker, "version": version, "protocol": strconv.Itoa(shard.Protocol),
-			"steps": strings.Join(shard.Steps(), ",")}})
+			"steps": strings.Join(steps, ",")}})
 	g.Set(1)
 	return g
 }
@@ -52,7 +52,7 @@ func memberInfo(worker, zone string) prometheus.Gauge {
 	return g
 }
 
-func newMetrics(worker, version, zone string, reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(worker, version, zone string, steps []string, reg prometheus.Registerer) (*metrics, error) {
 	labels := prometheus.Labels{"worker": worker}
 	opts := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: "shardlease", Name: name, Help: help, ConstLabels: labels}
@@ -91,7 +91,7 @@ func newMetrics(worker, version, zone string, reg prometheus.Registerer) (*metri
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{buildInfo(worker, version), memberInfo(worker, zone), m.shardsOwned, m.standbys, m.acquisitions, m.releases, m.losses, m.renewSeconds,
+	for _, c := range append([]prometheus.Collector{buildInfo(worker, version, steps), memberInfo(worker, zone), m.shardsOwned, m.standbys, m.acquisitions, m.releases, m.losses, m.renewSeconds,
 		m.renewFailures, m.stepDowns, m.commits, m.watchWakeups, m.moves, m.pauseSeconds, m.handlerRestarts, m.historyBehind}, m.load.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/shardlease/shardlease/offsets"
@@ -13,6 +14,28 @@ import (
 // ErrNotClosing: Claim.Close was called for a shard the fleet is not
 // resharding away (Claim.Closing is not closed); nothing was committed.
 var ErrNotClosing = errors.New("worker: shard is not closing")
+
+// ShardCloser is implemented by a handler that can say it does not close
+// shards for a reshard (package exec's Supervisor: a child process has no
+// way to be told). A worker whose handler says false does not speak the
+// protocol step shard.StepReshard, so no reshard starts while it is live
+// (admin.Reshard names it). A handler that does not implement it is taken
+// to close its shards when asked (Claim.Closing).
+type ShardCloser interface {
+	ClosesShards() bool
+}
+
+// steps are the protocol steps this worker speaks (stepsOf).
+func (w *Worker) steps() []string { return stepsOf(w.cfg.Handler) }
+
+// stepsOf is the protocol steps a worker running h speaks: this build's,
+// less shard.StepReshard when h cannot close a shard.
+func stepsOf(h Handler) []string {
+	if c, ok := h.(ShardCloser); ok && !c.ClosesShards() {
+		return slices.DeleteFunc(shard.Steps(), func(s string) bool { return s == shard.StepReshard })
+	}
+	return shard.Steps()
+}
 
 // errClosed is runShard's word that the handler closed its shard.
 var errClosed = errors.New("shard closed for a reshard")

@@ -355,3 +355,37 @@ func TestReshardClosesParentsInWaves(t *testing.T) {
 		h.checkLineage(t, *snap.Config, idsOf(32, "stream/split"))
 	})
 }
+
+// noCloser is a handler that says it cannot close a shard, as package
+// exec's Supervisor does.
+type noCloser struct{ worker.HandlerFunc }
+
+func (noCloser) ClosesShards() bool { return false }
+
+// TestHandlerThatCannotCloseHoldsBackReshards: a worker whose handler
+// cannot close a shard does not speak the reshard step, so no reshard
+// starts while it is live (the refusal names it), and one starts once it
+// has stopped.
+func TestHandlerThatCannotCloseHoldsBackReshards(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 4)
+		f.start("a", &streams{})
+		f.start("exec", noCloser{func(ctx context.Context, c *worker.Claim) error { <-ctx.Done(); return nil }})
+		settle(10 * time.Second)
+		m, _ := f.snapshot().Member("exec")
+		if m.HasStep(shard.StepReshard) || !m.HasStep(shard.StepStandbys) {
+			t.Fatalf("steps of a worker whose handler cannot close: %v, want every step but %q", m.Steps, shard.StepReshard)
+		}
+		op := admin.Operator{Coordinator: f.coord, Name: "test", By: "ops"}
+		if _, err := op.Reshard(t.Context(), admin.ReshardPlan{Shards: 8}); !errors.Is(err, admin.ErrStepMissing) || !strings.Contains(err.Error(), "exec") {
+			t.Fatalf("a reshard with that worker live = %v, want ErrStepMissing naming it", err)
+		}
+		if err := f.stop("exec"); err != nil {
+			t.Fatal(err)
+		}
+		settle(5 * time.Second)
+		if _, err := op.Reshard(t.Context(), admin.ReshardPlan{Shards: 8}); err != nil {
+			t.Fatalf("a reshard once it stopped: %v", err)
+		}
+	})
+}

@@ -111,7 +111,7 @@ func (w *Worker) Status() Status {
 		}
 		return out
 	}
-	return Status{Worker: w.cfg.ID, Version: w.cfg.Version, Protocol: shard.Protocol, Steps: shard.Steps(), State: StateStopped}
+	return Status{Worker: w.cfg.ID, Version: w.cfg.Version, Protocol: shard.Protocol, Steps: w.steps(), State: StateStopped}
 }
 
 // withLoads returns shards with their loads (the loads change without the
@@ -168,7 +168,7 @@ func (m *meter) peek(now time.Time) (float64, bool) {
 
 // publish replaces the published status. Only the loop calls it.
 func (w *Worker) publish(state State, session shard.SessionID, runners map[shard.ID]*runner, standbys map[shard.ID]*standbyRunner) {
-	s := &Status{Worker: w.cfg.ID, Version: w.cfg.Version, Protocol: shard.Protocol, Steps: shard.Steps(), State: state, Session: session, Shards: make([]ShardStatus, 0, len(runners))}
+	s := &Status{Worker: w.cfg.ID, Version: w.cfg.Version, Protocol: shard.Protocol, Steps: w.steps(), State: state, Session: session, Shards: make([]ShardStatus, 0, len(runners))}
 	if why := w.waiting.Load(); why != nil && state != StateStopped {
 		s.Waiting = *why
 	}

@@ -87,7 +87,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	m, err := newMetrics(cfg.ID, cfg.Version, cfg.Zone, cfg.Registerer)
+	m, err := newMetrics(cfg.ID, cfg.Version, cfg.Zone, stepsOf(cfg.Handler), cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("worker %q: registering metrics: %w", cfg.ID, err)
 	}
@@ -317,7 +317,7 @@ func (w *Worker) term(ctx context.Context, startBy time.Time) error {
 // session (2·TTL on Consul, plus a renewal period); after that it is a
 // duplicate worker ID.
 func (w *Worker) join(ctx context.Context, l *lease.Lease, startBy time.Time) (shard.Member, error) {
-	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Protocol: shard.Protocol, Steps: shard.Steps(), Weight: w.cfg.Weight, Started: time.Now(),
+	m := shard.Member{ID: w.cfg.ID, Address: w.cfg.Address, Version: w.cfg.Version, Protocol: shard.Protocol, Steps: w.steps(), Weight: w.cfg.Weight, Started: time.Now(),
 		Zone: w.cfg.Zone, Labels: maps.Clone(w.cfg.Labels), Draining: w.draining.Load(), Cordon: w.keptCordon(l)}
 	_, m.StandbyCapable = w.cfg.Handler.(Standby)
 	giveUp := time.Now().Add(2*w.cfg.Policy.TTL + w.cfg.Policy.RenewEvery)

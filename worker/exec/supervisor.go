@@ -56,6 +56,11 @@ func New(cfg Config) (*Supervisor, error) {
 // child has exited: a grandchild that left the group may hold them open.
 const waitDelay = time.Second
 
+// ClosesShards is false: a child process cannot be told to run its shard
+// to an end and close it, so a fleet with a Supervisor's worker does not
+// reshard (worker.ShardCloser).
+func (s *Supervisor) ClosesShards() bool { return false }
+
 // Process runs the child for one owned shard until the claim ends. It
 // returns nil once the claim has ended and the child has been reaped, and
 // an error wrapping ErrChildExited when the child exits while the shard is
