@@ -5,17 +5,21 @@ import "slices"
 // ReshardProgress is a reshard in progress as one snapshot shows it.
 type ReshardProgress struct {
 	// Layout is the reshard's (Config.Reshard).
-	Layout Layout
+	Layout Layout `json:"layout"`
 	// Parents still open (to be closed by their owners), and those
 	// closed: released as closed (ReasonClosed) and not held since, or
 	// with a child already open. Closing are the open parents the
 	// assignor asks their holders to close now (Assignment.Close): the
 	// current wave.
-	Open, Closed, Closing []ID
+	Open    []ID `json:"open"`
+	Closed  []ID `json:"closed"`
+	Closing []ID `json:"closing"`
 	// Children opened (they may be acquired), those whose parents are
 	// all closed but which are not opened yet (the assignor's next
 	// write), and those waiting for a parent.
-	Opened, Openable, Waiting []ID
+	Opened   []ID `json:"opened"`
+	Openable []ID `json:"openable"`
+	Waiting  []ID `json:"waiting"`
 }
 
 // Reshard returns the progress of the reshard in progress in s, and false

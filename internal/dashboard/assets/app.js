@@ -109,6 +109,7 @@ function render(f) {
 
   renderProblems(f);
   renderFreeze(f.freeze);
+  renderReshard(f.reshard);
   renderVersions(f.versions || []);
   renderHistory(f.history_behind || [], f.name);
   renderSteps(f.steps_waiting || []);
@@ -156,6 +157,25 @@ function renderFreeze(freeze) {
   b.textContent = freeze
     ? `Frozen ${markText(freeze)} — no rebalancing moves start, only failover of crashed workers' shards ('shardctl unfreeze' lifts it).`
     : "";
+}
+
+// renderReshard: while a reshard runs, a banner says to what, who started
+// it, and how far it is: parents closed, closing now and waiting their
+// turn; children open and waiting for a parent.
+function renderReshard(r) {
+  const b = document.getElementById("reshard");
+  b.hidden = !r;
+  b.dataset.waiting = r ? String((r.waiting || []).length) : "";
+  if (!r) {
+    b.textContent = "";
+    return;
+  }
+  const n = a => (a || []).length;
+  const l = r.layout;
+  const closing = n(r.closing), open = n(r.open);
+  b.textContent = `Resharding to ${l.shards} shards named ${l.name}-… (lineage ${l.lineage}), started ${markText(l.started)}: ` +
+    `parents ${n(r.closed)} closed, ${closing} closing now, ${open - closing} waiting their turn; ` +
+    `children ${n(r.opened) + n(r.openable)} open, ${n(r.waiting)} waiting for a parent.`;
 }
 
 // renderVersions: while the live workers run more than one release or
