@@ -84,6 +84,8 @@ func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Tok
 	began := time.Now()
 	if rp, ok := snap.Reshard(); ok && len(rp.Openable) > 0 {
 		return time.Time{}, a.openChildren(ctx, *snap.Config, rp.Openable, log) // the next listing places them
+	} else if ok && childrenRunning(snap, rp) {
+		return time.Time{}, a.endReshard(ctx, *snap.Config, log)
 	}
 	u := a.universeOf(snap, a.cfg.Fleet, waveOf(pol, snap))
 	state, unread := State(snap, u.cfg, u.ids, began)

@@ -192,6 +192,43 @@ func (a *Assignor) openChildren(ctx context.Context, cfg shard.Config, ids []sha
 	}
 	a.m.opened.Add(float64(len(ids)))
 	log.Info("opened children of the reshard: their parents are all closed", zap.Int("children", len(ids)),
-		zap.String("first", string(ids[0])), zap.Bool("done", to[len(to)-1].Done))
+		zap.String("first", string(ids[0])))
+	return nil
+}
+
+// childrenRunning reports whether every child of the reshard rp is open and held
+// by a live member of snap: the reshard may end.
+func childrenRunning(snap shard.Snapshot, rp shard.ReshardProgress) bool {
+	if len(rp.Waiting)+len(rp.Openable) > 0 {
+		return false
+	}
+	live := map[shard.SessionID]bool{}
+	for _, m := range snap.Members {
+		if m.Live() {
+			live[m.Session] = true
+		}
+	}
+	for _, id := range rp.Opened {
+		if st, _ := snap.Shard(id); !st.Held() || !live[st.Session] {
+			return false
+		}
+	}
+	return true
+}
+
+// endReshard marks the reshard in progress done, in one write of the
+// config checked against the layouts read: its parents are retired, and
+// the fleet balances again.
+func (a *Assignor) endReshard(ctx context.Context, cfg shard.Config, log *zap.Logger) error {
+	l, _ := cfg.Reshard()
+	_, err := a.cfg.Coordinator.Fleet().SetLayouts(ctx, cfg.Layouts, cfg.Ending())
+	switch {
+	case errors.Is(err, shard.ErrConfigChanged):
+		log.Info("the fleet's config changed before the reshard could end; deciding again", zap.Error(err))
+		return nil
+	case err != nil:
+		return err
+	}
+	log.Info("reshard done: every child open and running", zap.Int("shards", l.Shards), zap.String("name", l.Name))
 	return nil
 }

@@ -72,9 +72,11 @@ func (s Snapshot) Reshard() (ReshardProgress, bool) {
 	return p, true
 }
 
-// Opening is l with the children ids opened, and done once every child
-// is: the layout the assignor writes (Fleet.SetLayouts) when it saw their
-// parents closed. ids must be children of l as cfg records it.
+// Opening is cfg's layouts with the children ids of the reshard in
+// progress opened: what the assignor writes (Fleet.SetLayouts) when it
+// saw their parents closed. ids must be children of it. With every child
+// open the ranges are whole; the reshard is done (Done) only once every
+// child is also held (Ending).
 func (cfg Config) Opening(ids []ID) []Layout {
 	n := len(cfg.Layouts)
 	out := slices.Clone(cfg.Layouts)
@@ -106,9 +108,19 @@ func (cfg Config) Opening(ids []ID) []Layout {
 		l.Opened = append(l.Opened, [2]int{i, j})
 		i = j
 	}
-	if len(l.Opened) == 1 && l.Opened[0] == [2]int{0, l.Shards - 1} {
-		l.Opened, l.Done = nil, true
-	}
 	out[n-1] = l
+	return out
+}
+
+// Ending is cfg's layouts with the reshard in progress done: every child
+// open, its parents retired. The assignor writes it once every child is
+// open and held by a live worker, so that until then nothing is handed
+// off (a child already running keeps its owner while the last ones are
+// placed).
+func (cfg Config) Ending() []Layout {
+	out := slices.Clone(cfg.Layouts)
+	if n := len(out); n > 0 && cfg.Resharding() {
+		out[n-1].Opened, out[n-1].Done = nil, true
+	}
 	return out
 }

@@ -146,23 +146,26 @@ func runTrial(ctx context.Context, env *bench.Env, size fleet.Size) ([]step, err
 	return out, nil
 }
 
-// settle waits until n shards are owned by the fleet's workers, balanced
-// within one, and no reshard runs.
+// settle waits until no reshard runs and n shards are owned by the
+// fleet's workers, balanced within one.
 func settle(ctx context.Context, f *fleet.Shardlease, n, workers int) error {
+	wctx, cancel := context.WithTimeout(ctx, settleWithin)
+	defer cancel()
+	var last shard.Snapshot
+	_ = shard.Follow(wctx, f.Observer().Snapshot, shard.FollowOptions{}, func(snap shard.Snapshot) (time.Time, error) {
+		last = snap
+		if snap.Config != nil && !snap.Config.Resharding() {
+			return time.Time{}, shard.ErrStopFollowing
+		}
+		return time.Time{}, nil
+	})
+	if last.Config == nil || last.Config.Resharding() {
+		return fmt.Errorf("a reshard still runs %v after it began", settleWithin)
+	}
 	_, _, err := fleet.WaitFor(ctx, f, settleWithin, fmt.Sprintf("%d shards owned, balanced", n), func(v procfleet.View) bool {
 		return len(v.Members) == workers && v.OwnedByMembers() == n && v.Spread() <= 1
 	})
-	if err != nil {
-		return err
-	}
-	snap, err := f.Observer().Snapshot(ctx, 0)
-	if err != nil {
-		return err
-	}
-	if snap.Config == nil || snap.Config.Resharding() {
-		return fmt.Errorf("settled with a reshard still running")
-	}
-	return nil
+	return err
 }
 
 // reshardOnce reshards the fleet to `to` shards and measures it.
