@@ -91,11 +91,17 @@ type Segment struct {
 	Name   string
 	Shards int
 	Base   int
+	width  int // Width, when the config made the segment
 }
 
 // Width is how many digits the segment's IDs pad an index to: those of
 // its last index, at least three.
-func (s Segment) Width() int { return max(len(strconv.Itoa(s.Shards-1)), 3) }
+func (s Segment) Width() int {
+	if s.width > 0 {
+		return s.width
+	}
+	return max(len(strconv.Itoa(s.Shards-1)), 3)
+}
 
 // ID is the segment's i-th shard ID: the name, a dash and i padded to
 // Width.
@@ -125,10 +131,14 @@ func (s Segment) Index(id ID) (int, bool) {
 // (Shards, Name) at index 0.
 func (c Config) segments() []Segment {
 	c = c.Normalize()
-	out := []Segment{{Name: c.Name, Shards: c.Shards}}
+	out := make([]Segment, 1, 1+len(c.Layouts))
+	out[0] = Segment{Name: c.Name, Shards: c.Shards}
 	for k, l := range c.Layouts {
 		last := out[len(out)-1]
 		out = append(out, Segment{Layout: k + 1, Name: l.Name, Shards: l.Shards, Base: last.Base + last.Shards})
+	}
+	for i := range out {
+		out[i].width = out[i].Width()
 	}
 	return out
 }
@@ -179,13 +189,20 @@ func (c Config) Resharding() bool {
 // Reshard returns the reshard in progress (its layout, a copy) and true,
 // or false when none runs.
 func (c Config) Reshard() (Layout, bool) {
+	l, ok := c.running()
+	if ok {
+		l.Parents = slices.Clone(l.Parents)
+		l.Opened = slices.Clone(l.Opened)
+	}
+	return l, ok
+}
+
+// running is the reshard in progress, sharing c's slices: for reading.
+func (c Config) running() (Layout, bool) {
 	if !c.Resharding() {
 		return Layout{}, false
 	}
-	l := c.Layouts[len(c.Layouts)-1]
-	l.Parents = slices.Clone(l.Parents)
-	l.Opened = slices.Clone(l.Opened)
-	return l, true
+	return c.Layouts[len(c.Layouts)-1], true
 }
 
 // Current is the shard count and name stem of the fleet's current layout:
@@ -227,15 +244,18 @@ func (c Config) Retired(id ID) bool {
 // opened, or a parent none of whose children is.
 func (c Config) Acquirable(id ID) bool {
 	k, i, ok := c.locate(id)
-	if !ok || c.Retired(id) {
+	if !ok {
 		return false
 	}
-	l, running := c.Reshard()
+	cur := c.current()
+	l, running := c.running()
 	switch {
-	case !running:
+	case k == cur && !running:
 		return true
-	case k == c.current():
+	case k == cur:
 		return opened(l.Opened, i)
+	case !running || k != c.previous(cur):
+		return false // retired
 	}
 	for _, ch := range c.children(i) {
 		if opened(l.Opened, ch) {
@@ -275,7 +295,7 @@ func (c Config) ParentsOf(id ID) []ID {
 // ChildrenOf returns the children of parent id in the reshard in
 // progress, in index order; nil when id is not one of its parents.
 func (c Config) ChildrenOf(id ID) []ID {
-	_, running := c.Reshard()
+	_, running := c.running()
 	k, i, ok := c.locate(id)
 	if !running || !ok || k != c.previous(c.current()) {
 		return nil
@@ -320,7 +340,7 @@ func parentsIn(l Layout, n, i int) []int {
 // children lists the children's indexes of parent p in the reshard in
 // progress.
 func (c Config) children(p int) []int {
-	l, running := c.Reshard()
+	l, running := c.running()
 	if !running {
 		return nil
 	}
@@ -360,15 +380,20 @@ func (c Config) validateLayouts() []string {
 	if len(c.Layouts) > MaxLayouts {
 		return append(problems, fmt.Sprintf("%d layouts recorded, more than %d", len(c.Layouts), MaxLayouts))
 	}
-	if p := StoredProtocol(c.Layouts); len(c.Layouts) > 0 && c.Protocol != 0 && c.Protocol != p {
+	// A config that names no protocol reads as protocol 3, which release
+	// 0.1.0 would run: a resharded one must name 4.
+	if p := StoredProtocol(c.Layouts); len(c.Layouts) > 0 && c.Protocol != p && (c.Protocol != 0 || p != Protocol) {
 		problems = append(problems, fmt.Sprintf("protocol %d with these layouts, which record protocol %d", c.Protocol, p))
+	}
+	if c.Shards < 1 || c.Shards > MaxShards {
+		return problems // the layouts' lineages cannot be checked against it (Validate says why)
 	}
 	names := map[string]bool{c.Normalize().Name: true}
 	for k, l := range c.Layouts {
 		at := fmt.Sprintf("layout %d", k+1)
 		if l.Shards < 1 || l.Shards > MaxShards {
-			problems = append(problems, fmt.Sprintf("%s: shard count %d is out of range: want 1..%d", at, l.Shards, MaxShards))
-			continue
+			// Later lineages would be checked against it: stop here.
+			return append(problems, fmt.Sprintf("%s: shard count %d is out of range: want 1..%d", at, l.Shards, MaxShards))
 		}
 		if l.Name == "" || strings.ContainsAny(l.Name, " \t\n") || strings.HasPrefix(l.Name, "/") || strings.HasSuffix(l.Name, "/") {
 			problems = append(problems, fmt.Sprintf("%s: shard name %q must be set, without spaces, and not start or end with '/'", at, l.Name))
@@ -460,8 +485,9 @@ func speaksStored(stored Config, mine int) bool {
 
 // Succeeds reports whether c is prev as reshards rewrote it: the same
 // first shard set, and every layout prev records still recorded with the
-// same shards, name and lineage (only whether its children are open, done
-// or cancelled may differ), perhaps followed by more. A coordinator that
+// same shards, name and lineage, its progress only further (children
+// opened stay open, done and cancelled stay so, and a reshard with a child
+// open is not cancelled), perhaps followed by more. A coordinator that
 // runs prev adopts such a c when it reads it (see Fleet.SetLayouts).
 func (c Config) Succeeds(prev Config) bool {
 	if !c.Equal(prev) || len(c.Layouts) < len(prev.Layouts) || c.Normalize().Protocol != StoredProtocol(c.Layouts) {
@@ -471,6 +497,22 @@ func (c Config) Succeeds(prev Config) bool {
 		l := c.Layouts[k]
 		if l.Shards != p.Shards || l.Name != p.Name || l.Lineage != p.Lineage || !slices.EqualFunc(l.Parents, p.Parents, slices.Equal) {
 			return false
+		}
+		// Progress only goes forward: a done or cancelled reshard stays so,
+		// and an open child stays open.
+		switch {
+		case p.Done && !l.Done, p.Cancelled != nil && l.Cancelled == nil:
+			return false
+		case !l.Done && l.Cancelled == nil:
+			for _, r := range p.Opened {
+				for i := r[0]; i <= r[1]; i++ {
+					if !opened(l.Opened, i) {
+						return false
+					}
+				}
+			}
+		case l.Cancelled != nil && p.Cancelled == nil && (p.Done || len(p.Opened) > 0):
+			return false // a reshard with a child open is never cancelled
 		}
 	}
 	return true

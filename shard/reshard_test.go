@@ -158,3 +158,57 @@ func TestLineagesAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateNeverPanics: layouts whose counts are out of range, before
+// an explicit lineage that would be checked against them, are refused
+// with an error, not a panic.
+func TestValidateNeverPanics(t *testing.T) {
+	for _, c := range []Config{
+		{Shards: -1, Name: "s", Protocol: ProtocolResharded, Layouts: []Layout{{Shards: 1, Name: "x", Lineage: LineageExplicit, Parents: [][]int{{0}}}}},
+		{Shards: 4, Name: "s", Protocol: ProtocolResharded, Layouts: []Layout{{Shards: -3, Name: "x", Lineage: LineageMod, Done: true},
+			{Shards: 1, Name: "y", Lineage: LineageExplicit, Parents: [][]int{{0}}}}},
+		{Shards: 4, Name: "s", Protocol: ProtocolResharded, Layouts: []Layout{{Shards: 1 << 40, Name: "x", Lineage: LineageMod, Done: true},
+			{Shards: 1, Name: "y", Lineage: LineageExplicit, Parents: [][]int{{0}}}}},
+	} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%+v validated", c)
+		}
+	}
+	unnamed := Config{Shards: 4, Name: "s", Layouts: []Layout{{Shards: 8, Name: "x", Lineage: LineageMod}}}
+	if err := unnamed.Validate(); err == nil || !strings.Contains(err.Error(), "protocol 0") {
+		t.Errorf("a resharded config naming no protocol (read as 3, which 0.1.0 runs) = %v", err)
+	}
+}
+
+// TestSucceedsOnlyForward: a config whose reshard went back (a child
+// un-opened, a done reshard running again, a cancel after a child opened)
+// does not succeed the one run; forward progress does.
+func TestSucceedsOnlyForward(t *testing.T) {
+	base := Config{Shards: 4, Name: "p", Protocol: ProtocolResharded}
+	with := func(l Layout) Config {
+		c := base
+		c.Layouts = []Layout{l}
+		c.Protocol = StoredProtocol(c.Layouts)
+		return c
+	}
+	l := Layout{Shards: 8, Name: "c", Lineage: LineageMod}
+	opened := l
+	opened.Opened = [][2]int{{0, 0}, {4, 4}}
+	more := l
+	more.Opened = [][2]int{{0, 1}, {4, 5}}
+	done := l
+	done.Done = true
+	cancelled := l
+	cancelled.Cancelled = &Mark{By: "ops"}
+	for _, tc := range []struct {
+		from, to Layout
+		want     bool
+	}{
+		{l, opened, true}, {opened, more, true}, {more, done, true}, {l, cancelled, true},
+		{more, opened, false}, {done, more, false}, {opened, cancelled, false}, {cancelled, l, false},
+	} {
+		if got := with(tc.to).Succeeds(with(tc.from)); got != tc.want {
+			t.Errorf("%+v after %+v: Succeeds = %v, want %v", tc.to, tc.from, got, tc.want)
+		}
+	}
+}

@@ -23,25 +23,44 @@ type ReshardProgress struct {
 }
 
 // Reshard returns the progress of the reshard in progress in s, and false
-// when s's config runs none. Parents and children are in ID order.
+// when s's config runs none. Parents and children are in ID order. Its
+// cost is one pass over the children and their parents.
 func (s Snapshot) Reshard() (ReshardProgress, bool) {
 	if s.Config == nil {
 		return ReshardProgress{}, false
 	}
 	cfg := *s.Config
-	l, ok := cfg.Reshard()
+	l, ok := cfg.running()
 	if !ok {
 		return ReshardProgress{}, false
 	}
 	segs := cfg.Segments()
 	parents, children := segs[0], segs[1]
 	p := ReshardProgress{Layout: l}
-	closed := map[ID]bool{}
+	p.Layout.Parents, p.Layout.Opened = slices.Clone(l.Parents), slices.Clone(l.Opened)
+	open := make([]bool, children.Shards) // opened children
+	for _, r := range l.Opened {
+		for i := max(r[0], 0); i <= r[1] && i < children.Shards; i++ {
+			open[i] = true
+		}
+	}
+	lineage := make([][]int, children.Shards) // each child's parents
+	closed := make([]bool, parents.Shards)
+	for c := range children.Shards {
+		lineage[c] = parentsIn(l, parents.Shards, c)
+		if open[c] {
+			for _, q := range lineage[c] {
+				closed[q] = true // a parent with a child open is closed for good
+			}
+		}
+	}
 	for i := range parents.Shards {
 		id := parents.ID(i)
-		st, _ := s.Shard(id)
-		if !cfg.Acquirable(id) || !st.Held() && st.Token != 0 && st.Owner.Released == ReasonClosed {
-			closed[id] = true
+		if !closed[i] {
+			st, _ := s.Shard(id)
+			closed[i] = !st.Held() && st.Token != 0 && st.Owner.Released == ReasonClosed
+		}
+		if closed[i] {
 			p.Closed = append(p.Closed, id)
 		} else {
 			p.Open = append(p.Open, id)
@@ -58,12 +77,12 @@ func (s Snapshot) Reshard() (ReshardProgress, bool) {
 			p.Closing = append(p.Closing, id)
 		}
 	}
-	for i := range children.Shards {
-		id := children.ID(i)
+	for c := range children.Shards {
+		id := children.ID(c)
 		switch {
-		case cfg.Acquirable(id):
+		case open[c]:
 			p.Opened = append(p.Opened, id)
-		case !slices.ContainsFunc(cfg.ParentsOf(id), func(parent ID) bool { return !closed[parent] }):
+		case !slices.ContainsFunc(lineage[c], func(q int) bool { return q >= len(closed) || !closed[q] }):
 			p.Openable = append(p.Openable, id)
 		default:
 			p.Waiting = append(p.Waiting, id)
