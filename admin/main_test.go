@@ -51,6 +51,7 @@ var rules = map[string]func(t *testing.T, e *env){
 	"Recover":           recoverRule,
 	"SetRules":          setRulesRule,
 	"SetStandbys":       setStandbysRule,
+	"Reshard":           reshardRule,
 	"ZoneOperations":    zoneOperations,
 	"ZoneWithADeadOne":  zoneWithAWorkerDown,
 }

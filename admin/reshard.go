@@ -40,7 +40,8 @@ type ReshardPlan struct {
 // shard starts once all its parents are closed, with their final
 // checkpoints (docs/operations.md, "Resharding").
 //
-// It refuses, writing nothing: a reshard in progress (ErrResharding); a
+// It refuses, writing nothing: a reshard in progress, or a shard closed
+// by a cancelled one and not owned since (ErrResharding); a
 // live worker that does not speak shard.StepReshard (ErrStepMissing,
 // naming it: release 0.1.0 would run the old shards again); a plan
 // shard.Config.Validate refuses, a count equal to the current one under
@@ -63,6 +64,16 @@ func (o Operator) Reshard(ctx context.Context, plan ReshardPlan) (shard.Config, 
 	}
 	if o.By == "" {
 		return cfg, fmt.Errorf("%w: a reshard records who started it: set the operator's By (shardctl -by)", shard.ErrInvalidArgument)
+	}
+	// A shard released as closed and not owned since was closed by a
+	// reshard that was cancelled: a new reshard would take that mark for
+	// its own and open its children from the old end, skipping what the
+	// shard received after the cancel.
+	for _, st := range s.Shards {
+		if !st.Held() && st.Token != 0 && st.Owner.Released == shard.ReasonClosed && cfg.Acquirable(st.Shard) {
+			return cfg, fmt.Errorf("%w: fleet %s: shard %s was closed by a cancelled reshard and has not run since; wait until the fleet owns it again (shardctl status), then reshard",
+				ErrResharding, o.Name, st.Shard)
+		}
 	}
 	l := shard.Layout{Shards: plan.Shards, Name: plan.Name, Lineage: plan.Lineage, Parents: plan.Parents,
 		Started: shard.Mark{By: o.By, At: o.now(), Reason: plan.Reason}}

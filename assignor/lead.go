@@ -82,10 +82,21 @@ func (a *Assignor) lead(ctx context.Context, id shard.SessionID, epoch shard.Tok
 // returns when to step again if nothing changes.
 func (a *Assignor) step(ctx context.Context, id shard.SessionID, epoch shard.Token, snap shard.Snapshot, pol shard.BalancePolicy, gather *gathering, lag *writeLag, log *zap.Logger) (time.Time, error) {
 	began := time.Now()
-	if rp, ok := snap.Reshard(); ok && len(rp.Openable) > 0 {
-		return time.Time{}, a.openChildren(ctx, *snap.Config, rp.Openable, log) // the next listing places them
-	} else if ok && childrenRunning(snap, rp) {
-		return time.Time{}, a.endReshard(ctx, *snap.Config, log)
+	// A reshard's config writes come first: the next listing places what
+	// they open. One that fails is logged and the step goes on, so that a
+	// config the assignor cannot write (edited by hand) stops the reshard
+	// only, never failover.
+	if rp, ok := snap.Reshard(); ok && (len(rp.Openable) > 0 || childrenRunning(snap, rp)) {
+		var err error
+		if len(rp.Openable) > 0 {
+			err = a.openChildren(ctx, *snap.Config, rp.Openable, log)
+		} else {
+			err = a.endReshard(ctx, *snap.Config, log)
+		}
+		if err == nil {
+			return time.Time{}, nil
+		}
+		log.Warn("writing the reshard's progress to the fleet's config failed; placing as usual meanwhile", zap.Error(err))
 	}
 	u := a.universeOf(snap, a.cfg.Fleet, waveOf(pol, snap))
 	state, unread := State(snap, u.cfg, u.ids, began)

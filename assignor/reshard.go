@@ -2,7 +2,6 @@ package assignor
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -179,15 +178,11 @@ func askClose(snap shard.Snapshot, st rebalance.State, d rebalance.Decision, u *
 // parents are all closed (and ends the reshard once every child is open),
 // in one write of the config checked against the layouts read. The next
 // listing shows them, and the step places them as free shards. A config
-// rewritten meanwhile is not an error: the next listing decides again.
+// rewritten meanwhile (shard.ErrConfigChanged) fails the write: the caller
+// steps as usual, and the next listing decides again.
 func (a *Assignor) openChildren(ctx context.Context, cfg shard.Config, ids []shard.ID, log *zap.Logger) error {
 	to := cfg.Opening(ids)
-	_, err := a.cfg.Coordinator.Fleet().SetLayouts(ctx, cfg.Layouts, to)
-	switch {
-	case errors.Is(err, shard.ErrConfigChanged):
-		log.Info("the fleet's config changed before children could be opened; deciding again", zap.Error(err))
-		return nil
-	case err != nil:
+	if _, err := a.cfg.Coordinator.Fleet().SetLayouts(ctx, cfg.Layouts, to); err != nil {
 		return err
 	}
 	a.m.opened.Add(float64(len(ids)))
@@ -221,12 +216,7 @@ func childrenRunning(snap shard.Snapshot, rp shard.ReshardProgress) bool {
 // the fleet balances again.
 func (a *Assignor) endReshard(ctx context.Context, cfg shard.Config, log *zap.Logger) error {
 	l, _ := cfg.Reshard()
-	_, err := a.cfg.Coordinator.Fleet().SetLayouts(ctx, cfg.Layouts, cfg.Ending())
-	switch {
-	case errors.Is(err, shard.ErrConfigChanged):
-		log.Info("the fleet's config changed before the reshard could end; deciding again", zap.Error(err))
-		return nil
-	case err != nil:
+	if _, err := a.cfg.Coordinator.Fleet().SetLayouts(ctx, cfg.Layouts, cfg.Ending()); err != nil {
 		return err
 	}
 	log.Info("reshard done: every child open and running", zap.Int("shards", l.Shards), zap.String("name", l.Name))

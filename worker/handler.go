@@ -40,10 +40,11 @@ type Claim struct {
 	// Warm.Applied, and it continues from there to Start and on. Set for
 	// the claim's first Process call only; nil: a cold start.
 	Warm *StandbyReport
-	// Parents, for a child of a reshard, are its parents' final
-	// checkpoints, loaded after the claim fenced them (so no parent's
-	// owner commits after): the handler continues their state from
-	// there. Nil for a shard that is no child.
+	// Parents, for a child of a reshard that has committed nothing yet,
+	// are its parents' final checkpoints, loaded after the claim fenced
+	// them (so no parent's owner commits after): the handler continues
+	// their state from there. Nil for a shard that is no child, and for a
+	// child with a checkpoint of its own (Start), which then wins.
 	Parents map[shard.ID]offsets.Checkpoint
 
 	closing <-chan struct{} // Closing
@@ -192,7 +193,9 @@ func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shar
 		if err == nil {
 			start, err = w.cfg.Offsets.Load(ctx, claim.Shard)
 		}
-		if err == nil {
+		if err == nil && start.Token == 0 {
+			// A child that committed nothing yet continues its parents;
+			// one that did has its own checkpoint (and fenced them then).
 			parents, err = w.parents(ctx, claim)
 		}
 		if err == nil {

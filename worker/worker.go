@@ -232,7 +232,14 @@ func (w *Worker) configure(ctx context.Context, startBy time.Time) error {
 // only logged: the fleet keeps running the one it started with (see
 // shard/consul), and a restarted worker is the one to refuse it.
 func (w *Worker) restoreConfig(ctx context.Context) {
-	if _, err := w.cfg.Coordinator.Fleet().Configure(ctx, w.cfg.Fleet); err != nil && ctx.Err() == nil {
+	// The config as last read, reshards and all: written from the
+	// worker's own config alone, a lost P/config would lose the fleet's
+	// layouts, and workers that start on it would run retired shards.
+	cfg := w.cfg.Fleet
+	if stored := w.fleet.Load(); stored != nil {
+		cfg = *stored
+	}
+	if _, err := w.cfg.Coordinator.Fleet().Configure(ctx, cfg); err != nil && ctx.Err() == nil {
 		w.log.Warn("checking the fleet's config before rejoining failed", zap.Error(err))
 	}
 }

@@ -222,6 +222,13 @@ func (d *Decoder) drift(stored *Pair, cfg shard.Config, bad error, runs shard.Co
 	case bad != nil:
 		return fmt.Sprintf("stored value is not a config (%v) and differs from the one this fleet runs %s: ignored; %s — workers that restart will refuse to start",
 			bad, describeConfig(runs), restore)
+	case runs.Succeeds(cfg) && !cfg.Same(runs):
+		// An older config of this fleet (a coordinator restored from a
+		// snapshot, or P/config deleted and written again by a worker that
+		// brought only the first shard set): it lacks reshards the fleet
+		// ran, and a worker that starts on it would run retired shards.
+		return fmt.Sprintf("stored config %s lacks reshards this fleet ran (%d layouts recorded, %d run): ignored; %s — workers that restart would run the old layout",
+			describeConfig(cfg), len(cfg.Layouts), len(runs.Layouts), restore)
 	case !cfg.SameFleet(runs):
 		var protocol string
 		if cfg.Protocol != runs.Protocol {
