@@ -83,6 +83,10 @@ func (o Operator) DeleteShard(ctx context.Context, keys ShardKeyDeleter, id shar
 				id, st.Session, st.Owner.Worker, st.Token, ErrShardHeld)
 		}
 		d.Token = st.Token
+	} else if s.Config.Retired(id) {
+		// A parent of a finished reshard, or a child of a cancelled one:
+		// never locked again, listed with every other key until deleted.
+		d.Problem = fmt.Sprintf("%s: a shard of a layout fleet %s no longer runs (resharded)", id, o.Name)
 	} else {
 		if d.Problem == "" {
 			return d, fmt.Errorf("no key for %q in fleet %s: not one of its %d shards, and the listing shows no such key: %w", id, o.Name, s.Config.Shards, ErrNoShardKey)

@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/shardlease/shardlease/admin"
@@ -58,4 +59,18 @@ func reshardRule(t *testing.T, e *env) {
 	}
 	refused(t, "a cancel once a child opened", func() error { _, err := e.op.CancelReshard(ctx, ""); return err }(),
 		admin.ErrChildOpen, "1 of the 8 children are open")
+
+	// Done: the parents' keys are retired, and a free one can be deleted.
+	snap = e.snapshot()
+	if _, err := e.coord.Fleet().SetLayouts(ctx, snap.Config.Layouts, snap.Config.Ending()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.coord.Locks().Release(ctx, sid, []shard.Lock{shard.ShardLock(ids[1])}, shard.ReasonClosed); err != nil {
+		t.Fatal(err)
+	}
+	if e.keys != nil {
+		if d, err := e.op.DeleteShard(ctx, e.keys, ids[1]); err != nil || !strings.Contains(d.Problem, "no longer runs") {
+			t.Fatalf("deleting a retired parent's key = %+v, %v", d, err)
+		}
+	}
 }

@@ -37,6 +37,10 @@ func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Ti
 	// Standbys too: an assignor of the release before them writes keys
 	// without them.
 	standbys := snap.AllSpeak(shard.StepStandbys)
+	// While a reshard runs, a member that cannot close shards (it lacks
+	// the step: it joined after the reshard began) is given nothing, as if
+	// cordoned: a parent placed on it would never close.
+	resharding := cfg.Resharding()
 	for _, m := range snap.Members {
 		if m.Returning(now) && m.RejoinUntil.Sub(now) <= MaxRejoinGrace+time.Minute {
 			if st.Returning == nil {
@@ -45,7 +49,8 @@ func State(snap shard.Snapshot, cfg shard.Config, shards []shard.ID, now time.Ti
 			st.Returning[m.ID] = m.RejoinUntil
 		}
 		if m.Live() {
-			rm := rebalance.Member{ID: m.ID, Weight: m.Weight, Draining: m.Draining, Cordoned: m.Cordon != nil, Session: m.Session}
+			rm := rebalance.Member{ID: m.ID, Weight: m.Weight, Draining: m.Draining, Session: m.Session,
+				Cordoned: m.Cordon != nil || resharding && !m.HasStep(shard.StepReshard)}
 			if zoned {
 				rm.Zone = m.Zone
 			}

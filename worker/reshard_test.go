@@ -91,7 +91,6 @@ func (s *streams) Process(ctx context.Context, c *worker.Claim) error {
 			s.mu.Unlock()
 			go func() { time.Sleep(delay); s.mu.Lock(); s.reached[c.Shard] = true; s.mu.Unlock() }()
 		case <-tick.C:
-		case <-tick.C:
 			if err := c.Commit(ctx, off+1); err != nil {
 				return err
 			}
@@ -386,6 +385,33 @@ func TestHandlerThatCannotCloseHoldsBackReshards(t *testing.T) {
 		settle(5 * time.Second)
 		if _, err := op.Reshard(t.Context(), admin.ReshardPlan{Shards: 8}); err != nil {
 			t.Fatalf("a reshard once it stopped: %v", err)
+		}
+	})
+}
+
+// TestWorkerThatCannotCloseGetsNothingDuringAReshard: a worker whose
+// handler cannot close shards, joining while a reshard runs (parents held
+// back by their handlers), is given nothing until the reshard is done, so
+// no parent is placed where it would never close; then it gets its share.
+func TestWorkerThatCannotCloseGetsNothingDuringAReshard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 4)
+		h := &streams{delay: 20 * time.Second}
+		for _, id := range []string{"a", "b"} {
+			f.start(id, h)
+		}
+		settle(10 * time.Second)
+		reshardTo(t, f, 8, "stream/split")
+		settle(time.Second)
+		f.start("exec", noCloser{func(ctx context.Context, c *worker.Claim) error { <-ctx.Done(); return nil }})
+		f.stop("b") // its parents are free now: placed, but not on exec
+		settle(10 * time.Second)
+		if c := counts(f.owners()); c["exec"] != 0 || !f.snapshot().Config.Resharding() {
+			t.Fatalf("during the reshard: owners %v, resharding %v; want exec given nothing while it runs", c, f.snapshot().Config.Resharding())
+		}
+		settle(40 * time.Second)
+		if c := counts(f.owners()); f.snapshot().Config.Resharding() || c["exec"] == 0 {
+			t.Fatalf("after the reshard: owners %v, resharding %v; want it done and exec given its share", c, f.snapshot().Config.Resharding())
 		}
 	})
 }
