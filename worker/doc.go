@@ -35,6 +35,16 @@
 // that no fence protects. Commit returns ErrLost without reaching the store
 // once authority has ended.
 //
+// When the fleet reshards (docs/design.md, "Resharding"), Claim.Closing
+// closes for a shard that is a parent: run it to its end (for a stream,
+// the marker the producer left at the switch), commit that end with
+// Claim.Close (or CloseWith, for a handler's own fenced write) and return;
+// the worker releases it as closed and never runs it again. A child
+// starts only once all its parents are closed, and while it has committed
+// nothing its Claim.Parents holds their final checkpoints, fenced with the
+// child's token first. A handler that cannot close a shard says so
+// (ShardCloser), and no reshard starts while its worker is live.
+//
 // A Process that returns (with or without an error) while the shard is still
 // owned is restarted with jittered exponential backoff. A panic in Process is
 // recovered, logged and treated as an error. Process calls for different
