@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/shardlease/shardlease/shard"
 )
 
 // Kind is a kind of fault (or membership change) the schedule injects.
@@ -58,10 +60,18 @@ const (
 	// at its heal For later, starts it again under the same ID: the
 	// assignor keeps its shards, idle, for it until the grace ends.
 	Rejoin Kind = "rejoin"
+	// Reshard starts a reshard of the fleet to Shards shards of lineage
+	// Lineage, as an operator would (admin.Operator.Reshard); it is
+	// refused while another reshard runs.
+	Reshard Kind = "reshard"
+	// ReshardCancel cancels the reshard in progress
+	// (admin.Operator.CancelReshard); it is refused once a child opened.
+	ReshardCancel Kind = "reshard-cancel"
 )
 
 // Kinds lists every kind, in the order reports use.
-var Kinds = []Kind{Crash, Pause, PartitionFail, PartitionHang, ClockJump, Join, Restart, Leave, SlowHandlers, SlowRenewals, Destroy, StaleAssignment, Rejoin}
+var Kinds = []Kind{Crash, Pause, PartitionFail, PartitionHang, ClockJump, Join, Restart, Leave, SlowHandlers, SlowRenewals, Destroy, StaleAssignment, Rejoin,
+	Reshard, ReshardCancel}
 
 // Event is one step of a schedule.
 type Event struct {
@@ -87,6 +97,9 @@ type Event struct {
 	// (an election under way), so it struck a running worker picked from
 	// the seed instead; it is not counted as striking the assignor.
 	NoHolder bool
+	// Shards and Lineage are a Reshard's new shard count and lineage.
+	Shards  int
+	Lineage shard.Lineage
 }
 
 // target names the event's worker: for an assignor fault, the role and,
@@ -145,6 +158,8 @@ func (e Event) String() string {
 	switch e.Kind {
 	case ClockJump:
 		fmt.Fprintf(&b, " by +%v", e.Size)
+	case Reshard:
+		fmt.Fprintf(&b, " to %d shards, lineage %s", e.Shards, e.Lineage)
 	case SlowHandlers:
 		fmt.Fprintf(&b, " (steps up to %v)", e.Size)
 	case SlowRenewals:

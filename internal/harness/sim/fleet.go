@@ -47,7 +47,7 @@ func isLost(err error) bool { return errors.Is(err, worker.ErrLost) }
 // cannot keep it off a worker already partitioned — so each holds it under
 // its own key (holdKey, inproc.Member.Hold).
 func (r *run) spawn(id string) *member {
-	m := r.fleet.New(id, shard.Intercept(r.coord, r.elect.intercept(id)))
+	m := r.fleet.New(id, shard.Intercept(closeWatch{r.coord, r.lineage}, r.elect.intercept(id)))
 	m.Ext.slow = &slowRenewals{}
 	m.Ext.view = &assignView{r: r, m: m}
 	m.Ext.view.Coordinator = shard.Intercept(shard.Intercept(m.Coordinator(), m.Ext.slow.intercept), m.Ext.view.intercept)
@@ -55,8 +55,8 @@ func (r *run) spawn(id string) *member {
 	su := r.sched.Setup
 	err := r.fleet.Start(m, worker.Config{
 		Fleet:            shard.Config{Shards: su.Shards},
-		Coordinator:      shard.Intercept(m.Ext.view, rec.intercept),
-		Offsets:          r.store,
+		Coordinator:      releaseWatch{shard.Intercept(m.Ext.view, rec.intercept), r.lineage, id},
+		Offsets:          lineageStore{r.store, r.lineage},
 		Handler:          r.handler(m),
 		Policy:           su.Policy,
 		DrainTimeout:     su.DrainTimeout,
@@ -127,6 +127,9 @@ func (r *run) process(m *member) worker.HandlerFunc {
 		if c.Warm != nil {
 			r.warmStarts.Add(1)
 		}
+		if r.lineage.start(m.ID, c.Claim, c.Start, c.Parents) {
+			r.reshards.childStarts.Add(1)
+		}
 		run := r.runs.begin(m.ID, m.N, c.Claim, r.c.elapsed())
 		defer func() { r.runs.end(run, r.c.elapsed()) }()
 		if m.Crashed() {
@@ -136,8 +139,11 @@ func (r *run) process(m *member) worker.HandlerFunc {
 		defer r.handlers.begin(m.ID, c.Claim, ctx)()
 		h := fnv.New64a()
 		fmt.Fprintf(h, "%d/%s/%s/%d", r.sched.Seed, m.ID, c.Shard, c.Token)
-		rng := rand.New(rand.NewPCG(h.Sum64(), uint64(m.N)))
-		offset := c.Start.Offset
+		seed := h.Sum64()
+		rng := rand.New(rand.NewPCG(seed, uint64(m.N)))
+		offset := c.Start.Offset // a child's too: its own checkpoint (Parents were checked at its start)
+		closing := c.Closing()
+		var cl *closer // set once asked to close the shard for a reshard
 		for {
 			if slow := time.Duration(m.Ext.slowMax.Load()); slow > 0 {
 				r.slowStep(run, c, time.Duration(rng.Int64N(int64(slow)))+time.Millisecond)
@@ -146,11 +152,22 @@ func (r *run) process(m *member) worker.HandlerFunc {
 				select {
 				case <-ctx.Done():
 				case <-t.C:
+				case <-closing:
+					closing = nil // asked: the step ends here, and the closer decides when to close
 				}
 				t.Stop()
 			}
+			if cl == nil && asked(c.Closing()) {
+				cl = newCloser(seed, m.N)
+				r.lineage.asked(c.Claim)
+			}
 			if ctx.Err() != nil {
-				if !isLost(context.Cause(ctx)) && !m.Crashed() {
+				switch {
+				case isLost(context.Cause(ctx)) || m.Crashed():
+				case cl != nil && cl.onRevoke:
+					// Revoked while closing: its end is what was processed.
+					r.closeShard(ctx, c, offset+1, cl)
+				default:
 					// Revoked: commit what was processed, then return.
 					_ = c.Commit(context.WithoutCancel(ctx), offset+1)
 				}
@@ -165,6 +182,10 @@ func (r *run) process(m *member) worker.HandlerFunc {
 				return nil // a crashed process never wakes up
 			}
 			r.runs.resume(run, r.c.elapsed())
+			if cl != nil && cl.due() {
+				r.closeShard(ctx, c, offset, cl)
+				return nil
+			}
 			err := c.Commit(context.WithoutCancel(ctx), offset)
 			switch {
 			case errors.Is(err, worker.ErrLost):
@@ -175,6 +196,68 @@ func (r *run) process(m *member) worker.HandlerFunc {
 			}
 		}
 	})
+}
+
+// closer is how a handler asked to close its shard (Claim.Closing) goes
+// about it, drawn apart from its other choices (which stay as they were
+// before reshards existed): half of them close at the end of the step in
+// which they were asked, the others a bit late, after one to three more
+// steps (up to 3 s, or more in slow steps); revoked before that, half of
+// them close, the others commit as any revoked handler does.
+type closer struct {
+	late     int // steps to go before the close
+	wasLate  bool
+	onRevoke bool
+}
+
+func newCloser(seed uint64, proc int) *closer {
+	rng := rand.New(rand.NewPCG(seed, uint64(proc)^0xc105ec105ec105e))
+	c := &closer{onRevoke: rng.IntN(2) == 0}
+	if rng.IntN(2) == 0 {
+		c.late = 1 + rng.IntN(3)
+		c.wasLate = true
+	}
+	return c
+}
+
+// due reports whether the close is due at the end of this step, and
+// counts the step.
+func (c *closer) due() bool {
+	if c.late == 0 {
+		return true
+	}
+	c.late--
+	return false
+}
+
+// asked reports whether closing is closed.
+func asked(closing <-chan struct{}) bool {
+	select {
+	case <-closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// closeShard commits end as the shard's end with Claim.Close and, if it
+// went through, records the close. A close that fails (ErrLost, or
+// ErrStaleToken after a newer owner fenced the shard) leaves the shard
+// open: its next owner is asked to close it again.
+func (r *run) closeShard(ctx context.Context, c *worker.Claim, end int64, cl *closer) {
+	err := c.Close(context.WithoutCancel(ctx), end)
+	switch {
+	case err == nil:
+		r.lineage.closed(c.Claim, end)
+		r.reshards.closes.Add(1)
+		if cl.wasLate {
+			r.reshards.lateCloses.Add(1)
+		}
+	case errors.Is(err, offsets.ErrStaleToken):
+		<-ctx.Done() // a newer owner fenced the shard: stop acting for it
+	case !errors.Is(err, worker.ErrLost):
+		r.c.violate("%v: Close(%d) failed: %v", c.Claim, end, err)
+	}
 }
 
 // slowStep takes d, ignoring the handler's context and its claim's Lost,
@@ -212,6 +295,9 @@ func (r *run) apply(e Event) {
 	}
 	m := r.fleet.Member(e.Worker)
 	switch e.Kind {
+	case Reshard, ReshardCancel:
+		r.reshard(e)
+		return
 	case ClockJump:
 		r.clock.jump(e.Size)
 		r.jumps.add(time.Now())

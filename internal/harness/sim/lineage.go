@@ -237,10 +237,12 @@ func (l *lineage) releasedClosed(claims []shard.Claim) {
 	}
 }
 
-// start checks a handler's start for claim c, given parents (its
-// Claim.Parents): (1) and (3) for a child, (4) for a parent. It reports
-// whether c is a child.
-func (l *lineage) start(worker string, c shard.Claim, parents map[shard.ID]offsets.Checkpoint) bool {
+// start checks a handler's start for claim c, given its Claim.Start and
+// Claim.Parents: (1) and (3) for a child, (4) for a parent. A child with
+// a checkpoint of its own (it committed under an earlier claim) is given
+// no parents: its own checkpoint wins, and its parents were checked at
+// its first start. It reports whether c is a child.
+func (l *lineage) start(worker string, c shard.Claim, from offsets.Checkpoint, parents map[shard.ID]offsets.Checkpoint) bool {
 	at := l.c.elapsed()
 	cfg := l.config(c.Shard)
 	ps := cfg.ParentsOf(c.Shard)
@@ -251,11 +253,12 @@ func (l *lineage) start(worker string, c shard.Claim, parents map[shard.ID]offse
 	}
 	rel, wasClosed := l.released[c.Shard]
 	if len(ps) > 0 {
-		if len(parents) != len(ps) {
+		own := from.Token != 0
+		if !own && len(parents) != len(ps) {
 			l.c.violate("child %s: %s's handler for %v was given the checkpoints of %d parents, it has %d (%v)", c.Shard, worker, c, len(parents), len(ps), ps)
 		}
 		for _, p := range ps {
-			l.checkParent(worker, c, p, k, parents, at)
+			l.checkParent(worker, c, p, k, parents, own, at)
 			if _, ok := l.started[p]; !ok {
 				l.started[p] = childRec{child: c.Shard, token: c.Token, at: at}
 			}
@@ -303,8 +306,9 @@ func (l *lineage) reopened(worker string, c shard.Claim, rel closeRec, at time.D
 }
 
 // checkParent checks (1) and (3) for parent p of child claim c, of
-// layout k. l.mu held.
-func (l *lineage) checkParent(worker string, c shard.Claim, p shard.ID, k int, parents map[shard.ID]offsets.Checkpoint, at time.Duration) {
+// layout k; what the child was given of p unless it starts from a
+// checkpoint of its own. l.mu held.
+func (l *lineage) checkParent(worker string, c shard.Claim, p shard.ID, k int, parents map[shard.ID]offsets.Checkpoint, own bool, at time.Duration) {
 	cl, ok := l.closes[p]
 	switch {
 	case !ok:
@@ -323,6 +327,7 @@ func (l *lineage) checkParent(worker string, c shard.Claim, p shard.ID, k int, p
 	}
 	got, ok := parents[p]
 	switch {
+	case own:
 	case !ok:
 		l.c.violate("child %s: %s's handler for %v was not given its parent %s's checkpoint", c.Shard, worker, c, p)
 	case got.Offset != last.offset || got.Token != last.token:

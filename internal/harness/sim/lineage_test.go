@@ -52,7 +52,7 @@ func (f *family) owner(c shard.Claim, offset int64) {
 	if err := f.store.Commit(ctx, c.Shard, c.Token, offset); err != nil {
 		f.t.Fatalf("commit of %v: %v", c, err)
 	}
-	f.l.start("w0", c, nil)
+	f.l.start("w0", c, offsets.Checkpoint{}, nil)
 }
 
 // close commits offset as c's end and records the close and its release.
@@ -75,7 +75,8 @@ func (f *family) child(c shard.Claim, parents map[shard.ID]offsets.Checkpoint) {
 		cp, _ := f.store.Load(ctx, parent0)
 		parents = map[shard.ID]offsets.Checkpoint{parent0: cp}
 	}
-	f.l.start("w1", c, parents)
+	own, _ := f.store.Load(ctx, c.Shard)
+	f.l.start("w1", c, own, parents)
 }
 
 // TestLineageCatchesAChildBeforeItsParentClosed: the reshard checks must
@@ -99,6 +100,19 @@ func TestLineageCatchesAChildBeforeItsParentClosed(t *testing.T) {
 				f.close(p, 12)
 				f.child(f.grant(child0, 20), nil)
 				f.child(f.grant(child2, 21), nil) // its sibling's fence was first: refused, fine
+			},
+		},
+		{
+			name: "a child that committed under an earlier claim starts from its own checkpoint, given no parents",
+			play: func(f *family) {
+				p := f.grant(parent0, 3)
+				f.owner(p, 10)
+				f.close(p, 12)
+				f.child(f.grant(child0, 20), nil)
+				_ = f.store.Commit(context.Background(), child0, 20, 5)
+				again := f.grant(child0, 30)
+				_ = f.store.Fence(context.Background(), child0, 30)
+				f.l.start("w2", again, offsets.Checkpoint{Offset: 5, Token: 20, Floor: 30}, nil)
 			},
 		},
 		{
@@ -162,7 +176,7 @@ func TestLineageCatchesAChildBeforeItsParentClosed(t *testing.T) {
 				f.owner(p, 10)
 				f.close(p, 12)
 				f.child(f.grant(child0, 20), nil)
-				f.l.start("w2", f.grant(parent0, 25), nil)
+				f.l.start("w2", f.grant(parent0, 25), offsets.Checkpoint{Offset: 12, Token: 3}, nil)
 			},
 			want: []string{"closed parent stream/shard-000 runs again: w2's handler for stream/shard-000@25 started", "after its child s2-000 fenced it"},
 		},
@@ -172,7 +186,7 @@ func TestLineageCatchesAChildBeforeItsParentClosed(t *testing.T) {
 				p := f.grant(parent0, 3)
 				f.owner(p, 10)
 				f.close(p, 12)
-				f.l.start("w2", f.grant(parent0, 25), nil)
+				f.l.start("w2", f.grant(parent0, 25), offsets.Checkpoint{Offset: 12, Token: 3}, nil)
 			},
 			reopens: 1,
 		},
@@ -183,7 +197,7 @@ func TestLineageCatchesAChildBeforeItsParentClosed(t *testing.T) {
 				f.owner(p, 10)
 				f.close(p, 12)
 				f.cfg.Layouts[0].Cancelled = &shard.Mark{By: "test"}
-				f.l.start("w2", f.grant(parent0, 25), nil)
+				f.l.start("w2", f.grant(parent0, 25), offsets.Checkpoint{Offset: 12, Token: 3}, nil)
 			},
 		},
 	}

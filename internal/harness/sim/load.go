@@ -81,9 +81,12 @@ func newLoadSetup(seed uint64, shards int, faultsEnd time.Duration) LoadSetup {
 	return l
 }
 
-// at is shard i's true load at t (since the start).
+// at is shard i's true load at t (since the start). A shard of a
+// reshard's layout, whose index may be past the first layout's, has the
+// load of index i modulo the first layout's count.
 func (l LoadSetup) at(seed uint64, i int, t time.Duration) float64 {
 	t = min(t, l.Freeze)
+	i %= len(l.Base)
 	v := l.Base[i]
 	if l.Noise > 0 {
 		h := fnv.New64a()
@@ -254,7 +257,7 @@ func (r *run) settleLoad(from, bound time.Duration) time.Duration {
 				break
 			}
 			if r.c.elapsed()-from > bound {
-				r.c.violate("the load-balancing fleet has not settled %v after the last fault (bound %v, %d re-settles after load moves): %s\n%s",
+				r.settleFailed("the load-balancing fleet has not settled %v after the last fault (bound %v, %d re-settles after load moves): %s\n%s",
 					r.c.elapsed()-from, bound, moved, why, r.diagnose())
 				return r.c.elapsed() - from
 			}
@@ -271,18 +274,18 @@ func (r *run) settleLoad(from, bound time.Duration) time.Duration {
 		why := r.unsettled()
 		if why == "" && fmt.Sprint(snap.Owners()) == fmt.Sprint(before.Owners()) {
 			if snap.Assignor.Token != before.Assignor.Token {
-				r.c.violate("the fleet settled %v after the last fault, then elected another assignor: epoch %d (%s), then %d (%s)",
+				r.settleFailed("the fleet settled %v after the last fault, then elected another assignor: epoch %d (%s), then %d (%s)",
 					took, before.Assignor.Token, before.Assignor.Worker, snap.Assignor.Token, snap.Assignor.Worker)
 			} else if band := r.loadBand(snap); band != "" {
-				r.c.violate("the load-balancing fleet settled %v after the last fault outside its band: %s", took, band)
+				r.settleFailed("the load-balancing fleet settled %v after the last fault outside its band: %s", took, band)
 			} else if why := carried(snap); why != "" {
-				r.c.violate("the load-balancing fleet settled %v after the last fault, but %s", took, why)
+				r.settleFailed("the load-balancing fleet settled %v after the last fault, but %s", took, why)
 			}
 			return took
 		}
 		moved++
 		if r.c.elapsed()-from > bound {
-			r.c.violate("the load-balancing fleet kept moving shards on frozen loads for %v after the last fault (bound %v, %d re-settles): %v, then %v",
+			r.settleFailed("the load-balancing fleet kept moving shards on frozen loads for %v after the last fault (bound %v, %d re-settles): %v, then %v",
 				r.c.elapsed()-from, bound, moved, before.Owners(), snap.Owners())
 			return took
 		}

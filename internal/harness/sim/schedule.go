@@ -33,6 +33,9 @@ type Setup struct {
 	// is the fleet's standbys for failover per shard (P/policy).
 	Warm     bool
 	Standbys int
+	// MostShards is the largest shard count a reshard of the seed goes
+	// to, 0 when it reshards nothing (see addReshards).
+	MostShards int
 }
 
 // ZoneOf is the zone of worker id in a setup with zones: its number
@@ -317,6 +320,7 @@ func NewSchedule(seed uint64) Schedule {
 	s.addAssignorFaults(steps, t)
 	s.addRejoins(steps, t)
 	s.addZoneOutage()
+	s.addReshards(steps)
 	s.Setup.Load = newLoadSetup(seed, su.Shards, s.FaultsEnd)
 	slices.SortStableFunc(s.Events, func(a, b Event) int {
 		switch {

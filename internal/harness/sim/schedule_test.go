@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/shardlease/shardlease/shard"
 )
 
 // TestScheduleIsAFunctionOfTheSeed: replaying a seed replays its faults, so
@@ -82,7 +84,7 @@ func TestScheduleIsPlayable(t *testing.T) {
 				if e.Worker != "" {
 					t.Fatalf("seed %d: %v names its worker before it strikes", seed, e)
 				}
-			case e.Kind == ClockJump:
+			case e.Kind == ClockJump || e.Kind == Reshard || e.Kind == ReshardCancel:
 			case e.Kind == Join:
 				if started[e.Worker] {
 					t.Fatalf("seed %d: %v reuses an ID", seed, e)
@@ -191,5 +193,62 @@ func TestScheduleAimsAtTheAssignor(t *testing.T) {
 	}
 	if with < seeds*3/4 || joins < kinds[Crash]/4 {
 		t.Errorf("%d of %d seeds aim at the assignor, %d of %d crashes have a joining candidate", with, seeds, joins, kinds[Crash])
+	}
+}
+
+// TestScheduleReshards: about a third of the seeds reshard, once or
+// twice, some of them cancelling, under both lineages; each count is
+// whole, in 4..64, new, and shares a factor with every count before it;
+// everything falls before FaultsEnd, at least reshardGap apart, and the
+// bound counts the most shards.
+func TestScheduleReshards(t *testing.T) {
+	const seeds = 2000
+	var with, twice, cancels int
+	lineages := map[shard.Lineage]int{}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		s := NewSchedule(seed)
+		counts := []int{s.Setup.Shards}
+		var last time.Duration
+		for _, e := range s.Events {
+			switch e.Kind {
+			case ReshardCancel:
+				cancels++
+				if e.At >= s.FaultsEnd {
+					t.Fatalf("seed %d: %v at or past FaultsEnd %v", seed, e, s.FaultsEnd)
+				}
+				continue
+			case Reshard:
+			default:
+				continue
+			}
+			if e.At >= s.FaultsEnd || len(counts) > 1 && e.At-last < reshardGap {
+				t.Fatalf("seed %d: %v past FaultsEnd %v or within %v of the reshard before", seed, e, s.FaultsEnd, reshardGap)
+			}
+			if e.Shards < 4 || e.Shards > maxReshardShards || slices.Contains(counts, e.Shards) ||
+				slices.ContainsFunc(counts, func(c int) bool { return gcd(c, e.Shards) == 1 }) {
+				t.Fatalf("seed %d: %v after counts %v", seed, e, counts)
+			}
+			last = e.At
+			counts = append(counts, e.Shards)
+			lineages[e.Lineage]++
+		}
+		switch {
+		case len(counts) == 1 && s.Setup.MostShards != 0, len(counts) > 1 && s.Setup.MostShards != slices.Max(counts):
+			t.Fatalf("seed %d: MostShards %d with counts %v", seed, s.Setup.MostShards, counts)
+		case len(counts) > 1 && Bound(s.Setup) <= Bound(Setup{Policy: s.Setup.Policy, Shards: slices.Max(counts), MaxWorkers: s.Setup.MaxWorkers,
+			MaxMovesInFlight: s.Setup.MaxMovesInFlight, DrainTimeout: s.Setup.DrainTimeout}):
+			t.Fatalf("seed %d: bound %v does not allow for the reshard", seed, Bound(s.Setup))
+		}
+		if len(counts) > 1 {
+			with++
+		}
+		if len(counts) > 2 {
+			twice++
+		}
+	}
+	t.Logf("%d of %d seeds reshard, %d twice; %d cancels; lineages %v", with, seeds, twice, cancels, lineages)
+	if with < seeds/4 || with > seeds*2/5 || twice < with/5 || cancels < with/4 || lineages[shard.LineageRange] < with/8 {
+		t.Errorf("%d of %d seeds reshard, %d twice, %d cancels, lineages %v: want about a third, a good part twice, a part cancelling, some of lineage range",
+			with, seeds, twice, cancels, lineages)
 	}
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/shardlease/shardlease/worker"
 )
 
-// settle waits, from the end of the last fault, until every shard is owned
-// by a running worker, every running worker is a live member that agrees
+// settle waits, from the end of the last fault, until no reshard runs and
+// every shard of the stored config's current layout is owned by a running
+// worker, every running worker is a live member that agrees
 // with the coordinator about what it owns, counts differ by at most one,
 // and exactly one of them is the assignor; and then checks that the fleet stays that way for a few rounds. It
 // returns how long settling took; taking longer than bound is a violation.
@@ -27,7 +28,7 @@ func (r *run) settle(from, bound time.Duration) time.Duration {
 			break
 		}
 		if r.c.elapsed()-from > bound {
-			r.c.violate("the fleet has not settled %v after the last fault (bound %v): %s\n%s", r.c.elapsed()-from, bound, why, r.diagnose())
+			r.settleFailed("the fleet has not settled %v after the last fault (bound %v): %s\n%s", r.c.elapsed()-from, bound, why, r.diagnose())
 			return r.c.elapsed() - from
 		}
 		if !r.advanceTo(r.c.elapsed() + checkEvery) {
@@ -41,11 +42,11 @@ func (r *run) settle(from, bound time.Duration) time.Duration {
 		return took
 	}
 	if why := r.unsettled(); why != "" {
-		r.c.violate("the fleet settled %v after the last fault, then came apart: %s\n%s", took, why, r.diagnose())
+		r.settleFailed("the fleet settled %v after the last fault, then came apart: %s\n%s", took, why, r.diagnose())
 	} else if snap := r.snapshot(); fmt.Sprint(snap.Owners()) != fmt.Sprint(owners) {
-		r.c.violate("the fleet settled %v after the last fault, then kept moving shards: %v, then %v", took, owners, snap.Owners())
+		r.settleFailed("the fleet settled %v after the last fault, then kept moving shards: %v, then %v", took, owners, snap.Owners())
 	} else if snap.Assignor.Token != before.Assignor.Token {
-		r.c.violate("the fleet settled %v after the last fault, then elected another assignor: epoch %d (%s), then %d (%s)",
+		r.settleFailed("the fleet settled %v after the last fault, then elected another assignor: epoch %d (%s), then %d (%s)",
 			took, before.Assignor.Token, before.Assignor.Worker, snap.Assignor.Token, snap.Assignor.Worker)
 	}
 	return took
@@ -78,7 +79,15 @@ func (r *run) unsettled() string {
 			return fmt.Sprintf("member %s is live, but its worker is not running", ms.ID)
 		}
 	}
-	for _, id := range (shard.Config{Shards: r.sched.Setup.Shards}).IDs() {
+	cfg := shard.Config{Shards: r.sched.Setup.Shards}
+	if snap.Config != nil {
+		cfg = *snap.Config
+	}
+	if rp, ok := snap.Reshard(); ok {
+		return fmt.Sprintf("the reshard to %d shards named %s-* still runs: parents open %v, children waiting %v, openable %v",
+			rp.Layout.Shards, rp.Layout.Name, rp.Open, rp.Waiting, rp.Openable)
+	}
+	for _, id := range cfg.IDs() { // no reshard runs: the current layout's shards
 		w, ok := owners[id]
 		if !ok {
 			return fmt.Sprintf("shard %s is not owned by a live member", id)
@@ -177,8 +186,8 @@ func (r *run) diagnose() string {
 	fmt.Fprintf(&b, "    assignor %s epoch %d session %q\n", snap.Assignor.Worker, snap.Assignor.Token, snap.Assignor.Session)
 	for id, a := range snap.Assignments {
 		mem, _ := assignor.Remembered(a)
-		fmt.Fprintf(&b, "    assignment %s epoch %d as of %d: %v free %v waiting %d since %v stuck %v (%q)\n",
-			id, a.Epoch, a.AsOf, a.Shards, a.Free, mem.Waiting, mem.WaitingSince.Format("15:04:05.000"), mem.Stuck, mem.StuckSession)
+		fmt.Fprintf(&b, "    assignment %s epoch %d as of %d: %v free %v close %v waiting %d since %v stuck %v (%q)\n",
+			id, a.Epoch, a.AsOf, a.Shards, a.Free, a.Close, mem.Waiting, mem.WaitingSince.Format("15:04:05.000"), mem.Stuck, mem.StuckSession)
 	}
 	for _, m := range r.running() {
 		st := m.Worker().Status()

@@ -16,11 +16,12 @@ import (
 )
 
 var (
-	seedFlag  = flag.Uint64("seed", 0, "replay this one seed, tracing its schedule and every event")
-	seedsFlag = flag.Int("seeds", 500, "how many seeds TestSim runs")
-	firstFlag = flag.Uint64("seed.first", 1, "the first seed TestSim runs; the others follow it")
-	logFlag   = flag.Bool("sim.log", false, "with -seed: show the workers' logs too")
-	runsFlag  = flag.Int("runs", 20, "with -seed: how many times to run it (the goroutine order differs from run to run)")
+	seedFlag   = flag.Uint64("seed", 0, "replay this one seed, tracing its schedule and every event")
+	seedsFlag  = flag.Int("seeds", 500, "how many seeds TestSim runs")
+	firstFlag  = flag.Uint64("seed.first", 1, "the first seed TestSim runs; the others follow it")
+	logFlag    = flag.Bool("sim.log", false, "with -seed: show the workers' logs too")
+	runsFlag   = flag.Int("runs", 20, "with -seed: how many times to run it (the goroutine order differs from run to run)")
+	strictFlag = flag.Bool("reshard.strict", false, "report a fleet that did not settle even when a known fault of the reshard implementation explains it (Options.Strict)")
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -133,7 +134,7 @@ func replaySeed(t *testing.T, seed uint64, runs int) {
 func runSeed(t *testing.T, seed uint64, trace *lockedBuffer) Result {
 	var res Result
 	synctest.Test(t, func(t *testing.T) {
-		var opts Options
+		opts := Options{Strict: *strictFlag}
 		if trace != nil {
 			opts.Trace = func(s string) { trace.Write([]byte(s + "\n")) }
 			if *logFlag {
@@ -184,6 +185,9 @@ func summarize(results []Result, took time.Duration) string {
 		loadSeeds, bandChecked, resettles, zoned, outages         int
 		warmSeeds, failoverSeeds                                  int
 		warmStarts, drainedLeaves                                 int64
+		rs                                                        ReshardResult
+		reshardSeeds                                              int
+		unjudged                                                  = map[knownFault]int{}
 		faults                                                    = map[Kind]int{}
 		total                                                     int
 	)
@@ -234,6 +238,22 @@ func summarize(results []Result, took time.Duration) string {
 				bandChecked++
 			}
 		}
+		if r.Schedule.Setup.MostShards > 0 {
+			reshardSeeds++
+		}
+		rs.Started += r.Reshard.Started
+		rs.Refused += r.Reshard.Refused
+		rs.Done += r.Reshard.Done
+		rs.Cancelled += r.Reshard.Cancelled
+		rs.CancelRefused += r.Reshard.CancelRefused
+		rs.Closes += r.Reshard.Closes
+		rs.LateCloses += r.Reshard.LateCloses
+		rs.ChildStarts += r.Reshard.ChildStarts
+		rs.Reopened += r.Reshard.Reopened
+		rs.Unreleased += r.Reshard.Unreleased
+		if r.Reshard.NotSettled != "" {
+			unjudged[r.Reshard.NotSettled]++
+		}
 		settleSum += r.Settle
 		maxSettle = max(maxSettle, r.Settle)
 		maxBound = max(maxBound, r.Bound)
@@ -259,6 +279,9 @@ func summarize(results []Result, took time.Duration) string {
 		loadSeeds, bandChecked, resettles, zoned, outages)
 	fmt.Fprintf(&b, "\nseeds whose handlers run standbys %d (with a standby for failover per shard %d), handler starts with warm state %d, leaves that drained first %d",
 		warmSeeds, failoverSeeds, warmStarts, drainedLeaves)
+	fmt.Fprintf(&b, "\nseeds that reshard %d: reshards started %d (refused %d: one running, or a shard closed by a cancelled one not run since), done %d, cancelled %d (cancels refused %d); parents closed %d (late %d), child handler starts %d; closed parents taken back before a child opened %d; releases of closed parents that failed %d; seeds that did not settle, explained by a known fault (doc.go, \"Reshards\"): %d after a failed release as closed, %d with a parent never told to close",
+		reshardSeeds, rs.Started, rs.Refused, rs.Done, rs.Cancelled, rs.CancelRefused, rs.Closes, rs.LateCloses, rs.ChildStarts, rs.Reopened, rs.Unreleased,
+		unjudged[faultUnreleased], unjudged[faultUntold])
 	if n := len(results); n > 0 {
 		fmt.Fprintf(&b, "\nsettle after the last fault: mean %v, max %v (bounds up to %v; worst settle/bound %.2f)\n",
 			(settleSum / time.Duration(n)).Round(time.Millisecond), maxSettle, maxBound, worstRatio)
