@@ -11,8 +11,9 @@ import (
 // noBaseline lists the scenarios with shardlease rows and no baseline
 // rows, because api.Lock has nothing to compare: no assignment a worker
 // could be stuck in, no assignor to keep a restarting worker's shards, no
-// load to balance (skewed-load compares with count balance instead).
-var noBaseline = map[string]bool{"stuck-worker": true, "rolling-restart": true, "skewed-load": true, "zone-outage": true, "zone-drain": true, "warm-moves": true, "engines": true}
+// load to balance (skewed-load compares with count balance instead), no
+// resharding.
+var noBaseline = map[string]bool{"stuck-worker": true, "rolling-restart": true, "skewed-load": true, "zone-outage": true, "zone-drain": true, "warm-moves": true, "engines": true, "reshard": true}
 
 // checkAssignorRows checks, in a --small run of every scenario, the rows
 // about the assignor itself (docs/benchmarks.md, "Results"): each is there
