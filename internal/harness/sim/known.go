@@ -42,13 +42,15 @@ func (r *run) settleFailed(format string, args ...any) {
 	r.c.violate(format, args...)
 }
 
-// knownFault returns the known fault in evidence now, and what shows it.
+// knownFault returns the known fault in evidence now, and what shows it:
+// a parent never told to close, seen now, before a release as closed
+// that failed at some point of the run.
 func (r *run) knownFault() (knownFault, string) {
-	if n := r.lineage.unreleased.Load(); n > 0 {
-		return faultUnreleased, fmt.Sprintf("%d releases of closed parents as closed failed", n)
-	}
 	if ps := r.untoldParents(r.snapshot()); len(ps) > 0 {
 		return faultUntold, fmt.Sprintf("parents %v have run for over %v on a worker whose key asks to close them, and their handlers were never told (Claim.Closing)", ps, untoldAfter)
+	}
+	if n := r.lineage.unreleased.Load(); n > 0 {
+		return faultUnreleased, fmt.Sprintf("%d releases of closed parents as closed failed", n)
 	}
 	return "", ""
 }
