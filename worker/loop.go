@@ -248,10 +248,8 @@ func (lp *loop) reconcile() {
 	closing := make(map[shard.ID]bool, len(a.Close))
 	for _, id := range a.Close {
 		closing[id] = true
-		if r, ok := lp.runners[id]; ok && r.state == ShardOwned && !r.asked && want[id] {
-			r.asked = true
-			close(r.closing)
-			lp.w.log.Info("closing shard for a reshard: its handler runs to its end", zap.String("shard", string(id)))
+		if r, ok := lp.runners[id]; ok && want[id] {
+			lp.askClose(r)
 		}
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -52,7 +53,11 @@ func (lp *loop) start(c shard.Claim) {
 	auth := lease.NewAuthority(lp.lease)
 	ctx, cancel := context.WithCancelCause(auth.Context())
 	closing := make(chan struct{})
-	lp.runners[c.Shard] = &runner{claim: c, state: ShardOwned, since: time.Now(), cancel: cancel, auth: auth, closing: closing}
+	r := &runner{claim: c, state: ShardOwned, since: time.Now(), cancel: cancel, auth: auth, closing: closing}
+	lp.runners[c.Shard] = r
+	if lp.assignment != nil && readable(*lp.assignment) && slices.Contains(lp.assignment.Assignment.Close, c.Shard) {
+		lp.askClose(r) // its key asked before it was taken: the handler is told from its start
+	}
 	warm := lp.promote(c.Shard)
 	tu := lp.w.turns.join(c.Shard) // behind the standby just promoted, and any earlier run
 	go func() {
@@ -100,19 +105,31 @@ func (lp *loop) lose(r *runner, why string) {
 	lp.w.log.Warn("shard lost", zap.String("shard", string(r.claim.Shard)), zap.Uint64("token", uint64(r.claim.Token)), zap.String("why", why))
 }
 
-// release unlocks shards in one coordinator call.
-func (lp *loop) release(ids []shard.ID, why shard.Reason) {
+// release unlocks shards in one coordinator call, and reports whether it
+// did.
+func (lp *loop) release(ids []shard.ID, why shard.Reason) bool {
 	if len(ids) == 0 {
-		return
+		return true
 	}
 	ctx, cancel := lp.opCtx()
 	defer cancel()
 	if err := lp.w.cfg.Coordinator.Locks().Release(ctx, lp.lease.Session(), shard.ShardLocks(ids), why); err != nil {
 		lp.w.log.Warn("release failed; the shards stay held until the next round or the session ends",
 			zap.Int("shards", len(ids)), zap.Error(err))
-		return
+		return false
 	}
 	lp.w.m.releases.WithLabelValues(why.String()).Add(float64(len(ids)))
+	return true
+}
+
+// askClose tells r's handler to close its shard for a reshard, once.
+func (lp *loop) askClose(r *runner) {
+	if r.asked || r.state != ShardOwned {
+		return
+	}
+	r.asked = true
+	close(r.closing)
+	lp.w.log.Info("closing shard for a reshard: its handler runs to its end", zap.String("shard", string(r.claim.Shard)))
 }
 
 // pendingExits takes the exits already waiting, without blocking: the
@@ -154,7 +171,6 @@ func (lp *loop) onExits(exits []exit) {
 		}
 		switch {
 		case e.closed && r.state != ShardLost:
-			lp.w.closed.add(e.shard)
 			add(shard.ReasonClosed, e.shard)
 			lp.w.log.Info("closed shard for a reshard", zap.String("shard", string(e.shard)), zap.Uint64("token", uint64(e.token)))
 		case r.state == ShardRevoking:
@@ -169,7 +185,17 @@ func (lp *loop) onExits(exits []exit) {
 		}
 	}
 	for _, why := range reasons {
-		lp.release(release[why], why)
+		ok := lp.release(release[why], why)
+		if why == shard.ReasonClosed && ok {
+			// Never taken again while the key asks to close it. A release
+			// that failed leaves the lock with this session: the shard is
+			// taken again (a write-free acquire) and its handler, told to
+			// close at once, closes at its end again, and the release is
+			// tried again.
+			for _, id := range release[why] {
+				lp.w.closed.add(id)
+			}
+		}
 	}
 	lp.publish()
 }
