@@ -45,7 +45,7 @@ type lineage struct {
 	// reopens counts the closed parents run again before any of their
 	// children opened (reopened).
 	reopens atomic.Int64
-	// unreleased counts the releases of closed parents that failed
+	// unreleased counts the releases as closed that failed
 	// (releaseFailed).
 	unreleased atomic.Int64
 
@@ -59,7 +59,7 @@ type lineage struct {
 	started  map[shard.ID]childRec // the first handler start of a child of each parent
 	locks    map[shard.ID]*sync.Mutex
 	// first is when each claim's handler first started, told the claims
-	// whose handler saw Claim.Closing (for knownFault).
+	// whose handler saw Claim.Closing (for untoldParents).
 	first map[shard.Claim]time.Duration
 	told  map[shard.Claim]bool
 }
@@ -334,4 +334,32 @@ func (l *lineage) checkParent(worker string, c shard.Claim, p shard.ID, k int, p
 		l.c.violate("child %s: %s's handler for %v was given its parent %s's checkpoint as offset %d @%d, but its last accepted commit is offset %d @%d",
 			c.Shard, worker, c, p, got.Offset, got.Token, last.offset, last.token)
 	}
+}
+
+// releaseFailed records that worker failed to release ids as closed
+// (err): a partition, or its session ending at that moment. The worker
+// must take the parent again and close it again (before c61f9e6 it kept
+// it among the shards it closed for good, and the reshard stalled).
+// Counted.
+func (l *lineage) releaseFailed(worker string, ids []shard.ID, err error) {
+	l.unreleased.Add(int64(len(ids)))
+	if l.c.trace != nil {
+		l.c.trace(fmt.Sprintf("UNRELEASED t=%v: %s closed %v but could not release them as closed: %v (counted)", l.c.elapsed(), worker, ids, err))
+	}
+}
+
+// asked records that the handler of claim c saw Claim.Closing.
+func (l *lineage) asked(c shard.Claim) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.told[c] = true
+}
+
+// untold reports whether claim c's handler has run since at or before
+// t and was never told to close its shard.
+func (l *lineage) untold(c shard.Claim, t time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok := l.first[c]
+	return ok && at <= t && !l.told[c]
 }

@@ -79,3 +79,36 @@ func (k closeLocks) Release(ctx context.Context, id shard.SessionID, locks []sha
 	k.l.releasedClosed(claims)
 	return nil
 }
+
+// releaseWatch is a worker's coordinator as the worker calls it, which
+// tells lineage of each release as closed that failed (the worker saw an
+// error: a partition, its session ended meanwhile).
+type releaseWatch struct {
+	shard.Coordinator
+	l      *lineage
+	worker string
+}
+
+func (c releaseWatch) Locks() shard.Locks {
+	return releaseLocks{c.Coordinator.Locks(), c.l, c.worker}
+}
+
+type releaseLocks struct {
+	shard.Locks
+	l      *lineage
+	worker string
+}
+
+func (k releaseLocks) Release(ctx context.Context, id shard.SessionID, locks []shard.Lock, why shard.Reason) error {
+	err := k.Locks.Release(ctx, id, locks, why)
+	if err != nil && why == shard.ReasonClosed {
+		var ids []shard.ID
+		for _, lk := range locks {
+			if s, ok := lk.Shard(); ok {
+				ids = append(ids, s)
+			}
+		}
+		k.l.releaseFailed(k.worker, ids, err)
+	}
+	return err
+}

@@ -257,7 +257,7 @@ func (r *run) settleLoad(from, bound time.Duration) time.Duration {
 				break
 			}
 			if r.c.elapsed()-from > bound {
-				r.settleFailed("the load-balancing fleet has not settled %v after the last fault (bound %v, %d re-settles after load moves): %s\n%s",
+				r.c.violate("the load-balancing fleet has not settled %v after the last fault (bound %v, %d re-settles after load moves): %s\n%s",
 					r.c.elapsed()-from, bound, moved, why, r.diagnose())
 				return r.c.elapsed() - from
 			}
@@ -274,18 +274,18 @@ func (r *run) settleLoad(from, bound time.Duration) time.Duration {
 		why := r.unsettled()
 		if why == "" && fmt.Sprint(snap.Owners()) == fmt.Sprint(before.Owners()) {
 			if snap.Assignor.Token != before.Assignor.Token {
-				r.settleFailed("the fleet settled %v after the last fault, then elected another assignor: epoch %d (%s), then %d (%s)",
+				r.c.violate("the fleet settled %v after the last fault, then elected another assignor: epoch %d (%s), then %d (%s)",
 					took, before.Assignor.Token, before.Assignor.Worker, snap.Assignor.Token, snap.Assignor.Worker)
 			} else if band := r.loadBand(snap); band != "" {
-				r.settleFailed("the load-balancing fleet settled %v after the last fault outside its band: %s", took, band)
+				r.c.violate("the load-balancing fleet settled %v after the last fault outside its band: %s", took, band)
 			} else if why := carried(snap); why != "" {
-				r.settleFailed("the load-balancing fleet settled %v after the last fault, but %s", took, why)
+				r.c.violate("the load-balancing fleet settled %v after the last fault, but %s", took, why)
 			}
 			return took
 		}
 		moved++
 		if r.c.elapsed()-from > bound {
-			r.settleFailed("the load-balancing fleet kept moving shards on frozen loads for %v after the last fault (bound %v, %d re-settles): %v, then %v",
+			r.c.violate("the load-balancing fleet kept moving shards on frozen loads for %v after the last fault (bound %v, %d re-settles): %v, then %v",
 				r.c.elapsed()-from, bound, moved, before.Owners(), snap.Owners())
 			return took
 		}

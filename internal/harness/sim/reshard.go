@@ -119,22 +119,18 @@ type ReshardResult struct {
 	Closes, LateCloses, ChildStarts int64
 	// Reopened counts the handler starts of a closed parent taken back
 	// by a worker before any of its children opened, in a reshard not
-	// cancelled (lineage.reopened; violations with Options.Strict).
+	// cancelled (lineage.reopened).
 	Reopened int64
 	// Unreleased counts the closed parents whose release as closed
-	// failed (lineage.releaseFailed). NotSettled, when the fleet did not
-	// settle, names the known fault of the reshard implementation that
-	// explains it, and the failure was counted instead of reported
-	// (knownFault; never with Options.Strict).
+	// failed (lineage.releaseFailed), which their workers must take and
+	// close again.
 	Unreleased int64
-	NotSettled knownFault
 }
 
 // reshards is the run's record of its reshards.
 type reshards struct {
 	res                             ReshardResult
 	closes, lateCloses, childStarts atomic.Int64
-	notSettled                      knownFault
 }
 
 // operator is how the sim acts as a fleet's operator.
@@ -216,6 +212,5 @@ func (r *run) finishReshards() ReshardResult {
 	}
 	res.Closes, res.LateCloses, res.ChildStarts = r.reshards.closes.Load(), r.reshards.lateCloses.Load(), r.reshards.childStarts.Load()
 	res.Reopened, res.Unreleased = r.lineage.reopens.Load(), r.lineage.unreleased.Load()
-	res.NotSettled = r.reshards.notSettled
 	return res
 }

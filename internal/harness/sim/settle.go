@@ -28,7 +28,7 @@ func (r *run) settle(from, bound time.Duration) time.Duration {
 			break
 		}
 		if r.c.elapsed()-from > bound {
-			r.settleFailed("the fleet has not settled %v after the last fault (bound %v): %s\n%s", r.c.elapsed()-from, bound, why, r.diagnose())
+			r.c.violate("the fleet has not settled %v after the last fault (bound %v): %s\n%s", r.c.elapsed()-from, bound, why, r.diagnose())
 			return r.c.elapsed() - from
 		}
 		if !r.advanceTo(r.c.elapsed() + checkEvery) {
@@ -42,11 +42,11 @@ func (r *run) settle(from, bound time.Duration) time.Duration {
 		return took
 	}
 	if why := r.unsettled(); why != "" {
-		r.settleFailed("the fleet settled %v after the last fault, then came apart: %s\n%s", took, why, r.diagnose())
+		r.c.violate("the fleet settled %v after the last fault, then came apart: %s\n%s", took, why, r.diagnose())
 	} else if snap := r.snapshot(); fmt.Sprint(snap.Owners()) != fmt.Sprint(owners) {
-		r.settleFailed("the fleet settled %v after the last fault, then kept moving shards: %v, then %v", took, owners, snap.Owners())
+		r.c.violate("the fleet settled %v after the last fault, then kept moving shards: %v, then %v", took, owners, snap.Owners())
 	} else if snap.Assignor.Token != before.Assignor.Token {
-		r.settleFailed("the fleet settled %v after the last fault, then elected another assignor: epoch %d (%s), then %d (%s)",
+		r.c.violate("the fleet settled %v after the last fault, then elected another assignor: epoch %d (%s), then %d (%s)",
 			took, before.Assignor.Token, before.Assignor.Worker, snap.Assignor.Token, snap.Assignor.Worker)
 	}
 	return took
@@ -184,6 +184,9 @@ func (r *run) diagnose() string {
 			st.Shard, st.Token, st.Session, owners[st.Shard], target[st.Shard], st.Owner.Why, st.Owner.Released)
 	}
 	fmt.Fprintf(&b, "    assignor %s epoch %d session %q\n", snap.Assignor.Worker, snap.Assignor.Token, snap.Assignor.Session)
+	if ps := r.untoldParents(snap); len(ps) > 0 {
+		fmt.Fprintf(&b, "    parents %v have run for over %v on a worker whose key asks to close them, their handlers never told (Claim.Closing)\n", ps, untoldAfter)
+	}
 	for id, a := range snap.Assignments {
 		mem, _ := assignor.Remembered(a)
 		fmt.Fprintf(&b, "    assignment %s epoch %d as of %d: %v free %v close %v waiting %d since %v stuck %v (%q)\n",
@@ -220,4 +223,33 @@ func (r *run) assignorUnsettled(snap shard.Snapshot) string {
 		}
 	}
 	return ""
+}
+
+// untoldAfter is how long a parent's handler must have run, with its
+// key asking to close it, before untoldParents names it: a watch round
+// and a reconcile take a fraction of that.
+const untoldAfter = 5 * time.Second
+
+// untoldParents lists, for diagnose, the open parents of the reshard in
+// progress in snap whose holder's assignment key asks it to close them,
+// and whose handler has run for untoldAfter without seeing
+// Claim.Closing. (Before c61f9e6 a worker that acquired a parent in the
+// reconcile in which its key asked to close it never told it, and the
+// reshard stalled.)
+func (r *run) untoldParents(snap shard.Snapshot) []shard.ID {
+	rp, ok := snap.Reshard()
+	if !ok {
+		return nil
+	}
+	var out []shard.ID
+	for _, p := range rp.Open {
+		st, _ := snap.Shard(p)
+		if !st.Held() || !slices.Contains(snap.Assignments[st.Owner.Worker].Close, p) {
+			continue
+		}
+		if r.lineage.untold(shard.Claim{Shard: p, Token: st.Token}, r.c.elapsed()-untoldAfter) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -16,12 +16,11 @@ import (
 )
 
 var (
-	seedFlag   = flag.Uint64("seed", 0, "replay this one seed, tracing its schedule and every event")
-	seedsFlag  = flag.Int("seeds", 500, "how many seeds TestSim runs")
-	firstFlag  = flag.Uint64("seed.first", 1, "the first seed TestSim runs; the others follow it")
-	logFlag    = flag.Bool("sim.log", false, "with -seed: show the workers' logs too")
-	runsFlag   = flag.Int("runs", 20, "with -seed: how many times to run it (the goroutine order differs from run to run)")
-	strictFlag = flag.Bool("reshard.strict", false, "report a fleet that did not settle even when a known fault of the reshard implementation explains it (Options.Strict)")
+	seedFlag  = flag.Uint64("seed", 0, "replay this one seed, tracing its schedule and every event")
+	seedsFlag = flag.Int("seeds", 500, "how many seeds TestSim runs")
+	firstFlag = flag.Uint64("seed.first", 1, "the first seed TestSim runs; the others follow it")
+	logFlag   = flag.Bool("sim.log", false, "with -seed: show the workers' logs too")
+	runsFlag  = flag.Int("runs", 20, "with -seed: how many times to run it (the goroutine order differs from run to run)")
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -86,6 +85,8 @@ var regressions = []struct {
 	{16864, "worker: a healthy worker judged stuck for good: given a shard still held by a rejoined worker's previous session (open only after its TTL and lock-delay), it retried with a backoff past StuckAfter", 10},
 	{197, "sim: the load band judged on true loads without the view's error: a worker the assignor saw at 1.299× the mean of a ±30 % band truly carried 1.301× (failed 1 run in 40)", 20},
 	{416, "the same at the bottom of a ±50 % band: seen at 0.502×, truly 0.497× (failed 4 runs in 80)", 20},
+	{1834, "worker: a release as closed that failed left the parent among the worker's closed shards, its lock held by the live session: the reshard never finished (every run)", 5},
+	{387, "worker: a parent taken in the reconcile whose key already asked to close it was never told to: the reshard never finished (7 runs in 10)", 10},
 }
 
 func TestSimRegressions(t *testing.T) {
@@ -134,7 +135,7 @@ func replaySeed(t *testing.T, seed uint64, runs int) {
 func runSeed(t *testing.T, seed uint64, trace *lockedBuffer) Result {
 	var res Result
 	synctest.Test(t, func(t *testing.T) {
-		opts := Options{Strict: *strictFlag}
+		var opts Options
 		if trace != nil {
 			opts.Trace = func(s string) { trace.Write([]byte(s + "\n")) }
 			if *logFlag {
@@ -187,7 +188,6 @@ func summarize(results []Result, took time.Duration) string {
 		warmStarts, drainedLeaves                                 int64
 		rs                                                        ReshardResult
 		reshardSeeds                                              int
-		unjudged                                                  = map[knownFault]int{}
 		faults                                                    = map[Kind]int{}
 		total                                                     int
 	)
@@ -251,9 +251,6 @@ func summarize(results []Result, took time.Duration) string {
 		rs.ChildStarts += r.Reshard.ChildStarts
 		rs.Reopened += r.Reshard.Reopened
 		rs.Unreleased += r.Reshard.Unreleased
-		if r.Reshard.NotSettled != "" {
-			unjudged[r.Reshard.NotSettled]++
-		}
 		settleSum += r.Settle
 		maxSettle = max(maxSettle, r.Settle)
 		maxBound = max(maxBound, r.Bound)
@@ -279,9 +276,8 @@ func summarize(results []Result, took time.Duration) string {
 		loadSeeds, bandChecked, resettles, zoned, outages)
 	fmt.Fprintf(&b, "\nseeds whose handlers run standbys %d (with a standby for failover per shard %d), handler starts with warm state %d, leaves that drained first %d",
 		warmSeeds, failoverSeeds, warmStarts, drainedLeaves)
-	fmt.Fprintf(&b, "\nseeds that reshard %d: reshards started %d (refused %d: one running, or a shard closed by a cancelled one not run since), done %d, cancelled %d (cancels refused %d); parents closed %d (late %d), child handler starts %d; closed parents taken back before a child opened %d; releases of closed parents that failed %d; seeds that did not settle, explained by a known fault (doc.go, \"Reshards\"): %d after a failed release as closed, %d with a parent never told to close",
-		reshardSeeds, rs.Started, rs.Refused, rs.Done, rs.Cancelled, rs.CancelRefused, rs.Closes, rs.LateCloses, rs.ChildStarts, rs.Reopened, rs.Unreleased,
-		unjudged[faultUnreleased], unjudged[faultUntold])
+	fmt.Fprintf(&b, "\nseeds that reshard %d: reshards started %d (refused %d: one running, or a shard closed by a cancelled one not run since), done %d, cancelled %d (cancels refused %d); parents closed %d (late %d), child handler starts %d; closed parents taken back before a child opened %d; releases as closed that failed (taken and closed again) %d",
+		reshardSeeds, rs.Started, rs.Refused, rs.Done, rs.Cancelled, rs.CancelRefused, rs.Closes, rs.LateCloses, rs.ChildStarts, rs.Reopened, rs.Unreleased)
 	if n := len(results); n > 0 {
 		fmt.Fprintf(&b, "\nsettle after the last fault: mean %v, max %v (bounds up to %v; worst settle/bound %.2f)\n",
 			(settleSum / time.Duration(n)).Round(time.Millisecond), maxSettle, maxBound, worstRatio)
