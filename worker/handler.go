@@ -47,7 +47,7 @@ type Claim struct {
 	// child with a checkpoint of its own (Start), which then wins.
 	Parents map[shard.ID]offsets.Checkpoint
 
-	closing <-chan struct{} // Closing
+	closing *closeSignal // Closing
 	closed  *atomic.Bool    // set by Close
 	w       *Worker
 	auth    *lease.Authority
@@ -182,7 +182,7 @@ func (c *Claim) count(lost bool, err error) error {
 // ran, and any earlier run have returned), then run the handler until ctx ends, restarting it with backoff
 // while the claim's authority lasts. It returns a non-nil error only when
 // the fence showed the claim is already stale.
-func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shard.Claim, tu *turn, warm *standbyRunner, closing <-chan struct{}) error {
+func (w *Worker) runShard(ctx context.Context, auth *lease.Authority, claim shard.Claim, tu *turn, warm *standbyRunner, closing *closeSignal) error {
 	defer tu.done()
 	log := w.log.With(zap.String("shard", string(claim.Shard)), zap.Uint64("token", uint64(claim.Token)))
 	retry := backoff.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second, J: w.jitter}

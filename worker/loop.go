@@ -252,6 +252,11 @@ func (lp *loop) reconcile() {
 			lp.askClose(r)
 		}
 	}
+	for id, r := range lp.runners {
+		if !closing[id] {
+			lp.unaskClose(r)
+		}
+	}
 
 	for id, r := range lp.runners {
 		if r.state == ShardOwned && !want[id] {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shardlease/shardlease/offsets"
 	"github.com/shardlease/shardlease/shard"
@@ -37,6 +38,50 @@ func stepsOf(h Handler) []string {
 	return shard.Steps()
 }
 
+// closeSignal is how the loop asks a runner's handler to close its shard
+// (Claim.Closing), and withdraws the ask when the assignment no longer
+// makes it (a cancelled reshard): a late Close is then refused, so that a
+// later reshard cannot take this one's end for its own, and Closing is a
+// fresh channel again.
+type closeSignal struct {
+	asked atomic.Bool // asked now
+	mu    sync.Mutex
+	ch    chan struct{} // closed while asked
+}
+
+func newCloseSignal() *closeSignal { return &closeSignal{ch: make(chan struct{})} }
+
+// channel is the channel Claim.Closing returns now.
+func (s *closeSignal) channel() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ch
+}
+
+// ask asks, and reports whether it was not asked before.
+func (s *closeSignal) ask() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.asked.Load() {
+		return false
+	}
+	s.asked.Store(true)
+	close(s.ch)
+	return true
+}
+
+// unask withdraws the ask, and reports whether there was one.
+func (s *closeSignal) unask() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.asked.Load() {
+		return false
+	}
+	s.asked.Store(false)
+	s.ch = make(chan struct{})
+	return true
+}
+
 // errClosed is runShard's word that the handler closed its shard.
 var errClosed = errors.New("shard closed for a reshard")
 
@@ -46,14 +91,24 @@ var errClosed = errors.New("shard closed for a reshard")
 // stream itself), commit that end with Close, and return. The shard is
 // then released for good, and its children start with Parents set to its
 // final checkpoint. A Claim no Worker issued never closes: Closing is nil.
-func (c *Claim) Closing() <-chan struct{} { return c.closing }
+//
+// When the reshard is cancelled before the handler closed, the ask is
+// withdrawn: Close then fails with ErrNotClosing and the handler goes on
+// processing; Closing returns a new channel, closed if it is asked again.
+func (c *Claim) Closing() <-chan struct{} {
+	if c.closing == nil {
+		return nil
+	}
+	return c.closing.channel()
+}
 
 // Close commits offset, the shard's end, with the claim's token (as
 // Commit does) and marks the shard closed: once the handler returns, the
 // worker releases its lock as closed (shard.ReasonClosed) instead of
 // restarting the handler, and the assignor opens the shard's children
 // once all their parents are closed. Only a closing claim closes
-// (ErrNotClosing otherwise, nothing committed); a commit that fails
+// (ErrNotClosing otherwise, nothing committed: also once the reshard
+// that asked was cancelled); a commit that fails
 // (ErrLost, offsets.ErrStaleToken) leaves the shard open, and whoever owns
 // it next is told to close it again and resumes from the last commit.
 func (c *Claim) Close(ctx context.Context, offset int64) error {
@@ -68,10 +123,8 @@ func (c *Claim) Close(ctx context.Context, offset int64) error {
 // CloseWith is Close for a handler that commits with its own fenced
 // write (see CommitWith): commit is the shard's last effect.
 func (c *Claim) CloseWith(ctx context.Context, commit func(ctx context.Context) error) error {
-	select {
-	case <-c.closing:
-	default:
-		return fmt.Errorf("%w: %s was not asked to close (Claim.Closing)", ErrNotClosing, c.Shard)
+	if c.closing == nil || !c.closing.asked.Load() {
+		return fmt.Errorf("%w: %s is not asked to close (Claim.Closing; or the reshard was cancelled since)", ErrNotClosing, c.Shard)
 	}
 	if err := c.CommitWith(ctx, commit); err != nil {
 		return err

@@ -67,7 +67,15 @@ func (s *streams) Process(ctx context.Context, c *worker.Claim) error {
 	closing := c.Closing()
 	for {
 		if s.reachedEnd(c.Shard) && !held() {
-			if err := c.Close(ctx, off+1); err != nil {
+			err := c.Close(ctx, off+1)
+			if errors.Is(err, worker.ErrNotClosing) { // the reshard was cancelled: go on
+				s.mu.Lock()
+				delete(s.reached, c.Shard)
+				s.mu.Unlock()
+				closing = c.Closing()
+				continue
+			}
+			if err != nil {
 				return err
 			}
 			s.mu.Lock()
@@ -450,6 +458,43 @@ func TestParentTakenOverIsToldToClose(t *testing.T) {
 		if snap := f.snapshot(); snap.Config.Resharding() || len(f.owners()) != 8 {
 			rp, _ := snap.Reshard()
 			t.Fatalf("after a's crash: resharding %v (open parents %v), owners %v; want done", snap.Config.Resharding(), rp.Open, counts(f.owners()))
+		}
+	})
+}
+
+// TestCloseRefusedOnceTheReshardIsCancelled: a handler asked to close,
+// still short of its end when the reshard is cancelled, has its late Close
+// refused (ErrNotClosing), so the shard stays open and runs on: a later
+// reshard cannot take that close for its own. It fails if the ask
+// outlives the cancel.
+func TestCloseRefusedOnceTheReshardIsCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, 4)
+		h := &streams{delay: 5 * time.Second, hold: map[shard.ID]bool{"stream/shard-001": true, "stream/shard-002": true}}
+		for _, id := range []string{"a", "b"} {
+			f.start(id, h)
+		}
+		settle(10 * time.Second)
+		op := admin.Operator{Coordinator: f.coord, Name: "test", By: "ops"}
+		if _, err := op.Reshard(t.Context(), admin.ReshardPlan{Shards: 2, Name: "stream/merged"}); err != nil {
+			t.Fatal(err)
+		}
+		settle(time.Second) // 000 and 003 are asked, 5 s from their ends
+		if _, err := op.CancelReshard(t.Context(), "wrong count"); err != nil {
+			t.Fatal(err)
+		}
+		settle(10 * time.Second)
+		h.mu.Lock()
+		asked, closed := len(h.asked), len(h.closed)
+		h.mu.Unlock()
+		snap := f.snapshot()
+		for _, id := range []shard.ID{"stream/shard-000", "stream/shard-003"} {
+			if st, _ := snap.Shard(id); !st.Held() || st.Owner.Released == shard.ReasonClosed {
+				t.Errorf("%s after the cancel: %+v, want it held and never released as closed", id, st)
+			}
+		}
+		if asked == 0 || closed != 0 {
+			t.Fatalf("%d parents asked to close, %d closed; want some asked and none closed once the reshard was cancelled", asked, closed)
 		}
 	})
 }

@@ -26,10 +26,9 @@ type runner struct {
 	overdue  bool         // when revoking: drainBy passed, authority ended, waiting for the handler
 	// drainTimer ends the authority at drainBy; stopped when the handler returns.
 	drainTimer *time.Timer
-	// closing is closed when the assignment asks to close the shard for
-	// a reshard (Claim.Closing); asked records that it was.
-	closing chan struct{}
-	asked   bool
+	// closing asks the handler to close the shard for a reshard
+	// (Claim.Closing), while the assignment does.
+	closing *closeSignal
 }
 
 // exit is a runner's last word.
@@ -52,7 +51,7 @@ func (lp *loop) opCtx() (context.Context, context.CancelFunc) {
 func (lp *loop) start(c shard.Claim) {
 	auth := lease.NewAuthority(lp.lease)
 	ctx, cancel := context.WithCancelCause(auth.Context())
-	closing := make(chan struct{})
+	closing := newCloseSignal()
 	r := &runner{claim: c, state: ShardOwned, since: time.Now(), cancel: cancel, auth: auth, closing: closing}
 	lp.runners[c.Shard] = r
 	if lp.assignment != nil && readable(*lp.assignment) && slices.Contains(lp.assignment.Assignment.Close, c.Shard) {
@@ -122,14 +121,20 @@ func (lp *loop) release(ids []shard.ID, why shard.Reason) bool {
 	return true
 }
 
-// askClose tells r's handler to close its shard for a reshard, once.
+// askClose tells r's handler to close its shard for a reshard.
 func (lp *loop) askClose(r *runner) {
-	if r.asked || r.state != ShardOwned {
+	if r.state != ShardOwned || !r.closing.ask() {
 		return
 	}
-	r.asked = true
-	close(r.closing)
 	lp.w.log.Info("closing shard for a reshard: its handler runs to its end", zap.String("shard", string(r.claim.Shard)))
+}
+
+// unaskClose withdraws the ask of a shard the assignment no longer asks
+// to close (its reshard was cancelled): a Close after it is refused.
+func (lp *loop) unaskClose(r *runner) {
+	if r.closing.unask() {
+		lp.w.log.Info("no longer closing shard: the reshard was cancelled", zap.String("shard", string(r.claim.Shard)))
+	}
 }
 
 // pendingExits takes the exits already waiting, without blocking: the

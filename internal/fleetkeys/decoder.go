@@ -222,7 +222,7 @@ func (d *Decoder) drift(stored *Pair, cfg shard.Config, bad error, runs shard.Co
 	case bad != nil:
 		return fmt.Sprintf("stored value is not a config (%v) and differs from the one this fleet runs %s: ignored; %s — workers that restart will refuse to start",
 			bad, describeConfig(runs), restore)
-	case runs.Succeeds(cfg) && !cfg.Same(runs):
+	case len(runs.Layouts) > 0 && cfg.Protocol == shard.StoredProtocol(cfg.Layouts) && runs.Succeeds(cfg) && !cfg.Same(runs):
 		// An older config of this fleet (a coordinator restored from a
 		// snapshot, or P/config deleted and written again by a worker that
 		// brought only the first shard set): it lacks reshards the fleet
