@@ -48,7 +48,7 @@ type Claim struct {
 	Parents map[shard.ID]offsets.Checkpoint
 
 	closing *closeSignal // Closing
-	closed  *atomic.Bool    // set by Close
+	closed  *atomic.Bool // set by Close
 	w       *Worker
 	auth    *lease.Authority
 	load    *meter // nil in a Claim made by hand
