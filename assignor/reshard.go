@@ -56,8 +56,11 @@ func newUniverse(snap shard.Snapshot, cfg shard.Config, wave int) *universe {
 		for _, id := range slices.Concat(rp.Closed, rp.Openable, rp.Waiting) {
 			out[id] = true
 		}
+		// The wave, and every parent already asked (Assignment.Close): a
+		// wave that shrinks (a worker less, a smaller budget) withdraws no
+		// ask, so a handler running to its end is not stopped halfway.
 		u.closing = map[shard.ID]bool{}
-		for _, id := range closingWave(cfg, rp.Open, wave) {
+		for _, id := range slices.Concat(closingWave(cfg, rp.Open, wave), rp.Closing) {
 			u.closing[id] = true
 		}
 	}

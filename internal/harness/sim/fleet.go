@@ -243,7 +243,9 @@ func asked(closing <-chan struct{}) bool {
 // closeShard commits end as the shard's end with Claim.Close and, if it
 // went through, records the close. A close that fails (ErrLost, or
 // ErrStaleToken after a newer owner fenced the shard) leaves the shard
-// open: its next owner is asked to close it again.
+// open: its next owner is asked to close it again. One refused with
+// ErrNotClosing (the reshard was cancelled after the ask) leaves it open
+// for good.
 func (r *run) closeShard(ctx context.Context, c *worker.Claim, end int64, cl *closer) {
 	err := c.Close(context.WithoutCancel(ctx), end)
 	switch {
@@ -255,6 +257,10 @@ func (r *run) closeShard(ctx context.Context, c *worker.Claim, end int64, cl *cl
 		}
 	case errors.Is(err, offsets.ErrStaleToken):
 		<-ctx.Done() // a newer owner fenced the shard: stop acting for it
+	case errors.Is(err, worker.ErrNotClosing):
+		// The reshard was cancelled since the ask: the shard stays open
+		// (its handler returns and is started again, not asked).
+		r.reshards.unasked.Add(1)
 	case !errors.Is(err, worker.ErrLost):
 		r.c.violate("%v: Close(%d) failed: %v", c.Claim, end, err)
 	}

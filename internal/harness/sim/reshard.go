@@ -131,6 +131,7 @@ type ReshardResult struct {
 type reshards struct {
 	res                             ReshardResult
 	closes, lateCloses, childStarts atomic.Int64
+	unasked                         atomic.Int64 // closes refused: the reshard was cancelled after the ask
 }
 
 // operator is how the sim acts as a fleet's operator.
