@@ -81,15 +81,22 @@ func Keys(snap shard.Snapshot, cfg shard.Config, d rebalance.Decision, wantLoads
 
 // askLoads adds to d the key of every live worker whose key asks for its
 // loads otherwise than wantLoads says (the policy turned load balancing on or
-// off): one rewrite of each such key, its shards and the assignor's
-// memory as they are, its free shards as of this listing (those of its
-// shards no live member holds), so that a worker running a shard it took
-// after the key was last written is not told it lost it.
+// off): one rewrite of each such key (rewriteKeys).
 func askLoads(snap shard.Snapshot, st rebalance.State, d rebalance.Decision, wantLoads bool) rebalance.Decision {
+	return rewriteKeys(snap, st, d, func(_ string, k shard.Assignment, _ rebalance.Assignment) bool { return k.Loads != wantLoads })
+}
+
+// rewriteKeys adds to d, once, the key of every live worker that the step
+// leaves as it is (d does not write it) but stale says must be written
+// again (k: its key as listed; a: as the step read it): its shards and
+// the assignor's memory as they are, its free shards as of this listing
+// (those of its shards no live member holds), so that a worker running a
+// shard it took after the key was last written is not told it lost it.
+func rewriteKeys(snap shard.Snapshot, st rebalance.State, d rebalance.Decision, stale func(id string, k shard.Assignment, a rebalance.Assignment) bool) rebalance.Decision {
 	var held map[shard.ID]bool
 	for _, m := range st.Members {
 		k, keyed := snap.Assignments[m.ID]
-		if _, written := d.Assign[m.ID]; !keyed || written || k.Loads == wantLoads {
+		if _, written := d.Assign[m.ID]; !keyed || written || !stale(m.ID, k, st.Assigned[m.ID]) {
 			continue
 		}
 		if held == nil {

@@ -148,33 +148,11 @@ func (u *universe) closingOf(ids []shard.ID) []shard.ID {
 // (changed), or the parents it is to close differ from what it says (a
 // reshard started, or was cancelled). The key is rewritten as askLoads
 // rewrites one: its shards and memory as they are, its free shards as of
-// this listing.
+// this listing (rewriteKeys).
 func askClose(snap shard.Snapshot, st rebalance.State, d rebalance.Decision, u *universe, changed map[string]bool) rebalance.Decision {
-	var held map[shard.ID]bool
-	for _, m := range st.Members {
-		k, keyed := snap.Assignments[m.ID]
-		if _, written := d.Assign[m.ID]; !keyed || written {
-			continue
-		}
-		a := st.Assigned[m.ID]
-		if !changed[m.ID] && slices.Equal(k.Close, u.closingOf(a.Shards)) {
-			continue
-		}
-		if held == nil {
-			held = heldShards(st)
-		}
-		a.Free = nil
-		for _, id := range a.Shards {
-			if !held[id] {
-				a.Free = append(a.Free, id)
-			}
-		}
-		if d.Assign == nil {
-			d.Assign = map[string]rebalance.Assignment{}
-		}
-		d.Assign[m.ID] = a
-	}
-	return d
+	return rewriteKeys(snap, st, d, func(id string, k shard.Assignment, a rebalance.Assignment) bool {
+		return changed[id] || !slices.Equal(k.Close, u.closingOf(a.Shards))
+	})
 }
 
 // openChildren opens the children of the reshard in progress whose

@@ -211,3 +211,16 @@ func CheckReport(set *ShardSet, kind, worker string, shards iter.Seq[shard.ID]) 
 	}
 	return nil
 }
+
+// RaiseTo is Fleet.RaiseGeneration's rewrite of a stored config, as each
+// engine's check-and-set applies it: Generation gen, if shard.CheckRaise
+// allows it.
+func RaiseTo(gen uint32) func(shard.Config) (shard.Config, error) {
+	return func(stored shard.Config) (shard.Config, error) {
+		if err := shard.CheckRaise(stored.Generation, gen); err != nil {
+			return stored, err
+		}
+		stored.Generation = gen
+		return stored, nil
+	}
+}

@@ -19,13 +19,7 @@ import (
 // check-and-set on the config it read; the config is read again when the
 // write loses to another, a few times.
 func (f fleet) RaiseGeneration(ctx context.Context, gen uint32) (shard.Config, error) {
-	stored, err := f.c.rewriteConfig(ctx, "raise generation", func(stored shard.Config) (shard.Config, error) {
-		if err := shard.CheckRaise(stored.Generation, gen); err != nil {
-			return stored, err
-		}
-		stored.Generation = gen
-		return stored, nil
-	})
+	stored, err := f.c.rewriteConfig(ctx, "raise generation", fleetkeys.RaiseTo(gen))
 	if err == nil {
 		f.c.keys.NoteGeneration(gen)
 	}
@@ -36,9 +30,7 @@ func (f fleet) RaiseGeneration(ctx context.Context, gen uint32) (shard.Config, e
 // (shard.NextLayouts), with a check-and-set on the config it read, and
 // runs the config written from then on.
 func (f fleet) SetLayouts(ctx context.Context, from, to []shard.Layout) (shard.Config, error) {
-	stored, err := f.c.rewriteConfig(ctx, "set layouts", func(stored shard.Config) (shard.Config, error) {
-		return shard.NextLayouts(stored, from, to)
-	})
+	stored, err := f.c.rewriteConfig(ctx, "set layouts", func(stored shard.Config) (shard.Config, error) { return shard.NextLayouts(stored, from, to) })
 	if err == nil {
 		f.c.keys.Adopt(&fleetkeys.Pair{Key: f.c.keys.Config(), Value: mustJSON(stored)})
 	}

@@ -59,13 +59,7 @@ func (f fleet) Configure(ctx context.Context, cfg shard.Config) (shard.Config, e
 // RaiseGeneration rewrites P/config with Generation gen, in a transaction
 // that compares the config read; read again when it lost to another write.
 func (f fleet) RaiseGeneration(ctx context.Context, gen uint32) (shard.Config, error) {
-	stored, err := f.c.rewriteConfig(ctx, "raise generation", func(stored shard.Config) (shard.Config, error) {
-		if err := shard.CheckRaise(stored.Generation, gen); err != nil {
-			return stored, err
-		}
-		stored.Generation = gen
-		return stored, nil
-	})
+	stored, err := f.c.rewriteConfig(ctx, "raise generation", fleetkeys.RaiseTo(gen))
 	if err == nil {
 		f.c.keys.NoteGeneration(gen)
 	}
@@ -76,9 +70,7 @@ func (f fleet) RaiseGeneration(ctx context.Context, gen uint32) (shard.Config, e
 // (shard.NextLayouts), in a transaction that compares the config read,
 // and runs the config written from then on.
 func (f fleet) SetLayouts(ctx context.Context, from, to []shard.Layout) (shard.Config, error) {
-	stored, err := f.c.rewriteConfig(ctx, "set layouts", func(stored shard.Config) (shard.Config, error) {
-		return shard.NextLayouts(stored, from, to)
-	})
+	stored, err := f.c.rewriteConfig(ctx, "set layouts", func(stored shard.Config) (shard.Config, error) { return shard.NextLayouts(stored, from, to) })
 	if err == nil {
 		value, _ := json.Marshal(stored) // a Config always marshals
 		f.c.keys.Adopt(&fleetkeys.Pair{Key: f.c.keys.Config(), Value: value})
